@@ -1,0 +1,117 @@
+package llm
+
+import "encoding/json"
+
+// Role says who wrote a [Message].
+type Role string
+
+// The roles of a conversation.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// A Message is one entry of a conversation. Messages are values: once handed
+// to a [Model] they must not be modified, and a Model must not modify them.
+type Message struct {
+	Role Role `json:"role"`
+	// Content is the text of the message. For a tool message it is the tool's
+	// result (or its error, with IsError set).
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the [ToolCall] it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+	// IsError marks a tool message whose content describes a failure.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// A ToolCall is one call to a tool requested by the model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object of arguments exactly as the model wrote it;
+	// it may be malformed.
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// A ToolDef describes a tool to the model.
+type ToolDef struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the tool's arguments object.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// OutputSpec asks for a final answer that is a JSON value matching Schema.
+// Backends with native structured output use it to constrain decoding;
+// the rest ignore it (the prompt then carries the instructions).
+type OutputSpec struct {
+	// Name names the schema for backends that need one. Defaults to "output".
+	Name string `json:"name,omitempty"`
+	// Schema is the JSON Schema the final answer must satisfy.
+	Schema json.RawMessage `json:"schema"`
+}
+
+// A Request is everything a [Model] needs for one generation.
+type Request struct {
+	// Model is the backend's model name; empty means the backend's default.
+	Model string `json:"model,omitempty"`
+	// Messages is the conversation so far. A system message, when present, is
+	// first; the shared prefix (system prompt, tool definitions and output
+	// instructions) is byte-identical across the agents of one job.
+	Messages []Message `json:"messages"`
+	// Tools are the tools the model may call.
+	Tools []ToolDef `json:"tools,omitempty"`
+	// Output, when set, asks for structured output.
+	Output *OutputSpec `json:"output,omitempty"`
+	// MaxTokens caps the generated tokens; zero means the backend's default.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Temperature, when set, overrides the backend's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+}
+
+// FinishReason says why a generation stopped.
+type FinishReason string
+
+// The finish reasons.
+const (
+	FinishStop      FinishReason = "stop"
+	FinishToolCalls FinishReason = "tool_calls"
+	FinishLength    FinishReason = "length"
+)
+
+// A Response is the outcome of one generation.
+type Response struct {
+	// Message is the assistant message generated.
+	Message Message `json:"message"`
+	// FinishReason says why generation stopped.
+	FinishReason FinishReason `json:"finish_reason,omitempty"`
+	// Usage counts the tokens of the call.
+	Usage Usage `json:"usage"`
+}
+
+// Usage counts the tokens of one or more model calls.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// CachedTokens is the part of PromptTokens served from the backend's
+	// prefix cache, when the backend reports it.
+	CachedTokens int64 `json:"cached_tokens,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+	}
+}
+
+// Total is the number of prompt and completion tokens.
+func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }

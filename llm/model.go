@@ -1,0 +1,129 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+)
+
+// Model generates the next assistant message for a conversation.
+// Implementations must be safe for concurrent use.
+type Model interface {
+	// Generate returns the next assistant message for req. Failures of the
+	// backend are reported as *APIError wrapping a class sentinel; a
+	// cancelled ctx yields ctx's error.
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// A Streamer is a Model that can also stream. Callers discover it with a type
+// assertion, like http.Flusher. Breaking out of the loop over the sequence
+// releases the underlying connection.
+type Streamer interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Event, error]
+}
+
+// EventType says what an [Event] carries.
+type EventType int
+
+// The kinds of streamed events.
+const (
+	// EventText carries a piece of the assistant's text in Text.
+	EventText EventType = iota + 1
+	// EventToolCall carries a piece of a tool call in ToolCall. Pieces with
+	// the same Index belong to the same call; ID and Name arrive on the first.
+	EventToolCall
+	// EventUsage carries the call's token counts in Usage.
+	EventUsage
+	// EventDone ends the stream and carries FinishReason.
+	EventDone
+)
+
+// An Event is one piece of a streamed response.
+type Event struct {
+	Type         EventType
+	Text         string
+	ToolCall     ToolCallDelta
+	Usage        Usage
+	FinishReason FinishReason
+}
+
+// A ToolCallDelta is a piece of a streamed tool call.
+type ToolCallDelta struct {
+	// Index orders the calls of one response.
+	Index int
+	ID    string
+	Name  string
+	// Arguments is the next fragment of the JSON arguments text.
+	Arguments string
+}
+
+// An Accumulator reassembles streamed events into a [Response]. The zero
+// value is ready to use. It is not safe for concurrent use.
+type Accumulator struct {
+	text   []byte
+	calls  []toolCallBuf
+	usage  Usage
+	finish FinishReason
+}
+
+type toolCallBuf struct {
+	index    int
+	id, name string
+	args     []byte
+}
+
+// Add folds one event into the response being built.
+func (a *Accumulator) Add(ev Event) {
+	switch ev.Type {
+	case EventText:
+		a.text = append(a.text, ev.Text...)
+	case EventToolCall:
+		d := ev.ToolCall
+		var b *toolCallBuf
+		for i := range a.calls {
+			if a.calls[i].index == d.Index {
+				b = &a.calls[i]
+				break
+			}
+		}
+		if b == nil {
+			a.calls = append(a.calls, toolCallBuf{index: d.Index})
+			b = &a.calls[len(a.calls)-1]
+		}
+		if d.ID != "" {
+			b.id = d.ID
+		}
+		if d.Name != "" {
+			b.name = d.Name
+		}
+		b.args = append(b.args, d.Arguments...)
+	case EventUsage:
+		a.usage = ev.Usage
+	case EventDone:
+		a.finish = ev.FinishReason
+	}
+}
+
+// Response returns the response assembled so far. A missing finish reason
+// is inferred: tool_calls when calls were streamed, else stop.
+func (a *Accumulator) Response() *Response {
+	r := &Response{
+		Message:      Message{Role: RoleAssistant, Content: string(a.text)},
+		FinishReason: a.finish,
+		Usage:        a.usage,
+	}
+	for _, c := range a.calls {
+		args := json.RawMessage(c.args)
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: c.id, Name: c.name, Arguments: args})
+	}
+	if r.FinishReason == "" {
+		r.FinishReason = FinishStop
+		if len(r.Message.ToolCalls) > 0 {
+			r.FinishReason = FinishToolCalls
+		}
+	}
+	return r
+}

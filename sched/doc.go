@@ -1,0 +1,20 @@
+// Package sched bounds how many inference calls run at once and decides who
+// goes next.
+//
+// A [Scheduler] is a resizable counting semaphore whose waiters are served by
+// priority. batchagent gives each agent's model call a priority equal to the
+// turns it has completed, so agents that are close to done get the next free
+// slot before fresh ones start and results stream out early. Among equal
+// priorities waiters are served first come, first served.
+//
+// # No starvation
+//
+// Priority is converted into an arrival credit: a waiter with priority p is
+// ordered as if it had arrived p × [Config.Boost] earlier than it did. A
+// higher priority therefore wins over any waiting time shorter than the
+// difference in credit, and any waiter is eventually overtaken by nobody:
+// once it has waited longer than the largest credit in use, every later
+// arrival is ordered behind it.
+//
+// The package knows nothing about LLMs and imports only the standard library.
+package sched
