@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxTurns   = 8
+	DefaultMaxRetries = 2
+)
+
+// ErrMaxTurns is returned when an agent used all its turns without a final
+// answer.
+var ErrMaxTurns = errors.New("agent: max turns reached without a final answer")
+
+// Slots bounds concurrent model calls. *sched.Scheduler satisfies it.
+type Slots interface {
+	// Acquire blocks until a slot is granted or ctx is done; higher
+	// priority is served first.
+	Acquire(ctx context.Context, priority int) error
+	// Release returns a slot.
+	Release()
+}
+
+// OnTurnFunc is called after every completed turn with the agent's state,
+// e.g. to checkpoint it. It runs on the agent's goroutine; the state must
+// not be retained after it returns (use [State.Clone]).
+type OnTurnFunc func(ctx context.Context, st *State)
+
+// Config is what the agents of one job share. The zero value is not useful:
+// Model is required.
+type Config struct {
+	// Model answers the agents. Required.
+	Model llm.Model
+	// ModelName is passed to the backend; empty means its default.
+	ModelName string
+	// System is the system prompt. Output instructions are appended to it
+	// when Schema is set, so the whole shared prefix is one message.
+	System string
+	// Tools executes tool calls. Nil means the agents have no tools.
+	Tools *tool.Pool
+	// Schema validates the final answer. Nil means any text is accepted
+	// (the output is then the text as a JSON string).
+	Schema *schema.Schema
+	// MaxTurns caps model turns per agent, validation retries included.
+	// Defaults to DefaultMaxTurns.
+	MaxTurns int
+	// MaxRetries caps the retries of one model call after transient
+	// errors, and separately the corrections requested for invalid output.
+	// Defaults to DefaultMaxRetries; negative means no retries.
+	MaxRetries int
+	// MaxTokens caps each generation; zero means the backend's default.
+	MaxTokens int
+	// Slots bounds concurrent model calls. Nil means unbounded.
+	Slots Slots
+	// Backoff spaces retries. The zero value uses retry's defaults.
+	Backoff retry.Policy
+	// OnTurn, if set, is called after every completed turn.
+	OnTurn OnTurnFunc
+}
+
+// Runner runs agents. It is immutable and safe for concurrent use.
+type Runner struct {
+	cfg    Config
+	prefix []llm.Message // the shared system message, or empty
+	tools  []llm.ToolDef
+	output *llm.OutputSpec
+	stream llm.Streamer // cfg.Model as a Streamer, or nil
+}
+
+// New returns a Runner. It returns an error if cfg.Model is nil or a limit
+// is out of range.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("agent: no model")
+	}
+	if cfg.MaxTurns < 0 {
+		return nil, fmt.Errorf("agent: negative max turns %d", cfg.MaxTurns)
+	}
+	if cfg.MaxTurns == 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	r := &Runner{cfg: cfg}
+	r.stream, _ = cfg.Model.(llm.Streamer)
+	system := cfg.System
+	if cfg.Schema != nil {
+		r.output = &llm.OutputSpec{Name: "output", Schema: cfg.Schema.Raw()}
+		if system != "" {
+			system += "\n\n"
+		}
+		system += cfg.Schema.Instructions()
+	}
+	if system != "" {
+		r.prefix = []llm.Message{{Role: llm.RoleSystem, Content: system}}
+	}
+	if cfg.Tools != nil {
+		for _, s := range cfg.Tools.Specs() {
+			params := s.Parameters
+			if len(params) == 0 {
+				params = json.RawMessage(`{"type":"object"}`)
+			}
+			r.tools = append(r.tools, llm.ToolDef{Name: s.Name, Description: s.Description, Parameters: params})
+		}
+	}
+	return r, nil
+}
+
+// Prefix returns the shared prompt prefix every agent's conversation starts
+// with: the system message (system prompt and output instructions). The
+// returned slice must not be modified.
+func (r *Runner) Prefix() []llm.Message { return r.prefix }
+
+// ToolDefs returns the tool definitions sent with every request. The
+// returned slice must not be modified.
+func (r *Runner) ToolDefs() []llm.ToolDef { return r.tools }
+
+// Error reports the step that ended an agent.
+type Error struct {
+	// Op is the failed step: "generate", "tool" or "validate".
+	Op string
+	// Turn is the 0-based turn that failed.
+	Turn int
+	// Err is the cause: an *llm.APIError, a context error, ErrMaxTurns, a
+	// *schema.ValidationError or a tool error wrapping tool.ErrFatal.
+	Err error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("turn %d: %s: %v", e.Turn, e.Op, e.Err) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run runs the agent from st until it produces a valid final answer, fails
+// or ctx ends. st must hold the conversation so far without the shared
+// prefix: a fresh agent starts with one user message (its task); a resumed
+// one with the messages of its last completed turn. Run updates st in place
+// (messages, turns, counters, output) and returns nil on success, with
+// st.Output set, or an *Error.
+func (r *Runner) Run(ctx context.Context, st *State) error {
+	if len(st.Messages) == 0 {
+		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
+	}
+	for {
+		if st.Turns >= r.cfg.MaxTurns {
+			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
+		}
+		resp, err := r.generate(ctx, st)
+		if err != nil {
+			return &Error{Op: "generate", Turn: st.Turns, Err: err}
+		}
+		turn := st.Turns
+		st.Turns++
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
+		if len(msg.ToolCalls) > 0 {
+			for i := range msg.ToolCalls {
+				if msg.ToolCalls[i].ID == "" {
+					msg.ToolCalls[i].ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
+				}
+			}
+			st.Messages = append(st.Messages, msg)
+			if err := r.runTools(ctx, st, msg.ToolCalls); err != nil {
+				return &Error{Op: "tool", Turn: turn, Err: err}
+			}
+			r.turnDone(ctx, st)
+			continue
+		}
+		st.Messages = append(st.Messages, msg)
+		st.Raw = msg.Content
+		if r.cfg.Schema == nil {
+			st.Output, _ = json.Marshal(msg.Content)
+			r.turnDone(ctx, st)
+			return nil
+		}
+		out, err := r.cfg.Schema.Parse(msg.Content)
+		if err == nil {
+			st.Output = out
+			r.turnDone(ctx, st)
+			return nil
+		}
+		var verr *schema.ValidationError
+		if !errors.As(err, &verr) || st.Corrections >= r.cfg.MaxRetries {
+			r.turnDone(ctx, st)
+			return &Error{Op: "validate", Turn: turn, Err: err}
+		}
+		st.Corrections++
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: schema.Feedback(verr)})
+		r.turnDone(ctx, st)
+	}
+}
+
+func (r *Runner) turnDone(ctx context.Context, st *State) {
+	if r.cfg.OnTurn != nil {
+		r.cfg.OnTurn(ctx, st)
+	}
+}
+
+// generate makes one model call, retrying transient failures with back-off.
+// The slot is held only during the call itself.
+func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error) {
+	req := &llm.Request{
+		Model:     r.cfg.ModelName,
+		Messages:  r.messages(st),
+		Tools:     r.tools,
+		Output:    r.output,
+		MaxTokens: r.cfg.MaxTokens,
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := r.call(ctx, st, req)
+		if err == nil {
+			return resp, nil
+		}
+		if !llm.IsTransient(err) || attempt >= r.cfg.MaxRetries {
+			return nil, err
+		}
+		st.Retries++
+		wait := r.cfg.Backoff.Delay(attempt, err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		st.Timings.Backoff += wait
+	}
+}
+
+// messages returns the request's conversation: the shared prefix followed
+// by the agent's own messages.
+func (r *Runner) messages(st *State) []llm.Message {
+	if len(r.prefix) == 0 {
+		return st.Messages
+	}
+	msgs := make([]llm.Message, 0, len(r.prefix)+len(st.Messages))
+	msgs = append(msgs, r.prefix...)
+	return append(msgs, st.Messages...)
+}
+
+// call acquires a slot, runs one model call and releases the slot.
+func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Response, error) {
+	ready := time.Now()
+	if r.cfg.Slots != nil {
+		if err := r.cfg.Slots.Acquire(ctx, st.Turns); err != nil {
+			st.Timings.Queue += time.Since(ready)
+			return nil, err
+		}
+	}
+	start := time.Now()
+	st.Timings.Queue += start.Sub(ready)
+	st.ModelCalls++
+	var (
+		resp  *llm.Response
+		err   error
+		first time.Time
+	)
+	if r.stream != nil {
+		resp, first, err = r.consume(ctx, req)
+	} else {
+		resp, err = r.cfg.Model.Generate(ctx, req)
+		first = time.Now()
+	}
+	end := time.Now()
+	if r.cfg.Slots != nil {
+		r.cfg.Slots.Release()
+	}
+	st.Timings.Inference += end.Sub(start)
+	if err != nil {
+		return nil, err
+	}
+	if st.Timings.TTFT == 0 {
+		st.Timings.TTFT = first.Sub(ready)
+	}
+	st.Usage = st.Usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// consume runs a streamed call and reassembles the response; first is when
+// the first event arrived.
+func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Response, first time.Time, err error) {
+	var acc llm.Accumulator
+	for ev, err := range r.stream.Stream(ctx, req) {
+		if err != nil {
+			return nil, first, err
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		acc.Add(ev)
+	}
+	if first.IsZero() {
+		first = time.Now()
+	}
+	return acc.Response(), first, nil
+}
+
+// runTools executes the calls of one turn concurrently through the pool and
+// appends one tool message per call, in call order. It returns an error only
+// for a fatal tool failure or a done ctx.
+func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall) error {
+	start := time.Now()
+	st.ToolCalls += len(calls)
+	results := make([]llm.Message, len(calls))
+	errs := make([]error, len(calls))
+	run := func(i int) {
+		c := calls[i]
+		content, err := r.callTool(ctx, c)
+		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
+		if err != nil {
+			results[i].IsError = true
+			results[i].Content = "error: " + err.Error()
+			errs[i] = err
+		}
+	}
+	if len(calls) == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+	}
+	st.Timings.Tools += time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if errors.Is(err, tool.ErrFatal) {
+			return err
+		}
+	}
+	st.Messages = append(st.Messages, results...)
+	return nil
+}
+
+func (r *Runner) callTool(ctx context.Context, c llm.ToolCall) (string, error) {
+	if r.cfg.Tools == nil {
+		return "", fmt.Errorf("no tools are available; answer without calling %q", c.Name)
+	}
+	return r.cfg.Tools.Call(ctx, c.Name, c.Arguments)
+}

@@ -1,0 +1,406 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// DefaultToolTurns is the number of turns that call tools before answering.
+const DefaultToolTurns = 1
+
+// Config configures the simulator. The zero value is valid: an instant
+// model that calls every tool once and then answers.
+type Config struct {
+	// Latency is the time of one forward pass (prefill and first token).
+	// Zero means none.
+	Latency time.Duration
+	// PerToken is the decode time of each generated token after the first.
+	// Zero means none.
+	PerToken time.Duration
+	// Jitter scales every call's time by a uniform factor in
+	// [1-Jitter, 1+Jitter]. Zero means none; it must be in [0, 1].
+	Jitter float64
+	// FailRate is the probability, in [0, 1], that a call fails with a
+	// transient overload error (HTTP 503). Zero means never.
+	FailRate float64
+	// InvalidRate is the probability, in [0, 1], that a final answer
+	// violates the output schema. Zero means never.
+	InvalidRate float64
+	// ToolTurns is how many turns call tools before the model answers.
+	// Defaults to DefaultToolTurns; negative means the model never calls
+	// tools.
+	ToolTurns int
+	// Tools names the tools the model calls on a tool turn. Empty means
+	// every tool of the request.
+	Tools []string
+	// Seed makes answers, arguments, jitter and failures reproducible.
+	Seed uint64
+}
+
+func (c Config) validate() error {
+	if c.Latency < 0 || c.PerToken < 0 {
+		return fmt.Errorf("sim: negative latency")
+	}
+	for name, p := range map[string]float64{"jitter": c.Jitter, "fail": c.FailRate, "invalid": c.InvalidRate} {
+		if p < 0 || p > 1 {
+			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", name, p)
+		}
+	}
+	return nil
+}
+
+// Model is the simulated model. It is safe for concurrent use.
+type Model struct {
+	cfg   Config
+	tools map[string]bool // allowed tool names; nil means all
+
+	calls atomic.Int64 // model calls started, for failure injection and stats
+	fails atomic.Int64 // injected failures
+
+	mu    sync.Mutex            // protects gens
+	gens  map[string]*generator // compiled generators by schema text
+}
+
+// New returns a simulator. It returns an error if cfg is out of range.
+func New(cfg Config) (*Model, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ToolTurns == 0 {
+		cfg.ToolTurns = DefaultToolTurns
+	}
+	m := &Model{cfg: cfg, gens: make(map[string]*generator)}
+	if len(cfg.Tools) > 0 {
+		m.tools = make(map[string]bool, len(cfg.Tools))
+		for _, t := range cfg.Tools {
+			m.tools[t] = true
+		}
+	}
+	return m, nil
+}
+
+// ParseURL parses a "sim://" backend URL into a Config. Query parameters:
+// latency and per_token (durations), jitter, fail and invalid
+// (probabilities), tool_turns (integer), tools (comma-separated names) and
+// seed (integer). Unknown parameters are an error.
+func ParseURL(raw string) (Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim: %w", err)
+	}
+	if u.Scheme != "sim" {
+		return Config{}, fmt.Errorf("sim: scheme %q, want \"sim\"", u.Scheme)
+	}
+	var cfg Config
+	for key, vals := range u.Query() {
+		v := vals[len(vals)-1]
+		switch key {
+		case "latency", "per_token":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
+			}
+			if key == "latency" {
+				cfg.Latency = d
+			} else {
+				cfg.PerToken = d
+			}
+		case "jitter", "fail", "invalid":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
+			}
+			switch key {
+			case "jitter":
+				cfg.Jitter = f
+			case "fail":
+				cfg.FailRate = f
+			default:
+				cfg.InvalidRate = f
+			}
+		case "tool_turns":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
+			}
+			if n == 0 {
+				n = -1 // explicit zero: never call tools
+			}
+			cfg.ToolTurns = n
+		case "tools":
+			for t := range strings.SplitSeq(v, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					cfg.Tools = append(cfg.Tools, t)
+				}
+			}
+		case "seed":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
+			}
+			cfg.Seed = n
+		default:
+			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, tool_turns, tools, seed)", key)
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+// Stats counts the simulator's calls.
+type Stats struct {
+	Calls    int64 // model calls started
+	Failures int64 // injected transient failures
+}
+
+// Stats returns the calls made so far.
+func (m *Model) Stats() Stats {
+	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load()}
+}
+
+// Generate simulates one model call. It returns an *llm.APIError wrapping
+// llm.ErrOverloaded for an injected failure, ctx's error when ctx ends
+// first, and an error for a request it cannot serve (no messages, or an
+// output schema it cannot generate from).
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, firstToken, rest, err := m.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, firstToken+rest); err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, overloaded()
+	}
+	return resp, nil
+}
+
+// Stream simulates one streamed model call: the first event arrives after
+// one forward pass, the rest after the decode time.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		resp, firstToken, rest, err := m.plan(req)
+		if err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		if err := sleep(ctx, firstToken); err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		if resp == nil {
+			yield(llm.Event{}, overloaded())
+			return
+		}
+		msg := resp.Message
+		text := msg.Content
+		// The first token arrives after the forward pass, the rest after decoding.
+		cut := min(len(text), 4)
+		if cut > 0 && !yield(llm.Event{Type: llm.EventText, Text: text[:cut]}, nil) {
+			return
+		}
+		for i, c := range msg.ToolCalls {
+			d := llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}
+			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) {
+				return
+			}
+		}
+		if err := sleep(ctx, rest); err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		if cut < len(text) && !yield(llm.Event{Type: llm.EventText, Text: text[cut:]}, nil) {
+			return
+		}
+		for i, c := range msg.ToolCalls {
+			d := llm.ToolCallDelta{Index: i, Arguments: string(c.Arguments)}
+			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) {
+				return
+			}
+		}
+		if !yield(llm.Event{Type: llm.EventUsage, Usage: resp.Usage}, nil) {
+			return
+		}
+		yield(llm.Event{Type: llm.EventDone, FinishReason: resp.FinishReason}, nil)
+	}
+}
+
+func overloaded() error {
+	return &llm.APIError{Backend: "sim", StatusCode: 503, Message: "simulated overload", Err: llm.ErrOverloaded}
+}
+
+// plan decides the outcome of one call and its timing. A nil response with
+// a nil error is an injected failure.
+func (m *Model) plan(req *llm.Request) (resp *llm.Response, firstToken, rest time.Duration, err error) {
+	if len(req.Messages) == 0 {
+		return nil, 0, 0, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
+	}
+	n := m.calls.Add(1)
+	rng := rand.New(rand.NewPCG(m.cfg.Seed, uint64(n)))
+	scale := 1.0
+	if m.cfg.Jitter > 0 {
+		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*rng.Float64()
+	}
+	firstToken = time.Duration(float64(m.cfg.Latency) * scale)
+	if m.cfg.FailRate > 0 && rng.Float64() < m.cfg.FailRate {
+		m.fails.Add(1)
+		return nil, firstToken, 0, nil
+	}
+	resp, err = m.respond(req)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if resp.Usage.CompletionTokens > 1 {
+		rest = time.Duration(float64(m.cfg.PerToken) * float64(resp.Usage.CompletionTokens-1) * scale)
+	}
+	return resp, firstToken, rest, nil
+}
+
+// respond builds the deterministic answer to req.
+func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
+	turn, task, promptBytes := 0, "", 0
+	for _, msg := range req.Messages {
+		promptBytes += len(msg.Content)
+		for _, c := range msg.ToolCalls {
+			promptBytes += len(c.Name) + len(c.Arguments)
+		}
+		switch {
+		case msg.Role == llm.RoleAssistant:
+			turn++
+		case msg.Role == llm.RoleUser && task == "":
+			task = msg.Content
+		}
+	}
+	for _, t := range req.Tools {
+		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	// Content-seeded: the same task and turn give the same answer in any run.
+	rng := rand.New(rand.NewPCG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages))))
+
+	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}}
+	last := req.Messages[len(req.Messages)-1]
+	feedback := last.Role == llm.RoleUser && turn > 0
+	if m.cfg.ToolTurns > 0 && turn < m.cfg.ToolTurns && !feedback {
+		calls, err := m.toolCalls(req.Tools, task, turn, rng)
+		if err != nil {
+			return nil, err
+		}
+		if len(calls) > 0 {
+			resp.Message.ToolCalls = calls
+			resp.FinishReason = llm.FinishToolCalls
+		}
+	}
+	if resp.Message.ToolCalls == nil {
+		text, err := m.answer(req.Output, task, rng)
+		if err != nil {
+			return nil, err
+		}
+		resp.Message.Content = text
+		resp.FinishReason = llm.FinishStop
+	}
+	out := len(resp.Message.Content)
+	for _, c := range resp.Message.ToolCalls {
+		out += len(c.Name) + len(c.Arguments)
+	}
+	resp.Usage = llm.Usage{PromptTokens: int64(tokens(promptBytes)), CompletionTokens: int64(tokens(out))}
+	return resp, nil
+}
+
+// tokens estimates a token count from a byte count (about 4 bytes a token).
+func tokens(n int) int { return max(1, (n+3)/4) }
+
+func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, rng *rand.Rand) ([]llm.ToolCall, error) {
+	var calls []llm.ToolCall
+	for _, d := range defs {
+		if m.tools != nil && !m.tools[d.Name] {
+			continue
+		}
+		g, err := m.generator(d.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("sim: tool %s: %w", d.Name, err)
+		}
+		args, err := json.Marshal(g.value(rng, task))
+		if err != nil {
+			return nil, fmt.Errorf("sim: tool %s: %w", d.Name, err)
+		}
+		calls = append(calls, llm.ToolCall{
+			ID:        "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(len(calls)),
+			Name:      d.Name,
+			Arguments: args,
+		})
+	}
+	return calls, nil
+}
+
+func (m *Model) answer(out *llm.OutputSpec, task string, rng *rand.Rand) (string, error) {
+	if out == nil || len(out.Schema) == 0 {
+		return "Done. " + sentence(rng, 8), nil
+	}
+	g, err := m.generator(out.Schema)
+	if err != nil {
+		return "", fmt.Errorf("sim: output schema: %w", err)
+	}
+	v := g.value(rng, "")
+	if m.cfg.InvalidRate > 0 && rng.Float64() < m.cfg.InvalidRate {
+		v = g.invalid(v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("sim: output: %w", err)
+	}
+	return string(b), nil
+}
+
+// generator returns the compiled generator of a schema, compiling it once.
+func (m *Model) generator(schema json.RawMessage) (*generator, error) {
+	m.mu.Lock()
+	g, ok := m.gens[string(schema)]
+	m.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := compile(schema)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.gens[string(schema)] = g
+	m.mu.Unlock()
+	return g, nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hashString is FNV-1a, stable across processes.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

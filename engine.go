@@ -1,0 +1,354 @@
+package batchagent
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
+	"github.com/batchagent/batchagent/schema"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// Engine runs a [Job]. It owns the job's shared parts: the tool pool (its
+// cache persists across runs), the inference slots and the counters. It is
+// safe for concurrent use; concurrent runs share slots and tools.
+type Engine struct {
+	job    Job
+	tmpl   *job.Template
+	runner *agent.Runner
+	pool   *tool.Pool
+	slots  *sched.Scheduler
+	log    *slog.Logger
+
+	stats counters
+}
+
+// New validates job and returns an Engine for it. The error wraps
+// [ErrBadJob] and says what is wrong.
+func New(j Job) (*Engine, error) {
+	if j.ID == "" {
+		j.ID = "job"
+	}
+	if j.Model == nil {
+		return nil, badJob("no model")
+	}
+	if j.Task == "" {
+		return nil, badJob("empty task template")
+	}
+	if j.MaxTurns < 0 || j.MaxInflight < 0 || j.MaxActive < 0 || j.Timeout < 0 || j.MaxTokens < 0 {
+		return nil, badJob("negative limit (max turns %d, max inflight %d, max active %d, timeout %v, max tokens %d)",
+			j.MaxTurns, j.MaxInflight, j.MaxActive, j.Timeout, j.MaxTokens)
+	}
+	if j.MaxActive == 0 {
+		j.MaxActive = DefaultMaxActive
+	}
+	tmpl, err := job.ParseTemplate(j.Task)
+	if err != nil {
+		return nil, badJob("task: %v", err)
+	}
+	e := &Engine{job: j, tmpl: tmpl, log: j.Logger}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	var sch *schema.Schema
+	if len(j.OutputSchema) > 0 {
+		if sch, err = schema.Compile(j.OutputSchema); err != nil {
+			return nil, badJob("output schema: %v", err)
+		}
+	}
+	if len(j.Tools) > 0 {
+		if e.pool, err = tool.NewPool(j.Tools, j.ToolPool); err != nil {
+			return nil, badJob("tools: %v", err)
+		}
+	}
+	if e.slots, err = sched.New(sched.Config{Limit: j.MaxInflight}); err != nil {
+		return nil, badJob("%v", err)
+	}
+	cfg := agent.Config{
+		Model:      j.Model,
+		ModelName:  j.ModelName,
+		System:     j.System,
+		Tools:      e.pool,
+		Schema:     sch,
+		MaxTurns:   j.MaxTurns,
+		MaxRetries: j.MaxRetries,
+		MaxTokens:  j.MaxTokens,
+		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
+	}
+	if j.MaxInflight > 0 {
+		cfg.Slots = e.slots
+	}
+	if e.runner, err = agent.New(cfg); err != nil {
+		return nil, badJob("%v", err)
+	}
+	return e, nil
+}
+
+// Run runs one agent per input and returns the results in input order, one
+// per input. If ctx is cancelled, agents in flight stop, finished results
+// are kept and every other input gets a result of kind [KindCanceled]. The
+// error is non-nil only for a bad job.
+func Run(ctx context.Context, j Job, inputs Inputs) ([]Result, error) {
+	e, err := New(j)
+	if err != nil {
+		return nil, err
+	}
+	return e.Run(ctx, inputs), nil
+}
+
+// Stream runs one agent per input and yields results in completion order.
+// Memory stays bounded by [Job.MaxActive] for any number of inputs.
+// Breaking out of the loop cancels the agents still running and waits for
+// them. If ctx is cancelled, agents in flight stop and yield results of
+// kind [KindCanceled]; inputs not yet started yield nothing. The error is
+// non-nil only for a bad job.
+func Stream(ctx context.Context, j Job, inputs Inputs) (iter.Seq[Result], error) {
+	e, err := New(j)
+	if err != nil {
+		return nil, err
+	}
+	return e.Stream(ctx, inputs), nil
+}
+
+// Run is like the package-level [Run] on the engine's job.
+func (e *Engine) Run(ctx context.Context, inputs Inputs) []Result {
+	var results []Result
+	for r := range e.stream(ctx, inputs, true) {
+		for len(results) <= r.Index {
+			results = append(results, Result{})
+		}
+		results[r.Index] = r
+	}
+	return results
+}
+
+// Stream is like the package-level [Stream] on the engine's job.
+func (e *Engine) Stream(ctx context.Context, inputs Inputs) iter.Seq[Result] {
+	return e.stream(ctx, inputs, false)
+}
+
+// stream runs inputs and yields results as they complete. With
+// cancelRest, inputs not started before ctx ends still yield a canceled
+// result each, so that every input has one.
+func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) iter.Seq[Result] {
+	return func(yield func(Result) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Every result holds one of MaxActive tokens from admission until it
+		// has been delivered, so out never blocks a sender.
+		out := make(chan Result, e.job.MaxActive)
+		tokens := make(chan struct{}, e.job.MaxActive)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			e.admit(ctx, inputs, cancelRest, tokens, out)
+			close(out)
+		})
+		stopped := false
+		for r := range out {
+			if !stopped {
+				e.deliver(r)
+				if !yield(r) {
+					stopped = true
+					cancel()
+				}
+			}
+			<-tokens
+		}
+		wg.Wait()
+	}
+}
+
+// admit reads inputs and starts one agent per input, at most MaxActive at
+// a time. It returns when every started agent has sent its result.
+func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- Result) {
+	var agents sync.WaitGroup
+	defer agents.Wait()
+	index := 0
+	for in, err := range inputs {
+		i := index
+		index++
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+			if !cancelRest {
+				return
+			}
+			// Wait for room without starting the agent: the canceled
+			// result still needs a token.
+			tokens <- struct{}{}
+		}
+		e.stats.started.Add(1)
+		if err != nil {
+			out <- e.fail(i, nil, -1, "input", err, KindInput, time.Now())
+			continue
+		}
+		if ctx.Err() != nil {
+			out <- e.fail(i, in, -1, "generate", context.Cause(ctx), KindCanceled, time.Now())
+			continue
+		}
+		agents.Go(func() { out <- e.runAgent(ctx, i, in) })
+	}
+}
+
+// runAgent runs the agent of input i to completion.
+func (e *Engine) runAgent(ctx context.Context, i int, in Input) Result {
+	start := time.Now()
+	task, err := e.tmpl.Render(in)
+	if err != nil {
+		return e.fail(i, in, -1, "render", err, KindTemplate, start)
+	}
+	st := &agent.State{Index: i, Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
+	actx := ctx
+	if e.job.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, e.job.Timeout, errAgentTimeout)
+		defer cancel()
+	}
+	err = e.runner.Run(actx, st)
+	r := Result{
+		Index:     i,
+		Input:     in,
+		Output:    st.Output,
+		Attempts:  st.ModelCalls,
+		Turns:     st.Turns,
+		ToolCalls: st.ToolCalls,
+		Usage:     st.Usage,
+		Timings: Timings{
+			Queue:     st.Timings.Queue,
+			Inference: st.Timings.Inference,
+			Tools:     st.Timings.Tools,
+			Backoff:   st.Timings.Backoff,
+			TTFT:      st.Timings.TTFT,
+			Total:     time.Since(start),
+		},
+	}
+	if err != nil {
+		ae := &AgentError{JobID: e.job.ID, Agent: i, Turn: -1, Op: "generate", Err: err}
+		if se, ok := errors.AsType[*agent.Error](err); ok {
+			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
+		}
+		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
+		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil)
+		r.Err, r.Output, r.Raw = ae, nil, st.Raw
+	}
+	return r
+}
+
+func (e *Engine) fail(i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {
+	return Result{
+		Index:   i,
+		Input:   in,
+		Err:     &AgentError{JobID: e.job.ID, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
+		Timings: Timings{Total: time.Since(start)},
+	}
+}
+
+// deliver counts a result and calls the job's OnResult hook.
+func (e *Engine) deliver(r Result) {
+	e.stats.add(r)
+	if e.job.OnResult != nil {
+		e.job.OnResult(r)
+	}
+	if r.Err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "agent failed",
+			slog.String("job", e.job.ID), slog.Int("agent", r.Index), slog.Any("err", r.Err))
+	}
+}
+
+// Stats is a snapshot of an engine's counters across its runs.
+type Stats struct {
+	// Started counts inputs admitted (agents started or failed at once).
+	Started int64
+	// Done counts results delivered; OK and Failed split them.
+	Done, OK, Failed int64
+	// ByKind counts failures by kind.
+	ByKind map[Kind]int64
+	// ModelCalls counts model call attempts.
+	ModelCalls int64
+	// Turns counts completed model turns.
+	Turns int64
+	// ToolRequested counts tool calls requested by models.
+	ToolRequested int64
+	// ToolExecuted counts tool executions (after coalescing and caching).
+	ToolExecuted int64
+	// Tools has the per-tool counters of the pool.
+	Tools []tool.Stats
+	// Usage sums the tokens of delivered results.
+	Usage llm.Usage
+	// Inflight counts model calls holding a slot; Waiting those queued.
+	Inflight, Waiting int
+}
+
+// Stats returns a snapshot of the engine's counters. It is safe to call
+// while runs are in progress.
+func (e *Engine) Stats() Stats {
+	s := e.stats.snapshot()
+	if e.pool != nil {
+		s.Tools = e.pool.Stats()
+		for _, t := range s.Tools {
+			s.ToolExecuted += t.Executed
+		}
+	}
+	ss := e.slots.Stats()
+	s.Inflight, s.Waiting = ss.Inflight, ss.Waiting
+	return s
+}
+
+// counters accumulates delivered results.
+type counters struct {
+	started, done, ok atomic.Int64
+	modelCalls, turns atomic.Int64
+	toolCalls         atomic.Int64
+	prompt, compl     atomic.Int64
+	cached            atomic.Int64
+	byKind            [9]atomic.Int64 // indexed like Kinds
+}
+
+func (c *counters) add(r Result) {
+	c.done.Add(1)
+	if r.Err == nil {
+		c.ok.Add(1)
+	} else {
+		k := KindOf(r.Err)
+		for i, kk := range Kinds {
+			if kk == k {
+				c.byKind[i].Add(1)
+			}
+		}
+	}
+	c.modelCalls.Add(int64(r.Attempts))
+	c.turns.Add(int64(r.Turns))
+	c.toolCalls.Add(int64(r.ToolCalls))
+	c.prompt.Add(r.Usage.PromptTokens)
+	c.compl.Add(r.Usage.CompletionTokens)
+	c.cached.Add(r.Usage.CachedTokens)
+}
+
+func (c *counters) snapshot() Stats {
+	s := Stats{
+		Started:       c.started.Load(),
+		Done:          c.done.Load(),
+		OK:            c.ok.Load(),
+		ModelCalls:    c.modelCalls.Load(),
+		Turns:         c.turns.Load(),
+		ToolRequested: c.toolCalls.Load(),
+		Usage:         llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
+		ByKind:        map[Kind]int64{},
+	}
+	s.Failed = s.Done - s.OK
+	for i, k := range Kinds {
+		if n := c.byKind[i].Load(); n > 0 {
+			s.ByKind[k] = n
+		}
+	}
+	return s
+}

@@ -1,0 +1,117 @@
+package batchagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// Defaults of [Job].
+const (
+	DefaultMaxTurns   = 8
+	DefaultMaxRetries = 2
+	DefaultMaxActive  = 1024
+)
+
+// Job describes a batch: one task template run as one agent per input.
+// A Job is a value; the [Engine] built from it keeps its own copy.
+type Job struct {
+	// ID names the job in errors and logs. Defaults to "job".
+	ID string
+	// Model answers the agents. Required. The CLI resolves backend URLs
+	// (sim://, openai://, ...) into Models.
+	Model llm.Model
+	// ModelName is passed to the backend; empty means its default.
+	ModelName string
+	// System is the system prompt, shared by all agents.
+	System string
+	// Task is the per-input prompt, a template with {field} placeholders
+	// filled from each input; "{{" and "}}" are literal braces. Required.
+	Task string
+	// Tools are the tools agents may call. Names must be unique.
+	Tools []tool.Tool
+	// OutputSchema is the JSON Schema the final answer must satisfy. Nil
+	// means any text is accepted.
+	OutputSchema json.RawMessage
+	// MaxTurns caps each agent's model turns. Defaults to DefaultMaxTurns.
+	MaxTurns int
+	// MaxInflight caps concurrent model calls. Zero means unlimited.
+	MaxInflight int
+	// MaxActive caps the agents alive at once, and so memory: results wait
+	// in a buffer of this size when the consumer is slow. Defaults to
+	// DefaultMaxActive.
+	MaxActive int
+	// MaxRetries caps retries of a model call after transient errors and,
+	// separately, corrections of invalid output. Defaults to
+	// DefaultMaxRetries; negative means none.
+	MaxRetries int
+	// Timeout bounds each agent. Zero means none.
+	Timeout time.Duration
+	// Backoff spaces the retries of failed model calls.
+	Backoff Backoff
+	// MaxTokens caps each generation. Zero means the backend's default.
+	MaxTokens int
+	// ToolPool configures the shared tool pool (cache size and TTL, result
+	// size cap, per-call timeout).
+	ToolPool tool.PoolConfig
+	// OnResult, if set, is called once per result in completion order,
+	// serially, before the result is returned or yielded. It runs outside
+	// the agents: a slow callback delays delivery, not the agents, until
+	// MaxActive results are waiting.
+	OnResult OnResultFunc
+	// Logger receives lifecycle events and warnings. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Backoff spaces retries of transient backend failures: exponential
+// back-off with full jitter, or the wait the backend asked for
+// (Retry-After). The zero value uses the defaults.
+type Backoff struct {
+	// Base is the back-off ceiling of a first retry; it doubles with each
+	// attempt. Defaults to 50ms: without a rate-limit signal a quick retry
+	// costs little.
+	Base time.Duration
+	// RateLimitBase replaces Base after a rate-limit error that came
+	// without a Retry-After. Defaults to 1s.
+	RateLimitBase time.Duration
+	// Max caps every wait. Defaults to 30s.
+	Max time.Duration
+}
+
+// OnResultFunc receives each result as it completes.
+type OnResultFunc func(Result)
+
+// ErrBadJob is wrapped by the error [New], [Run] and [Stream] return for an
+// invalid job.
+var ErrBadJob = errors.New("batchagent: bad job")
+
+func badJob(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadJob}, args...)...)
+}
+
+// Input is one input: field name → value, as used by the task template.
+type Input = job.Input
+
+// Inputs is a sequence of inputs. A non-nil error marks an input that could
+// not be decoded (for example a malformed line); it becomes that input's
+// result, of kind [KindInput], and the sequence continues.
+type Inputs = iter.Seq2[Input, error]
+
+// Slice returns the inputs of a slice. The slice is not copied.
+func Slice(in []Input) Inputs { return job.Slice(in) }
+
+// JSONL reads inputs lazily from r, one JSON object per line. source names
+// r in errors (a file name, or "").
+func JSONL(r io.Reader, source string) Inputs { return job.JSONL(r, source) }
+
+// CSV reads inputs lazily from r: a header row, then one input per record.
+// source names r in errors.
+func CSV(r io.Reader, source string) Inputs { return job.CSV(r, source) }

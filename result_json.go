@@ -1,0 +1,67 @@
+package batchagent
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// resultJSON is the JSON form of a Result: one line of the CLI's output.
+type resultJSON struct {
+	Index     int             `json:"index"`
+	Input     Input           `json:"input,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Error     *errorJSON      `json:"error,omitempty"`
+	Raw       string          `json:"raw,omitempty"`
+	Attempts  int             `json:"attempts"`
+	Turns     int             `json:"turns"`
+	ToolCalls int             `json:"tool_calls"`
+	Usage     llm.Usage       `json:"usage"`
+	Timings   timingsJSON     `json:"timings"`
+}
+
+type errorJSON struct {
+	Kind     Kind             `json:"kind"`
+	Op       string           `json:"op,omitempty"`
+	Turn     int              `json:"turn"`
+	Message  string           `json:"message"`
+	Problems []schema.Problem `json:"problems,omitempty"`
+}
+
+type timingsJSON struct {
+	Queue     float64 `json:"queue_s"`
+	Inference float64 `json:"inference_s"`
+	Tools     float64 `json:"tools_s"`
+	Backoff   float64 `json:"backoff_s,omitempty"`
+	TTFT      float64 `json:"ttft_s"`
+	Total     float64 `json:"total_s"`
+}
+
+// MarshalJSON encodes r as one self-describing JSON object: index, input,
+// output or error (kind, step, turn, message and schema problems), the raw
+// answer of a failure, counters, usage and timings in seconds.
+func (r Result) MarshalJSON() ([]byte, error) {
+	v := resultJSON{
+		Index: r.Index, Input: r.Input, Output: r.Output, Attempts: r.Attempts,
+		Turns: r.Turns, ToolCalls: r.ToolCalls, Usage: r.Usage,
+		Timings: timingsJSON{
+			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
+			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),
+			TTFT: secs(r.Timings.TTFT), Total: secs(r.Timings.Total),
+		},
+	}
+	if r.Err != nil {
+		v.Raw = r.Raw
+		v.Error = &errorJSON{Kind: KindOf(r.Err), Turn: -1, Message: r.Err.Error()}
+		if ae, ok := r.Err.(*AgentError); ok {
+			v.Error.Op, v.Error.Turn, v.Error.Message = ae.Op, ae.Turn, ae.Err.Error()
+			v.Error.Problems = ae.Problems()
+		}
+	}
+	return json.Marshal(v)
+}
+
+// secs rounds d to microseconds, in seconds.
+func secs(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }
