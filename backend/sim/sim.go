@@ -68,8 +68,8 @@ type Model struct {
 	calls atomic.Int64 // model calls started, for failure injection and stats
 	fails atomic.Int64 // injected failures
 
-	mu    sync.Mutex            // protects gens
-	gens  map[string]*generator // compiled generators by schema text
+	mu   sync.Mutex            // protects gens
+	gens map[string]*generator // compiled generators by schema text
 }
 
 // New returns a simulator. It returns an error if cfg is out of range.
