@@ -1,0 +1,126 @@
+// Package bench holds the whole-system scenarios behind `batchagent bench`:
+// each runs the same workload through the engine and through a naive Go
+// baseline, on the simulator, and reports wall time against the scenario's
+// physical limit (ideal_s), throughput, tool executions, model calls, peak
+// RSS and CPU time, as ../shared/BENCHMARKS.md defines them.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Options configures a scenario run. The zero value runs the scenario's
+// defaults in both modes.
+type Options struct {
+	// N is the number of agents. Zero means the scenario's default.
+	N int
+	// Fail is the share of model calls that fail transiently (fair only).
+	Fail float64
+	// Seed seeds the simulator. Zero means 1.
+	Seed uint64
+	// Modes lists the modes to run ("engine", "naive"). Empty means both.
+	Modes []string
+	// JSON prints one JSON object per line instead of a table.
+	JSON bool
+	// Dir is where input, output and document files are written. Empty
+	// means a temporary directory, removed afterwards.
+	Dir string
+}
+
+// Report is one line of output: one scenario in one mode. Field names are
+// the JSON keys of BENCHMARKS.md; new fields may be added, never renamed.
+type Report struct {
+	Scenario      string  `json:"scenario"`
+	Mode          string  `json:"mode"`
+	N             int     `json:"n"`
+	WallS         float64 `json:"wall_s"`
+	IdealS        float64 `json:"ideal_s"`
+	Ratio         float64 `json:"ratio"`
+	AgentsPerS    float64 `json:"agents_per_s"`
+	OK            int     `json:"ok"`
+	Failed        int     `json:"failed"`
+	ToolRequested int64   `json:"tool_requested"`
+	ToolExecuted  int64   `json:"tool_executed"`
+	LLMCalls      int64   `json:"llm_calls"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	CPUS          float64 `json:"cpu_s"`
+	// MaxRetried is the most failed model calls of any one agent (fair
+	// with failures: ideal_s includes them).
+	MaxRetried int `json:"max_retried,omitempty"`
+	// MaxInflight is the slot limit, when the scenario sets one.
+	MaxInflight int `json:"max_inflight,omitempty"`
+}
+
+// Scenarios lists the scenario names in the order they are documented.
+var Scenarios = []string{"fair", "slots", "scale"}
+
+// Run runs scenario and writes its reports to w.
+func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
+	var wl workload
+	switch scenario {
+	case "fair":
+		wl = workload{name: "fair", n: 200, latency: 60 * time.Millisecond, toolDelay: 200 * time.Millisecond, fail: opt.Fail}
+	case "slots":
+		wl = workload{name: "slots", n: 200, latency: 60 * time.Millisecond, toolDelay: 400 * time.Millisecond, maxInflight: 8, fail: opt.Fail}
+	case "scale":
+		wl = workload{name: "scale", n: 100_000, latency: time.Millisecond, files: true, fail: opt.Fail}
+	default:
+		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
+	}
+	if opt.N < 0 || opt.Fail < 0 || opt.Fail > 1 {
+		return nil, fmt.Errorf("bench: -n must be positive and -fail within [0, 1]")
+	}
+	if opt.N > 0 {
+		wl.n = opt.N
+	}
+	wl.seed = opt.Seed
+	if wl.seed == 0 {
+		wl.seed = 1
+	}
+	modes := opt.Modes
+	if len(modes) == 0 {
+		modes = []string{"engine", "naive"}
+	}
+	for _, m := range modes {
+		if m != "engine" && m != "naive" {
+			return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive)", m)
+		}
+	}
+	env, err := newEnv(opt.Dir, wl)
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
+
+	var reports []Report
+	if !opt.JSON {
+		fmt.Fprintln(w, tableHeader)
+	}
+	for _, mode := range modes {
+		rep, err := measure(ctx, env, wl, mode)
+		if err != nil {
+			return reports, err
+		}
+		reports = append(reports, rep)
+		if opt.JSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(w, string(b))
+		} else {
+			fmt.Fprintln(w, tableRow(rep))
+		}
+	}
+	return reports, nil
+}
+
+const tableHeader = "scenario mode       n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"
+
+func tableRow(r Report) string {
+	return fmt.Sprintf("%-8s %-6s %7d %8.3f %8.3f %6.2f %9.0f %6d %7d %9d %10d %10d %7.0f %6.2f",
+		r.Scenario, r.Mode, r.N, r.WallS, r.IdealS, r.Ratio, r.AgentsPerS, r.OK, r.Failed,
+		r.ToolRequested, r.ToolExecuted, r.LLMCalls, r.PeakRSSMB, r.CPUS)
+}

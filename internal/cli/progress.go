@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/sink"
+)
+
+// Progress cadence: a live line on a terminal, a plain line otherwise.
+const (
+	ttyEvery   = 200 * time.Millisecond
+	plainEvery = 5 * time.Second
+)
+
+// reporter prints progress while a run goes on and flushes the output so
+// results reach the file while the run is quiet. Its goroutine is owned by
+// the reporter: stop ends it and waits.
+type reporter struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	tty  bool
+	w    io.Writer
+}
+
+func startReporter(e *batchagent.Engine, out *sink.JSONL, total int, w io.Writer) *reporter {
+	r := &reporter{done: make(chan struct{}), w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		r.tty = true
+	}
+	every := plainEvery
+	if r.tty {
+		every = ttyEvery
+	}
+	start := time.Now()
+	r.wg.Go(func() {
+		tick := time.NewTicker(min(every, time.Second))
+		defer tick.Stop()
+		last := start
+		for {
+			select {
+			case <-r.done:
+				return
+			case now := <-tick.C:
+				_ = out.Flush() // a write error surfaces on the next Write or Close
+				if now.Sub(last) < every {
+					continue
+				}
+				last = now
+				line := progressLine(e.Stats(), total, now.Sub(start))
+				if r.tty {
+					fmt.Fprintf(w, "\r\033[K%s", line)
+				} else {
+					fmt.Fprintln(w, line)
+				}
+			}
+		}
+	})
+	return r
+}
+
+func (r *reporter) stop() {
+	close(r.done)
+	r.wg.Wait()
+	if r.tty {
+		fmt.Fprint(r.w, "\r\033[K")
+	}
+}
+
+// progressLine renders done/failed/active, agents/s, ETA and tokens.
+func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string {
+	rate := float64(st.Done) / elapsed.Seconds()
+	var b strings.Builder
+	if total > 0 {
+		fmt.Fprintf(&b, "done %d/%d", st.Done, total)
+	} else {
+		fmt.Fprintf(&b, "done %d", st.Done)
+	}
+	fmt.Fprintf(&b, " · failed %d · active %d · %.1f agents/s", st.Failed, st.Started-st.Done, rate)
+	if total > 0 && rate > 0 && int(st.Done) < total {
+		eta := time.Duration(float64(total-int(st.Done)) / rate * float64(time.Second))
+		fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
+	}
+	fmt.Fprintf(&b, " · tokens %s", count(st.Usage.Total()))
+	return b.String()
+}
+
+// writeSummary prints the end-of-run summary.
+func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath string) {
+	fmt.Fprintf(w, "batchagent: %s: %d results in %s (%.1f agents/s)\n", name, st.Done-int64(notWritten), wall.Round(time.Millisecond), float64(st.Done)/wall.Seconds())
+	fmt.Fprintf(w, "  ok %d · failed %d", st.OK, st.Failed-int64(notWritten))
+	var kinds []string
+	for _, k := range batchagent.Kinds {
+		n := st.ByKind[k]
+		if k == batchagent.KindCanceled {
+			n -= int64(notWritten)
+		}
+		if n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if len(kinds) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintln(w)
+	if notWritten > 0 {
+		fmt.Fprintf(w, "  interrupted: %d agents in flight were stopped and not written\n", notWritten)
+	}
+	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls requested %d, executed %d\n", st.ModelCalls, st.Turns, st.ToolRequested, st.ToolExecuted)
+	if len(st.Tools) > 1 {
+		tools := slices.Clone(st.Tools)
+		for _, t := range tools {
+			fmt.Fprintf(w, "    %s: requested %d, executed %d, coalesced %d, cache hits %d, errors %d\n", t.Name, t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors)
+		}
+	}
+	fmt.Fprintf(w, "  tokens: prompt %s (cached %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens), count(st.Usage.CompletionTokens))
+	if outPath != "" {
+		fmt.Fprintf(w, "  results: %s (%d lines)\n", outPath, written)
+	}
+}
+
+// count renders a number compactly: 950, 12.3k, 4.5M.
+func count(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/sink"
+)
+
+// runFlags are the flags of `batchagent run`.
+type runFlags struct {
+	inputs, out, backend string
+	ordered, quiet       bool
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: batchagent run JOB.yaml [flags]\n\nRuns one agent per input and writes one JSON result per line.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var f runFlags
+	fs.StringVar(&f.inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
+	fs.StringVar(&f.out, "out", "", "output file for JSONL results (default: the job's output, else stdout)")
+	fs.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms; overrides the job's backend")
+	fs.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress or summary on stderr")
+	pos, err := parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "batchagent run: want exactly one job file")
+		fs.Usage()
+		return exitUsage
+	}
+	r, err := prepare(pos[0], f, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer r.close()
+	return r.run(ctx, f.quiet, stderr)
+}
+
+// runner is a prepared `batchagent run`: engine, inputs and output.
+type runner struct {
+	name    string
+	engine  *batchagent.Engine
+	inputs  batchagent.Inputs
+	total   int // inputs expected (lines of the input file), 0 if unknown
+	out     *sink.JSONL
+	outPath string
+	closers []io.Closer
+}
+
+// prepare loads the job file and opens everything the run needs. Every
+// error it returns is a usage error (exit status 2).
+func prepare(path string, f runFlags, stdout io.Writer) (*runner, error) {
+	cj, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{name: cj.Name}
+	if r.name == "" {
+		r.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			r.close()
+		}
+	}()
+	backend := cj.Backend
+	if f.backend != "" {
+		backend = f.backend
+	}
+	model, err := openBackend(backend)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := buildTools(cj.Tools)
+	if err != nil {
+		return nil, err
+	}
+	j := batchagent.Job{
+		ID:           r.name,
+		Model:        model,
+		ModelName:    cj.Model,
+		System:       cj.System,
+		Task:         cj.Task,
+		Tools:        tools,
+		OutputSchema: cj.OutputSchema.JSON,
+		MaxTurns:     cj.Limits.MaxTurns,
+		MaxInflight:  cj.Limits.MaxInflight,
+		MaxActive:    cj.Limits.MaxActive,
+		Timeout:      time.Duration(cj.Limits.Timeout),
+	}
+	if cj.Limits.MaxRetries != nil {
+		j.MaxRetries = *cj.Limits.MaxRetries
+		if j.MaxRetries == 0 {
+			j.MaxRetries = -1 // an explicit 0 in the file means no retries
+		}
+	}
+	if r.engine, err = batchagent.New(j); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+
+	inPath := cj.Inputs
+	if f.inputs != "" {
+		inPath = f.inputs
+	}
+	if inPath == "" {
+		return nil, fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", path)
+	}
+	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
+		return nil, err
+	}
+
+	r.outPath = cj.Output
+	if f.out != "" {
+		r.outPath = f.out
+	}
+	var w io.Writer = stdout
+	if r.outPath != "" && r.outPath != "-" {
+		of, err := os.Create(r.outPath)
+		if err != nil {
+			return nil, fmt.Errorf("output: %w", err)
+		}
+		r.closers = append(r.closers, of)
+		w = of
+	} else {
+		r.outPath = ""
+	}
+	r.out = sink.NewJSONL(w, f.ordered)
+	ok = true
+	return r, nil
+}
+
+// openInputs opens an input file, choosing the format by its extension,
+// and counts its lines for the progress estimate.
+func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
+	var decode func(io.Reader, string) batchagent.Inputs
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		decode = batchagent.JSONL
+	case ".csv":
+		decode = batchagent.CSV
+	default:
+		return nil, 0, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
+	}
+	total, err := countLines(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	if strings.EqualFold(filepath.Ext(path), ".csv") {
+		total = max(total-1, 0) // header row
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	r.closers = append(r.closers, in)
+	return decode(in, filepath.Base(path)), total, nil
+}
+
+func (r *runner) close() {
+	for _, c := range r.closers {
+		c.Close()
+	}
+	r.closers = nil
+}
+
+// run streams results to the output and reports progress and a summary.
+func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
+	start := time.Now()
+	var rep *reporter
+	if !quiet {
+		rep = startReporter(r.engine, r.out, r.total, stderr)
+	}
+	var (
+		notWritten int
+		writeErr   error
+	)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for res := range r.engine.Stream(runCtx, r.inputs) {
+		if ctx.Err() != nil && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+			notWritten++ // interrupted mid-flight: not a result, rerun it
+			continue
+		}
+		if err := r.out.Write(res); err != nil && writeErr == nil {
+			writeErr = err
+			cancel()
+		}
+	}
+	if err := r.out.Close(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	for _, c := range r.closers {
+		if err := c.Close(); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("output: %w", err)
+		}
+	}
+	r.closers = nil
+	if rep != nil {
+		rep.stop()
+	}
+	st := r.engine.Stats()
+	if !quiet {
+		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath)
+	}
+	switch {
+	case writeErr != nil:
+		fmt.Fprintln(stderr, "batchagent run:", writeErr)
+		return exitFailed
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case st.Failed > 0:
+		return exitFailed
+	}
+	return exitOK
+}
+
+// countLines counts the non-empty lines of a file.
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := f.Read(buf)
+		for _, c := range buf[:k] {
+			if c == '\n' && last != '\n' {
+				n++
+			}
+			last = c
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}

@@ -1,0 +1,134 @@
+// Package sink writes results as they complete: a JSONL writer that emits
+// each result as one line, in completion order or, buffered, in input order.
+package sink
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batchagent/batchagent"
+)
+
+// flushEvery bounds how long a written result may sit in the buffer.
+const flushEvery = 100 * time.Millisecond
+
+// JSONL writes one JSON object per result and line. It is safe for
+// concurrent use, so a progress ticker may call Flush while results are
+// written.
+type JSONL struct {
+	mu        sync.Mutex // protects the fields below
+	bw        *bufio.Writer
+	ordered   bool
+	pending   map[int]batchagent.Result // ordered mode: results waiting for earlier ones
+	next      int                       // ordered mode: next index to write
+	written   int
+	lastFlush time.Time
+	err       error // first write error; later writes are refused
+}
+
+// NewJSONL returns a writer to w. With ordered, results are buffered and
+// written in input order (memory grows with how far completion runs ahead
+// of the slowest earlier input); otherwise each is written as soon as it is
+// given. The caller keeps ownership of w and closes it after Close.
+func NewJSONL(w io.Writer, ordered bool) *JSONL {
+	return &JSONL{bw: bufio.NewWriterSize(w, 64<<10), ordered: ordered, pending: map[int]batchagent.Result{}, lastFlush: time.Now()}
+}
+
+// Write writes r (or, in ordered mode, buffers it until the results before
+// it are written). Buffered output is flushed at least every 100ms of
+// writes; call Flush to force it. It returns the first error met writing.
+func (s *JSONL) Write(r batchagent.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if !s.ordered {
+		s.writeLocked(r)
+	} else {
+		s.pending[r.Index] = r
+		for {
+			p, ok := s.pending[s.next]
+			if !ok {
+				break
+			}
+			delete(s.pending, s.next)
+			s.next++
+			s.writeLocked(p)
+		}
+	}
+	if s.err == nil && time.Since(s.lastFlush) >= flushEvery {
+		s.flushLocked()
+	}
+	return s.err
+}
+
+func (s *JSONL) writeLocked(r batchagent.Result) {
+	if s.err != nil {
+		return
+	}
+	b, err := r.MarshalJSON()
+	if err != nil {
+		s.err = fmt.Errorf("sink: encode result %d: %w", r.Index, err)
+		return
+	}
+	if _, err := s.bw.Write(b); err != nil {
+		s.err = fmt.Errorf("sink: write: %w", err)
+		return
+	}
+	if err := s.bw.WriteByte('\n'); err != nil {
+		s.err = fmt.Errorf("sink: write: %w", err)
+		return
+	}
+	s.written++
+}
+
+// Flush writes buffered lines to the underlying writer.
+func (s *JSONL) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+	return s.err
+}
+
+func (s *JSONL) flushLocked() {
+	s.lastFlush = time.Now()
+	if s.err != nil {
+		return
+	}
+	if err := s.bw.Flush(); err != nil {
+		s.err = fmt.Errorf("sink: write: %w", err)
+	}
+}
+
+// Close writes what is still buffered, in ordered mode including results
+// whose predecessors never arrived (a cancelled run), in index order, and
+// flushes. It does not close the underlying writer.
+func (s *JSONL) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		idx := make([]int, 0, len(s.pending))
+		for i := range s.pending {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		for _, i := range idx {
+			s.writeLocked(s.pending[i])
+			delete(s.pending, i)
+		}
+	}
+	s.flushLocked()
+	return s.err
+}
+
+// Written returns the number of lines written so far.
+func (s *JSONL) Written() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}
