@@ -1,149 +1,530 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
-// generator produces JSON values (as Go values ready for json.Marshal) that
-// satisfy one JSON Schema node. It is compiled once per schema and is
-// immutable afterwards.
+// rng is the simulator's deterministic random source. It is a value type
+// with concrete methods, so a call's state stays on the stack.
+type rng struct{ src rand.PCG }
+
+func newRNG(seed1, seed2 uint64) rng {
+	var r rng
+	r.src.Seed(seed1, seed2)
+	return r
+}
+
+// intN returns a number in [0, n); n must be positive.
+func (r *rng) intN(n int) int {
+	hi, _ := bits.Mul64(r.src.Uint64(), uint64(n))
+	return int(hi)
+}
+
+// uint64N returns a number in [0, n); n must be positive.
+func (r *rng) uint64N(n uint64) uint64 {
+	hi, _ := bits.Mul64(r.src.Uint64(), n)
+	return hi
+}
+
+// float64 returns a number in [0, 1).
+func (r *rng) float64() float64 {
+	return float64(r.src.Uint64()>>11) / (1 << 53)
+}
+
+type kind uint8
+
+const (
+	kindAny kind = iota // no type: a short string
+	kindObject
+	kindArray
+	kindString
+	kindInteger
+	kindNumber
+	kindBoolean
+	kindNull
+)
+
+var kinds = map[string]kind{
+	"object": kindObject, "array": kindArray, "string": kindString, "integer": kindInteger,
+	"number": kindNumber, "boolean": kindBoolean, "null": kindNull,
+}
+
+// generator writes JSON values that satisfy one JSON Schema node. It is
+// compiled once per schema and is immutable afterwards, so one generator
+// serves concurrent calls.
 type generator struct {
-	kind     string // "object", "array", "string", "integer", "number", "boolean", "null", "any"
-	fixed    []any  // const or enum values: pick one
-	hint     any    // default or first example: used as is
-	props    []prop // object properties, in schema order
-	required map[string]bool
-	items    *generator
-	minItems int
+	kind  kind
+	fixed [][]byte // JSON texts of the const or enum values: pick one
+	hint  []byte   // JSON text of the default or first example: used as is
+
+	props []prop // object properties, sorted by name
+
+	items    *generator   // nil: any items
+	prefix   []*generator // prefixItems (or draft 7 array-form items)
+	noExtra  bool         // items: false, no items after the prefix
+	unique   bool         // uniqueItems
+	minItems int          // declared minItems, 0 when absent
+	minPref  int          // preferred minimum: minItems, at least 1 when maxItems allows
 	maxItems int
-	minLen   int
-	maxLen   int
-	min, max float64
-	format   string
+
+	minLen, maxLen int // maxLen < 0: no limit
+	format         string
+
+	min, max         float64 // NaN: no bound
+	exclMin, exclMax bool    // min or max is exclusive
+	multipleOf       float64 // 0: none
+	multDecimals     int     // decimals of multipleOf, to print multiples exactly
 }
 
 type prop struct {
-	name string
-	gen  *generator
+	name     string
+	quoted   []byte // the name as a JSON string followed by ':'
+	required bool
+	gen      *generator
 }
 
+// Depth limits. compile follows at most maxDepth nested combinators and
+// non-trivial references; generation fills optional parts only above
+// fillDepth and gives up (writing null) beyond maxGenDepth, which only an
+// unsatisfiable recursive schema reaches.
+const (
+	maxDepth    = 64
+	fillDepth   = 4
+	maxGenDepth = 64
+)
+
 // compile builds a generator from a schema document. Local references
-// ("#/$defs/x", "#/definitions/x") are followed; anything else a value can
-// be generated for without it is accepted.
+// ("#/$defs/x", "#/definitions/x", "#") are followed, recursive ones
+// included; allOf is merged, anyOf and oneOf take their first non-null
+// alternative. Keywords a value cannot easily be generated for (pattern,
+// not, if/then/else) are ignored.
 func compile(raw json.RawMessage) (*generator, error) {
 	if len(raw) == 0 {
-		return &generator{kind: "object"}, nil
+		return &generator{kind: kindObject}, nil
 	}
 	var root any
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %w", err)
 	}
-	return compileNode(root, root, 0)
+	c := &compiler{root: root, refs: map[string]*generator{}}
+	return c.node(root, 0)
 }
 
-const maxDepth = 32
+// compiler holds the state of one compile: the document and the generators
+// of the references seen so far, which lets recursive schemas compile to a
+// cyclic generator.
+type compiler struct {
+	root any
+	refs map[string]*generator
+}
 
-func compileNode(node, root any, depth int) (*generator, error) {
+// annotations are keywords that do not constrain a value: a node with only
+// these besides $ref is the referenced schema itself.
+var annotations = map[string]bool{
+	"$ref": true, "$comment": true, "title": true, "description": true,
+	"examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+}
+
+func (c *compiler) node(node any, depth int) (*generator, error) {
 	if depth > maxDepth {
 		return nil, errors.New("schema nests too deeply (recursive $ref?)")
 	}
 	switch n := node.(type) {
 	case bool:
-		return &generator{kind: "any"}, nil
+		return &generator{kind: kindAny}, nil
 	case map[string]any:
-		return compileObject(n, root, depth)
+		if ref, ok := n["$ref"].(string); ok && onlyAnnotations(n) {
+			if g, ok := c.refs[ref]; ok {
+				return g, nil // compiled, or being compiled further up
+			}
+			target, err := resolveRef(ref, c.root)
+			if err != nil {
+				return nil, err
+			}
+			g := &generator{}
+			c.refs[ref] = g
+			tg, err := c.node(target, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			*g = *tg
+			return g, nil
+		}
+		if alt, ok := soleAlternative(n); ok {
+			// Compiled on its own, so that a reference in it goes through
+			// c.refs and a recursive schema ends in a cycle.
+			return c.node(alt, depth+1)
+		}
+		flat, err := c.flatten(n, depth)
+		if err != nil {
+			return nil, err
+		}
+		return c.object(flat, depth)
 	default:
 		return nil, fmt.Errorf("schema node is %T, want an object", node)
 	}
 }
 
-func compileObject(n map[string]any, root any, depth int) (*generator, error) {
+// soleAlternative returns the subschema n amounts to when its only
+// constraint is an anyOf or oneOf (the alternative chosen) or an allOf of
+// one part.
+func soleAlternative(n map[string]any) (any, bool) {
+	var alt any
+	found := false
+	for k, v := range n {
+		if annotations[k] && k != "$ref" {
+			continue
+		}
+		list, ok := v.([]any)
+		if found || !ok || len(list) == 0 {
+			return nil, false
+		}
+		switch {
+		case k == "anyOf" || k == "oneOf":
+			alt = pickAlternative(list)
+		case k == "allOf" && len(list) == 1:
+			alt = list[0]
+		default:
+			return nil, false
+		}
+		found = true
+	}
+	return alt, found
+}
+
+func onlyAnnotations(n map[string]any) bool {
+	for k := range n {
+		if !annotations[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// flatten returns a node equivalent to n for generation, without $ref,
+// allOf, anyOf or oneOf at its top: references and allOf parts are merged
+// in, and so is the chosen alternative of anyOf and oneOf.
+func (c *compiler) flatten(n map[string]any, depth int) (map[string]any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("schema nests too deeply (recursive $ref?)")
+	}
+	sub := func(s any) (map[string]any, error) {
+		m, ok := s.(map[string]any)
+		if !ok {
+			return map[string]any{}, nil // true or false: nothing to merge
+		}
+		return c.flatten(m, depth+1)
+	}
 	if ref, ok := n["$ref"].(string); ok {
-		target, err := resolveRef(ref, root)
+		target, err := resolveRef(ref, c.root)
 		if err != nil {
 			return nil, err
 		}
-		return compileNode(target, root, depth+1)
+		t, err := sub(target)
+		if err != nil {
+			return nil, err
+		}
+		n = merge(t, without(n, "$ref"))
 	}
-	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
-		if alts, ok := n[key].([]any); ok && len(alts) > 0 {
-			// The first alternative is valid for anyOf and oneOf; for allOf
-			// it is a reasonable approximation for the simple schemas used
-			// in practice.
-			return compileNode(alts[0], root, depth+1)
+	if parts, ok := n["allOf"].([]any); ok {
+		n = without(n, "allOf")
+		for _, p := range parts {
+			t, err := sub(p)
+			if err != nil {
+				return nil, err
+			}
+			n = merge(n, t)
 		}
 	}
-	g := &generator{maxItems: 3, maxLen: 0, max: math.NaN(), min: math.NaN()}
-	if c, ok := n["const"]; ok {
-		g.fixed = []any{c}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		alts, ok := n[key].([]any)
+		if !ok {
+			continue
+		}
+		n = without(n, key)
+		if len(alts) == 0 {
+			continue
+		}
+		t, err := sub(pickAlternative(alts))
+		if err != nil {
+			return nil, err
+		}
+		n = merge(n, t)
 	}
-	if e, ok := n["enum"].([]any); ok && len(e) > 0 {
-		g.fixed = e
+	return n, nil
+}
+
+// pickAlternative returns the first alternative that does not only allow
+// null, so that optional values are generated rather than left out.
+func pickAlternative(alts []any) any {
+	for _, a := range alts {
+		if m, ok := a.(map[string]any); ok && m["type"] == "null" {
+			continue
+		}
+		return a
 	}
+	return alts[0]
+}
+
+func without(n map[string]any, key string) map[string]any {
+	m := make(map[string]any, len(n))
+	for k, v := range n {
+		if k != key {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// merge returns the conjunction of two schema nodes, as far as generation
+// needs it: properties are united (a property in both is the allOf of its
+// two schemas), required names concatenated, bounds tightened, types
+// intersected, and any other keyword of extra overrides base's.
+func merge(base, extra map[string]any) map[string]any {
+	m := make(map[string]any, len(base)+len(extra))
+	for k, v := range base {
+		m[k] = v
+	}
+	for k, v := range extra {
+		old, ok := m[k]
+		if !ok {
+			m[k] = v
+			continue
+		}
+		switch k {
+		case "properties":
+			bp, ok1 := old.(map[string]any)
+			ep, ok2 := v.(map[string]any)
+			if !ok1 || !ok2 {
+				m[k] = v
+				continue
+			}
+			props := make(map[string]any, len(bp)+len(ep))
+			for name, s := range bp {
+				props[name] = s
+			}
+			for name, s := range ep {
+				if b, ok := props[name]; ok {
+					props[name] = map[string]any{"allOf": []any{b, s}}
+				} else {
+					props[name] = s
+				}
+			}
+			m[k] = props
+		case "required":
+			a, _ := old.([]any)
+			b, _ := v.([]any)
+			m[k] = append(slices.Clip(a), b...)
+		case "type":
+			m[k] = intersectTypes(old, v)
+		case "minimum", "exclusiveMinimum", "minLength", "minItems":
+			m[k] = pickNum(old, v, math.Max)
+		case "maximum", "exclusiveMaximum", "maxLength", "maxItems":
+			m[k] = pickNum(old, v, math.Min)
+		default:
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func pickNum(a, b any, f func(x, y float64) float64) any {
+	x, ok1 := a.(float64)
+	y, ok2 := b.(float64)
+	if !ok1 || !ok2 {
+		return b
+	}
+	return f(x, y)
+}
+
+// intersectTypes intersects two "type" values; when they share nothing the
+// second wins.
+func intersectTypes(a, b any) any {
+	list := func(t any) []string {
+		switch t := t.(type) {
+		case string:
+			return []string{t}
+		case []any:
+			var s []string
+			for _, x := range t {
+				if x, ok := x.(string); ok {
+					s = append(s, x)
+				}
+			}
+			return s
+		}
+		return nil
+	}
+	as := list(a)
+	var both []any
+	for _, t := range list(b) {
+		switch {
+		case slices.Contains(as, t):
+			both = append(both, t)
+		case t == "integer" && slices.Contains(as, "number"):
+			both = append(both, t)
+		case t == "number" && slices.Contains(as, "integer"):
+			both = append(both, "integer")
+		}
+	}
+	if len(both) == 0 {
+		return b
+	}
+	return both
+}
+
+// object compiles a flattened schema node.
+func (c *compiler) object(n map[string]any, depth int) (*generator, error) {
+	g := &generator{min: math.NaN(), max: math.NaN(), maxLen: -1}
+	if v, ok := n["const"]; ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		g.fixed = [][]byte{b}
+	} else if e, ok := n["enum"].([]any); ok && len(e) > 0 {
+		for _, v := range e {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			g.fixed = append(g.fixed, b)
+		}
+	}
+	var hint any
 	if d, ok := n["default"]; ok {
-		g.hint = d
+		hint = d
 	} else if ex, ok := n["examples"].([]any); ok && len(ex) > 0 {
-		g.hint = ex[0]
+		hint = ex[0]
 	}
+	if hint != nil {
+		b, err := json.Marshal(hint)
+		if err != nil {
+			return nil, err
+		}
+		g.hint = b
+	}
+
 	switch t := n["type"].(type) {
 	case string:
-		g.kind = t
+		g.kind = kinds[t]
 	case []any:
+		// The first non-null type, or null when that is all there is.
+		g.kind = kindAny
 		for _, x := range t {
-			if s, ok := x.(string); ok && s != "null" {
-				g.kind = s
-				break
+			if s, ok := x.(string); ok {
+				if k := kinds[s]; k != kindNull {
+					g.kind = k
+					break
+				}
+				g.kind = kindNull
 			}
 		}
-	}
-	if g.kind == "" {
+	default:
 		switch {
-		case n["properties"] != nil:
-			g.kind = "object"
-		case n["items"] != nil:
-			g.kind = "array"
+		case n["properties"] != nil || n["required"] != nil:
+			g.kind = kindObject
+		case n["items"] != nil || n["prefixItems"] != nil:
+			g.kind = kindArray
 		default:
-			g.kind = "any"
+			g.kind = kindAny
 		}
 	}
+
 	g.format, _ = n["format"].(string)
 	g.min = num(n, "minimum", math.NaN())
 	g.max = num(n, "maximum", math.NaN())
-	if v := num(n, "exclusiveMinimum", math.NaN()); !math.IsNaN(v) {
-		g.min = v + 1
+	switch v := n["exclusiveMinimum"].(type) {
+	case float64: // draft 6 and later: the bound itself
+		if math.IsNaN(g.min) || v >= g.min {
+			g.min, g.exclMin = v, true
+		}
+	case bool: // draft 4: minimum is exclusive
+		g.exclMin = v && !math.IsNaN(g.min)
 	}
-	if v := num(n, "exclusiveMaximum", math.NaN()); !math.IsNaN(v) {
-		g.max = v - 1
+	switch v := n["exclusiveMaximum"].(type) {
+	case float64:
+		if math.IsNaN(g.max) || v <= g.max {
+			g.max, g.exclMax = v, true
+		}
+	case bool:
+		g.exclMax = v && !math.IsNaN(g.max)
 	}
-	g.minLen = int(num(n, "minLength", 0))
-	g.maxLen = int(num(n, "maxLength", 0))
-	g.minItems = int(num(n, "minItems", 1))
-	g.maxItems = int(num(n, "maxItems", float64(max(g.minItems, 3))))
+	if m := num(n, "multipleOf", 0); m > 0 && !math.IsInf(m, 0) {
+		g.multipleOf = m
+		s := strconv.FormatFloat(m, 'f', -1, 64)
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			g.multDecimals = len(s) - i - 1
+		}
+	}
+	g.minLen = count(n, "minLength", 0)
+	g.maxLen = count(n, "maxLength", -1)
 
-	if props, ok := n["properties"].(map[string]any); ok {
-		g.required = map[string]bool{}
-		if req, ok := n["required"].([]any); ok {
-			for _, r := range req {
-				if s, ok := r.(string); ok {
-					g.required[s] = true
-				}
+	g.minItems = count(n, "minItems", 0)
+	g.maxItems = count(n, "maxItems", max(g.minItems, 3))
+	g.minPref = max(g.minItems, min(1, g.maxItems))
+	g.unique, _ = n["uniqueItems"].(bool)
+
+	required := map[string]bool{}
+	if req, ok := n["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				required[s] = true
 			}
-		}
-		for _, name := range sortedKeys(props) {
-			pg, err := compileNode(props[name], root, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("property %q: %w", name, err)
-			}
-			g.props = append(g.props, prop{name: name, gen: pg})
 		}
 	}
-	if items, ok := n["items"]; ok {
-		ig, err := compileNode(items, root, depth+1)
+	props, _ := n["properties"].(map[string]any)
+	for name, s := range props {
+		pg, err := c.node(s, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("property %q: %w", name, err)
+		}
+		g.props = append(g.props, newProp(name, required[name], pg))
+	}
+	for name := range required {
+		if _, ok := props[name]; !ok {
+			// Required but not described: any value will do.
+			g.props = append(g.props, newProp(name, true, &generator{kind: kindAny}))
+		}
+	}
+	// Sorted, as encoding/json orders map keys, so output is stable.
+	slices.SortFunc(g.props, func(a, b prop) int { return strings.Compare(a.name, b.name) })
+
+	if pi, ok := n["prefixItems"].([]any); ok {
+		for i, s := range pi {
+			ig, err := c.node(s, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("prefixItems %d: %w", i, err)
+			}
+			g.prefix = append(g.prefix, ig)
+		}
+	}
+	switch items := n["items"].(type) {
+	case nil:
+	case bool:
+		g.noExtra = !items
+	case []any: // draft 7 tuple form
+		if g.prefix == nil {
+			for i, s := range items {
+				ig, err := c.node(s, depth+1)
+				if err != nil {
+					return nil, fmt.Errorf("items %d: %w", i, err)
+				}
+				g.prefix = append(g.prefix, ig)
+			}
+		}
+	default:
+		ig, err := c.node(items, depth+1)
 		if err != nil {
 			return nil, fmt.Errorf("items: %w", err)
 		}
@@ -152,7 +533,15 @@ func compileObject(n map[string]any, root any, depth int) (*generator, error) {
 	return g, nil
 }
 
+func newProp(name string, required bool, g *generator) prop {
+	q := appendJSONString(nil, name)
+	return prop{name: name, quoted: append(q, ':'), required: required, gen: g}
+}
+
 func resolveRef(ref string, root any) (any, error) {
+	if ref == "#" {
+		return root, nil
+	}
 	if !strings.HasPrefix(ref, "#/") {
 		return nil, fmt.Errorf("$ref %q: only local references are supported", ref)
 	}
@@ -170,6 +559,19 @@ func resolveRef(ref string, root any) (any, error) {
 	return cur, nil
 }
 
+// maxCount caps lengths and item counts, so that a schema asking for a
+// billion items cannot exhaust memory; no realistic answer is that big.
+const maxCount = 10000
+
+// count reads a non-negative integer keyword, capped at maxCount.
+func count(n map[string]any, key string, def int) int {
+	f, ok := n[key].(float64)
+	if !ok || !(f >= 0) {
+		return def
+	}
+	return int(min(f, maxCount))
+}
+
 func num(n map[string]any, key string, def float64) float64 {
 	if f, ok := n[key].(float64); ok {
 		return f
@@ -177,150 +579,313 @@ func num(n map[string]any, key string, def float64) float64 {
 	return def
 }
 
-// sortedKeys returns the keys in a fixed order (JSON object key order is
-// lost by decoding into a map).
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// Insertion sort: schemas have few properties.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
-
-// value generates a valid value. task is the user's message: string
+// appendValue appends a valid value. task is the user's message: string
 // properties named in it as "name: value" or "name=value" take that value.
-func (g *generator) value(rng *rand.Rand, task string) any {
-	return g.gen(rng, task, "", 0)
+func (g *generator) appendValue(buf []byte, r *rng, task string) []byte {
+	return g.gen(buf, r, task, "", 0)
 }
 
-func (g *generator) gen(rng *rand.Rand, task, name string, depth int) any {
-	if len(g.fixed) > 0 {
-		return g.fixed[rng.IntN(len(g.fixed))]
+func (g *generator) gen(buf []byte, r *rng, task, name string, depth int) []byte {
+	if depth > maxGenDepth {
+		return append(buf, "null"...)
 	}
-	if g.kind == "string" && name != "" && task != "" {
+	if len(g.fixed) > 0 {
+		return append(buf, g.fixed[r.intN(len(g.fixed))]...)
+	}
+	if g.kind == kindString && name != "" && task != "" {
 		if v, ok := lookup(task, name); ok {
-			return v
+			return appendJSONString(buf, v)
 		}
 	}
 	if g.hint != nil {
-		return g.hint
+		return append(buf, g.hint...)
 	}
 	switch g.kind {
-	case "object":
-		obj := make(map[string]any, len(g.props))
-		for _, p := range g.props {
-			// Optional properties are filled too, unless nesting runs deep.
-			if depth > 4 && !g.required[p.name] {
-				continue
-			}
-			obj[p.name] = p.gen.gen(rng, task, p.name, depth+1)
+	case kindObject:
+		return g.object(buf, r, task, depth, -1, "")
+	case kindArray:
+		return g.array(buf, r, task, depth)
+	case kindString:
+		return g.str(buf, r)
+	case kindInteger:
+		return g.integer(buf, r)
+	case kindNumber:
+		return g.number(buf, r)
+	case kindBoolean:
+		if r.intN(2) == 1 {
+			return append(buf, "true"...)
 		}
-		return obj
-	case "array":
-		n := g.minItems
-		if g.maxItems > g.minItems {
-			n += rng.IntN(g.maxItems - g.minItems + 1)
-		}
-		arr := make([]any, n)
-		for i := range arr {
-			if g.items == nil {
-				arr[i] = rng.IntN(100)
-				continue
-			}
-			arr[i] = g.items.gen(rng, task, "", depth+1)
-		}
-		return arr
-	case "string":
-		return g.str(rng)
-	case "integer":
-		lo, hi := g.bounds(0, 100)
-		span := max(int64(math.Floor(hi)-math.Ceil(lo))+1, 1)
-		return int64(math.Ceil(lo)) + rng.Int64N(span)
-	case "number":
-		lo, hi := g.bounds(0, 100)
-		return math.Round((lo+rng.Float64()*(hi-lo))*100) / 100
-	case "boolean":
-		return rng.IntN(2) == 1
-	case "null":
-		return nil
+		return append(buf, "false"...)
+	case kindNull:
+		return append(buf, "null"...)
 	default:
-		return sentence(rng, 2)
+		buf = append(buf, '"')
+		buf = appendSentence(buf, r, 2)
+		return append(buf, '"')
 	}
 }
 
-func (g *generator) bounds(lo, hi float64) (float64, float64) {
-	if !math.IsNaN(g.min) {
-		lo = g.min
-		if math.IsNaN(g.max) {
-			hi = lo + 100
+// object appends an object. The property at index skip (if any) is left
+// out, or given the JSON text bad when that is not empty.
+func (g *generator) object(buf []byte, r *rng, task string, depth, skip int, bad string) []byte {
+	buf = append(buf, '{')
+	first := true
+	for i := range g.props {
+		p := &g.props[i]
+		// Optional properties are filled too, unless nesting runs deep.
+		if i == skip && bad == "" || depth >= fillDepth && !p.required {
+			continue
 		}
-	}
-	if !math.IsNaN(g.max) {
-		hi = g.max
-		if math.IsNaN(g.min) {
-			lo = min(lo, hi-100)
+		if !first {
+			buf = append(buf, ',')
 		}
+		first = false
+		buf = append(buf, p.quoted...)
+		if i == skip {
+			buf = append(buf, bad...)
+			continue
+		}
+		buf = p.gen.gen(buf, r, task, p.name, depth+1)
 	}
-	if hi < lo {
-		hi = lo
-	}
-	return lo, hi
+	return append(buf, '}')
 }
 
-func (g *generator) str(rng *rand.Rand) string {
+func (g *generator) array(buf []byte, r *rng, task string, depth int) []byte {
+	lo := g.minPref
+	if depth >= fillDepth {
+		lo = g.minItems // keeps recursive schemas finite
+	}
+	n := lo
+	if len(g.prefix) > 0 {
+		n = max(lo, min(len(g.prefix), g.maxItems))
+	} else if g.maxItems > lo && depth < fillDepth {
+		n += r.intN(g.maxItems - lo + 1)
+	}
+	if g.noExtra {
+		n = min(n, len(g.prefix))
+	}
+	var starts []int // offsets of the items written, for uniqueItems
+	written := 0
+	buf = append(buf, '[')
+	for i := range n {
+		mark := len(buf)
+		if written > 0 {
+			buf = append(buf, ',')
+		}
+		start := len(buf)
+		kept := true
+		for try := 0; ; try++ {
+			buf = g.item(buf[:start], r, task, depth, i)
+			if !g.unique || !duplicate(buf, starts, start) {
+				break
+			}
+			if try == 8 {
+				// Give up on this item (a prefix item keeps its place).
+				kept = i < len(g.prefix)
+				break
+			}
+		}
+		if !kept {
+			buf = buf[:mark]
+			continue
+		}
+		written++
+		if g.unique {
+			starts = append(starts, start)
+		}
+	}
+	return append(buf, ']')
+}
+
+func (g *generator) item(buf []byte, r *rng, task string, depth, i int) []byte {
+	switch {
+	case i < len(g.prefix):
+		return g.prefix[i].gen(buf, r, task, "", depth+1)
+	case g.items != nil:
+		return g.items.gen(buf, r, task, "", depth+1)
+	default:
+		return strconv.AppendInt(buf, int64(r.intN(100)), 10)
+	}
+}
+
+// duplicate reports whether the item buf[start:] equals an earlier one.
+// Generated JSON is canonical (sorted keys, one spelling per number), so
+// equal values have equal texts.
+func duplicate(buf []byte, starts []int, start int) bool {
+	item := buf[start:]
+	for j, s := range starts {
+		end := start - 1 // the comma before the new item
+		if j+1 < len(starts) {
+			end = starts[j+1] - 1
+		}
+		if bytes.Equal(buf[s:end], item) {
+			return true
+		}
+	}
+	return false
+}
+
+// bounds returns the range a number is drawn from: the schema's bounds,
+// with 100 wide defaults.
+func (g *generator) bounds() (lo, hi float64) {
+	lo, hi = 0, 100
+	switch {
+	case !math.IsNaN(g.min) && !math.IsNaN(g.max):
+		lo, hi = g.min, g.max
+	case !math.IsNaN(g.min):
+		lo, hi = g.min, g.min+100
+	case !math.IsNaN(g.max):
+		lo, hi = min(0, g.max-100), g.max
+	}
+	return lo, max(lo, hi)
+}
+
+func (g *generator) inRange(x float64) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return false
+	}
+	lo, hi := g.bounds()
+	if g.exclMin && !math.IsNaN(g.min) && x <= lo || x < lo {
+		return false
+	}
+	if g.exclMax && !math.IsNaN(g.max) && x >= hi || x > hi {
+		return false
+	}
+	return true
+}
+
+func (g *generator) integer(buf []byte, r *rng) []byte {
+	lo, hi := g.bounds()
+	ilo, ihi := math.Ceil(lo), math.Floor(hi)
+	if g.exclMin && ilo <= lo {
+		ilo++
+	}
+	if g.exclMax && ihi >= hi {
+		ihi--
+	}
+	step := 1.0
+	if g.multipleOf > 0 && g.multipleOf == math.Trunc(g.multipleOf) {
+		step = g.multipleOf
+		ilo, ihi = math.Ceil(ilo/step), math.Floor(ihi/step)
+	}
+	if ihi < ilo {
+		ihi = ilo
+	}
+	var x float64
+	switch span := ihi - ilo + 1; {
+	case span < 1<<62:
+		x = ilo + float64(r.uint64N(uint64(span)))
+	case !math.IsInf(ihi-ilo, 0):
+		x = ilo + math.Floor(r.float64()*(ihi-ilo))
+	default:
+		x = math.Floor(ilo/2 + ihi/2)
+	}
+	return strconv.AppendFloat(buf, x*step, 'f', 0, 64)
+}
+
+func (g *generator) number(buf []byte, r *rng) []byte {
+	lo, hi := g.bounds()
+	if m := g.multipleOf; m > 0 {
+		klo, khi := math.Ceil(lo/m), math.Floor(hi/m)
+		if g.exclMin && klo*m <= lo {
+			klo++
+		}
+		if g.exclMax && khi*m >= hi {
+			khi--
+		}
+		if khi >= klo && khi-klo < 1<<62 {
+			k := klo + float64(r.uint64N(uint64(khi-klo+1)))
+			return strconv.AppendFloat(buf, k*m, 'f', g.multDecimals, 64)
+		}
+	}
+	x := lo + r.float64()*(hi-lo)
+	if rx := math.Round(x*100) / 100; g.inRange(rx) && !math.IsInf(rx, 0) {
+		x = rx
+	} else if !g.inRange(x) {
+		x = lo/2 + hi/2
+	}
+	return strconv.AppendFloat(buf, x, 'f', -1, 64)
+}
+
+func (g *generator) str(buf []byte, r *rng) []byte {
+	buf = append(buf, '"')
+	start := len(buf)
 	switch g.format {
 	case "date":
-		return fmt.Sprintf("2026-%02d-%02d", 1+rng.IntN(12), 1+rng.IntN(28))
+		buf = fmt.Appendf(buf, "2026-%02d-%02d", 1+r.intN(12), 1+r.intN(28))
 	case "date-time":
-		return fmt.Sprintf("2026-%02d-%02dT%02d:%02d:00Z", 1+rng.IntN(12), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60))
-	case "email":
-		return words[rng.IntN(len(words))] + "@example.com"
-	case "uri", "url":
-		return "https://example.com/" + words[rng.IntN(len(words))]
+		buf = fmt.Appendf(buf, "2026-%02d-%02dT%02d:%02d:00Z", 1+r.intN(12), 1+r.intN(28), r.intN(24), r.intN(60))
+	case "time":
+		buf = fmt.Appendf(buf, "%02d:%02d:00Z", r.intN(24), r.intN(60))
+	case "duration":
+		buf = fmt.Appendf(buf, "P%dD", 1+r.intN(30))
+	case "email", "idn-email":
+		buf = append(append(buf, words[r.intN(len(words))]...), "@example.com"...)
+	case "hostname", "idn-hostname":
+		buf = append(append(buf, words[r.intN(len(words))]...), ".example.com"...)
+	case "uri", "url", "iri", "uri-reference", "iri-reference":
+		buf = append(append(buf, "https://example.com/"...), words[r.intN(len(words))]...)
+	case "uuid":
+		buf = fmt.Appendf(buf, "%08x-%04x-4%03x-8%03x-%012x",
+			r.src.Uint64()&0xffffffff, r.intN(1<<16), r.intN(1<<12), r.intN(1<<12), r.src.Uint64()&(1<<48-1))
+	case "ipv4":
+		buf = fmt.Appendf(buf, "10.%d.%d.%d", r.intN(256), r.intN(256), 1+r.intN(254))
+	case "ipv6":
+		buf = fmt.Appendf(buf, "fd00::%x", 1+r.intN(0xfffe))
+	default:
+		buf = appendSentence(buf, r, 1+r.intN(3))
+		for len(buf)-start < g.minLen {
+			buf = append(append(buf, ' '), words[r.intN(len(words))]...)
+		}
+		if g.maxLen >= 0 && len(buf)-start > g.maxLen {
+			buf = buf[:start+g.maxLen] // words are ASCII: bytes are characters
+		}
 	}
-	s := sentence(rng, 1+rng.IntN(3))
-	for len(s) < g.minLen {
-		s += " " + words[rng.IntN(len(words))]
-	}
-	if g.maxLen > 0 && len(s) > g.maxLen {
-		s = s[:g.maxLen]
-	}
-	return s
+	return append(buf, '"')
 }
 
-// invalid returns a variant of v that violates the schema: a required
-// property is dropped, or a value gets the wrong type.
-func (g *generator) invalid(v any) any {
-	obj, ok := v.(map[string]any)
-	if !ok || g.kind != "object" {
-		if g.kind == "string" {
-			return 42
+// appendInvalid appends a value that violates the schema: a required
+// property is left out, or a value gets the wrong type.
+func (g *generator) appendInvalid(buf []byte, r *rng) []byte {
+	if g.kind != kindObject || len(g.fixed) > 0 {
+		if g.kind == kindString {
+			return append(buf, "42"...)
 		}
-		return "not the requested JSON"
+		return append(buf, `"not the requested JSON"`...)
 	}
-	for _, p := range g.props {
-		if g.required[p.name] {
-			delete(obj, p.name)
-			return obj
+	for i, p := range g.props {
+		if p.required {
+			return g.object(buf, r, "", 0, i, "")
 		}
 	}
-	for _, p := range g.props {
-		if p.gen.kind == "integer" || p.gen.kind == "number" || p.gen.kind == "boolean" {
-			obj[p.name] = "oops"
-			return obj
+	for i, p := range g.props {
+		var bad string
+		switch {
+		case len(p.gen.fixed) > 0:
+			bad = `{"not":"an allowed value"}`
+		case p.gen.kind == kindInteger || p.gen.kind == kindNumber || p.gen.kind == kindBoolean:
+			bad = `"oops"`
+		case p.gen.kind == kindString:
+			bad = "7"
+		default:
+			continue
 		}
-		if p.gen.kind == "string" {
-			obj[p.name] = 7
-			return obj
+		return g.object(buf, r, "", 0, i, bad)
+	}
+	return append(buf, `["not","an","object"]`...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := json.Marshal(s) // rare: escapes and non-ASCII
+			return append(buf, b...)
 		}
 	}
-	return []any{"not", "an", "object"}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // lookup finds "name: value" or "name=value" in text and returns value up
@@ -371,13 +936,13 @@ var words = []string{
 	"yonder", "zephyr",
 }
 
-func sentence(rng *rand.Rand, n int) string {
-	var b strings.Builder
+// appendSentence appends n random words separated by spaces.
+func appendSentence(buf []byte, r *rng, n int) []byte {
 	for i := range n {
 		if i > 0 {
-			b.WriteByte(' ')
+			buf = append(buf, ' ')
 		}
-		b.WriteString(words[rng.IntN(len(words))])
+		buf = append(buf, words[r.intN(len(words))]...)
 	}
-	return b.String()
+	return buf
 }

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"math/rand/v2"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/llm"
 )
@@ -49,12 +51,18 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	if c.Latency < 0 || c.PerToken < 0 {
-		return fmt.Errorf("sim: negative latency")
+	if c.Latency < 0 {
+		return fmt.Errorf("sim: latency = %v, want a duration >= 0", c.Latency)
 	}
-	for name, p := range map[string]float64{"jitter": c.Jitter, "fail": c.FailRate, "invalid": c.InvalidRate} {
-		if p < 0 || p > 1 {
-			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", name, p)
+	if c.PerToken < 0 {
+		return fmt.Errorf("sim: per_token = %v, want a duration >= 0", c.PerToken)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"jitter", c.Jitter}, {"fail", c.FailRate}, {"invalid", c.InvalidRate}} {
+		if !(p.v >= 0 && p.v <= 1) { // NaN too
+			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", p.name, p.v)
 		}
 	}
 	return nil
@@ -102,8 +110,13 @@ func ParseURL(raw string) (Config, error) {
 	if u.Scheme != "sim" {
 		return Config{}, fmt.Errorf("sim: scheme %q, want \"sim\"", u.Scheme)
 	}
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim: %w", err)
+	}
 	var cfg Config
-	for key, vals := range u.Query() {
+	for _, key := range slices.Sorted(maps.Keys(query)) {
+		vals := query[key]
 		v := vals[len(vals)-1]
 		switch key {
 		case "latency", "per_token":
@@ -207,6 +220,9 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		text := msg.Content
 		// The first token arrives after the forward pass, the rest after decoding.
 		cut := min(len(text), 4)
+		for cut < len(text) && !utf8.RuneStart(text[cut]) {
+			cut++ // split between characters
+		}
 		if cut > 0 && !yield(llm.Event{Type: llm.EventText, Text: text[:cut]}, nil) {
 			return
 		}
@@ -247,13 +263,13 @@ func (m *Model) plan(req *llm.Request) (resp *llm.Response, firstToken, rest tim
 		return nil, 0, 0, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
 	}
 	n := m.calls.Add(1)
-	rng := rand.New(rand.NewPCG(m.cfg.Seed, uint64(n)))
+	r := newRNG(m.cfg.Seed, uint64(n))
 	scale := 1.0
 	if m.cfg.Jitter > 0 {
-		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*rng.Float64()
+		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*r.float64()
 	}
 	firstToken = time.Duration(float64(m.cfg.Latency) * scale)
-	if m.cfg.FailRate > 0 && rng.Float64() < m.cfg.FailRate {
+	if m.cfg.FailRate > 0 && r.float64() < m.cfg.FailRate {
 		m.fails.Add(1)
 		return nil, firstToken, 0, nil
 	}
@@ -286,13 +302,13 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	// Content-seeded: the same task and turn give the same answer in any run.
-	rng := rand.New(rand.NewPCG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages))))
+	r := newRNG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages)))
 
 	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}}
 	last := req.Messages[len(req.Messages)-1]
 	feedback := last.Role == llm.RoleUser && turn > 0
 	if m.cfg.ToolTurns > 0 && turn < m.cfg.ToolTurns && !feedback {
-		calls, err := m.toolCalls(req.Tools, task, turn, rng)
+		calls, err := m.toolCalls(req.Tools, task, turn, &r)
 		if err != nil {
 			return nil, err
 		}
@@ -302,7 +318,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		}
 	}
 	if resp.Message.ToolCalls == nil {
-		text, err := m.answer(req.Output, task, rng)
+		text, err := m.answer(req.Output, &r)
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +336,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 // tokens estimates a token count from a byte count (about 4 bytes a token).
 func tokens(n int) int { return max(1, (n+3)/4) }
 
-func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, rng *rand.Rand) ([]llm.ToolCall, error) {
+func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *rng) ([]llm.ToolCall, error) {
 	var calls []llm.ToolCall
 	for _, d := range defs {
 		if m.tools != nil && !m.tools[d.Name] {
@@ -330,37 +346,46 @@ func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, rng *rand.R
 		if err != nil {
 			return nil, fmt.Errorf("sim: tool %s: %w", d.Name, err)
 		}
-		args, err := json.Marshal(g.value(rng, task))
-		if err != nil {
-			return nil, fmt.Errorf("sim: tool %s: %w", d.Name, err)
-		}
 		calls = append(calls, llm.ToolCall{
 			ID:        "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(len(calls)),
 			Name:      d.Name,
-			Arguments: args,
+			Arguments: g.appendValue(make([]byte, 0, 64), r, task),
 		})
 	}
 	return calls, nil
 }
 
-func (m *Model) answer(out *llm.OutputSpec, task string, rng *rand.Rand) (string, error) {
+func (m *Model) answer(out *llm.OutputSpec, r *rng) (string, error) {
 	if out == nil || len(out.Schema) == 0 {
-		return "Done. " + sentence(rng, 8), nil
+		var scratch [64]byte
+		return string(appendSentence(append(scratch[:0], "Done. "...), r, 8)), nil
 	}
 	g, err := m.generator(out.Schema)
 	if err != nil {
 		return "", fmt.Errorf("sim: output schema: %w", err)
 	}
-	v := g.value(rng, "")
-	if m.cfg.InvalidRate > 0 && rng.Float64() < m.cfg.InvalidRate {
-		v = g.invalid(v)
+	// The answer is built in a pooled buffer and copied once: generation
+	// is recursive, so a stack buffer would escape anyway.
+	bp := answerBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if m.cfg.InvalidRate > 0 && r.float64() < m.cfg.InvalidRate {
+		buf = g.appendInvalid(buf, r)
+	} else {
+		buf = g.appendValue(buf, r, "")
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("sim: output: %w", err)
+	text := string(buf)
+	if cap(buf) <= 64<<10 {
+		*bp = buf
+		answerBufs.Put(bp)
 	}
-	return string(b), nil
+	return text, nil
 }
+
+// answerBufs holds the buffers answers are generated in.
+var answerBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512)
+	return &b
+}}
 
 // generator returns the compiled generator of a schema, compiling it once.
 func (m *Model) generator(schema json.RawMessage) (*generator, error) {

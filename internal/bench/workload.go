@@ -437,4 +437,3 @@ func peakRSSMB() float64 {
 	}
 	return 0
 }
-
