@@ -1,0 +1,99 @@
+package config_test
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/batchagent/batchagent/internal/config"
+)
+
+// FuzzJobSpecDecode checks that Parse never panics and that it returns
+// either a *config.Error with at least one problem, or a job with a task.
+func FuzzJobSpecDecode(f *testing.F) {
+	dir := f.TempDir()
+	if err := mkdirAll(filepath.Join(dir, "docs")); err != nil {
+		f.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"schema.json": `{"type": "object", "required": ["a"]}`,
+		"schema.yaml": "type: object\nproperties: {a: {type: integer}}\n",
+		"bad.json":    `{"type": }`,
+	} {
+		if err := writeBytes(filepath.Join(dir, name), content); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, seed := range []string{
+		fullJob,
+		"task: Summarise {doc}\n",
+		"task: x\noutput_schema: schema.json\n",
+		"task: x\noutput_schema: schema.yaml\n",
+		"task: x\noutput_schema: bad.json\n",
+		"task: x\ntools:\n  - name: read_file\n    roots: [docs]\n    max_bytes: 100\n    cacheable: true\n",
+		"task: x\ntools: [&a {<<: *a}]\n",
+		"task: &t x\nsystem: *t\nlimits: &l {max_turns: 2}\n",
+		"name: demo\ntask: [a, b]\ntaks: x\nlimits:\n  max_turns: abc\n  max_inflight: -1\n  max_turnz: 3\n  timeout: 30\ntools:\n  - name: web_search\n",
+		"task: '{a'\n",
+		"task: x\noutput_schema: {a: .nan, 1: b, c: [1, 2.5, ~, true]}\n",
+		"task: x\n---\ntask: y\n",
+		"{task: x model: y}\n",
+		"task: x\nlimits:\n\tmax_turns: 1\n",
+		"- a\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := config.Parse(data, "job.yaml", dir)
+		if err != nil {
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Parse(%q) error = %v (%T), want a *config.Error", data, err, err)
+			}
+			if j != nil {
+				t.Errorf("Parse(%q) = %+v and an error, want a nil job", data, j)
+			}
+			if len(ce.Problems) == 0 {
+				t.Fatalf("Parse(%q) error has no problems", data)
+			}
+			sorted := slices.IsSortedFunc(ce.Problems, func(a, b config.Problem) int {
+				if a.Line != b.Line {
+					return a.Line - b.Line
+				}
+				return a.Col - b.Col
+			})
+			if !sorted {
+				t.Errorf("Parse(%q) problems not sorted: %+v", data, ce.Problems)
+			}
+			for _, p := range ce.Problems {
+				if p.Msg == "" || p.Line < 0 || p.Col < 0 {
+					t.Errorf("Parse(%q) problem %+v, want a message and a position", data, p)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "job.yaml") {
+				t.Errorf("Parse(%q) error = %q, want it to start with the file name", data, err)
+			}
+			return
+		}
+		if j == nil || strings.TrimSpace(j.Task) == "" {
+			t.Fatalf("Parse(%q) = %+v, nil, want a job with a task", data, j)
+		}
+		if j.Backend == "" || j.Dir != dir || j.Path != "job.yaml" {
+			t.Errorf("Parse(%q) = Backend %q, Dir %q, Path %q, want a backend, %q, %q", data, j.Backend, j.Dir, j.Path, dir, "job.yaml")
+		}
+		if s := j.OutputSchema.JSON; s != nil && (!json.Valid(s) || s[0] != '{') {
+			t.Errorf("Parse(%q).OutputSchema.JSON = %s, want a JSON object", data, s)
+		}
+		for _, tool := range j.Tools {
+			for _, r := range tool.Roots {
+				if !filepath.IsAbs(r) {
+					t.Errorf("Parse(%q) tool root %q, want an absolute path", data, r)
+				}
+			}
+		}
+	})
+}

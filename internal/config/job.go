@@ -1,0 +1,229 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultBackend is the backend URL a job uses when its file names none: the
+// in-process simulator.
+const DefaultBackend = "sim://"
+
+// Job is a parsed job file. Relative paths in the file have been resolved
+// against the directory of the job file, so every path in a Job returned by
+// [Load] or [Parse] is absolute.
+//
+// A Job is a plain value: the package never modifies one after returning it.
+type Job struct {
+	// Name is an optional label for the job.
+	Name string `yaml:"name"`
+	// Model is the model name passed to the backend. Empty means the
+	// backend's default.
+	Model string `yaml:"model"`
+	// Backend is the backend URL, such as "sim://?latency=60ms&tool_turns=1".
+	// Defaults to DefaultBackend.
+	Backend string `yaml:"backend"`
+	// System is the system prompt. Empty means none.
+	System string `yaml:"system"`
+	// Task is the task template, with {field} placeholders and {{ and }} for
+	// literal braces. It is required.
+	Task string `yaml:"task"`
+	// Inputs is the absolute path of a .jsonl or .csv input file. Empty means
+	// the inputs come from elsewhere (a flag).
+	Inputs string `yaml:"inputs"`
+	// Output is the absolute path of the default output file. Empty means
+	// none.
+	Output string `yaml:"output"`
+	// OutputSchema is the JSON Schema the output of each agent must satisfy,
+	// written inline as YAML or given as the path of a .json or .yaml file.
+	// Zero means no schema.
+	OutputSchema Schema `yaml:"output_schema"`
+	// Tools are the built-in tools the agents may call. Empty means none.
+	Tools []Tool `yaml:"tools"`
+	// Limits are the engine limits. Zero fields mean the engine defaults.
+	Limits Limits `yaml:"limits"`
+
+	// Dir is the absolute directory of the job file; relative paths are
+	// resolved against it.
+	Dir string `yaml:"-"`
+	// Path is the job file path as given to Load, or the name given to Parse.
+	Path string `yaml:"-"`
+}
+
+// Schema holds an output schema as JSON. The zero Schema means no schema.
+type Schema struct {
+	// JSON is the schema as compact JSON, with object keys in the order of
+	// the file. It is nil when no schema was given. A YAML mapping is
+	// converted to JSON: keys must be strings, YAML integers stay integers
+	// and other scalars map to their JSON counterparts.
+	JSON json.RawMessage
+	// File is the absolute path of the schema file when the schema was given
+	// as a path, and empty when it was written inline.
+	File string
+}
+
+// MarshalYAML implements yaml.Marshaler so that a marshalled Job reads back
+// as the same Job: a schema from a file marshals as its path, an inline one
+// as a mapping in flow style, and the zero Schema as null.
+func (s Schema) MarshalYAML() (any, error) {
+	switch {
+	case s.File != "":
+		return s.File, nil
+	case s.JSON == nil:
+		return nil, nil
+	}
+	// JSON is YAML, so yaml.v3 parses it into a node that keeps key order.
+	var n yaml.Node
+	if err := yaml.Unmarshal(s.JSON, &n); err != nil {
+		return nil, fmt.Errorf("config: marshal schema: %w", err)
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return n.Content[0], nil
+	}
+	return &n, nil
+}
+
+// Tool configures one built-in tool.
+type Tool struct {
+	// Name is the name of a built-in tool; the only one today is
+	// "read_file". It is required.
+	Name string `yaml:"name"`
+	// Roots are the absolute directories read_file may read below. They are
+	// required for read_file and refused for tools that do not read files.
+	Roots []string `yaml:"roots"`
+	// MaxBytes caps the size of a file read_file returns. Zero means the
+	// tool's default.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Cacheable says whether results of the tool may be cached. Nil means
+	// the tool's default.
+	Cacheable *bool `yaml:"cacheable"`
+}
+
+// Limits are the engine limits of a job. The zero Limits means the engine
+// defaults throughout; negative values are rejected by Parse.
+type Limits struct {
+	// MaxTurns caps the turns of one agent. Zero means the engine default (8).
+	MaxTurns int `yaml:"max_turns"`
+	// MaxInflight caps concurrent model requests. Zero means the engine
+	// default.
+	MaxInflight int `yaml:"max_inflight"`
+	// MaxActive caps the agents alive at once. Zero means the engine default.
+	MaxActive int `yaml:"max_active"`
+	// MaxRetries caps the retries of one model request. Nil means the engine
+	// default (2); a pointer to zero turns retries off.
+	MaxRetries *int `yaml:"max_retries"`
+	// Timeout bounds the run time of one agent. Zero means no timeout.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Duration is a time.Duration written in YAML as a string such as "30s" or
+// "2m". A bare number is refused, since its unit would be a guess.
+type Duration time.Duration
+
+// String returns the duration in time.Duration's format, such as "2m0s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML implements yaml.Unmarshaler. It accepts a string that
+// time.ParseDuration accepts and returns an error for anything else.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf(`want a duration like "30s", got %s`, describe(n))
+	}
+	if n.ShortTag() != "!!str" {
+		return fmt.Errorf(`invalid duration %s: want a duration like "30s"`, n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf(`invalid duration %q: want a duration like "30s"`, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler: a Duration marshals as its String.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// Load reads and parses the job file at path, resolving relative paths
+// against the file's directory. It returns an *Error listing every problem
+// when the file is not a valid job, and another error when the file cannot
+// be read.
+func Load(path string) (*Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path, filepath.Dir(path))
+}
+
+// Parse parses the job file data. The name is used in messages and stored
+// in Job.Path; dir is the directory against which relative paths (inputs,
+// output, schema file, tool roots) are resolved, and may be relative to the
+// working directory. Parse reads the schema file and checks the tool roots
+// on disk.
+//
+// Parse returns an *Error listing every problem of the file, sorted by
+// position, and a Job only when there are none. It is safe for concurrent
+// use.
+func Parse(data []byte, name, dir string) (*Job, error) {
+	return parse(data, name, dir, builtinTools)
+}
+
+// parse is Parse with the table of known tools as a parameter.
+func parse(data []byte, name, dir string, tools map[string]toolSpec) (*Job, error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("config: resolve job directory: %w", err)
+	}
+	d := newDecoder(absDir)
+	d.tools = tools
+	j := &Job{Dir: absDir, Path: name}
+	if root := d.document(data); root != nil {
+		d.value(root, "", reflect.ValueOf(j).Elem())
+		d.validate(j, root)
+	}
+	if len(d.problems) > 0 {
+		return nil, newError(name, d.problems)
+	}
+	return j, nil
+}
+
+// document parses data and returns the root mapping node, or nil after
+// recording a problem when there is no usable document.
+func (d *decoder) document(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	switch {
+	case errors.Is(err, io.EOF):
+		d.add(Problem{Line: 1, Col: 1, Msg: `job file is empty; it needs at least "task"`})
+		return nil
+	case err != nil:
+		d.syntax(err)
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		d.add(Problem{Line: extra.Line, Col: extra.Column, Msg: "job file has more than one YAML document"})
+	case !errors.Is(err, io.EOF):
+		d.syntax(err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if isNull(root) {
+		d.add(Problem{Line: 1, Col: 1, Msg: `job file is empty; it needs at least "task"`})
+		return nil
+	}
+	return root
+}

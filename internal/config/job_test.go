@@ -1,0 +1,264 @@
+package config_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/batchagent/batchagent/internal/config"
+)
+
+// writeFile writes content to dir/name, creating parent directories, and
+// returns the file's path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// mkdir creates dir/name and returns its path.
+func mkdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func ptr[T any](v T) *T { return &v }
+
+const fullJob = `# A job using every key.
+name: triage
+model: gpt-4o-mini
+backend: sim://?latency=60ms&tool_turns=1
+system: You label tickets.
+task: "Label this ticket: {text} ({{not a placeholder}})"
+inputs: tickets.jsonl
+output: out/labels.jsonl
+output_schema:
+  type: object
+  required: [label]
+  properties:
+    label: {type: string, enum: [bug, feature]}
+    score: {type: number, minimum: 0, maximum: 1.5}
+tools:
+  - name: read_file
+    roots: [docs, $OTHER]
+    max_bytes: 65536
+    cacheable: false
+limits:
+  max_turns: 4
+  max_inflight: 16
+  max_active: 100
+  max_retries: 0
+  timeout: 2m
+`
+
+func TestLoadFullJob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	docs := mkdir(t, dir, "docs")
+	other := mkdir(t, t.TempDir(), "other")
+	path := writeFile(t, dir, "job.yaml", strings.ReplaceAll(fullJob, "$OTHER", other))
+
+	got, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("Load(%q) error = %v", path, err)
+	}
+	want := &config.Job{
+		Name:    "triage",
+		Model:   "gpt-4o-mini",
+		Backend: "sim://?latency=60ms&tool_turns=1",
+		System:  "You label tickets.",
+		Task:    "Label this ticket: {text} ({{not a placeholder}})",
+		Inputs:  filepath.Join(dir, "tickets.jsonl"),
+		Output:  filepath.Join(dir, "out", "labels.jsonl"),
+		OutputSchema: config.Schema{
+			JSON: json.RawMessage(`{"type":"object","required":["label"],"properties":{"label":{"type":"string","enum":["bug","feature"]},"score":{"type":"number","minimum":0,"maximum":1.5}}}`),
+		},
+		Tools: []config.Tool{{
+			Name:      "read_file",
+			Roots:     []string{docs, other},
+			MaxBytes:  65536,
+			Cacheable: ptr(false),
+		}},
+		Limits: config.Limits{
+			MaxTurns:    4,
+			MaxInflight: 16,
+			MaxActive:   100,
+			MaxRetries:  ptr(0),
+			Timeout:     config.Duration(2 * time.Minute),
+		},
+		Dir:  dir,
+		Path: path,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(%q) mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestParseMinimalJob(t *testing.T) {
+	t.Parallel()
+	got, err := config.Parse([]byte("task: Summarise {doc}\n"), "job.yaml", "/jobs")
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	want := &config.Job{
+		Backend: config.DefaultBackend,
+		Task:    "Summarise {doc}",
+		Dir:     "/jobs",
+		Path:    "job.yaml",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseRelativeDir(t *testing.T) {
+	t.Parallel()
+	got, err := config.Parse([]byte("task: x\ninputs: in.jsonl\n"), "job.yaml", "jobs")
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "jobs"); got.Dir != want {
+		t.Errorf("Parse(dir %q).Dir = %q, want %q", "jobs", got.Dir, want)
+	}
+	if want := filepath.Join(wd, "jobs", "in.jsonl"); got.Inputs != want {
+		t.Errorf("Parse(dir %q).Inputs = %q, want %q", "jobs", got.Inputs, want)
+	}
+}
+
+func TestParseAliasesAndMerge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	docs := mkdir(t, dir, "docs")
+	const in = `task: &t "Read {path}"
+system: *t
+tools:
+  - <<: {name: read_file, roots: [docs], max_bytes: 10}
+    max_bytes: 20
+output_schema:
+  definitions:
+    base: &base {type: string, minLength: 1}
+  properties:
+    a: {<<: *base, maxLength: 5}
+`
+	got, err := config.Parse([]byte(in), "job.yaml", dir)
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	wantTools := []config.Tool{{Name: "read_file", Roots: []string{docs}, MaxBytes: 20}}
+	if diff := cmp.Diff(wantTools, got.Tools); diff != "" {
+		t.Errorf("Parse().Tools mismatch (-want +got):\n%s", diff)
+	}
+	if got.System != "Read {path}" {
+		t.Errorf("Parse().System = %q, want %q", got.System, "Read {path}")
+	}
+	const wantSchema = `{"definitions":{"base":{"type":"string","minLength":1}},"properties":{"a":{"maxLength":5,"type":"string","minLength":1}}}`
+	if string(got.OutputSchema.JSON) != wantSchema {
+		t.Errorf("Parse().OutputSchema.JSON = %s, want %s", got.OutputSchema.JSON, wantSchema)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := config.Load(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(%q) error = %v, want fs.ErrNotExist", path, err)
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		t.Errorf("Load(%q) error is a *config.Error, want an I/O error", path)
+	}
+}
+
+// TestMarshalRoundTrip checks that a parsed job marshals to YAML that
+// parses back to the same job, as "config check" relies on.
+func TestMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mkdir(t, dir, "docs")
+	other := mkdir(t, t.TempDir(), "other")
+	writeFile(t, dir, "schema.json", `{"type": "object"}`)
+
+	for _, in := range []string{
+		strings.ReplaceAll(fullJob, "$OTHER", other),
+		"task: x\noutput_schema: schema.json\n",
+		"task: x\n",
+	} {
+		first, err := config.Parse([]byte(in), "job.yaml", dir)
+		if err != nil {
+			t.Fatalf("Parse(%q) error = %v", in, err)
+		}
+		out, err := yaml.Marshal(first)
+		if err != nil {
+			t.Fatalf("yaml.Marshal(%+v) error = %v", first, err)
+		}
+		second, err := config.Parse(out, "job.yaml", dir)
+		if err != nil {
+			t.Fatalf("Parse(Marshal(Parse(%q))) error = %v\n%s", in, err, out)
+		}
+		if diff := cmp.Diff(first, second); diff != "" {
+			t.Errorf("Parse(Marshal(Parse(%q))) mismatch (-first +second):\n%s\nmarshalled:\n%s", in, diff, out)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    config.Duration
+		wantErr string
+	}{
+		{in: `"90s"`, want: config.Duration(90 * time.Second)},
+		{in: `1h30m`, want: config.Duration(90 * time.Minute)},
+		{in: `30`, wantErr: `invalid duration 30: want a duration like "30s"`},
+		{in: `"30"`, wantErr: `invalid duration "30": want a duration like "30s"`},
+		{in: `[1]`, wantErr: `want a duration like "30s", got a list`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			var got config.Duration
+			err := yaml.Unmarshal([]byte(tt.in), &got)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("Unmarshal(%s) error = %v, want %s", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("Unmarshal(%s) = %v, %v, want %v, nil", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	if got, want := config.Duration(90*time.Second).String(), "1m30s"; got != want {
+		t.Errorf("Duration(90s).String() = %q, want %q", got, want)
+	}
+}
+
+// mkdirAll and writeBytes are for callers without a *testing.T.
+func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func writeBytes(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

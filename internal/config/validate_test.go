@@ -1,0 +1,162 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/batchagent/batchagent/internal/config"
+)
+
+func TestParseSemanticProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "file.txt", "not a directory")
+	writeFile(t, dir, "bad.json", "{\n  \"type\": \"object\",\n}\n")
+	writeFile(t, dir, "bad.yaml", "type: object\ntype: string\n")
+	writeFile(t, dir, "list.json", "[1, 2]")
+	writeFile(t, dir, "syntax.yaml", "type: object\nproperties: {a: b: c}\n")
+	mkdir(t, dir, "docs")
+
+	runProblemCases(t, dir, []problemCase{
+		{
+			name: "missing task",
+			in:   "name: x\nmodel: m\n",
+			want: []config.Problem{{Line: 1, Col: 1, Path: "task", Msg: "required key is missing"}},
+		},
+		{
+			name: "empty task",
+			in:   "task: \"  \"\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: "must not be empty"}},
+		},
+		{
+			name: "null task",
+			in:   "task:\nname: x\n",
+			want: []config.Problem{{Line: 1, Col: 6, Path: "task", Msg: "must not be empty"}},
+		},
+		{
+			name: "unclosed placeholder",
+			in:   "task: 'Summarise {doc'\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: "{" at offset 10 is not closed (write "{{" for a literal brace)`}},
+		},
+		{
+			name: "stray closing brace",
+			in:   "task: 'a {b}} c'\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: "}" at offset 5 has no matching "{" (write "}}" for a literal brace)`}},
+		},
+		{
+			name: "empty placeholder",
+			in:   "task: 'a { } c'\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: empty placeholder "{}" at offset 2`}},
+		},
+		{
+			name: "negative limits",
+			in:   "task: x\nlimits:\n  max_turns: -1\n  max_active: -2\n  max_retries: -3\n  timeout: -5s\n",
+			want: []config.Problem{
+				{Line: 3, Col: 14, Path: "limits.max_turns", Msg: "must not be negative, got -1"},
+				{Line: 4, Col: 15, Path: "limits.max_active", Msg: "must not be negative, got -2"},
+				{Line: 5, Col: 16, Path: "limits.max_retries", Msg: "must not be negative, got -3"},
+				{Line: 6, Col: 12, Path: "limits.timeout", Msg: "must not be negative, got -5s"},
+			},
+		},
+		{
+			name: "backend without scheme",
+			in:   "task: x\nbackend: localhost\n",
+			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: `backend URL "localhost" has no scheme (for example "sim://" or "openai://")`}},
+		},
+		{
+			name: "backend that does not parse",
+			in:   "task: x\nbackend: '://x'\n",
+			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: "invalid backend URL: missing protocol scheme"}},
+		},
+		{
+			name: "unknown tool close to a known one",
+			in:   "task: x\ntools:\n  - name: read_fil\n",
+			want: []config.Problem{{Line: 3, Col: 11, Path: "tools[0].name", Msg: `unknown tool "read_fil" (did you mean "read_file"?); known tools: read_file`}},
+		},
+		{
+			name: "tool without name",
+			in:   "task: x\ntools:\n  - roots: [docs]\n  - name: ''\n",
+			want: []config.Problem{
+				{Line: 3, Col: 5, Path: "tools[0].name", Msg: "required key is missing"},
+				{Line: 4, Col: 11, Path: "tools[1].name", Msg: "must not be empty"},
+			},
+		},
+		{
+			name: "tool configured twice",
+			in:   "task: x\ntools:\n  - {name: read_file, roots: [docs]}\n  - {name: read_file, roots: [docs]}\n",
+			want: []config.Problem{{Line: 4, Col: 12, Path: "tools[1].name", Msg: `tool "read_file" is already configured at line 3`}},
+		},
+		{
+			name: "read_file without roots",
+			in:   "task: x\ntools:\n  - name: read_file\n  - name: read_file\n    roots: []\n",
+			want: []config.Problem{
+				{Line: 3, Col: 5, Path: "tools[0].roots", Msg: "required key is missing (read_file reads files only below its roots)"},
+				{Line: 4, Col: 11, Path: "tools[1].name", Msg: `tool "read_file" is already configured at line 3`},
+				{Line: 5, Col: 12, Path: "tools[1].roots", Msg: "must list at least one directory (read_file reads files only below its roots)"},
+			},
+		},
+		{
+			name: "bad roots",
+			in:   "task: x\ntools:\n  - name: read_file\n    max_bytes: -1\n    roots:\n      - docs\n      - missing\n      - file.txt\n      - ''\n",
+			want: []config.Problem{
+				{Line: 4, Col: 16, Path: "tools[0].max_bytes", Msg: "must not be negative, got -1"},
+				{Line: 7, Col: 9, Path: "tools[0].roots[1]", Msg: "directory $DIR/missing does not exist"},
+				{Line: 8, Col: 9, Path: "tools[0].roots[2]", Msg: "$DIR/file.txt is not a directory"},
+				{Line: 9, Col: 9, Path: "tools[0].roots[3]", Msg: "must not be empty"},
+			},
+		},
+		{
+			name: "schema file missing",
+			in:   "task: x\noutput_schema: nope.json\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "schema file $DIR/nope.json does not exist"}},
+		},
+		{
+			name: "schema file with invalid JSON",
+			in:   "task: x\noutput_schema: bad.json\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "schema file $DIR/bad.json:3:1: invalid JSON: invalid character '}' looking for beginning of object key string"}},
+		},
+		{
+			name: "schema file that is not an object",
+			in:   "task: x\noutput_schema: list.json\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "schema file $DIR/list.json must hold a JSON object"}},
+		},
+		{
+			name: "schema file with a duplicate key",
+			in:   "task: x\noutput_schema: bad.yaml\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: `schema file $DIR/bad.yaml:2:1: type: duplicate key "type" (first at line 1)`}},
+		},
+		{
+			name: "schema file with invalid YAML",
+			in:   "task: x\noutput_schema: syntax.yaml\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "schema file $DIR/syntax.yaml:2: invalid YAML: did not find expected ',' or '}'"}},
+		},
+		{
+			name: "schema directory",
+			in:   "task: x\noutput_schema: docs\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "cannot read schema file: read $DIR/docs: is a directory"}},
+		},
+		{
+			name: "inline schema that is a list",
+			in:   "task: x\noutput_schema: [a]\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "expected an inline schema (a mapping) or a schema file path, got a list"}},
+		},
+		{
+			name: "inline schema JSON cannot hold",
+			in:   "task: x\noutput_schema:\n  1: a\n  max: .inf\n  a: {b: 1, b: 2}\n",
+			want: []config.Problem{
+				{Line: 3, Col: 3, Path: "output_schema", Msg: "schema keys must be strings, got 1 (quote it)"},
+				{Line: 4, Col: 8, Path: "output_schema.max", Msg: ".inf cannot be written as JSON"},
+				{Line: 5, Col: 13, Path: "output_schema.a.b", Msg: `duplicate key "b" (first at line 5)`},
+			},
+		},
+		{
+			name: "semantic checks skip values that did not decode",
+			in:   "task: [x]\nbackend: {a: b}\nlimits: {max_turns: x}\ntools: [{name: [read_file]}]\n",
+			want: []config.Problem{
+				{Line: 1, Col: 7, Path: "task", Msg: "expected a string, got a list"},
+				{Line: 2, Col: 10, Path: "backend", Msg: "expected a string, got a mapping"},
+				{Line: 3, Col: 21, Path: "limits.max_turns", Msg: "cannot unmarshal !!str `x` into int"},
+				{Line: 4, Col: 16, Path: "tools[0].name", Msg: "expected a string, got a list"},
+			},
+		},
+	})
+}

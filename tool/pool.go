@@ -1,0 +1,427 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Defaults for [PoolConfig].
+const (
+	// DefaultCacheSize is the default [PoolConfig.CacheSize].
+	DefaultCacheSize = 4096
+	// DefaultCacheTTL is the default [PoolConfig.CacheTTL].
+	DefaultCacheTTL = 10 * time.Minute
+	// DefaultMaxResultBytes is the default [PoolConfig.MaxResultBytes].
+	DefaultMaxResultBytes = 64 << 10
+)
+
+// PoolConfig configures a [Pool]. The zero value is valid.
+type PoolConfig struct {
+	// CacheSize is the most results kept for cacheable tools; the least
+	// recently used go first. Defaults to DefaultCacheSize; negative
+	// disables caching.
+	CacheSize int
+	// CacheTTL is how long a cached result stays valid. Defaults to
+	// DefaultCacheTTL; negative is an error.
+	CacheTTL time.Duration
+	// MaxResultBytes bounds a result's length: longer results keep their
+	// first MaxResultBytes bytes (cut on a UTF-8 boundary) followed by the
+	// marker "\n[truncated: N of M bytes shown]", which is not counted.
+	// Defaults to DefaultMaxResultBytes; negative means no limit.
+	MaxResultBytes int
+	// Timeout bounds each execution. Zero means none; negative is an error.
+	Timeout time.Duration
+}
+
+func (c PoolConfig) withDefaults() PoolConfig {
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = DefaultCacheTTL
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	return c
+}
+
+func (c PoolConfig) validate() error {
+	var errs []error
+	if c.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("tool: negative CacheTTL %v", c.CacheTTL))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("tool: negative Timeout %v", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Pool executes the tool calls of many agents. Identical calls (same tool,
+// same canonical arguments) that overlap in time are coalesced into one
+// execution whose result every caller receives; successful results of
+// cacheable tools are cached. Panics are recovered, executions are bounded by
+// [PoolConfig.Timeout] and long results are truncated.
+//
+// A Pool is safe for concurrent use. Its tools are fixed at construction.
+type Pool struct {
+	entries   map[string]*entry // immutable after NewPool
+	order     []*entry          // registration order; immutable after NewPool
+	available string            // "a, b, c", for ErrUnknownTool messages
+	cfg       PoolConfig        // with defaults applied
+	timeout   error             // the cause of a timed-out execution
+
+	mu      sync.Mutex // protects flights and cache
+	flights map[string]*flight
+	cache   *simplelru.LRU[string, cached] // nil when caching is off
+}
+
+// entry is one registered tool and its counters.
+type entry struct {
+	tool Tool
+	spec Spec
+
+	requested, executed, coalesced, cacheHits, failed atomic.Int64
+}
+
+// cached is a cache value.
+type cached struct {
+	result  string
+	expires time.Time
+}
+
+// flight is one execution and the callers waiting for it.
+type flight struct {
+	done    chan struct{} // closed once result and err are set
+	result  string
+	err     error
+	cancel  context.CancelCauseFunc // cancels the execution's context
+	waiters int                     // callers still waiting; guarded by Pool.mu
+	settled bool                    // result is set; guarded by Pool.mu
+}
+
+// errGoexit is what the callers of a tool that called runtime.Goexit get.
+var errGoexit = errors.New("tool function called runtime.Goexit")
+
+// errAbandoned is the cause of an execution's context when every caller has
+// left.
+var errAbandoned = errors.New("tool: every caller left")
+
+// NewPool returns a Pool of tools, in that order. Spec is called once per tool.
+// It fails if a tool is nil, a name is invalid or registered twice, a Spec's
+// Parameters is not a JSON object, or cfg is invalid; the error lists every
+// problem.
+func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
+	cfg = cfg.withDefaults()
+	errs := []error{cfg.validate()}
+	p := &Pool{
+		entries: make(map[string]*entry, len(tools)),
+		cfg:     cfg,
+		timeout: fmt.Errorf("%w after %v", ErrTimeout, cfg.Timeout),
+		flights: make(map[string]*flight),
+	}
+	names := make([]string, 0, len(tools))
+	for i, t := range tools {
+		if t == nil {
+			errs = append(errs, fmt.Errorf("tool: tools[%d] is nil", i))
+			continue
+		}
+		spec := t.Spec()
+		switch {
+		case !validName(spec.Name):
+			errs = append(errs, fmt.Errorf("tool: invalid tool name %q: want 1 to 64 characters from [a-zA-Z0-9_-]", spec.Name))
+			continue
+		case p.entries[spec.Name] != nil:
+			errs = append(errs, fmt.Errorf("tool: duplicate tool name %q", spec.Name))
+			continue
+		}
+		if spec.Parameters == nil {
+			spec.Parameters = json.RawMessage(`{"type":"object"}`)
+		} else {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(spec.Parameters, &obj); err != nil || obj == nil {
+				errs = append(errs, fmt.Errorf("tool %s: Parameters must be a JSON Schema object", spec.Name))
+				continue
+			}
+			spec.Parameters = bytes.Clone(spec.Parameters)
+		}
+		e := &entry{tool: t, spec: spec}
+		p.entries[spec.Name] = e
+		p.order = append(p.order, e)
+		names = append(names, spec.Name)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	p.available = strings.Join(names, ", ")
+	if len(names) == 0 {
+		p.available = "none"
+	}
+	if cfg.CacheSize > 0 {
+		cache, err := simplelru.NewLRU[string, cached](cfg.CacheSize, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool: %w", err)
+		}
+		p.cache = cache
+	}
+	return p, nil
+}
+
+// Specs returns the tools' specs in registration order. A nil Parameters is
+// reported as {"type":"object"}. The slice and the Parameters bytes are the
+// caller's.
+func (p *Pool) Specs() []Spec {
+	specs := make([]Spec, len(p.order))
+	for i, e := range p.order {
+		specs[i] = e.spec
+		specs[i].Parameters = bytes.Clone(e.spec.Parameters)
+	}
+	return specs
+}
+
+// keyBufs recycles the buffers Call builds keys in; buffers that grew past
+// maxKeyBuf are left to the garbage collector.
+var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxKeyBuf = 16 << 10
+
+// Call runs the tool name with args for one caller and returns its result.
+//
+// args must be a JSON object; empty args stand for {}. Call canonicalises it
+// (decoded with UseNumber, re-encoded with sorted keys and no HTML escaping),
+// so calls that differ only in key order or whitespace are identical. Then, in
+// order:
+//   - a cacheable tool's unexpired cached result is returned;
+//   - if an identical call is executing, Call waits for its result;
+//   - otherwise Call starts an execution and waits for it.
+//
+// An execution runs in its own goroutine under a context that carries the
+// values of the ctx of the call that started it but is cancelled only when
+// every caller waiting for it has left (or at [PoolConfig.Timeout]), so one
+// impatient caller never cancels the work for the others. A caller leaves
+// when its ctx is done: Call then returns ctx.Err(). A tool that ignores its
+// context keeps running after everyone has left, until it returns.
+//
+// Failures come back as a [*CallError]: for an unknown tool (wrapping
+// [ErrUnknownTool]), malformed args (wrapping [ErrBadArguments] and the JSON
+// error), a tool error, a panic (wrapping a [*PanicError]) and a timeout
+// (wrapping [ErrTimeout]). Every caller of an execution gets the same result
+// and error. Results longer than [PoolConfig.MaxResultBytes] are truncated.
+// Errors are never cached.
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	e := p.entries[name]
+	if e == nil {
+		return "", &CallError{Tool: name, Err: fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, p.available)}
+	}
+	e.requested.Add(1)
+
+	bufp := keyBufs.Get().(*[]byte)
+	buf := append((*bufp)[:0], name...)
+	buf = append(buf, 0)
+	buf, err := canonicalArgs(buf, args)
+	key := string(buf)
+	if cap(buf) <= maxKeyBuf {
+		*bufp = buf
+		keyBufs.Put(bufp)
+	}
+	if err != nil {
+		e.failed.Add(1)
+		return "", &CallError{Tool: name, Err: fmt.Errorf("%w: %w", ErrBadArguments, err)}
+	}
+	if err := ctx.Err(); err != nil {
+		e.failed.Add(1)
+		return "", err
+	}
+
+	var now time.Time
+	useCache := e.spec.Cacheable && p.cache != nil
+	if useCache {
+		now = time.Now()
+	}
+	p.mu.Lock()
+	if useCache {
+		if c, ok := p.cache.Get(key); ok {
+			if now.Before(c.expires) {
+				p.mu.Unlock()
+				e.cacheHits.Add(1)
+				return c.result, nil
+			}
+			p.cache.Remove(key)
+		}
+	}
+	f := p.flights[key]
+	if f != nil {
+		f.waiters++
+		p.mu.Unlock()
+		e.coalesced.Add(1)
+		return p.wait(ctx, e, key, f)
+	}
+	f = &flight{done: make(chan struct{}), waiters: 1}
+	p.flights[key] = f
+	// The execution keeps ctx's values but not its cancellation: it belongs
+	// to every waiter, not to the caller that happened to start it.
+	execCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	p.mu.Unlock()
+	e.executed.Add(1)
+	go p.run(execCtx, e, key, json.RawMessage(key[len(name)+1:]), f)
+	return p.wait(ctx, e, key, f)
+}
+
+// wait waits for f's result or for ctx, whichever comes first. The last
+// caller to leave an unsettled flight cancels its execution and removes it
+// from the in-flight map, so later callers start afresh.
+func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (string, error) {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		p.mu.Lock()
+		if !f.settled {
+			f.waiters--
+			abandoned := f.waiters == 0
+			if abandoned && p.flights[key] == f {
+				delete(p.flights, key)
+			}
+			p.mu.Unlock()
+			if abandoned {
+				f.cancel(errAbandoned)
+			}
+			e.failed.Add(1)
+			return "", ctx.Err()
+		}
+		p.mu.Unlock() // the result arrived meanwhile: take it
+	}
+	if f.err != nil {
+		e.failed.Add(1)
+		return "", f.err
+	}
+	return f.result, nil
+}
+
+// run executes f and settles it. It owns ctx's cancellation.
+func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessage, f *flight) {
+	defer f.cancel(context.Canceled)
+	if p.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Timeout, p.timeout)
+		defer cancel()
+		// Settle at the deadline even if the tool ignores its context.
+		stop := context.AfterFunc(ctx, func() {
+			if context.Cause(ctx) == p.timeout {
+				p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: p.timeout})
+			}
+		})
+		defer stop()
+	}
+	var result string
+	err := errGoexit // replaced below unless the tool calls runtime.Goexit
+	defer func() {
+		if err == errGoexit {
+			err = &CallError{Tool: e.spec.Name, Err: errGoexit}
+		}
+		p.settle(e, key, f, result, err)
+	}()
+
+	result, err = p.execute(ctx, e, args)
+	switch {
+	case err != nil && context.Cause(ctx) == p.timeout:
+		err = &CallError{Tool: e.spec.Name, Err: p.timeout}
+	case err != nil:
+		err = &CallError{Tool: e.spec.Name, Err: err}
+	default:
+		result = truncate(result, p.cfg.MaxResultBytes)
+	}
+}
+
+// execute calls the tool, turning a panic into a *PanicError.
+func (p *Pool) execute(ctx context.Context, e *entry, args json.RawMessage) (result string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = "", &PanicError{Tool: e.spec.Name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return e.tool.Call(ctx, args)
+}
+
+// settle records f's outcome, unless it already has one, wakes its waiters and
+// caches a successful result of a cacheable tool.
+func (p *Pool) settle(e *entry, key string, f *flight, result string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f.settled {
+		return
+	}
+	f.settled = true
+	f.result, f.err = result, err
+	if p.flights[key] == f {
+		delete(p.flights, key)
+	}
+	if err == nil && e.spec.Cacheable && p.cache != nil {
+		p.cache.Add(key, cached{result: result, expires: time.Now().Add(p.cfg.CacheTTL)})
+	}
+	close(f.done)
+}
+
+// truncate cuts s to at most limit bytes on a UTF-8 boundary and appends the
+// truncation marker. A negative limit means none.
+func truncate(s string, limit int) string {
+	if limit < 0 || len(s) <= limit {
+		return s
+	}
+	n := limit
+	for n > 0 && limit-n < utf8.UTFMax-1 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if !utf8.RuneStart(s[n]) {
+		n = limit // not UTF-8 here anyway: cut where asked
+	}
+	return fmt.Sprintf("%s\n[truncated: %d of %d bytes shown]", s[:n], n, len(s))
+}
+
+// Stats counts one tool's calls. For every call, Requested is incremented
+// and then exactly one of CacheHits, Coalesced and Executed, unless the
+// arguments were malformed or the caller's context was already done.
+type Stats struct {
+	// Name is the tool's name.
+	Name string
+	// Requested counts calls naming the tool.
+	Requested int64
+	// Executed counts executions started.
+	Executed int64
+	// Coalesced counts calls that joined an execution already in flight.
+	Coalesced int64
+	// CacheHits counts calls answered from the cache.
+	CacheHits int64
+	// Errors counts calls that returned an error, for whatever reason:
+	// malformed arguments, the tool's failure, or the caller leaving.
+	Errors int64
+}
+
+// Stats returns a snapshot of each tool's counters, in registration order.
+// The counters are read one by one, so a snapshot taken while calls are
+// running need not add up.
+func (p *Pool) Stats() []Stats {
+	stats := make([]Stats, len(p.order))
+	for i, e := range p.order {
+		stats[i] = Stats{
+			Name:      e.spec.Name,
+			Requested: e.requested.Load(),
+			Executed:  e.executed.Load(),
+			Coalesced: e.coalesced.Load(),
+			CacheHits: e.cacheHits.Load(),
+			Errors:    e.failed.Load(),
+		}
+	}
+	return stats
+}
