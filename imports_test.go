@@ -1,0 +1,59 @@
+package batchagent_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportRules enforces the dependency direction of STYLE.md (B1): each
+// package may import only the listed packages of this module.
+func TestImportRules(t *testing.T) {
+	const mod = "github.com/batchagent/batchagent"
+	allowed := map[string][]string{
+		"":                {"job", "llm", "agent", "sched", "tool", "schema", "internal/retry"},
+		"llm":             {},
+		"sched":           {},
+		"tool":            {},
+		"schema":          {},
+		"internal/sse":    {},
+		"internal/retry":  {"llm"},
+		"job":             {"llm"},
+		"agent":           {"llm", "job", "tool", "schema", "internal/retry"},
+		"backend/sim":     {"llm", "internal/sse", "internal/retry"},
+		"internal/sink":   {""},
+		"internal/bench":  {"*"},
+		"internal/config": {"*"},
+		"internal/cli":    {"*"},
+		"cmd/batchagent":  {"internal/cli"},
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], mod), "/")
+		rules, ok := allowed[pkg]
+		if !ok {
+			t.Errorf("package %q has no import rule: add it to STYLE.md's list and this test", pkg)
+			continue
+		}
+		if len(rules) == 1 && rules[0] == "*" {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+			found := false
+			for _, r := range rules {
+				found = found || r == dep
+			}
+			if !found {
+				t.Errorf("%s imports %s, which STYLE.md's import rules do not allow", fields[0], imp)
+			}
+		}
+	}
+}
