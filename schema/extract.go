@@ -1,0 +1,226 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// ErrNoJSON is returned by [Extract] when the text holds no JSON object or
+// array.
+var ErrNoJSON = errors.New("schema: no JSON value found")
+
+// Extract finds the JSON object or array in a model's answer and returns a copy
+// of its text, as it appears in the answer. It tries, in order:
+//
+//  1. the whole text, trimmed of white space, when it is a valid JSON object
+//     or array;
+//  2. the content of the first fenced code block (```json or a plain ```)
+//     that is a valid JSON object or array;
+//  3. the first balanced {...} span in the text that is valid JSON, scanning
+//     with JSON string and escape rules and trying each start position in
+//     turn; when a valid [...] span encloses that object (an array of
+//     objects), the array is returned instead;
+//  4. the first balanced [...] span that is valid JSON.
+//
+// Otherwise it returns [ErrNoJSON]. Scalars (a bare string or number) are
+// never returned. The search is linear in practice; on pathological input (a
+// very large number of unbalanced braces) it gives up after a bounded amount
+// of work and returns [ErrNoJSON]. Extract is safe for concurrent use.
+func Extract(text string) (json.RawMessage, error) {
+	_, b, ok := extract(text)
+	if !ok {
+		return nil, ErrNoJSON
+	}
+	return b, nil
+}
+
+// extract returns the JSON text found in text both as a substring of text and
+// as a fresh byte slice holding a copy of it.
+func extract(text string) (string, []byte, bool) {
+	// 1. The whole answer is the JSON value: the common, cheap case.
+	if t := strings.TrimSpace(text); isOpen(t) {
+		if b := []byte(t); json.Valid(b) {
+			return t, b, true
+		}
+	}
+	// 2. Fenced code blocks.
+	if s, b, ok := extractFenced(text); ok {
+		return s, b, ok
+	}
+	// 3 and 4. Balanced spans in prose.
+	sc := scanner{text: text, budget: 16*len(text) + 1<<16}
+	return sc.find()
+}
+
+// isOpen reports whether s starts like a JSON object or array.
+func isOpen(s string) bool {
+	return s != "" && (s[0] == '{' || s[0] == '[')
+}
+
+// extractFenced returns the content of the first ```json or plain ``` fenced
+// block of text that is a JSON object or array.
+func extractFenced(text string) (string, []byte, bool) {
+	const fence = "```"
+	rest := text
+	for {
+		i := strings.Index(rest, fence)
+		if i < 0 {
+			return "", nil, false
+		}
+		rest = strings.TrimLeft(rest[i:], "`")
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return "", nil, false
+		}
+		info := strings.TrimSpace(rest[:nl])
+		if strings.Contains(info, fence) {
+			// A one-line fence such as ```{"a":1}```: the prose scan finds it.
+			rest = rest[nl+1:]
+			continue
+		}
+		body := rest[nl+1:]
+		end := strings.Index(body, fence)
+		if end < 0 {
+			// An unclosed fence (a truncated answer): take what is there.
+			end = len(body)
+		}
+		lang, _, _ := strings.Cut(info, " ")
+		if lang == "" || strings.EqualFold(lang, "json") {
+			if t := strings.TrimSpace(body[:end]); isOpen(t) {
+				if b := []byte(t); json.Valid(b) {
+					return t, b, true
+				}
+			}
+		}
+		if end == len(body) {
+			return "", nil, false
+		}
+		rest = body[end+len(fence):]
+		rest = strings.TrimLeft(rest, "`")
+	}
+}
+
+// scanner finds balanced JSON-like spans in prose.
+type scanner struct {
+	text string
+	// bytes is a copy of text, made once, that candidates are validated in.
+	bytes []byte
+	// closeAt[i] records, for a bracket at i, 1+ the index of its matching
+	// closing bracket, -1 when it has none, and 0 when not yet known.
+	closeAt []int32
+	// stack holds the open brackets of the current match scan.
+	stack []int
+	// budget bounds the bytes scanned and validated, so that pathological
+	// input cannot make the search quadratic.
+	budget int
+}
+
+// find returns the first valid object span, or the array enclosing it, or
+// else the first valid array span. The bytes returned are a copy of just the
+// span, so that a caller keeping them does not keep the whole text.
+func (sc *scanner) find() (string, []byte, bool) {
+	if !strings.ContainsAny(sc.text, "{[") {
+		return "", nil, false
+	}
+	sc.bytes = []byte(sc.text)
+	sc.closeAt = make([]int32, len(sc.text))
+	sc.stack = make([]int, 0, 16)
+	start, end, ok := sc.first('{', len(sc.text), 0)
+	if ok {
+		// An object inside a valid array is one element of the answer.
+		if as, ae, ok := sc.first('[', start, end); ok {
+			start, end = as, ae
+		}
+	} else if start, end, ok = sc.first('[', len(sc.text), 0); !ok {
+		return "", nil, false
+	}
+	return sc.text[start:end], slices.Clone(sc.bytes[start:end]), true
+}
+
+// first returns the first span [start, end) of valid JSON that starts with the
+// bracket open before limit and ends at or after minEnd.
+func (sc *scanner) first(open byte, limit, minEnd int) (start, end int, ok bool) {
+	for i := 0; i < limit; i++ {
+		j := strings.IndexByte(sc.text[i:limit], open)
+		if j < 0 {
+			break
+		}
+		i += j
+		if sc.closeAt[i] == 0 {
+			sc.match(i)
+		}
+		if sc.budget <= 0 {
+			break
+		}
+		c := int(sc.closeAt[i])
+		if c < 0 || c < minEnd || !plausible(sc.text[i:c]) {
+			continue
+		}
+		sc.budget -= c - i
+		if json.Valid(sc.bytes[i:c]) {
+			return i, c, true
+		}
+	}
+	return 0, 0, false
+}
+
+// plausible is a cheap test that rejects most bracketed prose, such as
+// "{placeholder}" or "[see above]", before the costlier json.Valid: the
+// first byte after the opening bracket must be able to start its content.
+func plausible(span string) bool {
+	t := strings.TrimLeft(span[1:], " \t\r\n")
+	if t == "" {
+		return false
+	}
+	c := t[0]
+	if span[0] == '{' {
+		return c == '"' || c == '}'
+	}
+	return strings.IndexByte(`"{[]-0123456789tfn`, c) >= 0
+}
+
+// match scans from the bracket at start, outside any string, to its balancing
+// bracket, following JSON string and escape rules, and records in closeAt the
+// match of every bracket it sees outside strings on the way. Square and curly
+// brackets count alike; json.Valid rejects mismatched pairs later.
+func (sc *scanner) match(start int) {
+	stack := sc.stack[:0]
+	inString, escaped := false, false
+	t := sc.text
+	for i := start; i < len(t); i++ {
+		c := t[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			stack = append(stack, i)
+		case '}', ']':
+			n := len(stack) - 1
+			sc.closeAt[stack[n]] = int32(i + 1)
+			stack = stack[:n]
+			if n == 0 {
+				sc.stack = stack
+				sc.budget -= i + 1 - start
+				return
+			}
+		}
+	}
+	sc.budget -= len(t) - start
+	for _, p := range stack {
+		sc.closeAt[p] = -1
+	}
+	sc.stack = stack[:0]
+}

@@ -1,0 +1,192 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled JSON Schema. It is immutable after [Compile] and safe
+// for concurrent use. The zero Schema is not usable; get one from [Compile].
+type Schema struct {
+	raw          json.RawMessage
+	compiled     *jsonschema.Schema
+	fast         *fastNode // nil when the schema is outside the fast subset
+	instructions string
+}
+
+// schemaURL is the location the schema document is registered under. It is
+// never fetched; references inside the document resolve against it.
+const schemaURL = "batchagent:///output.schema.json"
+
+// Compile compiles raw, a JSON Schema document. The draft is 2020-12 unless the
+// document names another one in "$schema" (draft 4, 6, 7, 2019-09, 2020-12).
+// Compile copies raw; the caller may reuse it afterwards.
+//
+// Compile reads nothing from files or the network: references inside the
+// document ("#/$defs/x", "#anchor") work, and any other reference fails to
+// compile. The returned error names what is wrong: the offset of a JSON syntax
+// error (wrapping the [*encoding/json.SyntaxError]), or each keyword of the
+// document that breaks the meta-schema, with its path.
+func Compile(raw json.RawMessage) (*Schema, error) {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			return nil, fmt.Errorf("schema: invalid JSON at offset %d: %w", se.Offset, err)
+		}
+		return nil, fmt.Errorf("schema: invalid JSON: %w", err)
+	}
+	doc := decodeValid(string(raw))
+
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(offlineLoader{})
+	c.AssertFormat()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	compiled, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, compileError(err, doc)
+	}
+
+	s := &Schema{raw: slices.Clone(raw), compiled: compiled, fast: compileFast(doc)}
+	s.instructions = instructions(compactInPlace(slices.Clone(raw)))
+	return s, nil
+}
+
+// offlineLoader refuses to load anything, so that compiling a schema never
+// touches files or the network. Meta-schemas are bundled with the validator
+// and do not go through the loader.
+type offlineLoader struct{}
+
+func (offlineLoader) Load(url string) (any, error) {
+	return nil, errors.New("only references within the schema document are supported")
+}
+
+// compileError turns a compile failure of the validator into an error that
+// names the offending keywords by path within the schema document.
+func compileError(err error, doc any) error {
+	if sve, ok := errors.AsType[*jsonschema.SchemaValidationError](err); ok {
+		if verr, ok := errors.AsType[*jsonschema.ValidationError](sve.Err); ok {
+			problems := problemsOf(verr, doc)
+			parts := make([]string, len(problems))
+			for i, p := range problems {
+				parts[i] = p.Path + ": " + p.Message
+			}
+			return fmt.Errorf("schema: invalid schema: %s", strings.Join(parts, "; "))
+		}
+	}
+	// Other failures (a bad regular expression, an unresolvable reference)
+	// name the location as a URL; show it relative to the document.
+	msg := strings.ReplaceAll(err.Error(), schemaURL, "")
+	return &compileFailure{msg: "schema: invalid schema: " + msg, err: err}
+}
+
+// compileFailure keeps the validator's error for errors.As while showing a
+// message without the internal document URL.
+type compileFailure struct {
+	msg string
+	err error
+}
+
+func (e *compileFailure) Error() string { return e.msg }
+func (e *compileFailure) Unwrap() error { return e.err }
+
+// Raw returns the schema document as given to [Compile]. The caller must not
+// modify the returned slice.
+func (s *Schema) Raw() json.RawMessage {
+	return s.raw
+}
+
+// Validate checks one JSON document against the schema. It returns nil when
+// the document is valid, and otherwise a [*ValidationError] listing every
+// problem (each missing property, wrong type, enum mismatch... on its own),
+// sorted by path and then message, with Raw set to doc. A document that is not
+// valid JSON gives one problem at path "$" with the syntax error and its
+// offset. Validate does not retain doc.
+func (s *Schema) Validate(doc json.RawMessage) error {
+	if !json.Valid(doc) {
+		return &ValidationError{Problems: []Problem{syntaxProblem(doc)}, Raw: string(doc)}
+	}
+	if s.fast != nil && s.fast.accepts(doc) {
+		return nil
+	}
+	str := string(doc)
+	return s.validate(decodeValid(str), str)
+}
+
+// validate validates a decoded value; raw is the text reported on failure.
+func (s *Schema) validate(v any, raw string) error {
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	verr, ok := errors.AsType[*jsonschema.ValidationError](err)
+	if !ok {
+		return &ValidationError{Problems: []Problem{{Path: "$", Message: err.Error()}}, Raw: raw}
+	}
+	return &ValidationError{Problems: problemsOf(verr, v), Raw: raw}
+}
+
+// syntaxProblem describes why doc is not valid JSON.
+func syntaxProblem(doc []byte) Problem {
+	var v any
+	err := json.Unmarshal(doc, &v)
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return Problem{Path: "$", Message: fmt.Sprintf("invalid JSON at offset %d: %v", se.Offset, se)}
+	}
+	if err == nil {
+		// json.Valid and json.Unmarshal disagree: not expected.
+		return Problem{Path: "$", Message: "invalid JSON"}
+	}
+	return Problem{Path: "$", Message: "invalid JSON: " + err.Error()}
+}
+
+// noJSONMessage is the problem reported by [Schema.Parse] when the answer
+// holds no JSON value.
+const noJSONMessage = "no JSON object found in the answer"
+
+// Parse extracts the JSON value from a model's free-text answer (see
+// [Extract]) and validates it. On success it returns the value as compact JSON
+// (as [encoding/json.Compact] writes it), in a new slice owned by the caller.
+//
+// On failure it returns a [*ValidationError] whose Raw is text: with one
+// Problem{Path: "$", Message: "no JSON object found in the answer"} when the
+// text holds no JSON object or array, and otherwise with every problem of the
+// extracted value, as [Schema.Validate] reports them.
+func (s *Schema) Parse(text string) (json.RawMessage, error) {
+	sub, b, ok := extract(text)
+	if !ok {
+		return nil, &ValidationError{Problems: []Problem{{Path: "$", Message: noJSONMessage}}, Raw: text}
+	}
+	if s.fast == nil || !s.fast.accepts(b) {
+		// sub is a substring of text: decoding from it shares text's
+		// memory instead of copying b.
+		if err := s.validate(decodeValid(sub), text); err != nil {
+			return nil, err
+		}
+	}
+	return compactInPlace(b), nil
+}
+
+// Instructions returns the text that tells the model to answer with a single
+// JSON value matching the schema, including the schema itself as compact
+// JSON. It is computed once by [Compile] and is byte-identical for the same
+// schema document, so it can sit in a cached prompt prefix.
+func (s *Schema) Instructions() string {
+	return s.instructions
+}
+
+func instructions(compactSchema []byte) string {
+	var b strings.Builder
+	b.WriteString("Answer with a single JSON value that conforms to this JSON Schema:\n")
+	b.Write(compactSchema)
+	b.WriteString("\nReply with the JSON value only: no explanations before or after it, and no Markdown code fences.")
+	return b.String()
+}

@@ -1,0 +1,106 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/batchagent/batchagent/schema"
+)
+
+// benchSchema is the output schema of the hot path: a small object.
+const benchSchema = `{"type":"object","properties":{"value":{"type":"integer"},"first_word":{"type":"string"}},"required":["value","first_word"],"additionalProperties":false}`
+
+const benchDoc = `{"value":3,"first_word":"hello"}`
+
+func mustCompile(tb testing.TB, raw string) *schema.Schema {
+	tb.Helper()
+	s, err := schema.Compile(json.RawMessage(raw))
+	if err != nil {
+		tb.Fatalf("Compile(%s) = %v", raw, err)
+	}
+	return s
+}
+
+func BenchmarkValidate(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	doc := json.RawMessage(benchDoc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Validate(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateParallel(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	doc := json.RawMessage(benchDoc)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.Validate(doc); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkValidateOutsideFastPath validates the same document against an
+// equivalent schema that the fast path does not cover (it uses $ref).
+func BenchmarkValidateOutsideFastPath(b *testing.B) {
+	s := mustCompile(b, `{"$defs":{"int":{"type":"integer"}},"type":"object","properties":{"value":{"$ref":"#/$defs/int"},"first_word":{"type":"string"}},"required":["value","first_word"],"additionalProperties":false}`)
+	if s.HasFastPath() {
+		b.Fatal("HasFastPath() = true, want false")
+	}
+	doc := json.RawMessage(benchDoc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Validate(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateInvalid(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	doc := json.RawMessage(`{"value":"3","extra":true}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Validate(doc); err == nil {
+			b.Fatal("Validate = nil, want error")
+		}
+	}
+}
+
+func BenchmarkParseBare(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Parse(benchDoc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseFenced(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	text := "Here is the answer:\n```json\n{\n  \"value\": 3,\n  \"first_word\": \"hello\"\n}\n```\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Parse(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkExtractProse(b *testing.B) {
+	text := `Sure! I counted the words {carefully} and the result is {"value": 3, "first_word": "hello", "note": "braces } inside \"strings\" are fine"}. Let me know if you need anything else.`
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := schema.Extract(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
