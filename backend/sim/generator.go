@@ -103,6 +103,12 @@ const (
 	maxGenDepth = 64
 )
 
+// maxBytes bounds the size of a value: past it, objects and arrays get no
+// more members. Only a schema demanding a huge or infinite value (nested
+// minItems, required self-references) reaches it, and gets an invalid
+// value rather than exhausting memory.
+const maxBytes = 1 << 20
+
 // compile builds a generator from a schema document. Local references
 // ("#/$defs/x", "#/definitions/x", "#") are followed, recursive ones
 // included; allOf is merged, anyOf and oneOf take their first non-null
@@ -636,6 +642,9 @@ func (g *generator) object(buf []byte, r *rng, task string, depth, skip int, bad
 		if i == skip && bad == "" || depth >= fillDepth && !p.required {
 			continue
 		}
+		if len(buf) > maxBytes {
+			break
+		}
 		if !first {
 			buf = append(buf, ',')
 		}
@@ -668,6 +677,9 @@ func (g *generator) array(buf []byte, r *rng, task string, depth int) []byte {
 	written := 0
 	buf = append(buf, '[')
 	for i := range n {
+		if len(buf) > maxBytes {
+			break
+		}
 		mark := len(buf)
 		if written > 0 {
 			buf = append(buf, ',')
@@ -904,14 +916,10 @@ func lookup(text, name string) (string, bool) {
 			continue
 		}
 		rest := text[end:]
-		switch {
-		case strings.HasPrefix(rest, ": "):
-			rest = rest[2:]
-		case strings.HasPrefix(rest, ":"), strings.HasPrefix(rest, "="):
-			rest = rest[1:]
-		default:
+		if !strings.HasPrefix(rest, ":") && !strings.HasPrefix(rest, "=") {
 			continue
 		}
+		rest = strings.TrimLeft(rest[1:], " \t")
 		k := strings.IndexAny(rest, " \t\r\n")
 		if k >= 0 {
 			rest = rest[:k]
