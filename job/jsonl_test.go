@@ -1,0 +1,351 @@
+package job_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchagent/batchagent/job"
+)
+
+// row is one yield of an input sequence, in a form cmp can compare.
+type row struct {
+	In   job.Input
+	Line int    // InputError.Line, when Err is set
+	Err  string // err.Error(), or ""
+}
+
+// collect drains seq, checking that every error is an *InputError.
+func collect(t *testing.T, seq iter.Seq2[job.Input, error]) []row {
+	t.Helper()
+	var rows []row
+	for in, err := range seq {
+		if err == nil {
+			if in == nil {
+				t.Errorf("sequence yielded a nil Input with a nil error")
+			}
+			rows = append(rows, row{In: in})
+			continue
+		}
+		var ie *job.InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("sequence yielded error %T %v, want *job.InputError", err, err)
+		}
+		if in != nil {
+			t.Errorf("sequence yielded Input %v with error %v, want nil", in, err)
+		}
+		rows = append(rows, row{Line: ie.Line, Err: err.Error()})
+	}
+	return rows
+}
+
+func TestJSONL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		input string
+		want  []row
+	}{
+		{"empty", "", nil},
+		{"only blank lines", "\n  \n\t\r\n", nil},
+		{
+			"valid rows",
+			"{\"id\":1,\"name\":\"a\"}\n{\"id\":2.5,\"ok\":true,\"x\":null}\n",
+			[]row{
+				{In: job.Input{"id": json.Number("1"), "name": "a"}},
+				{In: job.Input{"id": json.Number("2.5"), "ok": true, "x": nil}},
+			},
+		},
+		{
+			"nested values",
+			`{"u":{"n":"b","tags":["x",1]}}`,
+			[]row{{In: job.Input{"u": map[string]any{"n": "b", "tags": []any{"x", json.Number("1")}}}}},
+		},
+		{"no final newline", `{"a":"1"}` + "\n" + `{"a":"2"}`, []row{{In: job.Input{"a": "1"}}, {In: job.Input{"a": "2"}}}},
+		{"empty object", "{}\n", []row{{In: job.Input{}}}},
+		{
+			"blank lines skipped but counted",
+			"\n{\"a\":\"1\"}\n   \n\n{\"a\":\"2\"}\n{bad\n",
+			[]row{
+				{In: job.Input{"a": "1"}},
+				{In: job.Input{"a": "2"}},
+				{Line: 6, Err: "in.jsonl:6: invalid JSON: invalid character 'b' looking for beginning of object key string"},
+			},
+		},
+		{
+			"malformed line in the middle",
+			"{\"a\":\"1\"}\n{\"a\":\n{\"a\":\"3\"}\n",
+			[]row{
+				{In: job.Input{"a": "1"}},
+				{Line: 2, Err: "in.jsonl:2: invalid JSON: unexpected end of JSON input"},
+				{In: job.Input{"a": "3"}},
+			},
+		},
+		{
+			"non-object lines",
+			"[1,2]\n3\n\"s\"\nnull\ntrue\n{\"a\":\"ok\"}\n",
+			[]row{
+				{Line: 1, Err: "in.jsonl:1: not a JSON object: found an array"},
+				{Line: 2, Err: "in.jsonl:2: not a JSON object: found a number"},
+				{Line: 3, Err: "in.jsonl:3: not a JSON object: found a string"},
+				{Line: 4, Err: "in.jsonl:4: not a JSON object: found null"},
+				{Line: 5, Err: "in.jsonl:5: not a JSON object: found a boolean"},
+				{In: job.Input{"a": "ok"}},
+			},
+		},
+		{
+			"invalid non-object line",
+			"[1,\n",
+			[]row{{Line: 1, Err: "in.jsonl:1: invalid JSON: unexpected end of JSON input"}},
+		},
+		{
+			"two objects on a line",
+			"{\"a\":\"1\"} {\"a\":\"2\"}\n{\"a\":\"3\"}\n",
+			[]row{
+				{Line: 1, Err: "in.jsonl:1: invalid JSON: invalid character '{' after top-level value"},
+				{In: job.Input{"a": "3"}},
+			},
+		},
+		{
+			"trailing garbage",
+			"{\"a\":\"1\"}x\n{\"a\":\"2\"}\n",
+			[]row{
+				{Line: 1, Err: "in.jsonl:1: invalid JSON: invalid character 'x' after top-level value"},
+				{In: job.Input{"a": "2"}},
+			},
+		},
+		{
+			"error after several good lines resets cleanly",
+			"{\"a\":\"1\"}\n{\"a\":\"2\"}\n{\"a\"}\n{\"a\":\"4\"}\n{\"a\":\"5\"}\n",
+			[]row{
+				{In: job.Input{"a": "1"}},
+				{In: job.Input{"a": "2"}},
+				{Line: 3, Err: "in.jsonl:3: invalid JSON: invalid character '}' after object key"},
+				{In: job.Input{"a": "4"}},
+				{In: job.Input{"a": "5"}},
+			},
+		},
+		{
+			"CRLF",
+			"{\"a\":\"1\"}\r\n\r\n{\"a\":\"2\"}\r\n",
+			[]row{{In: job.Input{"a": "1"}}, {In: job.Input{"a": "2"}}},
+		},
+		{
+			"surrounding whitespace",
+			"  \t{\"a\":\"1\"}  \n",
+			[]row{{In: job.Input{"a": "1"}}},
+		},
+		{
+			"BOM",
+			"\xEF\xBB\xBF{\"a\":\"1\"}\n{\"a\":\"2\"}\n",
+			[]row{{In: job.Input{"a": "1"}}, {In: job.Input{"a": "2"}}},
+		},
+		{
+			"BOM only on first line",
+			"{\"a\":\"1\"}\n\xEF\xBB\xBF{\"a\":\"2\"}\n",
+			[]row{
+				{In: job.Input{"a": "1"}},
+				{Line: 2, Err: "in.jsonl:2: invalid JSON: invalid character 'ï' looking for beginning of value"},
+			},
+		},
+		{
+			"duplicate keys keep the last",
+			`{"a":"1","a":"2"}`,
+			[]row{{In: job.Input{"a": "2"}}},
+		},
+		{
+			"big numbers keep their text",
+			`{"n":12345678901234567890123,"f":1e400}`,
+			[]row{{In: job.Input{"n": json.Number("12345678901234567890123"), "f": json.Number("1e400")}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := collect(t, job.JSONL(strings.NewReader(tt.input), "in.jsonl"))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("JSONL(%q) mismatch (-want +got):\n%s", tt.input, diff)
+			}
+		})
+	}
+}
+
+func TestJSONLNoSource(t *testing.T) {
+	t.Parallel()
+	got := collect(t, job.JSONL(strings.NewReader("{}\n{\n"), ""))
+	want := []row{{In: job.Input{}}, {Line: 2, Err: "line 2: invalid JSON: unexpected end of JSON input"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSONL without source mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestJSONLErrorUnwraps(t *testing.T) {
+	t.Parallel()
+	for _, err := range job.JSONL(strings.NewReader(`{"a":`), "f") {
+		var se *json.SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("JSONL error = %v, want one wrapping *json.SyntaxError", err)
+		}
+	}
+}
+
+func TestJSONLLongLine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 3<<20) // longer than any internal buffer
+	input := `{"a":"1"}` + "\n" + `{"big":"` + long + `"}` + "\n" + `{"a":"3"}` + "\n" +
+		`{"bad":"` + long + "\n" + `{"a":"5"}` + "\n"
+	got := collect(t, job.JSONL(strings.NewReader(input), "in.jsonl"))
+	want := []row{
+		{In: job.Input{"a": "1"}},
+		{In: job.Input{"big": long}},
+		{In: job.Input{"a": "3"}},
+		{Line: 4, Err: "in.jsonl:4: invalid JSON: unexpected end of JSON input"},
+		{In: job.Input{"a": "5"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSONL with a 3 MiB line mismatch (-want +got):\n%.2000s", diff)
+	}
+}
+
+func TestJSONLEarlyBreak(t *testing.T) {
+	t.Parallel()
+	r := &countingReader{r: strings.NewReader(strings.Repeat(`{"a":"1"}`+"\n", 100000))}
+	n := 0
+	for in, err := range job.JSONL(r, "in.jsonl") {
+		if err != nil || in["a"] != "1" {
+			t.Fatalf("JSONL yielded %v, %v, want {a:1}, nil", in, err)
+		}
+		n++
+		if n == 3 {
+			break
+		}
+	}
+	if n != 3 {
+		t.Errorf("loop ran %d times, want 3", n)
+	}
+	if r.n >= 1000000 {
+		t.Errorf("JSONL read %d bytes before a break after 3 rows, want it to stop early", r.n)
+	}
+
+	// Breaking on an error row stops too.
+	n = 0
+	for range job.JSONL(strings.NewReader("x\ny\nz\n"), "") {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("loop over error rows ran %d times after break, want 1", n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func TestJSONLReadError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("disk on fire")
+	tests := []struct {
+		name string
+		r    io.Reader
+		want []row
+	}{
+		{
+			"at start",
+			iotest.ErrReader(boom),
+			[]row{{Line: 1, Err: "in.jsonl:1: read: disk on fire"}},
+		},
+		{
+			"after two lines",
+			io.MultiReader(strings.NewReader("{\"a\":\"1\"}\n\n"), iotest.ErrReader(boom)),
+			[]row{{In: job.Input{"a": "1"}}, {Line: 3, Err: "in.jsonl:3: read: disk on fire"}},
+		},
+		{
+			"mid line",
+			io.MultiReader(strings.NewReader("{\"a\":\"1\"}\n{\"a\":"), iotest.ErrReader(boom)),
+			[]row{{In: job.Input{"a": "1"}}, {Line: 2, Err: "in.jsonl:2: read: disk on fire"}},
+		},
+		{
+			"one byte at a time",
+			iotest.OneByteReader(strings.NewReader("{\"a\":\"1\"}\n{\"a\":\"2\"}")),
+			[]row{{In: job.Input{"a": "1"}}, {In: job.Input{"a": "2"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []row
+			for in, err := range job.JSONL(tt.r, "in.jsonl") {
+				if err != nil {
+					if !errors.Is(err, boom) {
+						t.Errorf("JSONL error = %v, want it to wrap %v", err, boom)
+					}
+					var ie *job.InputError
+					errors.As(err, &ie)
+					got = append(got, row{Line: ie.Line, Err: err.Error()})
+					continue
+				}
+				got = append(got, row{In: in})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("JSONL mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSlice(t *testing.T) {
+	t.Parallel()
+	in := []job.Input{{"a": "1"}, nil, {"a": "3"}}
+	var got []job.Input
+	for x, err := range job.Slice(in) {
+		if err != nil {
+			t.Fatalf("Slice yielded error %v, want nil", err)
+		}
+		got = append(got, x)
+	}
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("Slice mismatch (-want +got):\n%s", diff)
+	}
+	n := 0
+	for range job.Slice(in) {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("Slice loop ran %d times after break, want 1", n)
+	}
+}
+
+func TestInputErrorMessage(t *testing.T) {
+	t.Parallel()
+	inner := errors.New("boom")
+	tests := []struct {
+		err  *job.InputError
+		want string
+	}{
+		{&job.InputError{Source: "inputs.jsonl", Line: 3, Err: inner}, "inputs.jsonl:3: boom"},
+		{&job.InputError{Line: 3, Err: inner}, "line 3: boom"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v.Error() = %q, want %q", tt.err, got, tt.want)
+		}
+		if !errors.Is(tt.err, inner) {
+			t.Errorf("errors.Is(%v, inner) = false, want true", tt.err)
+		}
+	}
+}
