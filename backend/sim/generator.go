@@ -63,6 +63,10 @@ var kinds = map[string]kind{
 // compiled once per schema and is immutable afterwards, so one generator
 // serves concurrent calls.
 type generator struct {
+	// alias is set on a reference: the generator of its target, which may
+	// still be compiling when the reference is met.
+	alias *generator
+
 	kind  kind
 	fixed [][]byte // JSON texts of the const or enum values: pick one
 	hint  []byte   // JSON text of the default or first example: used as is
@@ -139,6 +143,7 @@ type compiler struct {
 var annotations = map[string]bool{
 	"$ref": true, "$comment": true, "title": true, "description": true,
 	"examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$schema": true, "$defs": true, "definitions": true,
 }
 
 func (c *compiler) node(node any, depth int) (*generator, error) {
@@ -163,7 +168,11 @@ func (c *compiler) node(node any, depth int) (*generator, error) {
 			if err != nil {
 				return nil, err
 			}
-			*g = *tg
+			// Aliases never form a loop: a cycle of bare references has no
+			// constraint, and g is left to generate any value.
+			if tg.resolve() != g {
+				g.alias = tg
+			}
 			return g, nil
 		}
 		if alt, ok := soleAlternative(n); ok {
@@ -585,6 +594,14 @@ func num(n map[string]any, key string, def float64) float64 {
 	return def
 }
 
+// resolve follows aliases to the generator that writes values.
+func (g *generator) resolve() *generator {
+	for g.alias != nil {
+		g = g.alias
+	}
+	return g
+}
+
 // appendValue appends a valid value. task is the user's message: string
 // properties named in it as "name: value" or "name=value" take that value.
 func (g *generator) appendValue(buf []byte, r *rng, task string) []byte {
@@ -594,6 +611,9 @@ func (g *generator) appendValue(buf []byte, r *rng, task string) []byte {
 func (g *generator) gen(buf []byte, r *rng, task, name string, depth int) []byte {
 	if depth > maxGenDepth {
 		return append(buf, "null"...)
+	}
+	if g.alias != nil {
+		g = g.resolve()
 	}
 	if len(g.fixed) > 0 {
 		return append(buf, g.fixed[r.intN(len(g.fixed))]...)
@@ -859,6 +879,7 @@ func (g *generator) str(buf []byte, r *rng) []byte {
 // appendInvalid appends a value that violates the schema: a required
 // property is left out, or a value gets the wrong type.
 func (g *generator) appendInvalid(buf []byte, r *rng) []byte {
+	g = g.resolve()
 	if g.kind != kindObject || len(g.fixed) > 0 {
 		if g.kind == kindString {
 			return append(buf, "42"...)
@@ -872,12 +893,12 @@ func (g *generator) appendInvalid(buf []byte, r *rng) []byte {
 	}
 	for i, p := range g.props {
 		var bad string
-		switch {
-		case len(p.gen.fixed) > 0:
+		switch pg := p.gen.resolve(); {
+		case len(pg.fixed) > 0:
 			bad = `{"not":"an allowed value"}`
-		case p.gen.kind == kindInteger || p.gen.kind == kindNumber || p.gen.kind == kindBoolean:
+		case pg.kind == kindInteger || pg.kind == kindNumber || pg.kind == kindBoolean:
 			bad = `"oops"`
-		case p.gen.kind == kindString:
+		case pg.kind == kindString:
 			bad = "7"
 		default:
 			continue

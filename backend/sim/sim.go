@@ -337,7 +337,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 func tokens(n int) int { return max(1, (n+3)/4) }
 
 func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *rng) ([]llm.ToolCall, error) {
-	var calls []llm.ToolCall
+	calls := make([]llm.ToolCall, 0, len(defs))
 	for _, d := range defs {
 		if m.tools != nil && !m.tools[d.Name] {
 			continue
