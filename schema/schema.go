@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 type Schema struct {
 	raw          json.RawMessage
 	compiled     *jsonschema.Schema
-	fast         *fastNode // nil when the schema is outside the fast subset
 	instructions string
 }
 
@@ -41,7 +41,10 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema: invalid JSON: %w", err)
 	}
-	doc := decodeValid(string(raw))
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("schema: invalid JSON: %w", err)
+	}
 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -55,8 +58,8 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, compileError(err, doc)
 	}
 
-	s := &Schema{raw: slices.Clone(raw), compiled: compiled, fast: compileFast(doc)}
-	s.instructions = instructions(compactInPlace(slices.Clone(raw)))
+	s := &Schema{raw: slices.Clone(raw), compiled: compiled}
+	s.instructions = instructions(compact(raw))
 	return s, nil
 }
 
@@ -114,11 +117,23 @@ func (s *Schema) Validate(doc json.RawMessage) error {
 	if !json.Valid(doc) {
 		return &ValidationError{Problems: []Problem{syntaxProblem(doc)}, Raw: string(doc)}
 	}
-	if s.fast != nil && s.fast.accepts(doc) {
-		return nil
+	v, err := decode(doc)
+	if err != nil {
+		return &ValidationError{Problems: []Problem{syntaxProblem(doc)}, Raw: string(doc)}
 	}
-	str := string(doc)
-	return s.validate(decodeValid(str), str)
+	return s.validate(v, string(doc))
+}
+
+// decode decodes JSON the way the validator expects: numbers as json.Number,
+// so that integers stay exact.
+func decode(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // validate validates a decoded value; raw is the text reported on failure.
@@ -161,18 +176,18 @@ const noJSONMessage = "no JSON object found in the answer"
 // text holds no JSON object or array, and otherwise with every problem of the
 // extracted value, as [Schema.Validate] reports them.
 func (s *Schema) Parse(text string) (json.RawMessage, error) {
-	sub, b, ok := extract(text)
+	_, b, ok := extract(text)
 	if !ok {
 		return nil, &ValidationError{Problems: []Problem{{Path: "$", Message: noJSONMessage}}, Raw: text}
 	}
-	if s.fast == nil || !s.fast.accepts(b) {
-		// sub is a substring of text: decoding from it shares text's
-		// memory instead of copying b.
-		if err := s.validate(decodeValid(sub), text); err != nil {
-			return nil, err
-		}
+	v, err := decode(b)
+	if err != nil {
+		return nil, &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
 	}
-	return compactInPlace(b), nil
+	if err := s.validate(v, text); err != nil {
+		return nil, err
+	}
+	return compact(b), nil
 }
 
 // Instructions returns the text that tells the model to answer with a single
@@ -189,4 +204,14 @@ func instructions(compactSchema []byte) string {
 	b.Write(compactSchema)
 	b.WriteString("\nReply with the JSON value only: no explanations before or after it, and no Markdown code fences.")
 	return b.String()
+}
+
+// compact returns b as compact JSON in a new slice; b must be valid JSON.
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if err := json.Compact(&buf, b); err != nil {
+		return slices.Clone(b)
+	}
+	return buf.Bytes()
 }

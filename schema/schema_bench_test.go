@@ -46,22 +46,6 @@ func BenchmarkValidateParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkValidateOutsideFastPath validates the same document against an
-// equivalent schema that the fast path does not cover (it uses $ref).
-func BenchmarkValidateOutsideFastPath(b *testing.B) {
-	s := mustCompile(b, `{"$defs":{"int":{"type":"integer"}},"type":"object","properties":{"value":{"$ref":"#/$defs/int"},"first_word":{"type":"string"}},"required":["value","first_word"],"additionalProperties":false}`)
-	if s.HasFastPath() {
-		b.Fatal("HasFastPath() = true, want false")
-	}
-	doc := json.RawMessage(benchDoc)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := s.Validate(doc); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkValidateInvalid(b *testing.B) {
 	s := mustCompile(b, benchSchema)
 	doc := json.RawMessage(`{"value":"3","extra":true}`)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +13,7 @@ import (
 	"github.com/batchagent/batchagent/schema"
 )
 
-// personSchema exercises paths, nesting and most keyword kinds. It is in the
-// fast subset.
+// personSchema exercises paths, nesting and most keyword kinds.
 const personSchema = `{
   "type": "object",
   "properties": {
@@ -42,9 +40,6 @@ const personSchema = `{
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	s := mustCompile(t, personSchema)
-	if !s.HasFastPath() {
-		t.Fatal("HasFastPath() = false for personSchema, want true")
-	}
 	tests := []struct {
 		name string
 		doc  string
@@ -166,10 +161,6 @@ func TestValidate(t *testing.T) {
 			got := problemsOf(t, s.Validate(json.RawMessage(tt.doc)), tt.doc)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Validate(%s) problems mismatch (-want +got):\n%s", tt.doc, diff)
-			}
-			full := problemsOf(t, s.ValidateFull(json.RawMessage(tt.doc)), tt.doc)
-			if diff := cmp.Diff(tt.want, full); diff != "" {
-				t.Errorf("ValidateFull(%s) problems mismatch (-want +got):\n%s", tt.doc, diff)
 			}
 		})
 	}
@@ -327,49 +318,6 @@ func TestValidateKeywords(t *testing.T) {
 				t.Errorf("Validate(%s) against %s: problems mismatch (-want +got):\n%s", tt.doc, tt.schema, diff)
 			}
 		})
-	}
-}
-
-// TestFastPathAgrees checks that validation answers the same with and without
-// the fast path, on schemas inside and outside the fast subset.
-func TestFastPathAgrees(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		schema string
-		fast   bool
-	}{
-		{schema: benchSchema, fast: true},
-		{schema: personSchema, fast: true},
-		{schema: `{"type": "array", "items": {"enum": [1, "a", true, null]}, "minItems": 1}`, fast: true},
-		{schema: `{"properties": {"n": {"type": "number", "minimum": 1, "exclusiveMaximum": 10}}}`, fast: true},
-		{schema: `{"properties": {"n": {"maximum": 2.5}}, "additionalProperties": {"type": "string", "maxLength": 2}}`, fast: true},
-		{schema: `{"$schema": "https://json-schema.org/draft/2020-12/schema", "const": "x"}`, fast: true},
-		{schema: `true`, fast: true},
-		{schema: `false`, fast: true},
-		{schema: `{"$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a"}`, fast: false},
-		{schema: `{"type": "string", "format": "email"}`, fast: false},
-		{schema: `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}`, fast: false},
-	}
-	docs := []string{
-		`{"value": 3, "first_word": "hello"}`, `{"value": 3.0, "first_word": "x"}`, `{"value": "3"}`,
-		`{"name": "Ada", "age": 36, "name": 1}`, `{"name": "Ada", "age": 36, "name": "Bob"}`,
-		`{"name": "Ada", "age": 36, "tags": []}`, `{"name": "\u00e9", "age": 0}`, "{\"name\": \"\xff\", \"age\": 0}",
-		"{\"\xff\": 1, \"name\": \"a\", \"age\": 1}", `[1, "a", true, null]`, `[]`, `[2]`, `["a", "b"]`,
-		`{"n": 1}`, `{"n": 10}`, `{"n": 9.99}`, `{"n": 2.5}`, `{"n": 3}`, `{"x": "ab"}`, `{"x": "abc"}`,
-		`{"x": "\u00e9\u00e9"}`, `"x"`, `"\u0078"`, `null`, `1e2`, `-0`, `{}`, `{"n": -9223372036854775809}`,
-	}
-	for _, tt := range tests {
-		s := mustCompile(t, tt.schema)
-		if s.HasFastPath() != tt.fast {
-			t.Errorf("Compile(%s).HasFastPath() = %v, want %v", tt.schema, s.HasFastPath(), tt.fast)
-		}
-		for _, doc := range docs {
-			got := s.Validate(json.RawMessage(doc))
-			want := s.ValidateFull(json.RawMessage(doc))
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Validate(%s) against %s differs from the full validator (-full +got):\n%s", doc, tt.schema, diff)
-			}
-		}
 	}
 }
 
@@ -597,8 +545,8 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// fuzzSchemas are validated against every fuzz input: in and out of the fast
-// subset, with references and combinators.
+// fuzzSchemas are validated against every fuzz input, with references and
+// combinators.
 var fuzzSchemas = []string{
 	benchSchema,
 	personSchema,
@@ -622,22 +570,8 @@ func FuzzSchemaValidate(f *testing.F) {
 		schemas[i] = mustCompile(f, raw)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		if json.Valid(doc) {
-			var want any
-			dec := json.NewDecoder(bytes.NewReader(doc))
-			dec.UseNumber()
-			if err := dec.Decode(&want); err != nil {
-				t.Fatalf("json.Decoder on valid %q: %v", doc, err)
-			}
-			if diff := cmp.Diff(want, schema.DecodeValid(string(doc))); diff != "" {
-				t.Fatalf("decodeValid(%q) differs from encoding/json (-json +got):\n%s", doc, diff)
-			}
-		}
 		for i, s := range schemas {
 			err := s.Validate(doc)
-			if diff := cmp.Diff(s.ValidateFull(doc), err); diff != "" {
-				t.Fatalf("schema %d: Validate(%q) differs from the full validator (-full +got):\n%s", i, doc, diff)
-			}
 			if err == nil {
 				continue
 			}
@@ -652,136 +586,4 @@ func FuzzSchemaValidate(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestFastPathAgreesRandom compares the fast path with the full validator on
-// random documents shaped like the schemas' records: their member names,
-// every value type, numbers on the bounds, escapes, duplicates.
-func TestFastPathAgreesRandom(t *testing.T) {
-	t.Parallel()
-	var schemas []*schema.Schema
-	for _, raw := range fuzzSchemas {
-		if s := mustCompile(t, raw); s.HasFastPath() {
-			schemas = append(schemas, s)
-		}
-	}
-	if len(schemas) < 4 {
-		t.Fatalf("%d fuzz schemas have a fast path, want at least 4", len(schemas))
-	}
-	g := docGen{r: rand.New(rand.NewPCG(1, 2))}
-	for range 1500 {
-		doc := g.value(0)
-		for i, s := range schemas {
-			got := s.Validate(json.RawMessage(doc))
-			want := s.ValidateFull(json.RawMessage(doc))
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("schema %d: Validate(%s) differs from the full validator (-full +got):\n%s", i, doc, diff)
-			}
-		}
-	}
-}
-
-// docGen writes random JSON documents.
-type docGen struct {
-	r *rand.Rand
-}
-
-var (
-	genNames   = []string{"value", "first_word", "name", "age", "color", "tags", "pets", "kind", "nickname", "odd key", "meta", "n", "x", `n\u0061me`, "é"}
-	genScalars = []string{`0`, `-1`, `3`, `3.0`, `1e1`, `-5`, `-6`, `9`, `10`, `2.5`, `123456789012345678901234567890`, `-0`,
-		`true`, `false`, `null`, `""`, `"a"`, `"ab"`, `"abc"`, `"red"`, `"purple"`, `"\u0061"`, `"é"`, `"éé"`, "\"\xff\"", `1`}
-)
-
-func (g *docGen) value(depth int) string {
-	switch n := g.r.IntN(10); {
-	case depth < 3 && n < 4:
-		var b strings.Builder
-		b.WriteByte('{')
-		for i := range g.r.IntN(5) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(`"` + genNames[g.r.IntN(len(genNames))] + `": `)
-			b.WriteString(g.value(depth + 1))
-		}
-		b.WriteByte('}')
-		return b.String()
-	case depth < 3 && n < 6:
-		var b strings.Builder
-		b.WriteByte('[')
-		for i := range g.r.IntN(5) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(g.value(depth + 1))
-		}
-		b.WriteByte(']')
-		return b.String()
-	default:
-		return genScalars[g.r.IntN(len(genScalars))]
-	}
-}
-
-// TestFastPathAgreesTemplates compares the fast path with the full validator
-// on documents close to valid ones, built by filling the slots (§) of a
-// template with good and bad values.
-func TestFastPathAgreesTemplates(t *testing.T) {
-	t.Parallel()
-	extras := []string{"", `, "color": "red"`, `, "color": "purple"`, `, "tags": ["a", "b", "c"]`, `, "tags": ["a", "b", "c", "d"]`,
-		`, "tags": [1]`, `, "pets": [{"kind": "cat"}, {"name": "x"}]`, `, "pets": [{"kind": "cat", "name": "Tom"}]`,
-		`, "nickname": null`, `, "nickname": 5`, `, "odd key": true`, `, "meta": {"a": 1, "b": 2.0}`, `, "meta": {"a": "x"}`,
-		`, "extra": 1`, `, "name": "dup"`, `, "name": 7`, `, "\u0061ge": 3`, "\n"}
-	tests := []struct {
-		schema string
-		text   string
-		slots  [][]string
-	}{
-		{
-			schema: benchSchema,
-			text:   `{"value": §, "first_word": §§}`,
-			slots: [][]string{
-				{`3`, `3.0`, `-0`, `1e2`, `"3"`, `123456789012345678901234567890`, `null`, `2.5`},
-				{`"hello"`, `"\u0068i"`, `"é"`, `1`, "\"\xff\"", `""`},
-				{"", `, "extra": 1`, `, "value": 4`, `, "value": "4"`, `, "first_word": 5`, `, "v\u0061lue": 1`, "\n, \"\xff\": 1"},
-			},
-		},
-		{
-			schema: personSchema,
-			text:   `{"name": §, "age": §§§§}`,
-			slots: [][]string{
-				{`"Ada"`, `""`, `"é"`, `1`, `"\u0041"`},
-				{`36`, `0`, `-1`, `36.0`, `1e1`, `"36"`, `123456789012345678901234567890`, `-0`},
-				extras, extras, extras,
-			},
-		},
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, tt := range tests {
-		s := mustCompile(t, tt.schema)
-		valid := 0
-		for range 3000 {
-			var b strings.Builder
-			slot := 0
-			for _, part := range strings.SplitAfter(tt.text, "§") {
-				if p, ok := strings.CutSuffix(part, "§"); ok {
-					b.WriteString(p)
-					b.WriteString(tt.slots[slot][r.IntN(len(tt.slots[slot]))])
-					slot++
-					continue
-				}
-				b.WriteString(part)
-			}
-			doc := json.RawMessage(b.String())
-			got := s.Validate(doc)
-			if diff := cmp.Diff(s.ValidateFull(doc), got); diff != "" {
-				t.Fatalf("Validate(%s) against %s differs from the full validator (-full +got):\n%s", doc, tt.schema, diff)
-			}
-			if got == nil {
-				valid++
-			}
-		}
-		if valid < 100 {
-			t.Errorf("only %d of 3000 documents for %s were valid, want at least 100", valid, tt.schema)
-		}
-	}
 }
