@@ -1,0 +1,142 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAccumulator reassembles a stream whose tool-call arguments arrive in
+// pieces, two calls interleaved, as OpenAI-compatible servers send them.
+func TestAccumulator(t *testing.T) {
+	events := []llm.Event{
+		{Type: llm.EventText, Text: "Let me "},
+		{Type: llm.EventText, Text: "check."},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, ID: "call_a", Name: "read_file"}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 1, ID: "call_b", Name: "lookup"}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, Arguments: `{"pa`}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 1, Arguments: `{"id":`}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, Arguments: `th":"a.go"}`}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 1, Arguments: `7}`}},
+		{Type: llm.EventUsage, Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 64}},
+		{Type: llm.EventDone, FinishReason: llm.FinishToolCalls},
+	}
+	var acc llm.Accumulator
+	for _, ev := range events {
+		acc.Add(ev)
+	}
+	want := &llm.Response{
+		Message: llm.Message{Role: llm.RoleAssistant, Content: "Let me check.", ToolCalls: []llm.ToolCall{
+			{ID: "call_a", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)},
+			{ID: "call_b", Name: "lookup", Arguments: json.RawMessage(`{"id":7}`)},
+		}},
+		FinishReason: llm.FinishToolCalls,
+		Usage:        llm.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 64},
+	}
+	if diff := cmp.Diff(want, acc.Response()); diff != "" {
+		t.Errorf("Response() (-want +got):\n%s", diff)
+	}
+}
+
+func TestAccumulatorInfersFinish(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []llm.Event
+		want   llm.FinishReason
+		args   string
+	}{
+		{"text", []llm.Event{{Type: llm.EventText, Text: "hi"}}, llm.FinishStop, ""},
+		{"tool without args", []llm.Event{{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{ID: "x", Name: "now"}}}, llm.FinishToolCalls, "{}"},
+		{"explicit length", []llm.Event{{Type: llm.EventText, Text: "cut"}, {Type: llm.EventDone, FinishReason: llm.FinishLength}}, llm.FinishLength, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var acc llm.Accumulator
+			for _, ev := range tt.events {
+				acc.Add(ev)
+			}
+			r := acc.Response()
+			if r.FinishReason != tt.want {
+				t.Errorf("FinishReason = %q, want %q", r.FinishReason, tt.want)
+			}
+			if tt.args != "" && string(r.Message.ToolCalls[0].Arguments) != tt.args {
+				t.Errorf("arguments = %s, want %s", r.Message.ToolCalls[0].Arguments, tt.args)
+			}
+		})
+	}
+}
+
+func TestErrorClasses(t *testing.T) {
+	tests := []struct {
+		err       error
+		transient bool
+		after     time.Duration
+	}{
+		{&llm.APIError{Backend: "b", StatusCode: 429, RetryAfter: 3 * time.Second, Err: llm.ErrRateLimited}, true, 3 * time.Second},
+		{&llm.APIError{Backend: "b", StatusCode: 503, Err: llm.ErrOverloaded}, true, 0},
+		{&llm.APIError{Backend: "b", StatusCode: 500, Err: llm.ErrServer}, true, 0},
+		{fmt.Errorf("wrapped: %w", &llm.APIError{Backend: "b", Err: llm.ErrConnection}), true, 0},
+		{&llm.APIError{Backend: "b", Err: llm.ErrTimeout}, true, 0},
+		{&llm.APIError{Backend: "b", StatusCode: 400, Err: llm.ErrBadRequest}, false, 0},
+		{&llm.APIError{Backend: "b", StatusCode: 400, Err: llm.ErrContextLength}, false, 0},
+		{&llm.APIError{Backend: "b", StatusCode: 401, Err: llm.ErrAuth}, false, 0},
+		{context.Canceled, false, 0},
+		{fmt.Errorf("call: %w", context.DeadlineExceeded), false, 0},
+		{errors.New("something else"), false, 0},
+		{nil, false, 0},
+	}
+	for _, tt := range tests {
+		if got := llm.IsTransient(tt.err); got != tt.transient {
+			t.Errorf("IsTransient(%v) = %v, want %v", tt.err, got, tt.transient)
+		}
+		if got := llm.RetryAfter(tt.err); got != tt.after {
+			t.Errorf("RetryAfter(%v) = %v, want %v", tt.err, got, tt.after)
+		}
+	}
+}
+
+func TestAPIErrorMessage(t *testing.T) {
+	tests := []struct {
+		err  *llm.APIError
+		want string
+	}{
+		{&llm.APIError{Backend: "openai", StatusCode: 429, Message: "slow down", Err: llm.ErrRateLimited}, "openai: HTTP 429: slow down"},
+		{&llm.APIError{Backend: "sim", Err: llm.ErrOverloaded}, "sim: llm: backend overloaded"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	a := llm.Usage{PromptTokens: 10, CompletionTokens: 2, CachedTokens: 4}
+	b := llm.Usage{PromptTokens: 5, CompletionTokens: 1}
+	if got, want := a.Add(b), (llm.Usage{PromptTokens: 15, CompletionTokens: 3, CachedTokens: 4}); got != want {
+		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+	if got := a.Total(); got != 12 {
+		t.Errorf("Total() = %d, want 12", got)
+	}
+}
+
+func ExampleAccumulator() {
+	var acc llm.Accumulator
+	for _, ev := range []llm.Event{
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, ID: "c1", Name: "read_file"}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, Arguments: `{"path":`}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 0, Arguments: `"main.go"}`}},
+	} {
+		acc.Add(ev)
+	}
+	r := acc.Response()
+	fmt.Println(r.FinishReason, r.Message.ToolCalls[0].Name, string(r.Message.ToolCalls[0].Arguments))
+	// Output: tool_calls read_file {"path":"main.go"}
+}
