@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +141,20 @@ func ExampleAccumulator() {
 	r := acc.Response()
 	fmt.Println(r.FinishReason, r.Message.ToolCalls[0].Name, string(r.Message.ToolCalls[0].Arguments))
 	// Output: tool_calls read_file {"path":"main.go"}
+}
+
+func TestSecretRedacts(t *testing.T) {
+	s := llm.Secret("sk-live-abcdef")
+	var logged strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	logger.Info("x", "key", s)
+	b, _ := json.Marshal(struct{ Key llm.Secret }{s})
+	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %s %+v %#v", s, s, s, s), logged.String(), string(b), fmt.Sprint(struct{ K llm.Secret }{s})} {
+		if strings.Contains(out, "abcdef") {
+			t.Errorf("secret leaked in %q", out)
+		}
+	}
+	if string(s) != "sk-live-abcdef" {
+		t.Errorf("string(s) = %q, want the credential", string(s))
+	}
 }

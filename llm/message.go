@@ -93,6 +93,8 @@ type Response struct {
 	FinishReason FinishReason `json:"finish_reason,omitempty"`
 	// Usage counts the tokens of the call.
 	Usage Usage `json:"usage"`
+	// RateLimit is what the backend reported about its rate limits, or nil.
+	RateLimit *RateLimitInfo `json:"-"`
 }
 
 // Usage counts the tokens of one or more model calls.

@@ -36,6 +36,9 @@ const (
 	EventUsage
 	// EventDone ends the stream and carries FinishReason.
 	EventDone
+	// EventRateLimit carries the rate limits the backend reported in
+	// RateLimit, before the first token.
+	EventRateLimit
 )
 
 // An Event is one piece of a streamed response.
@@ -45,6 +48,7 @@ type Event struct {
 	ToolCall     ToolCallDelta
 	Usage        Usage
 	FinishReason FinishReason
+	RateLimit    *RateLimitInfo
 }
 
 // A ToolCallDelta is a piece of a streamed tool call.
@@ -64,6 +68,7 @@ type Accumulator struct {
 	calls  []toolCallBuf
 	usage  Usage
 	finish FinishReason
+	limit  *RateLimitInfo
 }
 
 type toolCallBuf struct {
@@ -101,6 +106,8 @@ func (a *Accumulator) Add(ev Event) {
 		a.usage = ev.Usage
 	case EventDone:
 		a.finish = ev.FinishReason
+	case EventRateLimit:
+		a.limit = ev.RateLimit
 	}
 }
 
@@ -111,6 +118,7 @@ func (a *Accumulator) Response() *Response {
 		Message:      Message{Role: RoleAssistant, Content: string(a.text)},
 		FinishReason: a.finish,
 		Usage:        a.usage,
+		RateLimit:    a.limit,
 	}
 	for _, c := range a.calls {
 		args := json.RawMessage(c.args)
