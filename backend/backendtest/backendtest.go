@@ -1,0 +1,315 @@
+// Package backendtest is the conformance suite every backend passes: its
+// real client against an httptest server that speaks the provider's exact
+// wire format, scenario by scenario (a plain turn, tool calls, tool results,
+// structured output, each error class, a stream cut mid-way, malformed JSON,
+// cancellation mid-stream). It follows the pattern of testing/slogtest.
+//
+// It is imported only from _test.go files.
+package backendtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+	"github.com/google/go-cmp/cmp"
+)
+
+// APIKey is the key every backend under test is configured with. It must
+// never appear in an error.
+const APIKey = "sk-test-secret-0123456789"
+
+// Scenario names a wire-level situation a backend must handle.
+type Scenario string
+
+// The scenarios. Fixtures answer each with the values documented here.
+const (
+	// Plain: the answer PlainText with PlainUsage, finish stop.
+	Plain Scenario = "plain"
+	// ToolCall: the request carries ToolDefs; the answer is ToolCalls
+	// (streamed arguments split across at least two chunks each).
+	ToolCall Scenario = "tool_call"
+	// ToolResult: the request carries an assistant tool-call turn and its
+	// result (ToolResultMessages); the answer is "Done.".
+	ToolResult Scenario = "tool_result"
+	// Structured: the request carries OutputSpec; the answer is
+	// StructuredText.
+	Structured Scenario = "structured"
+	// RateLimited: HTTP 429 with "retry-after: 2".
+	RateLimited Scenario = "rate_limited"
+	// Overloaded: HTTP 503 (529 or ServiceUnavailable where the provider
+	// says overloaded that way).
+	Overloaded Scenario = "overloaded"
+	// ServerError: HTTP 500.
+	ServerError Scenario = "server_error"
+	// BadRequest: HTTP 400 with the provider's error body.
+	BadRequest Scenario = "bad_request"
+	// ContextLength: HTTP 400 with the provider's context-window error.
+	ContextLength Scenario = "context_length"
+	// Auth: HTTP 401.
+	Auth Scenario = "auth"
+	// StreamCut (streaming only): one text chunk, then the connection
+	// closes without the stream's terminator.
+	StreamCut Scenario = "stream_cut"
+	// Malformed: HTTP 200 whose body, or an SSE data line, is truncated
+	// JSON.
+	Malformed Scenario = "malformed"
+	// Cancel (streaming only): one text chunk, then the server waits until
+	// the client goes away.
+	Cancel Scenario = "cancel"
+)
+
+// Scenarios lists every scenario in order.
+var Scenarios = []Scenario{Plain, ToolCall, ToolResult, Structured, RateLimited, Overloaded, ServerError,
+	BadRequest, ContextLength, Auth, StreamCut, Malformed, Cancel}
+
+// The values of the requests the suite sends and of the answers fixtures
+// return.
+const (
+	ModelName      = "test-model"
+	MaxTokens      = 64
+	SystemText     = "You are terse."
+	UserText       = "Say hello."
+	PlainText      = "Hello from the fixture."
+	DoneText       = "Done."
+	StructuredText = `{"n":3}`
+	ToolResultText = "package a"
+)
+
+// PlainUsage is the usage fixtures report for Plain.
+var PlainUsage = llm.Usage{PromptTokens: 21, CompletionTokens: 5, CachedTokens: 16}
+
+// ToolDefs are the tools of the ToolCall request.
+var ToolDefs = []llm.ToolDef{
+	{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+	{Name: "lookup", Description: "Look up an id.", Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`)},
+}
+
+// ToolCalls are the calls fixtures answer the ToolCall request with.
+var ToolCalls = []llm.ToolCall{
+	{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)},
+	{ID: "call_2", Name: "lookup", Arguments: json.RawMessage(`{"id":7}`)},
+}
+
+// OutputSpec is the structured-output request of Structured.
+var OutputSpec = &llm.OutputSpec{Name: "answer", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}
+
+// ToolResultMessages is the conversation of the ToolResult request, after
+// the system message.
+var ToolResultMessages = []llm.Message{
+	{Role: llm.RoleUser, Content: "Read a.go."},
+	{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{ToolCalls[0]}},
+	{Role: llm.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: ToolResultText},
+}
+
+// Backend describes a backend to the suite.
+type Backend struct {
+	// Name is the backend's name, as in llm.APIError.Backend.
+	Name string
+	// New returns the backend's real client pointed at baseURL and
+	// configured with APIKey.
+	New func(t *testing.T, baseURL string) llm.Model
+	// Handler serves one scenario in the provider's exact wire format.
+	// stream says whether the call is a streaming one. The handler should
+	// check the request it receives (method, path, credentials, body) and
+	// report problems with t.Errorf.
+	Handler func(t *testing.T, s Scenario, stream bool) http.Handler
+	// NoCachedTokens says the wire format has no cached-token counter, so
+	// Plain's usage reports CachedTokens 0.
+	NoCachedTokens bool
+	// Skip lists scenarios that do not apply, with the reason.
+	Skip map[Scenario]string
+}
+
+// Request returns the request the suite sends for s.
+func Request(s Scenario) *llm.Request {
+	req := &llm.Request{
+		Model:     ModelName,
+		MaxTokens: MaxTokens,
+		Messages:  []llm.Message{{Role: llm.RoleSystem, Content: SystemText}, {Role: llm.RoleUser, Content: UserText}},
+	}
+	switch s {
+	case ToolCall:
+		req.Tools = ToolDefs
+	case ToolResult:
+		req.Tools = ToolDefs
+		req.Messages = append(req.Messages[:1:1], ToolResultMessages...)
+	case Structured:
+		req.Output = OutputSpec
+	}
+	return req
+}
+
+// Run runs every scenario against b through Generate and, when the Model is
+// an llm.Streamer, through Stream, each call on its own httptest.Server
+// that counts requests: every call must make exactly one HTTP request (the
+// SDK's own retries must be off).
+func Run(t *testing.T, b Backend) {
+	t.Helper()
+	for _, s := range Scenarios {
+		for _, stream := range []bool{false, true} {
+			name := string(s) + "/generate"
+			if stream {
+				name = string(s) + "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				if why, ok := b.Skip[s]; ok {
+					t.Skip(why)
+				}
+				if !stream && (s == StreamCut || s == Cancel) {
+					t.Skip("streaming only")
+				}
+				runOne(t, b, s, stream)
+			})
+		}
+	}
+}
+
+func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
+	var requests atomic.Int64
+	h := b.Handler(t, s, stream)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	m := b.New(t, srv.URL)
+	st, isStreamer := m.(llm.Streamer)
+	if stream && !isStreamer {
+		t.Skip("not a Streamer")
+	}
+	if c, ok := m.(llm.Capable); !ok || c.Capabilities().Streaming != isStreamer {
+		t.Errorf("Capabilities().Streaming disagrees with implementing llm.Streamer (%v)", isStreamer)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req := Request(s)
+	var (
+		resp      *llm.Response
+		err       error
+		gotEvents int
+	)
+	start := time.Now()
+	if !stream {
+		resp, err = m.Generate(ctx, req)
+	} else {
+		sctx, scancel := context.WithCancel(ctx)
+		var acc llm.Accumulator
+		for ev, e := range st.Stream(sctx, req) {
+			if e != nil {
+				err = e
+				break
+			}
+			gotEvents++
+			acc.Add(ev)
+			if s == Cancel && ev.Type == llm.EventText {
+				start = time.Now()
+				scancel()
+			}
+		}
+		scancel()
+		if err == nil {
+			resp = acc.Response()
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%s made %d HTTP requests, want exactly 1 (SDK retries must be off)", s, n)
+	}
+	check(t, b, s, stream, resp, err, gotEvents, time.Since(start))
+}
+
+func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response, err error, events int, took time.Duration) {
+	t.Helper()
+	wantClass := map[Scenario]error{
+		RateLimited: llm.ErrRateLimited, Overloaded: llm.ErrOverloaded, ServerError: llm.ErrServer,
+		BadRequest: llm.ErrBadRequest, ContextLength: llm.ErrContextLength, Auth: llm.ErrAuth,
+		StreamCut: llm.ErrConnection, Malformed: llm.ErrServer,
+	}
+	if class, ok := wantClass[s]; ok {
+		if err == nil {
+			t.Fatalf("%s: got response %+v, want an error wrapping %v", s, resp, class)
+		}
+		if !errors.Is(err, class) {
+			t.Errorf("%s: error %v, want one wrapping %v", s, err, class)
+		}
+		var ae *llm.APIError
+		if !errors.As(err, &ae) || ae.Backend != b.Name {
+			t.Errorf("%s: error %#v is not an *llm.APIError of backend %q", s, err, b.Name)
+		}
+		if strings.Contains(err.Error(), APIKey) || strings.Contains(err.Error(), APIKey[8:]) {
+			t.Errorf("%s: error text leaks the API key: %v", s, err)
+		}
+		if s == RateLimited && llm.RetryAfter(err) != 2*time.Second {
+			t.Errorf("%s: RetryAfter = %v, want 2s", s, llm.RetryAfter(err))
+		}
+		if s == BadRequest && llm.IsTransient(err) {
+			t.Errorf("%s: a 400 must not be transient", s)
+		}
+		if s == StreamCut && events == 0 {
+			t.Errorf("%s: no event before the cut, want the first text chunk", s)
+		}
+		return
+	}
+	if s == Cancel {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancel: error %v, want one wrapping context.Canceled", err)
+		}
+		if took > time.Second {
+			t.Errorf("cancel: the stream ended %v after cancellation, want promptly", took)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s: unexpected error: %v", s, err)
+	}
+	msg := resp.Message
+	switch s {
+	case Plain:
+		want := PlainUsage
+		if b.NoCachedTokens {
+			want.CachedTokens = 0
+		}
+		if msg.Content != PlainText || resp.FinishReason != llm.FinishStop || resp.Usage != want {
+			t.Errorf("plain: content %q finish %q usage %+v; want %q, stop, %+v", msg.Content, resp.FinishReason, resp.Usage, PlainText, want)
+		}
+	case ToolCall:
+		if resp.FinishReason != llm.FinishToolCalls {
+			t.Errorf("tool_call: finish %q, want tool_calls", resp.FinishReason)
+		}
+		if diff := cmp.Diff(normalize(ToolCalls), normalize(msg.ToolCalls)); diff != "" {
+			t.Errorf("tool_call: calls (-want +got):\n%s", diff)
+		}
+	case ToolResult:
+		if msg.Content != DoneText {
+			t.Errorf("tool_result: content %q, want %q", msg.Content, DoneText)
+		}
+	case Structured:
+		if msg.Content != StructuredText || len(msg.ToolCalls) != 0 {
+			t.Errorf("structured: content %q calls %v, want %s and no tool calls", msg.Content, msg.ToolCalls, StructuredText)
+		}
+	}
+	if msg.Role != llm.RoleAssistant {
+		t.Errorf("%s: role %q, want assistant", s, msg.Role)
+	}
+}
+
+// normalize re-encodes arguments so that they compare as JSON values.
+func normalize(calls []llm.ToolCall) []llm.ToolCall {
+	out := make([]llm.ToolCall, len(calls))
+	for i, c := range calls {
+		var v any
+		if err := json.Unmarshal(c.Arguments, &v); err == nil {
+			c.Arguments, _ = json.Marshal(v)
+		}
+		out[i] = c
+	}
+	return out
+}
