@@ -1,0 +1,125 @@
+package sched_test
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/batchagent/batchagent/sched"
+)
+
+func newAIMD(t *testing.T, cfg sched.AIMDConfig) (*sched.Scheduler, *sched.AIMD) {
+	t.Helper()
+	s := newSched(t, sched.Config{})
+	a, err := sched.NewAIMD(s, cfg)
+	if err != nil {
+		t.Fatalf("NewAIMD(%+v) = %v", cfg, err)
+	}
+	return s, a
+}
+
+func TestAIMDRejectsBadConfig(t *testing.T) {
+	s := newSched(t, sched.Config{})
+	for _, cfg := range []sched.AIMDConfig{{}, {Max: 4, Initial: 5}, {Min: 3, Max: 2}, {Max: 4, Cooldown: -1}} {
+		if _, err := sched.NewAIMD(s, cfg); err == nil {
+			t.Errorf("NewAIMD(%+v) = nil error, want error", cfg)
+		}
+	}
+}
+
+func TestAIMDIncreaseAndDecrease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, a := newAIMD(t, sched.AIMDConfig{Max: 10, Initial: 4})
+		if s.Limit() != 4 {
+			t.Fatalf("scheduler limit = %d, want the initial 4", s.Limit())
+		}
+		for range 3 {
+			a.Observe(false)
+		}
+		if a.Limit() != 4 {
+			t.Errorf("limit after 3 clean = %d, want 4 (window is 4)", a.Limit())
+		}
+		a.Observe(false)
+		if a.Limit() != 5 || s.Limit() != 5 {
+			t.Errorf("limit after a full window = %d (scheduler %d), want 5", a.Limit(), s.Limit())
+		}
+		a.Observe(true)
+		if a.Limit() != 2 {
+			t.Errorf("limit after congestion = %d, want 2", a.Limit())
+		}
+		// A burst of congestion signals within the cooldown halves once.
+		a.Observe(true)
+		a.Observe(true)
+		if a.Limit() != 2 || a.Decreases() != 1 {
+			t.Errorf("limit %d decreases %d after a burst, want 2 and 1", a.Limit(), a.Decreases())
+		}
+		time.Sleep(sched.DefaultCooldown)
+		a.Observe(true)
+		a.Observe(true)
+		if a.Limit() != 1 {
+			t.Errorf("limit = %d, want the minimum 1", a.Limit())
+		}
+		time.Sleep(sched.DefaultCooldown)
+		a.Observe(true)
+		if a.Limit() != 1 {
+			t.Errorf("limit = %d, never below the minimum 1", a.Limit())
+		}
+		// Growth stops at the maximum.
+		for range 1000 {
+			a.Observe(false)
+		}
+		if a.Limit() != 10 {
+			t.Errorf("limit after many clean = %d, want the maximum 10", a.Limit())
+		}
+		h := a.History()
+		if h[0].Limit != 4 || h[len(h)-1].Limit != 10 {
+			t.Errorf("history = %+v, want from 4 to 10", h)
+		}
+	})
+}
+
+// TestAIMDConverges simulates a backend that throttles above k concurrent
+// calls: the limit settles around k.
+func TestAIMDConverges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const k = 6
+		s, a := newAIMD(t, sched.AIMDConfig{Max: 64, Cooldown: 100 * time.Millisecond})
+		ctx := t.Context()
+		done := make(chan struct{})
+		inflight := 0
+		var mu = make(chan struct{}, 1) // guards inflight
+		var wg sync.WaitGroup
+		for w := 0; w < 64; w++ {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if err := s.Acquire(ctx, 0); err != nil {
+						return
+					}
+					mu <- struct{}{}
+					inflight++
+					over := inflight > k
+					<-mu
+					time.Sleep(20 * time.Millisecond)
+					mu <- struct{}{}
+					inflight--
+					<-mu
+					s.Release()
+					a.Observe(over)
+				}
+			})
+		}
+		time.Sleep(30 * time.Second)
+		close(done)
+		wg.Wait()
+		got := a.Limit()
+		if got < k/2 || got > k+2 {
+			t.Errorf("limit after 30s = %d, want near k=%d", got, k)
+		}
+	})
+}
