@@ -26,7 +26,9 @@ type Engine struct {
 	tmpl   *job.Template
 	runner *agent.Runner
 	pool   *tool.Pool
-	slots  *sched.Scheduler
+	adm    *admission
+	gated  bool // adm is consulted for every model call
+	probe  llm.QueueProber
 	log    *slog.Logger
 
 	stats counters
@@ -70,9 +72,25 @@ func New(j Job) (*Engine, error) {
 			return nil, badJob("tools: %v", err)
 		}
 	}
-	if e.slots, err = sched.New(sched.Config{Limit: j.MaxInflight}); err != nil {
+	if j.RateLimit.RPM < 0 || j.RateLimit.TPM < 0 || j.Backpressure.MaxQueued < 0 || j.Backpressure.Interval < 0 {
+		return nil, badJob("negative rate limit or backpressure setting")
+	}
+	if e.adm, err = newAdmission(j, e.log); err != nil {
 		return nil, badJob("%v", err)
 	}
+	if p, ok := j.Model.(llm.QueueProber); ok && !j.Backpressure.Disabled {
+		if c, ok := j.Model.(llm.Capable); ok && c.Capabilities().QueueProbe {
+			e.probe = p
+			if e.job.Backpressure.MaxQueued == 0 {
+				e.job.Backpressure.MaxQueued = DefaultMaxQueued
+			}
+			if e.job.Backpressure.Interval == 0 {
+				e.job.Backpressure.Interval = DefaultProbeInterval
+			}
+		}
+	}
+	_, hosted := j.Model.(llm.Capable)
+	e.gated = e.adm.slots.Limit() > 0 || j.RateLimit.RPM > 0 || j.RateLimit.TPM > 0 || j.WarmPrefix || e.probe != nil || hosted
 	cfg := agent.Config{
 		Model:      j.Model,
 		ModelName:  j.ModelName,
@@ -84,8 +102,8 @@ func New(j Job) (*Engine, error) {
 		MaxTokens:  j.MaxTokens,
 		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
 	}
-	if j.MaxInflight > 0 {
-		cfg.Slots = e.slots
+	if e.gated {
+		cfg.Gate = e.adm
 	}
 	if e.runner, err = agent.New(cfg); err != nil {
 		return nil, badJob("%v", err)
@@ -143,12 +161,16 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 	return func(yield func(Result) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		var wg sync.WaitGroup
+		if e.probe != nil {
+			wg.Go(func() { e.adm.probe(ctx, e.probe, e.job.Backpressure) })
+		}
 		// Every result holds one of MaxActive tokens from admission until it
 		// has been delivered, so out never blocks a sender.
 		out := make(chan Result, e.job.MaxActive)
 		tokens := make(chan struct{}, e.job.MaxActive)
-		var wg sync.WaitGroup
 		wg.Go(func() {
+			defer cancel() // stops the probe once every agent is done
 			e.admit(ctx, inputs, cancelRest, tokens, out)
 			close(out)
 		})
@@ -286,6 +308,18 @@ type Stats struct {
 	Usage llm.Usage
 	// Inflight counts model calls holding a slot; Waiting those queued.
 	Inflight, Waiting int
+	// Limit is the current inflight limit; zero means unlimited.
+	Limit int
+	// LimitHistory is how the adaptive limit changed, from its start.
+	LimitHistory []sched.Change
+	// Throttles counts model calls the backend rate-limited or refused as
+	// overloaded.
+	Throttles int64
+	// Pauses counts how often backpressure paused admission.
+	Pauses int64
+	// RateLimits are the request and token budgets in force (configured
+	// or learnt from the backend); zero means none.
+	RateLimits RateLimit
 }
 
 // Stats returns a snapshot of the engine's counters. It is safe to call
@@ -298,8 +332,15 @@ func (e *Engine) Stats() Stats {
 			s.ToolExecuted += t.Executed
 		}
 	}
-	ss := e.slots.Stats()
-	s.Inflight, s.Waiting = ss.Inflight, ss.Waiting
+	ss := e.adm.slots.Stats()
+	s.Inflight, s.Waiting, s.Limit = ss.Inflight, ss.Waiting, ss.Limit
+	if e.adm.aimd != nil {
+		s.LimitHistory = e.adm.aimd.History()
+	}
+	s.Throttles = e.adm.throttl.Load()
+	s.Pauses = e.adm.pauses.Load()
+	rl := e.adm.rate.Limits()
+	s.RateLimits = RateLimit{RPM: rl.RPM, TPM: rl.TPM}
 	return s
 }
 

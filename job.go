@@ -43,8 +43,24 @@ type Job struct {
 	OutputSchema json.RawMessage
 	// MaxTurns caps each agent's model turns. Defaults to DefaultMaxTurns.
 	MaxTurns int
-	// MaxInflight caps concurrent model calls. Zero means unlimited.
+	// MaxInflight caps concurrent model calls. Zero means the backend's
+	// declared default concurrency (llm.Capabilities), and unlimited when
+	// it declares none. Unless FixedInflight is set, the limit adapts
+	// within [1, MaxInflight] (AIMD): halved when the backend rate-limits
+	// or is overloaded, raised by one after a window of clean calls,
+	// starting from the backend's default when it is lower.
 	MaxInflight int
+	// FixedInflight keeps the limit at MaxInflight.
+	FixedInflight bool
+	// RateLimit paces calls to requests and tokens per minute.
+	RateLimit RateLimit
+	// Backpressure pauses admission while a self-hosted server's queue is
+	// long, for backends that can report it.
+	Backpressure Backpressure
+	// WarmPrefix sends the first model call alone and admits the others
+	// only when it returns, so the backend's prefix cache holds the shared
+	// prefix before the batch arrives.
+	WarmPrefix bool
 	// MaxActive caps the agents alive at once, and so memory: results wait
 	// in a buffer of this size when the consumer is slow. Defaults to
 	// DefaultMaxActive.

@@ -25,13 +25,19 @@ const (
 // answer.
 var ErrMaxTurns = errors.New("agent: max turns reached without a final answer")
 
-// Slots bounds concurrent model calls. *sched.Scheduler satisfies it.
-type Slots interface {
-	// Acquire blocks until a slot is granted or ctx is done; higher
-	// priority is served first.
-	Acquire(ctx context.Context, priority int) error
-	// Release returns a slot.
-	Release()
+// Gate admits model calls: it bounds how many run at once and may pace or
+// pause them (rate limits, a backend's queue). batchagent's engine
+// implements it over a sched.Scheduler.
+type Gate interface {
+	// Acquire blocks until req may be sent or ctx is done; higher priority
+	// is served first. On success the caller holds a Permit.
+	Acquire(ctx context.Context, priority int, req *llm.Request) (Permit, error)
+}
+
+// Permit is one admitted model call.
+type Permit interface {
+	// Release ends the call with its outcome: the response, or the error.
+	Release(resp *llm.Response, err error)
 }
 
 // OnTurnFunc is called after every completed turn with the agent's state,
@@ -63,8 +69,8 @@ type Config struct {
 	MaxRetries int
 	// MaxTokens caps each generation; zero means the backend's default.
 	MaxTokens int
-	// Slots bounds concurrent model calls. Nil means unbounded.
-	Slots Slots
+	// Gate admits model calls. Nil means no bound.
+	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
 	Backoff retry.Policy
 	// OnTurn, if set, is called after every completed turn.
@@ -258,8 +264,10 @@ func (r *Runner) messages(st *State) []llm.Message {
 // call acquires a slot, runs one model call and releases the slot.
 func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Response, error) {
 	ready := time.Now()
-	if r.cfg.Slots != nil {
-		if err := r.cfg.Slots.Acquire(ctx, st.Turns); err != nil {
+	var permit Permit
+	if r.cfg.Gate != nil {
+		var err error
+		if permit, err = r.cfg.Gate.Acquire(ctx, st.Turns, req); err != nil {
 			st.Timings.Queue += time.Since(ready)
 			return nil, err
 		}
@@ -279,8 +287,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		first = time.Now()
 	}
 	end := time.Now()
-	if r.cfg.Slots != nil {
-		r.cfg.Slots.Release()
+	if permit != nil {
+		permit.Release(resp, err)
 	}
 	st.Timings.Inference += end.Sub(start)
 	if err != nil {

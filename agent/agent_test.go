@@ -63,19 +63,23 @@ type slotLog struct {
 	prios  []int
 }
 
-func (l *slotLog) Acquire(ctx context.Context, priority int) error {
+func (l *slotLog) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, "acquire")
 	l.prios = append(l.prios, priority)
 	l.held++
-	return nil
+	return l, nil
 }
 
-func (l *slotLog) Release() {
+func (l *slotLog) Release(resp *llm.Response, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.events = append(l.events, "release")
+	if err != nil {
+		l.events = append(l.events, "release(err)")
+	} else {
+		l.events = append(l.events, "release")
+	}
 	l.held--
 }
 
@@ -142,7 +146,7 @@ func TestSlotHeldOnlyDuringModelCalls(t *testing.T) {
 			llm.ToolCall{ID: "b", Name: "echo", Arguments: json.RawMessage(`{"x":2}`)}),
 		text(`{"n": 3}`),
 	}}
-	r := newRunner(t, agent.Config{Model: m, Tools: newPool(t, slots), Schema: mustSchema(t), Slots: slots})
+	r := newRunner(t, agent.Config{Model: m, Tools: newPool(t, slots), Schema: mustSchema(t), Gate: slots})
 	st := start("go")
 	if err := r.Run(t.Context(), st); err != nil {
 		t.Fatal(err)
@@ -236,7 +240,7 @@ func TestBackoffHonoursRetryAfter(t *testing.T) {
 		limited := &llm.APIError{Backend: "x", StatusCode: 429, RetryAfter: 2 * time.Second, Err: llm.ErrRateLimited}
 		m := &scripted{answers: []any{limited, text("done")}}
 		slots := &slotLog{}
-		r := newRunner(t, agent.Config{Model: m, Slots: slots})
+		r := newRunner(t, agent.Config{Model: m, Gate: slots})
 		st := start("x")
 		begin := time.Now()
 		if err := r.Run(t.Context(), st); err != nil {
@@ -249,7 +253,7 @@ func TestBackoffHonoursRetryAfter(t *testing.T) {
 		if st.Retries != 1 || st.Timings.Backoff != took || string(st.Output) != `"done"` {
 			t.Errorf("retries %d backoff %v output %s; want 1, %v, \"done\"", st.Retries, st.Timings.Backoff, st.Output, took)
 		}
-		if diff := cmp.Diff([]string{"acquire", "release", "acquire", "release"}, slots.events); diff != "" {
+		if diff := cmp.Diff([]string{"acquire", "release(err)", "acquire", "release"}, slots.events); diff != "" {
 			t.Errorf("slot events (-want +got):\n%s", diff)
 		}
 	})

@@ -8,8 +8,8 @@
 //
 // # The inference slot
 //
-// The only scarce resource is the backend's capacity, represented by a
-// [Slots] value. An agent holds a slot only while its model call runs: it
+// The only scarce resource is the backend's capacity, guarded by a [Gate].
+// An agent holds a slot only while its model call runs: it
 // releases it before tool calls, before back-off sleeps and before output
 // validation. The slot is requested with the number of turns already done as
 // priority, so agents close to done are served first.

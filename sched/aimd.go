@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// DefaultCooldown is how long after a decrease further congestion signals
-// are ignored; see [AIMDConfig.Cooldown].
-const DefaultCooldown = time.Second
-
 // AIMDConfig configures an [AIMD] controller. Max is required.
 type AIMDConfig struct {
 	// Min is the lowest limit. Defaults to 1.
@@ -18,27 +14,26 @@ type AIMDConfig struct {
 	Max int
 	// Initial is the starting limit. Defaults to Max.
 	Initial int
-	// Cooldown: after a decrease, congestion signals are ignored for this
-	// long, so a burst of throttled calls that were all in flight together
-	// halves the limit once, not once each. Defaults to DefaultCooldown.
-	Cooldown time.Duration
 }
 
 // AIMD adapts a [Scheduler]'s limit to the backend: additive increase
 // (+1 after a window of clean completions as large as the limit),
 // multiplicative decrease (halve on a congestion signal such as a rate
-// limit or an overload). It is safe for concurrent use.
+// limit or an overload).
+//
+// Like TCP, it decreases at most once per window: a call reports the epoch
+// it was admitted in ([AIMD.Epoch]), and a congestion signal from a call
+// admitted before the last decrease is ignored, since that call was sent
+// under the old limit. It is safe for concurrent use.
 type AIMD struct {
 	s        *Scheduler
 	min, max int
-	cooldown time.Duration
 
-	mu        sync.Mutex // protects the fields below
-	limit     int
-	clean     int       // clean completions since the last change
-	lastDrop  time.Time // when the limit was last decreased
-	changes   []Change
-	decreases int
+	mu      sync.Mutex // protects the fields below
+	limit   int
+	clean   int    // clean completions since the last change
+	epoch   uint64 // number of decreases so far
+	changes []Change
 }
 
 // Change records the limit set at a moment.
@@ -56,33 +51,38 @@ func NewAIMD(s *Scheduler, cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Initial == 0 {
 		cfg.Initial = cfg.Max
 	}
-	if cfg.Cooldown == 0 {
-		cfg.Cooldown = DefaultCooldown
-	}
-	if cfg.Min < 1 || cfg.Max < cfg.Min || cfg.Initial < cfg.Min || cfg.Initial > cfg.Max || cfg.Cooldown < 0 {
+	if cfg.Min < 1 || cfg.Max < cfg.Min || cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return nil, fmt.Errorf("sched: AIMD limits must satisfy 1 ≤ min ≤ initial ≤ max, got min %d initial %d max %d", cfg.Min, cfg.Initial, cfg.Max)
 	}
-	a := &AIMD{s: s, min: cfg.Min, max: cfg.Max, cooldown: cfg.Cooldown, limit: cfg.Initial}
+	a := &AIMD{s: s, min: cfg.Min, max: cfg.Max, limit: cfg.Initial}
 	a.changes = []Change{{At: time.Now(), Limit: cfg.Initial}}
 	s.SetLimit(cfg.Initial)
 	return a, nil
 }
 
-// Observe records the outcome of one call: congested reports a rate limit
-// or an overload. It adjusts the scheduler's limit when a window is full
-// or on congestion outside the cooldown.
-func (a *AIMD) Observe(congested bool) {
+// Epoch identifies the current limit for calls admitted now; pass it to
+// Observe when the call ends.
+func (a *AIMD) Epoch() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.epoch
+}
+
+// Observe records the outcome of one call admitted in epoch: congested
+// reports a rate limit or an overload. It adjusts the scheduler's limit
+// when a window is full, or on congestion from a call admitted since the
+// last decrease.
+func (a *AIMD) Observe(epoch uint64, congested bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
 	if congested {
-		a.clean = 0
-		if !a.lastDrop.IsZero() && now.Sub(a.lastDrop) < a.cooldown {
-			return
+		if epoch < a.epoch {
+			return // sent under the limit already decreased
 		}
-		a.lastDrop = now
-		a.decreases++
+		a.epoch++
 		a.setLocked(max(a.min, a.limit/2), now)
+		a.clean = 0
 		return
 	}
 	a.clean++
@@ -112,7 +112,7 @@ func (a *AIMD) Limit() int {
 func (a *AIMD) Decreases() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.decreases
+	return int(a.epoch)
 }
 
 // History returns the limit's changes in order, starting with the initial

@@ -21,7 +21,7 @@ func newAIMD(t *testing.T, cfg sched.AIMDConfig) (*sched.Scheduler, *sched.AIMD)
 
 func TestAIMDRejectsBadConfig(t *testing.T) {
 	s := newSched(t, sched.Config{})
-	for _, cfg := range []sched.AIMDConfig{{}, {Max: 4, Initial: 5}, {Min: 3, Max: 2}, {Max: 4, Cooldown: -1}} {
+	for _, cfg := range []sched.AIMDConfig{{}, {Max: 4, Initial: 5}, {Min: 3, Max: 2}} {
 		if _, err := sched.NewAIMD(s, cfg); err == nil {
 			t.Errorf("NewAIMD(%+v) = nil error, want error", cfg)
 		}
@@ -35,39 +35,37 @@ func TestAIMDIncreaseAndDecrease(t *testing.T) {
 			t.Fatalf("scheduler limit = %d, want the initial 4", s.Limit())
 		}
 		for range 3 {
-			a.Observe(false)
+			a.Observe(a.Epoch(), false)
 		}
 		if a.Limit() != 4 {
 			t.Errorf("limit after 3 clean = %d, want 4 (window is 4)", a.Limit())
 		}
-		a.Observe(false)
+		a.Observe(a.Epoch(), false)
 		if a.Limit() != 5 || s.Limit() != 5 {
 			t.Errorf("limit after a full window = %d (scheduler %d), want 5", a.Limit(), s.Limit())
 		}
-		a.Observe(true)
+		old := a.Epoch() // calls admitted under the limit of 5
+		a.Observe(old, true)
 		if a.Limit() != 2 {
 			t.Errorf("limit after congestion = %d, want 2", a.Limit())
 		}
-		// A burst of congestion signals within the cooldown halves once.
-		a.Observe(true)
-		a.Observe(true)
+		// The other calls sent under the old limit halve nothing more.
+		a.Observe(old, true)
+		a.Observe(old, true)
 		if a.Limit() != 2 || a.Decreases() != 1 {
 			t.Errorf("limit %d decreases %d after a burst, want 2 and 1", a.Limit(), a.Decreases())
 		}
-		time.Sleep(sched.DefaultCooldown)
-		a.Observe(true)
-		a.Observe(true)
+		a.Observe(a.Epoch(), true) // a call admitted under the new limit
 		if a.Limit() != 1 {
 			t.Errorf("limit = %d, want the minimum 1", a.Limit())
 		}
-		time.Sleep(sched.DefaultCooldown)
-		a.Observe(true)
+		a.Observe(a.Epoch(), true)
 		if a.Limit() != 1 {
 			t.Errorf("limit = %d, never below the minimum 1", a.Limit())
 		}
 		// Growth stops at the maximum.
 		for range 1000 {
-			a.Observe(false)
+			a.Observe(a.Epoch(), false)
 		}
 		if a.Limit() != 10 {
 			t.Errorf("limit after many clean = %d, want the maximum 10", a.Limit())
@@ -84,7 +82,7 @@ func TestAIMDIncreaseAndDecrease(t *testing.T) {
 func TestAIMDConverges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const k = 6
-		s, a := newAIMD(t, sched.AIMDConfig{Max: 64, Cooldown: 100 * time.Millisecond})
+		s, a := newAIMD(t, sched.AIMDConfig{Max: 64})
 		ctx := t.Context()
 		done := make(chan struct{})
 		inflight := 0
@@ -101,6 +99,7 @@ func TestAIMDConverges(t *testing.T) {
 					if err := s.Acquire(ctx, 0); err != nil {
 						return
 					}
+					epoch := a.Epoch()
 					mu <- struct{}{}
 					inflight++
 					over := inflight > k
@@ -110,7 +109,7 @@ func TestAIMDConverges(t *testing.T) {
 					inflight--
 					<-mu
 					s.Release()
-					a.Observe(over)
+					a.Observe(epoch, over)
 				}
 			})
 		}

@@ -1,0 +1,257 @@
+package batchagent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
+)
+
+// Defaults of [Backpressure].
+const (
+	DefaultMaxQueued     = 4
+	DefaultProbeInterval = 200 * time.Millisecond
+)
+
+// RateLimit paces model calls to a hosted API's limits. Zero fields mean
+// no limit of that kind; limits the backend reports in its responses
+// (x-ratelimit-* headers) tighten them, or set them when unset.
+type RateLimit struct {
+	// RPM is requests per minute.
+	RPM int
+	// TPM is tokens per minute, estimated before each call with CountTokens
+	// and corrected with the usage the call reports.
+	TPM int
+	// CountTokens estimates a request's prompt tokens. Nil means about
+	// four bytes a token.
+	CountTokens func(*llm.Request) int
+}
+
+// Backpressure holds admission back while a self-hosted server's queue is
+// long, so the server is fed at capacity instead of flooded. It applies
+// when the Model is an llm.QueueProber that declares the probe.
+type Backpressure struct {
+	// Disabled turns the probe off.
+	Disabled bool
+	// MaxQueued pauses admission while the server reports more waiting
+	// requests than this. Defaults to DefaultMaxQueued.
+	MaxQueued int
+	// Interval is how often the server's queue is read. Defaults to
+	// DefaultProbeInterval.
+	Interval time.Duration
+}
+
+// admission is the engine's agent.Gate: a priority slot pool whose limit
+// AIMD adapts, paced by request and token budgets, paused while the
+// backend's queue is long, and, with prefix warming, closed to all but the
+// first call until that call returns.
+type admission struct {
+	slots *sched.Scheduler
+	aimd  *sched.AIMD // nil when the limit is fixed or unlimited
+	rate  *sched.Rate
+	count func(*llm.Request) int
+	log   *slog.Logger
+
+	warm      bool
+	warmFirst atomic.Bool
+	warmDone  chan struct{} // closed when the first call returns
+
+	mu      sync.Mutex    // protects resume
+	resume  chan struct{} // nil when admitting; closed on resume
+	pauses  atomic.Int64
+	throttl atomic.Int64 // rate-limit and overload errors seen
+}
+
+func newAdmission(j Job, log *slog.Logger) (*admission, error) {
+	a := &admission{log: log, count: j.RateLimit.CountTokens, warm: j.WarmPrefix, warmDone: make(chan struct{})}
+	if a.count == nil {
+		a.count = estimateTokens
+	}
+	declared := 0
+	if c, ok := j.Model.(llm.Capable); ok {
+		declared = c.Capabilities().DefaultConcurrency
+	}
+	limit := j.MaxInflight
+	initial := limit
+	if declared > 0 {
+		if limit == 0 {
+			limit = declared
+		}
+		initial = min(declared, limit)
+	}
+	var err error
+	if a.slots, err = sched.New(sched.Config{Limit: limit}); err != nil {
+		return nil, err
+	}
+	if limit > 0 && !j.FixedInflight {
+		if a.aimd, err = sched.NewAIMD(a.slots, sched.AIMDConfig{Max: limit, Initial: initial}); err != nil {
+			return nil, err
+		}
+	}
+	if a.rate, err = sched.NewRate(sched.RateConfig{RPM: j.RateLimit.RPM, TPM: j.RateLimit.TPM}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// estimateTokens counts about four bytes a token over the request's text.
+func estimateTokens(req *llm.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return (n + 3) / 4
+}
+
+// permit is one admitted call.
+type permit struct {
+	a         *admission
+	estimated int
+	epoch     uint64 // the AIMD epoch the call was admitted in
+	warming   bool
+}
+
+// Acquire waits, in order, for prefix warming, the backend's queue, the
+// rate budgets and a slot; none of these waits holds a slot.
+func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
+	p := &permit{a: a}
+	if a.warm {
+		if a.warmFirst.CompareAndSwap(false, true) {
+			p.warming = true
+		} else {
+			select {
+			case <-a.warmDone:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	p.estimated = a.count(req)
+	if err := a.rate.Wait(ctx, p.estimated); err != nil {
+		p.endWarm()
+		return nil, err
+	}
+	for {
+		if err := a.waitResume(ctx); err != nil {
+			p.endWarm()
+			return nil, err
+		}
+		if err := a.slots.Acquire(ctx, priority); err != nil {
+			p.endWarm()
+			return nil, err
+		}
+		if !a.paused() {
+			break
+		}
+		// Paused while this call waited for its slot: give it back.
+		a.slots.Release()
+	}
+	if a.aimd != nil {
+		p.epoch = a.aimd.Epoch()
+	}
+	return p, nil
+}
+
+func (a *admission) paused() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.resume != nil
+}
+
+func (p *permit) endWarm() {
+	if p.warming {
+		p.warming = false
+		close(p.a.warmDone)
+	}
+}
+
+// Release frees the slot and feeds the outcome back: congestion halves the
+// limit, success grows it, the real usage corrects the token budget, and
+// limits the backend reported are learnt.
+func (p *permit) Release(resp *llm.Response, err error) {
+	a := p.a
+	a.slots.Release()
+	p.endWarm()
+	congested := errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)
+	if congested {
+		a.throttl.Add(1)
+	}
+	if a.aimd != nil && (err == nil || congested) {
+		a.aimd.Observe(p.epoch, congested)
+	}
+	if resp != nil {
+		a.rate.Correct(p.estimated, int(resp.Usage.Total()))
+		if rl := resp.RateLimit; rl != nil {
+			a.rate.Learn(rl.LimitRequests, rl.LimitTokens)
+		}
+	}
+}
+
+// waitResume blocks while admission is paused by backpressure.
+func (a *admission) waitResume(ctx context.Context) error {
+	a.mu.Lock()
+	ch := a.resume
+	a.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// setPaused pauses or resumes admission.
+func (a *admission) setPaused(paused bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case paused && a.resume == nil:
+		a.resume = make(chan struct{})
+		a.pauses.Add(1)
+	case !paused && a.resume != nil:
+		close(a.resume)
+		a.resume = nil
+	}
+}
+
+// probe reads the backend's queue every interval until ctx ends, pausing
+// admission while more than maxQueued requests wait there. It resumes
+// admission before returning.
+func (a *admission) probe(ctx context.Context, p llm.QueueProber, bp Backpressure) {
+	defer a.setPaused(false)
+	t := time.NewTicker(bp.Interval)
+	defer t.Stop()
+	warned := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d, err := p.QueueDepth(ctx)
+		if err != nil {
+			if !warned && ctx.Err() == nil {
+				a.log.LogAttrs(ctx, slog.LevelWarn, "queue probe failed; backpressure off until it answers", slog.Any("err", err))
+				warned = true
+			}
+			a.setPaused(false)
+			continue
+		}
+		a.setPaused(d.Waiting > bp.MaxQueued)
+	}
+}

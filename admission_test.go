@@ -1,0 +1,197 @@
+package batchagent_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// capacityModel is a hand-written llm.Model fake of a server with k slots:
+// a call arriving while k are in flight is refused with a 429. It declares
+// capabilities like a hosted backend, and can report a queue.
+type capacityModel struct {
+	k        int
+	latency  time.Duration
+	declared int
+
+	mu        sync.Mutex
+	inflight  int
+	peak      int
+	calls     int
+	refused   int
+	starts    []time.Time
+	waiting   int // reported by QueueDepth
+	firstDone time.Time
+}
+
+func (m *capacityModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	m.calls++
+	m.starts = append(m.starts, time.Now())
+	if m.k > 0 && m.inflight >= m.k {
+		m.refused++
+		m.mu.Unlock()
+		return nil, &llm.APIError{Backend: "fake", StatusCode: 429, Err: llm.ErrRateLimited}
+	}
+	m.inflight++
+	m.peak = max(m.peak, m.inflight)
+	m.mu.Unlock()
+	t := time.NewTimer(m.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	m.inflight--
+	if m.firstDone.IsZero() {
+		m.firstDone = time.Now()
+	}
+	m.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "ok"}, Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 10}}, nil
+}
+
+func (m *capacityModel) Capabilities() llm.Capabilities {
+	return llm.Capabilities{DefaultConcurrency: m.declared, QueueProbe: true}
+}
+
+func (m *capacityModel) QueueDepth(ctx context.Context) (llm.QueueDepth, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return llm.QueueDepth{Waiting: m.waiting, Running: m.inflight}, nil
+}
+
+// TestAIMDConvergesNearCapacity runs 400 agents against a server that
+// throttles above k = 8 concurrent calls: every agent succeeds, and the
+// adaptive limit ends near k.
+func TestAIMDConvergesNearCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &capacityModel{k: 8, latency: 100 * time.Millisecond}
+		e, err := batchagent.New(batchagent.Job{
+			Model: m, Task: "{id}", MaxInflight: 64, MaxRetries: 50,
+			Backoff: batchagent.Backoff{Base: 10 * time.Millisecond, RateLimitBase: 50 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := e.Run(t.Context(), batchagent.Slice(inputs(400)))
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("result %d: %v", r.Index, r.Err)
+			}
+		}
+		st := e.Stats()
+		t.Logf("k=8: final limit %d, %d limit changes, %d of %d calls refused", st.Limit, len(st.LimitHistory), m.refused, m.calls)
+		if st.Limit < 4 || st.Limit > 12 {
+			t.Errorf("final limit = %d, want near k = 8 (history %v)", st.Limit, st.LimitHistory)
+		}
+		if st.Throttles == 0 || len(st.LimitHistory) < 2 {
+			t.Errorf("throttles %d, history %v; want the limit to have adapted", st.Throttles, st.LimitHistory)
+		}
+		// After convergence few calls are refused: far fewer than the
+		// agents (a fixed limit of 64 would refuse most of every wave).
+		if m.refused > 100 {
+			t.Errorf("%d calls refused of %d, want the limit to stop the storm", m.refused, m.calls)
+		}
+	})
+}
+
+func TestDeclaredConcurrencyStartsLow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &capacityModel{latency: 10 * time.Millisecond, declared: 4}
+		e, err := batchagent.New(batchagent.Job{Model: m, Task: "{id}", MaxInflight: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Stats().Limit; got != 4 {
+			t.Errorf("initial limit = %d, want the backend's default 4", got)
+		}
+		e.Run(t.Context(), batchagent.Slice(inputs(200)))
+		if m.peak > 50 || e.Stats().Limit <= 4 {
+			t.Errorf("peak %d limit %d: want growth above 4 and never above 50", m.peak, e.Stats().Limit)
+		}
+	})
+}
+
+func TestRPMPacing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &capacityModel{latency: time.Millisecond}
+		start := time.Now()
+		res, err := batchagent.Run(t.Context(), batchagent.Job{
+			Model: m, Task: "{id}", RateLimit: batchagent.RateLimit{RPM: 600},
+		}, batchagent.Slice(inputs(160)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if len(res) != 160 || res[159].Err != nil {
+			t.Fatalf("results %d, last err %v", len(res), res[159].Err)
+		}
+		// A burst of 60 (a tenth of the minute), then 10 per second.
+		if took < 9900*time.Millisecond || took > 10200*time.Millisecond {
+			t.Errorf("160 calls at 600 rpm took %v, want about 10s", took)
+		}
+		if m.refused != 0 {
+			t.Errorf("%d calls refused", m.refused)
+		}
+	})
+}
+
+func TestBackpressurePausesAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &capacityModel{latency: 10 * time.Millisecond, waiting: 100}
+		go func() {
+			time.Sleep(time.Second)
+			m.mu.Lock()
+			m.waiting = 0
+			m.mu.Unlock()
+		}()
+		m.latency = 100 * time.Millisecond
+		e, err := batchagent.New(batchagent.Job{Model: m, Task: "{id}", MaxInflight: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		e.Run(t.Context(), batchagent.Slice(inputs(20)))
+		// The first probe (after 200ms) pauses; the calls already admitted
+		// before it ran go through, nothing after until the queue drains.
+		var during int
+		for _, s := range m.starts {
+			if d := s.Sub(start); d > 250*time.Millisecond && d < time.Second {
+				during++
+			}
+		}
+		if during != 0 || e.Stats().Pauses == 0 {
+			t.Errorf("%d calls started while the server's queue was long, pauses %d; want 0 and ≥ 1", during, e.Stats().Pauses)
+		}
+	})
+}
+
+func TestWarmPrefixSendsOneFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &capacityModel{latency: 300 * time.Millisecond}
+		res, err := batchagent.Run(t.Context(), batchagent.Job{Model: m, Task: "{id}", WarmPrefix: true}, batchagent.Slice(inputs(10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		first := m.starts[0]
+		for _, s := range m.starts[1:] {
+			if s.Before(m.firstDone) {
+				t.Errorf("a call started %v after the first, before it returned (%v)", s.Sub(first), m.firstDone.Sub(first))
+			}
+		}
+	})
+}
