@@ -51,6 +51,9 @@ type Job struct {
 	Tools []Tool `yaml:"tools"`
 	// Limits are the engine limits. Zero fields mean the engine defaults.
 	Limits Limits `yaml:"limits"`
+	// WarmPrefix sends one request first and the rest only when it
+	// returns, so the server's prefix cache holds the shared prefix.
+	WarmPrefix bool `yaml:"warm_prefix"`
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -123,6 +126,17 @@ type Limits struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// Timeout bounds the run time of one agent. Zero means no timeout.
 	Timeout Duration `yaml:"timeout"`
+	// FixedInflight keeps the inflight limit at max_inflight instead of
+	// adapting it to the backend's throttling.
+	FixedInflight bool `yaml:"fixed_inflight"`
+	// RPM and TPM pace requests and tokens per minute. Zero means no limit
+	// beyond what the backend reports.
+	RPM int `yaml:"rpm"`
+	TPM int `yaml:"tpm"`
+	// MaxQueued pauses admission while a self-hosted server reports more
+	// waiting requests than this. Zero means the engine default; -1 turns
+	// the probe off.
+	MaxQueued int `yaml:"max_queued"`
 }
 
 // Duration is a time.Duration written in YAML as a string such as "30s" or

@@ -262,3 +262,20 @@ func TestDuration(t *testing.T) {
 func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 func writeBytes(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+func TestParseAdmissionSettings(t *testing.T) {
+	j, err := config.Parse([]byte("task: x\nwarm_prefix: true\nlimits:\n  rpm: 500\n  tpm: 90000\n  fixed_inflight: true\n  max_queued: -1\n"), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Limits{RPM: 500, TPM: 90000, FixedInflight: true, MaxQueued: -1}
+	if diff := cmp.Diff(want, j.Limits); diff != "" || !j.WarmPrefix {
+		t.Errorf("limits (-want +got):\n%s\nwarm_prefix %v, want true", diff, j.WarmPrefix)
+	}
+	_, err = config.Parse([]byte("task: x\nlimits:\n  rpm: -5\n  max_queued: -2\n"), "job.yaml", t.TempDir())
+	for _, w := range []string{"job.yaml:3:8: limits.rpm: must not be negative", "job.yaml:4:15: limits.max_queued: must be -1"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Parse(bad limits) = %v, want it to contain %q", err, w)
+		}
+	}
+}

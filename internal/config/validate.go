@@ -71,10 +71,15 @@ func (d *decoder) validateLimits(l *Limits) {
 		{"limits.max_inflight", int64(l.MaxInflight)},
 		{"limits.max_active", int64(l.MaxActive)},
 		{"limits.max_retries", int64(derefInt(l.MaxRetries))},
+		{"limits.rpm", int64(l.RPM)},
+		{"limits.tpm", int64(l.TPM)},
 	} {
 		if f.v < 0 && d.ok(f.path) {
 			d.report(d.at(f.path), f.path, "must not be negative, got %d", f.v)
 		}
+	}
+	if l.MaxQueued < -1 && d.ok("limits.max_queued") {
+		d.report(d.at("limits.max_queued"), "limits.max_queued", "must be -1 (probe off) or more, got %d", l.MaxQueued)
 	}
 	if l.Timeout < 0 && d.ok("limits.timeout") {
 		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", l.Timeout)
