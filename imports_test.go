@@ -25,6 +25,7 @@ func TestImportRules(t *testing.T) {
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
 		"backend/backendtest": {"llm"},
+		"internal/tokens":     {"llm"},
 		"internal/sink":       {""},
 		"internal/bench":      {"*"},
 		"internal/config":     {"*"},

@@ -121,7 +121,15 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 			fmt.Fprintf(w, "    %s: requested %d, executed %d, coalesced %d, cache hits %d, errors %d\n", t.Name, t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors)
 		}
 	}
-	fmt.Fprintf(w, "  tokens: prompt %s (cached %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens), count(st.Usage.CompletionTokens))
+	fmt.Fprintf(w, "  tokens: prompt %s (cached %s, %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
+		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
+	if st.Limit > 0 || st.Throttles > 0 || st.Pauses > 0 {
+		fmt.Fprintf(w, "  inflight limit %s · throttled calls %d · backpressure pauses %d", limitPath(st), st.Throttles, st.Pauses)
+		if rl := st.RateLimits; rl.RPM > 0 || rl.TPM > 0 {
+			fmt.Fprintf(w, " · rate limits %d rpm, %d tpm", rl.RPM, rl.TPM)
+		}
+		fmt.Fprintln(w)
+	}
 	if outPath != "" {
 		fmt.Fprintf(w, "  results: %s (%d lines)\n", outPath, written)
 	}
@@ -136,4 +144,29 @@ func count(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// share renders part/whole as a percentage.
+func share(part, whole int64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
+}
+
+// limitPath renders the adaptive limit over time: its start, its range and
+// where it ended ("16 → 4..16 → 9"), or the fixed limit.
+func limitPath(st batchagent.Stats) string {
+	h := st.LimitHistory
+	if len(h) <= 1 {
+		if st.Limit == 0 {
+			return "unlimited"
+		}
+		return fmt.Sprint(st.Limit)
+	}
+	lo, hi := h[0].Limit, h[0].Limit
+	for _, c := range h {
+		lo, hi = min(lo, c.Limit), max(hi, c.Limit)
+	}
+	return fmt.Sprintf("%d → %d..%d over %d changes → %d", h[0].Limit, lo, hi, len(h)-1, h[len(h)-1].Limit)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/tokens"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // runFlags are the flags of `batchagent run`.
@@ -97,17 +99,30 @@ func prepare(path string, f runFlags, stdout io.Writer) (*runner, error) {
 		return nil, err
 	}
 	j := batchagent.Job{
-		ID:           r.name,
-		Model:        model,
-		ModelName:    cj.Model,
-		System:       cj.System,
-		Task:         cj.Task,
-		Tools:        tools,
-		OutputSchema: cj.OutputSchema.JSON,
-		MaxTurns:     cj.Limits.MaxTurns,
-		MaxInflight:  cj.Limits.MaxInflight,
-		MaxActive:    cj.Limits.MaxActive,
-		Timeout:      time.Duration(cj.Limits.Timeout),
+		ID:            r.name,
+		Model:         model,
+		ModelName:     cj.Model,
+		System:        cj.System,
+		Task:          cj.Task,
+		Tools:         tools,
+		OutputSchema:  cj.OutputSchema.JSON,
+		MaxTurns:      cj.Limits.MaxTurns,
+		MaxInflight:   cj.Limits.MaxInflight,
+		MaxActive:     cj.Limits.MaxActive,
+		Timeout:       time.Duration(cj.Limits.Timeout),
+		FixedInflight: cj.Limits.FixedInflight,
+		RateLimit:     batchagent.RateLimit{RPM: cj.Limits.RPM, TPM: cj.Limits.TPM},
+		Backpressure:  batchagent.Backpressure{MaxQueued: max(cj.Limits.MaxQueued, 0), Disabled: cj.Limits.MaxQueued < 0},
+		WarmPrefix:    cj.WarmPrefix,
+	}
+	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
+		// Token pacing (configured, or learnt from the backend's headers)
+		// needs real token counts.
+		counter, err := tokens.New(cj.Model)
+		if err != nil {
+			return nil, err
+		}
+		j.RateLimit.CountTokens = counter.Count
 	}
 	if cj.Limits.MaxRetries != nil {
 		j.MaxRetries = *cj.Limits.MaxRetries
