@@ -32,6 +32,10 @@ type Job struct {
 	// Backend is the backend URL, such as "sim://?latency=60ms&tool_turns=1".
 	// Defaults to DefaultBackend.
 	Backend string `yaml:"backend"`
+	// APIKeyEnv names the environment variable holding the backend's API
+	// key. Empty means the backend's usual one (OPENAI_API_KEY,
+	// ANTHROPIC_API_KEY). Keys are never written in job files.
+	APIKeyEnv string `yaml:"api_key_env"`
 	// System is the system prompt. Empty means none.
 	System string `yaml:"system"`
 	// Task is the task template, with {field} placeholders and {{ and }} for
