@@ -13,6 +13,10 @@ import (
 	"github.com/batchagent/batchagent/sched"
 )
 
+// slowStartFrom is the first limit against a self-hosted server whose
+// capacity the engine discovers by slow start.
+const slowStartFrom = 4
+
 // Defaults of [Backpressure].
 const (
 	DefaultMaxQueued     = 4
@@ -85,12 +89,22 @@ func newAdmission(j Job, log *slog.Logger) (*admission, error) {
 		}
 		initial = min(declared, limit)
 	}
+	// A self-hosted server with a queue probe has a capacity to discover:
+	// start low and slow-start up to it, the probe ending the growth once
+	// its queue builds.
+	probed := false
+	if c, ok := j.Model.(llm.Capable); ok && c.Capabilities().QueueProbe && !j.Backpressure.Disabled {
+		if _, ok := j.Model.(llm.QueueProber); ok {
+			probed = true
+			initial = min(initial, slowStartFrom)
+		}
+	}
 	var err error
 	if a.slots, err = sched.New(sched.Config{Limit: limit}); err != nil {
 		return nil, err
 	}
 	if limit > 0 && !j.FixedInflight {
-		if a.aimd, err = sched.NewAIMD(a.slots, sched.AIMDConfig{Max: limit, Initial: initial}); err != nil {
+		if a.aimd, err = sched.NewAIMD(a.slots, sched.AIMDConfig{Max: limit, Initial: max(initial, 1), SlowStart: probed}); err != nil {
 			return nil, err
 		}
 	}
@@ -252,6 +266,10 @@ func (a *admission) probe(ctx context.Context, p llm.QueueProber, bp Backpressur
 			a.setPaused(false)
 			continue
 		}
-		a.setPaused(d.Waiting > bp.MaxQueued)
+		full := d.Waiting > bp.MaxQueued
+		if full && a.aimd != nil {
+			a.aimd.EndSlowStart()
+		}
+		a.setPaused(full)
 	}
 }

@@ -14,6 +14,11 @@ type AIMDConfig struct {
 	Max int
 	// Initial is the starting limit. Defaults to Max.
 	Initial int
+	// SlowStart grows the limit by one per clean completion (doubling it
+	// every window) until the first congestion signal or EndSlowStart, as
+	// TCP does, so a backend of unknown capacity is probed quickly without
+	// a first burst at the maximum.
+	SlowStart bool
 }
 
 // AIMD adapts a [Scheduler]'s limit to the backend: additive increase
@@ -33,6 +38,7 @@ type AIMD struct {
 	limit   int
 	clean   int    // clean completions since the last change
 	epoch   uint64 // number of decreases so far
+	slow    bool   // in slow start
 	changes []Change
 }
 
@@ -54,7 +60,7 @@ func NewAIMD(s *Scheduler, cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Min < 1 || cfg.Max < cfg.Min || cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return nil, fmt.Errorf("sched: AIMD limits must satisfy 1 ≤ min ≤ initial ≤ max, got min %d initial %d max %d", cfg.Min, cfg.Initial, cfg.Max)
 	}
-	a := &AIMD{s: s, min: cfg.Min, max: cfg.Max, limit: cfg.Initial}
+	a := &AIMD{s: s, min: cfg.Min, max: cfg.Max, limit: cfg.Initial, slow: cfg.SlowStart}
 	a.changes = []Change{{At: time.Now(), Limit: cfg.Initial}}
 	s.SetLimit(cfg.Initial)
 	return a, nil
@@ -81,14 +87,24 @@ func (a *AIMD) Observe(epoch uint64, congested bool) {
 			return // sent under the limit already decreased
 		}
 		a.epoch++
+		a.slow = false
 		a.setLocked(max(a.min, a.limit/2), now)
 		a.clean = 0
 		return
 	}
 	a.clean++
-	if a.clean >= a.limit && a.limit < a.max {
+	if (a.slow || a.clean >= a.limit) && a.limit < a.max {
 		a.setLocked(a.limit+1, now)
 	}
+}
+
+// EndSlowStart stops slow start: from now on the limit grows by one per
+// window. Call it when another signal (a backend's growing queue) says
+// capacity is reached.
+func (a *AIMD) EndSlowStart() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.slow = false
 }
 
 func (a *AIMD) setLocked(n int, now time.Time) {

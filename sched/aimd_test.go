@@ -122,3 +122,26 @@ func TestAIMDConverges(t *testing.T) {
 		}
 	})
 }
+
+func TestAIMDSlowStart(t *testing.T) {
+	_, a := newAIMD(t, sched.AIMDConfig{Max: 100, Initial: 2, SlowStart: true})
+	for range 6 {
+		a.Observe(a.Epoch(), false)
+	}
+	if a.Limit() != 8 {
+		t.Errorf("limit after 6 clean completions in slow start = %d, want 8", a.Limit())
+	}
+	a.Observe(a.Epoch(), true) // congestion ends slow start
+	for range 4 {
+		a.Observe(a.Epoch(), false)
+	}
+	if a.Limit() != 5 {
+		t.Errorf("limit = %d, want 4 after halving, +1 after a window of 4", a.Limit())
+	}
+	_, b := newAIMD(t, sched.AIMDConfig{Max: 100, Initial: 2, SlowStart: true})
+	b.EndSlowStart()
+	b.Observe(b.Epoch(), false)
+	if b.Limit() != 2 {
+		t.Errorf("limit after EndSlowStart and one completion = %d, want 2", b.Limit())
+	}
+}

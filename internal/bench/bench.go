@@ -54,10 +54,21 @@ type Report struct {
 	MaxRetried int `json:"max_retried,omitempty"`
 	// MaxInflight is the slot limit, when the scenario sets one.
 	MaxInflight int `json:"max_inflight,omitempty"`
+
+	// Fields of the server scenario (nil elsewhere). TTFT runs from the
+	// moment an agent is ready to call the model, local waits included, to
+	// its first streamed token. CachedShare is cached prompt tokens over
+	// prompt tokens; HTTP429 counts the requests the server refused.
+	TTFTP50S    *float64 `json:"ttft_p50_s,omitempty"`
+	TTFTP95S    *float64 `json:"ttft_p95_s,omitempty"`
+	CachedShare *float64 `json:"cached_share,omitempty"`
+	HTTP429     *int64   `json:"http_429,omitempty"`
+	// ServerRequests counts the HTTP requests the server received.
+	ServerRequests int64 `json:"server_requests,omitempty"`
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale"}
+var Scenarios = []string{"fair", "slots", "scale", "server"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -69,6 +80,8 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		wl = workload{name: "slots", n: 200, latency: 60 * time.Millisecond, toolDelay: 400 * time.Millisecond, maxInflight: 8, fail: opt.Fail}
 	case "scale":
 		wl = workload{name: "scale", n: 100_000, latency: time.Millisecond, files: true, fail: opt.Fail}
+	case "server":
+		wl = workload{name: "server", n: 100, server: true}
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}
@@ -100,6 +113,16 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	var reports []Report
 	if !opt.JSON {
 		fmt.Fprintln(w, tableHeader)
+	}
+	if wl.server {
+		// The physical limit: one request alone on a fresh server.
+		one := wl
+		one.n = 1
+		_, wall, err := runServer(ctx, one, "naive")
+		if err != nil {
+			return nil, err
+		}
+		wl.serverIdeal = wall
 	}
 	for _, mode := range modes {
 		rep, err := measure(ctx, env, wl, mode)

@@ -44,11 +44,16 @@ type workload struct {
 	fail        float64
 	files       bool // inputs from a JSONL file, results to a JSONL file
 	seed        uint64
+	server      bool          // against the HTTP simulator
+	serverIdeal time.Duration // one request alone on a fresh server
 }
 
 // ideal is the scenario's physical limit: one agent's critical path, or the
 // total forward-pass work divided by the slots when that is longer.
 func (wl workload) ideal(maxRetried int) time.Duration {
+	if wl.server {
+		return wl.serverIdeal
+	}
 	turns := 1
 	if wl.toolDelay > 0 {
 		turns = 2
@@ -149,10 +154,17 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 	var (
 		t   tally
 		err error
+		sr  serverRun
 	)
-	if mode == "engine" {
+	switch {
+	case wl.server:
+		var wall time.Duration
+		sr, wall, err = runServer(ctx, wl, mode)
+		t = sr.tally
+		start = time.Now().Add(-wall) // the server's own start is not the clients' work
+	case mode == "engine":
 		t, err = runEngine(ctx, e, wl)
-	} else {
+	default:
 		t, err = runNaive(ctx, e, wl)
 	}
 	wall := time.Since(start)
@@ -160,7 +172,7 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		return Report{}, fmt.Errorf("bench %s %s: %w", wl.name, mode, err)
 	}
 	ideal := wl.ideal(t.maxRetried)
-	return Report{
+	rep := Report{
 		Scenario:      wl.name,
 		Mode:          mode,
 		N:             wl.n,
@@ -177,7 +189,19 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		CPUS:          round((cpuTime() - cpu0).Seconds(), 3),
 		MaxRetried:    t.maxRetried,
 		MaxInflight:   wl.maxInflight,
-	}, nil
+	}
+	if wl.server {
+		p50 := round(percentile(sr.ttfts, 0.50).Seconds(), 4)
+		p95 := round(percentile(sr.ttfts, 0.95).Seconds(), 4)
+		shareV := 0.0
+		if sr.prompt > 0 {
+			shareV = round(float64(sr.cached)/float64(sr.prompt), 4)
+		}
+		rejected := sr.rejected
+		rep.TTFTP50S, rep.TTFTP95S, rep.CachedShare, rep.HTTP429 = &p50, &p95, &shareV, &rejected
+		rep.ServerRequests = sr.serverCalls
+	}
+	return rep, nil
 }
 
 func runEngine(ctx context.Context, e *env, wl workload) (tally, error) {

@@ -49,7 +49,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	r, err := prepare(pos[0], f, stdout)
+	r, err := prepare(ctx, pos[0], f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
@@ -71,7 +71,7 @@ type runner struct {
 
 // prepare loads the job file and opens everything the run needs. Every
 // error it returns is a usage error (exit status 2).
-func prepare(path string, f runFlags, stdout io.Writer) (*runner, error) {
+func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*runner, error) {
 	cj, err := config.Load(path)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func prepare(path string, f runFlags, stdout io.Writer) (*runner, error) {
 	if f.backend != "" {
 		backend = f.backend
 	}
-	model, err := openBackend(backend)
+	model, err := openBackend(ctx, backend, cj.Model, cj.APIKeyEnv, environ)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/openai"
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// The server scenario: single-turn agents sharing a ~2,000-token system
+// prompt, against the simulator served over HTTP as a capacity-limited
+// continuous-batching server, through the real OpenAI backend.
+const (
+	serverSeqs  = 16 // sequences the server runs at once
+	serverQueue = 32 // requests it queues before answering 429
+	serverTask  = "Summarise item {id} of the catalogue."
+)
+
+// serverSystem is the shared prefix: about 2,000 tokens (8,000 bytes).
+var serverSystem = func() string {
+	var b strings.Builder
+	b.WriteString("You are a meticulous cataloguer. Follow the house rules below exactly.\n")
+	for i := 0; b.Len() < 8000; i++ {
+		fmt.Fprintf(&b, "Rule %d: describe the item plainly, cite its identifier, and never guess a value you were not given.\n", i+1)
+	}
+	return b.String()
+}()
+
+// serverRun is one mode's measurements.
+type serverRun struct {
+	tally
+	ttfts       []time.Duration
+	prompt      int64
+	cached      int64
+	rejected    int64
+	serverCalls int64
+}
+
+// runServer runs one mode against a fresh server (cold prefix cache).
+func runServer(ctx context.Context, wl workload, mode string) (serverRun, time.Duration, error) {
+	srv, err := sim.NewServer(sim.ServerConfig{
+		Model:    sim.Config{ToolTurns: -1, Seed: wl.seed},
+		MaxSeqs:  serverSeqs,
+		MaxQueue: serverQueue,
+	})
+	if err != nil {
+		return serverRun{}, 0, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return serverRun{}, 0, fmt.Errorf("bench: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	wg.Go(func() { _ = hs.Serve(ln) })
+	defer func() {
+		cancel()
+		_ = hs.Close()
+		wg.Wait()
+	}()
+
+	cfg, err := openai.ParseURL("sim+http://" + ln.Addr().String())
+	if err != nil {
+		return serverRun{}, 0, err
+	}
+	m, err := openai.New(cfg)
+	if err != nil {
+		return serverRun{}, 0, err
+	}
+	start := time.Now()
+	var r serverRun
+	if mode == "engine" {
+		r, err = serverEngine(ctx, m, wl)
+	} else {
+		r, err = serverNaive(ctx, m, wl)
+	}
+	wall := time.Since(start)
+	st := srv.Stats()
+	r.rejected = st.Rejected
+	r.serverCalls = st.Requests
+	return r, wall, err
+}
+
+func serverEngine(ctx context.Context, m *openai.Model, wl workload) (serverRun, error) {
+	e, err := batchagent.New(batchagent.Job{
+		ID:           "server",
+		Model:        m,
+		System:       serverSystem,
+		Task:         serverTask,
+		OutputSchema: json.RawMessage(outSchema),
+		MaxActive:    wl.n,
+		WarmPrefix:   true,
+		MaxRetries:   10,
+	})
+	if err != nil {
+		return serverRun{}, err
+	}
+	var r serverRun
+	for res := range e.Stream(ctx, batchagent.Slice(ids(wl.n))) {
+		r.count(res)
+		r.ttfts = append(r.ttfts, res.Timings.TTFT)
+		r.prompt += res.Usage.PromptTokens
+		r.cached += res.Usage.CachedTokens
+	}
+	return r, ctx.Err()
+}
+
+// serverNaive is the straightforward client: every request sent at once,
+// streamed, retried after a fixed 1s pause when refused.
+func serverNaive(ctx context.Context, m *openai.Model, wl workload) (serverRun, error) {
+	sch, err := schema.Compile(json.RawMessage(outSchema))
+	if err != nil {
+		return serverRun{}, err
+	}
+	system := serverSystem + "\n\n" + sch.Instructions()
+	var (
+		mu sync.Mutex // protects r
+		r  serverRun
+	)
+	outer := ctx
+	g, ctx := errgroup.WithContext(ctx)
+	for i := range wl.n {
+		g.Go(func() error {
+			res := batchagent.Result{Index: i}
+			req := &llm.Request{
+				Messages: []llm.Message{
+					{Role: llm.RoleSystem, Content: system},
+					{Role: llm.RoleUser, Content: strings.ReplaceAll(serverTask, "{id}", fmt.Sprint(i))},
+				},
+				Output: &llm.OutputSpec{Name: "output", Schema: sch.Raw()},
+			}
+			ready := time.Now()
+			var ttft time.Duration
+			for attempt := 0; ; attempt++ {
+				res.Attempts++
+				var acc llm.Accumulator
+				var err error
+				first := time.Time{}
+				for ev, e := range m.Stream(ctx, req) {
+					if e != nil {
+						err = e
+						break
+					}
+					if first.IsZero() {
+						first = time.Now()
+					}
+					acc.Add(ev)
+				}
+				if err == nil {
+					ttft = first.Sub(ready)
+					resp := acc.Response()
+					res.Turns = 1
+					res.Usage = resp.Usage
+					res.Output, res.Err = sch.Parse(resp.Message.Content)
+					break
+				}
+				if !llm.IsTransient(err) || attempt == 10 {
+					res.Err = err
+					break
+				}
+				t := time.NewTimer(time.Second)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					res.Err = ctx.Err()
+				}
+				if res.Err != nil {
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			r.count(res)
+			r.ttfts = append(r.ttfts, ttft)
+			r.prompt += res.Usage.PromptTokens
+			r.cached += res.Usage.CachedTokens
+			return nil
+		})
+	}
+	err = g.Wait()
+	return r, errors.Join(err, outer.Err())
+}
+
+func ids(n int) []batchagent.Input {
+	in := make([]batchagent.Input, n)
+	for i := range in {
+		in[i] = batchagent.Input{"id": fmt.Sprint(i)}
+	}
+	return in
+}
+
+// percentile returns the p-th percentile (0..1) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p*float64(len(s)-1) + 0.5)
+	return s[i]
+}
