@@ -1,0 +1,230 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// defaultOutputName names the structured-output tool when
+// [llm.OutputSpec.Name] is empty.
+const defaultOutputName = "output"
+
+// wrapKey is the property that carries a structured answer whose schema is
+// not an object: a tool's input must be an object.
+const wrapKey = "value"
+
+// call is one request translated for the SDK, with what reading its answer
+// needs to know.
+type call struct {
+	params sdk.MessageNewParams
+	// output names the forced structured-output tool; empty when the
+	// request is not forced.
+	output string
+	// wrapped says the answer is the wrapKey property of the tool's input.
+	wrapped bool
+}
+
+// translate maps req onto the Messages API. It fails, with an
+// *llm.APIError wrapping llm.ErrBadRequest, only on a schema that is not
+// JSON.
+func (m *Model) translate(req *llm.Request) (call, error) {
+	c := call{params: sdk.MessageNewParams{
+		Model:     sdk.Model(req.Model),
+		MaxTokens: int64(req.MaxTokens),
+	}}
+	if c.params.Model == "" {
+		c.params.Model = sdk.Model(m.model)
+	}
+	if c.params.MaxTokens <= 0 {
+		c.params.MaxTokens = int64(m.maxTokens)
+	}
+	if req.Temperature != nil {
+		c.params.Temperature = param.NewOpt(*req.Temperature)
+	}
+	c.params.System, c.params.Messages = conversation(req.Messages)
+
+	for _, t := range req.Tools {
+		schema, err := inputSchema(t.Parameters)
+		if err != nil {
+			return call{}, badRequest(fmt.Sprintf("tool %q: %v", t.Name, err))
+		}
+		tp := sdk.ToolParam{Name: t.Name, InputSchema: schema}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	if req.Output != nil && len(req.Tools) == 0 {
+		name := req.Output.Name
+		if name == "" {
+			name = defaultOutputName
+		}
+		schema, wrapped, err := outputSchema(req.Output.Schema)
+		if err != nil {
+			return call{}, badRequest(fmt.Sprintf("output schema: %v", err))
+		}
+		tp := sdk.ToolParam{
+			Name:        name,
+			Description: param.NewOpt("Give the final answer. Its input is the answer."),
+			InputSchema: schema,
+		}
+		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
+		c.params.ToolChoice = sdk.ToolChoiceParamOfTool(name)
+		c.output, c.wrapped = name, wrapped
+	}
+	// The shared prefix is tools, then system: mark the end of each.
+	if n := len(c.params.Tools); n > 0 {
+		c.params.Tools[n-1].OfTool.CacheControl = sdk.NewCacheControlEphemeralParam()
+	}
+	if n := len(c.params.System); n > 0 {
+		c.params.System[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+	}
+	return c, nil
+}
+
+// conversation splits messages into system blocks and turns. Consecutive
+// messages that map to the same role share one turn, so the tool results
+// answering one assistant turn form a single user turn. Empty text is left
+// out: the API refuses empty text blocks.
+func conversation(msgs []llm.Message) ([]sdk.TextBlockParam, []sdk.MessageParam) {
+	var (
+		system []sdk.TextBlockParam
+		turns  []sdk.MessageParam
+	)
+	add := func(role sdk.MessageParamRole, blocks ...sdk.ContentBlockParamUnion) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(turns); n > 0 && turns[n-1].Role == role {
+			turns[n-1].Content = append(turns[n-1].Content, blocks...)
+			return
+		}
+		turns = append(turns, sdk.MessageParam{Role: role, Content: blocks})
+	}
+	for _, msg := range msgs {
+		switch msg.Role {
+		case llm.RoleSystem:
+			if msg.Content != "" {
+				system = append(system, sdk.TextBlockParam{Text: msg.Content})
+			}
+		case llm.RoleAssistant:
+			var blocks []sdk.ContentBlockParamUnion
+			if msg.Content != "" {
+				blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+			}
+			for _, tc := range msg.ToolCalls {
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{
+					ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments),
+				}})
+			}
+			add(sdk.MessageParamRoleAssistant, blocks...)
+		case llm.RoleTool:
+			res := sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+			if msg.Content != "" {
+				res.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
+			}
+			if msg.IsError {
+				res.IsError = param.NewOpt(true)
+			}
+			add(sdk.MessageParamRoleUser, sdk.ContentBlockParamUnion{OfToolResult: &res})
+		default: // user, and any role the API lacks
+			if msg.Content != "" {
+				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(msg.Content))
+			}
+		}
+	}
+	return system, turns
+}
+
+// toolInput returns a tool call's arguments as the object a tool_use block
+// needs. Arguments that are not a JSON object (a model may write malformed
+// ones) are sent as {}: the tool's error result tells the model the rest.
+func toolInput(args json.RawMessage) json.RawMessage {
+	if isObject(args) {
+		return args
+	}
+	return json.RawMessage("{}")
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
+}
+
+// inputSchema returns a tool's JSON Schema as the SDK sends it: every
+// keyword kept, "type" set to "object", keys sorted so that the bytes, and
+// with them Anthropic's prompt cache, are the same on every call. An empty
+// schema is an object with no properties.
+func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+	fields := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+			return sdk.ToolInputSchemaParam{}, fmt.Errorf("schema is not a JSON object")
+		}
+	}
+	fields["type"] = json.RawMessage(`"object"`)
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return sdk.ToolInputSchemaParam{}, err
+	}
+	return param.Override[sdk.ToolInputSchemaParam](json.RawMessage(b)), nil
+}
+
+// outputSchema returns the input schema of the structured-output tool. A
+// schema that does not describe an object is wrapped as the one required
+// property wrapKey, since a tool's input is always an object.
+func outputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, bool, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if !json.Valid(raw) {
+		return sdk.ToolInputSchemaParam{}, false, fmt.Errorf("schema is not JSON")
+	}
+	var probe struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &probe); err == nil && string(probe.Type) == `"object"` {
+		s, err := inputSchema(raw)
+		return s, false, err
+	}
+	wrapper, err := json.Marshal(map[string]any{
+		"properties": map[string]json.RawMessage{wrapKey: raw},
+		"required":   []string{wrapKey},
+	})
+	if err != nil {
+		return sdk.ToolInputSchemaParam{}, false, err
+	}
+	s, err := inputSchema(wrapper)
+	return s, true, err
+}
+
+// outputText returns the structured answer carried by the input of the
+// output tool: compact JSON, unwrapped when the schema was wrapped. Input
+// that is not JSON is returned as it came, for the caller's validation to
+// report.
+func outputText(input []byte, wrapped bool) string {
+	if wrapped {
+		var w map[string]json.RawMessage
+		if err := json.Unmarshal(input, &w); err == nil {
+			if v, ok := w[wrapKey]; ok {
+				input = v
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		return string(bytes.TrimSpace(input))
+	}
+	return buf.String()
+}
+
+// badRequest is a request that cannot be sent.
+func badRequest(msg string) *llm.APIError {
+	return &llm.APIError{Backend: backendName, Message: msg, Err: llm.ErrBadRequest}
+}
