@@ -1,0 +1,226 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithydocument "github.com/aws/smithy-go/document"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+const (
+	backendName = "bedrock"
+	// defaultOutputName names the forced output tool when the request's
+	// OutputSpec names none.
+	defaultOutputName = "output"
+	// emptyToolResult stands in for a tool result with no text: Bedrock
+	// rejects blank text blocks.
+	emptyToolResult = "(no output)"
+)
+
+// params are the parts of a Converse or ConverseStream input.
+type params struct {
+	modelID    string
+	messages   []types.Message
+	system     []types.SystemContentBlock
+	toolConfig *types.ToolConfiguration
+	inference  *types.InferenceConfiguration
+	// output names the forced output tool, or is empty.
+	output string
+}
+
+// buildParams maps req to Converse's shapes. It returns an *llm.APIError
+// wrapping llm.ErrBadRequest for a request that cannot be sent: no model,
+// or a tool or output schema that is not JSON.
+func (m *Model) buildParams(req *llm.Request) (*params, error) {
+	p := &params{modelID: req.Model}
+	if p.modelID == "" {
+		p.modelID = m.model
+	}
+	if p.modelID == "" {
+		return nil, badRequest("no model: set the request's model or Config.Model")
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = m.maxTokens
+	}
+	p.inference = &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(maxTokens, math.MaxInt32)))}
+	if req.Temperature != nil {
+		p.inference.Temperature = aws.Float32(float32(*req.Temperature))
+	}
+
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleSystem {
+			if msg.Content != "" {
+				p.system = append(p.system, &types.SystemContentBlockMemberText{Value: msg.Content})
+			}
+			continue
+		}
+		role, blocks := contentBlocks(msg)
+		if len(blocks) == 0 {
+			continue
+		}
+		// Bedrock wants roles to alternate: merge a turn into the previous
+		// one of the same role (tool results, then a user's text).
+		if n := len(p.messages); n > 0 && p.messages[n-1].Role == role {
+			p.messages[n-1].Content = append(p.messages[n-1].Content, blocks...)
+			continue
+		}
+		p.messages = append(p.messages, types.Message{Role: role, Content: blocks})
+	}
+	if len(p.system) > 0 && m.cachePoints {
+		p.system = append(p.system, &types.SystemContentBlockMemberCachePoint{Value: cachePoint()})
+	}
+
+	tools := req.Tools
+	if req.Output != nil && len(req.Tools) == 0 {
+		p.output = req.Output.Name
+		if p.output == "" {
+			p.output = defaultOutputName
+		}
+		tools = []llm.ToolDef{{Name: p.output, Description: "Give the final answer.", Parameters: req.Output.Schema}}
+	}
+	if len(tools) > 0 {
+		tc := &types.ToolConfiguration{}
+		for _, t := range tools {
+			schema := t.Parameters
+			if len(bytes.TrimSpace(schema)) == 0 {
+				schema = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			doc, err := jsonDocument(schema)
+			if err != nil {
+				return nil, badRequest(fmt.Sprintf("tool %q: parameters: %v", t.Name, err))
+			}
+			spec := types.ToolSpecification{Name: aws.String(t.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: doc}}
+			if t.Description != "" {
+				spec.Description = aws.String(t.Description)
+			}
+			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+		}
+		if m.cachePoints {
+			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: cachePoint()})
+		}
+		if p.output != "" {
+			tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(p.output)}}
+		}
+		p.toolConfig = tc
+	}
+	return p, nil
+}
+
+// contentBlocks maps a user, assistant or tool message to its role and
+// content blocks. Blank text is left out: Bedrock rejects it.
+func contentBlocks(msg llm.Message) (types.ConversationRole, []types.ContentBlock) {
+	switch msg.Role {
+	case llm.RoleTool:
+		text := msg.Content
+		if text == "" {
+			text = emptyToolResult
+		}
+		res := types.ToolResultBlock{
+			ToolUseId: aws.String(msg.ToolCallID),
+			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
+		}
+		if msg.IsError {
+			res.Status = types.ToolResultStatusError
+		}
+		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberToolResult{Value: res}}
+	case llm.RoleAssistant:
+		var blocks []types.ContentBlock
+		if msg.Content != "" {
+			blocks = append(blocks, &types.ContentBlockMemberText{Value: msg.Content})
+		}
+		for _, c := range msg.ToolCalls {
+			blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+				ToolUseId: aws.String(c.ID),
+				Name:      aws.String(c.Name),
+				Input:     toolInput(c.Arguments),
+			}})
+		}
+		return types.ConversationRoleAssistant, blocks
+	default:
+		if msg.Content == "" {
+			return types.ConversationRoleUser, nil
+		}
+		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberText{Value: msg.Content}}
+	}
+}
+
+// toolInput returns a call's arguments as a document. Bedrock wants an
+// object: arguments the model wrote malformed are replayed as {}.
+func toolInput(args json.RawMessage) document.Interface {
+	v, err := decodeJSON(args)
+	if _, obj := v.(map[string]any); err != nil || !obj {
+		v = map[string]any{}
+	}
+	return document.NewLazyDocument(v)
+}
+
+func cachePoint() types.CachePointBlock {
+	return types.CachePointBlock{Type: types.CachePointTypeDefault}
+}
+
+// jsonDocument decodes one JSON value into a document.
+func jsonDocument(raw json.RawMessage) (document.Interface, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return document.NewLazyDocument(v), nil
+}
+
+// decodeJSON decodes one JSON value into the form the SDK's document
+// encoder writes back faithfully: it would write a json.RawMessage as an
+// array of bytes and a json.Number as a string, so numbers become smithy
+// document numbers, which keep their exact text.
+func decodeJSON(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("invalid JSON: data after the value")
+	}
+	return documentValue(v), nil
+}
+
+// documentValue replaces the json.Numbers of v, in place.
+func documentValue(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return smithydocument.Number(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = documentValue(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = documentValue(e)
+		}
+	}
+	return v
+}
+
+// compactJSON returns b without insignificant space, or b unchanged when it
+// is not valid JSON.
+func compactJSON(b []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+func badRequest(msg string) error {
+	return &llm.APIError{Backend: backendName, Message: msg, Err: llm.ErrBadRequest}
+}

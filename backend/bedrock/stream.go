@@ -1,0 +1,163 @@
+package bedrock
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// Stream calls ConverseStream for req and yields its events as they
+// arrive: text deltas, tool-call pieces (ID and name first, then fragments
+// of the arguments), the usage, and last an EventDone. With a forced
+// output tool (see the package documentation) the tool's input is yielded
+// whole, as one EventText of compact JSON just before EventDone. A failure is yielded once, as the last pair: an
+// *llm.APIError (llm.ErrConnection when the stream ends before its
+// messageStop event), or ctx's error when ctx ends first. Breaking out of
+// the loop closes the response body.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		p, err := m.buildParams(req)
+		if err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		out, err := m.client.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{
+			ModelId:         &p.modelID,
+			Messages:        p.messages,
+			System:          p.system,
+			ToolConfig:      p.toolConfig,
+			InferenceConfig: p.inference,
+		})
+		if err != nil {
+			yield(llm.Event{}, classify(ctx, err))
+			return
+		}
+		stream := out.GetStream()
+		defer stream.Close()
+		s := streamState{output: p.output, calls: make(map[int32]int), outputBlock: -1}
+		events := stream.Events()
+		for {
+			var (
+				ev types.ConverseStreamOutput
+				ok bool
+			)
+			select {
+			case <-ctx.Done():
+				yield(llm.Event{}, ctx.Err())
+				return
+			case ev, ok = <-events:
+			}
+			if !ok {
+				break
+			}
+			if !s.handle(ev, yield) {
+				return
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(llm.Event{}, classify(ctx, fmt.Errorf("event stream: %w", err)))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		if !s.stopped {
+			yield(llm.Event{}, &llm.APIError{Backend: backendName, Message: "event stream ended before messageStop", Err: llm.ErrConnection})
+			return
+		}
+		s.finish(yield)
+	}
+}
+
+// streamState follows one ConverseStream response.
+type streamState struct {
+	// output names the forced output tool, or is empty.
+	output string
+	// calls maps the content-block index of each tool-use block to the
+	// call's index among the response's calls.
+	calls map[int32]int
+	// outputBlock is the content-block index of the output tool's block,
+	// or -1.
+	outputBlock int32
+	// text buffers the text of a structured answer, which is yielded only
+	// if the model did not call the output tool; outputArgs buffers the
+	// output tool's input.
+	text, outputArgs []byte
+	stop             types.StopReason
+	stopped          bool // messageStop arrived
+}
+
+// handle folds one event in, yielding what it carries. It returns false
+// when the consumer stopped.
+func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event, error) bool) bool {
+	switch ev := ev.(type) {
+	case *types.ConverseStreamOutputMemberContentBlockStart:
+		start, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse)
+		if !ok {
+			return true
+		}
+		block := aws.ToInt32(ev.Value.ContentBlockIndex)
+		name := aws.ToString(start.Value.Name)
+		if s.output != "" && name == s.output {
+			s.outputBlock = block
+			return true
+		}
+		i := len(s.calls)
+		s.calls[block] = i
+		return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: i, ID: aws.ToString(start.Value.ToolUseId), Name: name}}, nil)
+	case *types.ConverseStreamOutputMemberContentBlockDelta:
+		block := aws.ToInt32(ev.Value.ContentBlockIndex)
+		switch d := ev.Value.Delta.(type) {
+		case *types.ContentBlockDeltaMemberText:
+			if s.output != "" {
+				s.text = append(s.text, d.Value...)
+				return true
+			}
+			if d.Value == "" {
+				return true
+			}
+			return yield(llm.Event{Type: llm.EventText, Text: d.Value}, nil)
+		case *types.ContentBlockDeltaMemberToolUse:
+			frag := aws.ToString(d.Value.Input)
+			if block == s.outputBlock {
+				s.outputArgs = append(s.outputArgs, frag...)
+				return true
+			}
+			i, ok := s.calls[block]
+			if !ok || frag == "" {
+				return true // a fragment of no announced call
+			}
+			return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: i, Arguments: frag}}, nil)
+		}
+	case *types.ConverseStreamOutputMemberMessageStop:
+		s.stop, s.stopped = ev.Value.StopReason, true
+	case *types.ConverseStreamOutputMemberMetadata:
+		return yield(llm.Event{Type: llm.EventUsage, Usage: usage(ev.Value.Usage)}, nil)
+	}
+	return true
+}
+
+// finish yields the structured answer, if any, and EventDone.
+func (s *streamState) finish(yield func(llm.Event, error) bool) {
+	if s.output != "" {
+		text := string(s.text)
+		if s.outputBlock >= 0 {
+			args := s.outputArgs
+			if len(args) == 0 {
+				args = []byte("{}")
+			}
+			text = compactJSON(args)
+		}
+		if text != "" && !yield(llm.Event{Type: llm.EventText, Text: text}, nil) {
+			return
+		}
+	}
+	yield(llm.Event{Type: llm.EventDone, FinishReason: finishReason(s.stop, len(s.calls) > 0)}, nil)
+}
