@@ -27,6 +27,7 @@ const usage = `batchagent runs many LLM agents in parallel: input list in, struc
 Usage:
   batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered]
   batchagent bench fair|slots|scale [-n N] [-fail P] [-json] [-mode engine|naive]
+  batchagent sim serve [--addr 127.0.0.1:8000] [--max-seqs N] [--max-queue N] [--prefill-per-token D] [--decode-step D] [--no-prefix-cache] [--seed N] [--tool-turns N] [--api-key-env NAME]
   batchagent help
 
 Run "batchagent COMMAND -h" for a command's flags.
@@ -47,6 +48,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "sim":
+		return simCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

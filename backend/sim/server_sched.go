@@ -1,0 +1,347 @@
+package sim
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errQueueFull and errStopped end a sequence that never ran to completion.
+var (
+	errQueueFull = errors.New("sim: server queue is full")
+	errStopped   = errors.New("sim: server stopped")
+)
+
+// Queue states of a sequence, guarded by Server.mu.
+const (
+	seqWaiting  uint8 = iota // in the queue
+	seqAdmitted              // taken by the scheduler
+	seqLeft                  // left the queue before admission
+)
+
+// seq is one request's sequence: its prompt, what it will generate, and
+// its progress, published to the request's handler.
+type seq struct {
+	prompt int      // prompt tokens
+	blocks []uint64 // chained hashes of the prompt's full blocks
+	total  int      // completion tokens to generate, at least 1
+
+	state uint8 // guarded by Server.mu
+
+	// Owned by the scheduler goroutine.
+	left     int  // uncached prompt tokens still to prefill; -1 before the prefill starts
+	decoding bool // prefill done: emits a token each step
+
+	gone atomic.Bool // the client went away
+
+	mu      sync.Mutex // protects the fields below
+	emitted int        // tokens generated so far
+	cached  int        // prompt tokens served from the prefix cache
+	done    bool       // finished or failed
+	err     error      // why it failed
+	// notify signals progress (capacity 1: the handler reads the state
+	// under mu, so one pending signal is enough).
+	notify chan struct{}
+}
+
+func newSeq(prompt int, blocks []uint64, total int) *seq {
+	return &seq{prompt: prompt, blocks: blocks, total: max(1, total), left: -1, notify: make(chan struct{}, 1)}
+}
+
+// publish updates the sequence's progress and wakes its handler.
+func (q *seq) publish(emitted, cached int, done bool, err error) {
+	q.mu.Lock()
+	q.emitted, q.cached, q.done, q.err = emitted, cached, done, err
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wait blocks until the sequence has emitted more than have tokens or is
+// done, or ctx ends. It returns the tokens emitted, the prompt tokens
+// cached, whether the sequence is done, and the error that ended it.
+func (q *seq) wait(ctx context.Context, have int) (emitted, cached int, done bool, err error) {
+	for {
+		q.mu.Lock()
+		emitted, cached, done, err = q.emitted, q.cached, q.done, q.err
+		q.mu.Unlock()
+		if emitted > have || done {
+			return emitted, cached, done, err
+		}
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			return emitted, cached, false, ctx.Err()
+		}
+	}
+}
+
+// enqueue adds sequences that arrive together to the waiting queue, in
+// order: all of them, or none when fewer than len(qs) places are left
+// (errQueueFull, counting them all as rejected) or Run has returned
+// (errStopped).
+func (s *Server) enqueue(qs ...*seq) error {
+	s.mu.Lock()
+	switch {
+	case s.phase == phaseStopped:
+		s.mu.Unlock()
+		return errStopped
+	case s.cfg.MaxQueue >= 0 && s.waiting+len(qs) > s.cfg.MaxQueue:
+		s.mu.Unlock()
+		s.rejected.Add(int64(len(qs)))
+		return errQueueFull
+	}
+	for _, q := range qs {
+		q.state = seqWaiting
+	}
+	s.queue = append(s.queue, qs...)
+	s.waiting += len(qs)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// leave takes q out of the queue, or out of the batch at the next step,
+// when its client goes away. It does nothing to a finished sequence.
+func (s *Server) leave(q *seq) {
+	s.mu.Lock()
+	if q.state == seqWaiting {
+		q.state = seqLeft
+		s.waiting--
+	}
+	s.mu.Unlock()
+	q.gone.Store(true)
+}
+
+// Run runs the scheduler loop: the simulated GPU (see [Server] for the
+// timing model). It returns nil once ctx is done and the loop has stopped;
+// requests still queued or running then fail (503, or a cut stream). It
+// returns ErrServerStarted if Run was called before: a server runs once.
+// Requests that arrived before Run are served in their arrival order.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.phase != phaseNew {
+		s.mu.Unlock()
+		return ErrServerStarted
+	}
+	s.phase = phaseRunning
+	s.mu.Unlock()
+	s.log.InfoContext(ctx, "sim server running", "max_seqs", s.cfg.MaxSeqs, "max_queue", s.cfg.MaxQueue,
+		"prefix_cache", s.cache != nil)
+
+	var running []*seq
+	defer func() { s.stop(running) }()
+	timer := time.NewTimer(0)
+	timer.Stop() // since Go 1.23 a stopped timer delivers nothing
+	defer timer.Stop()
+	for {
+		running = s.admit(running)
+		if len(running) == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.wake:
+				continue
+			}
+		}
+		timer.Reset(s.plan(running))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		running = s.apply(running)
+	}
+}
+
+// admit drops the sequences whose clients left and fills free slots from
+// the queue, in arrival order.
+func (s *Server) admit(running []*seq) []*seq {
+	kept := running[:0]
+	for _, q := range running {
+		if !q.gone.Load() {
+			kept = append(kept, q)
+		}
+	}
+	clear(running[len(kept):])
+	running = kept
+	s.mu.Lock()
+	i := 0
+	for ; i < len(s.queue) && len(running) < s.cfg.MaxSeqs; i++ {
+		q := s.queue[i]
+		if q.state != seqWaiting {
+			continue
+		}
+		q.state = seqAdmitted
+		s.waiting--
+		running = append(running, q)
+	}
+	// Also skip the left sequences at the head, so they do not pile up.
+	for i < len(s.queue) && s.queue[i].state != seqWaiting {
+		i++
+	}
+	if i > 0 {
+		n := copy(s.queue, s.queue[i:])
+		clear(s.queue[n:])
+		s.queue = s.queue[:n]
+	}
+	s.mu.Unlock()
+	s.running.Store(int64(len(running)))
+	return running
+}
+
+// plan lays out the next step: it prefills up to chunkTokens prompt tokens
+// in admission order (looking prompts up in the prefix cache when their
+// prefill starts, and inserting them when it finishes) and returns the
+// step's time.
+func (s *Server) plan(running []*seq) time.Duration {
+	budget, prefill, decoding, batch := chunkTokens, 0, 0, 0
+	for _, q := range running {
+		if q.decoding {
+			decoding++
+			batch++
+			continue
+		}
+		if budget == 0 {
+			continue
+		}
+		if q.left < 0 {
+			cached := 0
+			if s.cache != nil {
+				cached = min(s.cache.lookup(q.blocks)*blockTokens, q.prompt-1)
+			}
+			q.left = q.prompt - cached
+			q.mu.Lock()
+			q.cached = cached
+			q.mu.Unlock()
+			s.prompt.Add(int64(q.prompt))
+			s.cached.Add(int64(cached))
+		}
+		n := min(budget, q.left)
+		q.left -= n
+		budget -= n
+		prefill += n
+		batch++
+		if q.left == 0 && s.cache != nil {
+			s.cache.insert(q.blocks)
+		}
+	}
+	memory := s.cfg.DecodeStep + time.Duration(batch)*s.cfg.DecodeStepPerSeq
+	compute := time.Duration(prefill+decoding) * s.cfg.PrefillPerToken
+	return max(memory, compute)
+}
+
+// apply publishes the tokens of the step just run and removes the
+// finished sequences.
+func (s *Server) apply(running []*seq) []*seq {
+	kept := running[:0]
+	for _, q := range running {
+		switch {
+		case q.decoding:
+		case q.left == 0:
+			q.decoding = true // its prefill's last chunk also samples its first token
+		default:
+			kept = append(kept, q) // still prefilling
+			continue
+		}
+		q.mu.Lock()
+		emitted, cached := q.emitted+1, q.cached
+		q.mu.Unlock()
+		s.generated.Add(1) // before the handler can see the token
+		done := emitted >= q.total
+		q.publish(emitted, cached, done, nil)
+		if !done {
+			kept = append(kept, q)
+		}
+	}
+	clear(running[len(kept):])
+	s.running.Store(int64(len(kept)))
+	return kept
+}
+
+// stop ends Run: queued and running sequences fail with errStopped.
+func (s *Server) stop(running []*seq) {
+	s.mu.Lock()
+	s.phase = phaseStopped
+	queue := s.queue
+	s.queue, s.waiting = nil, 0
+	for _, q := range queue {
+		q.state = seqLeft
+	}
+	s.mu.Unlock()
+	s.running.Store(0)
+	for _, q := range append(queue, running...) {
+		q.mu.Lock()
+		emitted, cached := q.emitted, q.cached
+		q.mu.Unlock()
+		q.publish(emitted, cached, true, errStopped)
+	}
+}
+
+// prefixCache is an LRU set of prompt block hashes. It is owned by one
+// goroutine.
+type prefixCache struct {
+	max    int
+	blocks map[uint64]*list.Element
+	lru    list.List // of uint64 hashes; front: most recently used
+}
+
+func newPrefixCache(maxBlocks int) *prefixCache {
+	return &prefixCache{max: maxBlocks, blocks: make(map[uint64]*list.Element)}
+}
+
+// lookup returns how many leading blocks of a prompt are cached, and marks
+// them used.
+func (c *prefixCache) lookup(blocks []uint64) int {
+	n := 0
+	for n < len(blocks) && c.blocks[blocks[n]] != nil {
+		n++
+	}
+	// The first block becomes the most recent, so a prefix is evicted from
+	// its end.
+	for i := n - 1; i >= 0; i-- {
+		c.lru.MoveToFront(c.blocks[blocks[i]])
+	}
+	return n
+}
+
+// insert caches a prompt's blocks, evicting the least recently used
+// blocks beyond the bound.
+func (c *prefixCache) insert(blocks []uint64) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if e := c.blocks[blocks[i]]; e != nil {
+			c.lru.MoveToFront(e)
+		} else {
+			c.blocks[blocks[i]] = c.lru.PushFront(blocks[i])
+		}
+	}
+	for c.lru.Len() > c.max {
+		e := c.lru.Back()
+		delete(c.blocks, c.lru.Remove(e).(uint64))
+	}
+}
+
+// blockHashes returns the chained hashes of the full 16-token blocks of a
+// rendered prompt: each is the FNV-1a hash of the whole prefix up to the
+// block's end, so equal hashes mean equal prefixes.
+func blockHashes(prompt []byte) []uint64 {
+	const blockBytes = blockTokens * bytesPerToken
+	hashes := make([]uint64, 0, len(prompt)/blockBytes)
+	h := uint64(14695981039346656037)
+	for end := blockBytes; end <= len(prompt); end += blockBytes {
+		for _, b := range prompt[end-blockBytes : end] {
+			h ^= uint64(b)
+			h *= 1099511628211
+		}
+		hashes = append(hashes, h)
+	}
+	return hashes
+}

@@ -1,0 +1,467 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Internal tests of the server's timing model: the scheduler is driven
+// through enqueue and seq.wait, without sockets, inside synctest bubbles
+// where its steps take fake time.
+
+// runServer starts s.Run in the current bubble and returns the function
+// that stops it and waits for it.
+func runServer(t *testing.T, cfg ServerConfig) (*Server, func()) {
+	t.Helper()
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatalf("NewServer(%+v) = %v", cfg, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1) // Run's result, read by stop
+	go func() { done <- s.Run(ctx) }()
+	synctest.Wait() // Run is idle, accepting requests
+	return s, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+	}
+}
+
+// chat is a request of a system and a user message.
+func chat(system, user string, maxTokens int) *chatRequest {
+	cr := &chatRequest{Messages: []chatMessage{
+		{Role: "system", Content: system},
+		{Role: "user", Content: user},
+	}}
+	if maxTokens > 0 {
+		cr.MaxTokens = &maxTokens
+	}
+	return cr
+}
+
+// sizedChat is chat with the system message padded so the prompt is
+// exactly tokens tokens long.
+func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *chatRequest {
+	t.Helper()
+	_, prompt, _, _ := chat(head, user, 0).decode()
+	pad := tokens*bytesPerToken - len(prompt)
+	if pad < 0 {
+		t.Fatalf("prompt of %q is longer than %d tokens", head, tokens)
+	}
+	return chat(head+strings.Repeat("x", pad), user, maxTokens)
+}
+
+// sharedPrefix returns the system message whose rendering is exactly
+// tokens tokens.
+func sharedPrefix(tokens int) string {
+	const frame = len("<|im_start|>system\n<|im_end|>\n")
+	return strings.Repeat("s", tokens*bytesPerToken-frame)
+}
+
+func prepareAll(t *testing.T, s *Server, crs ...*chatRequest) []*job {
+	t.Helper()
+	jobs := make([]*job, len(crs))
+	for i, cr := range crs {
+		j, apiErr, err := s.prepare(t.Context(), cr)
+		if err != nil || apiErr != nil {
+			t.Fatalf("prepare(request %d) = %v, %v", i, apiErr, err)
+		}
+		jobs[i] = j
+	}
+	return jobs
+}
+
+// timing is what a burst of requests measured.
+type timing struct {
+	ttft   []time.Duration // time to first token, by arrival
+	end    []time.Duration // time to the last token
+	cached []int           // cached prompt tokens
+}
+
+// burst sends jobs at once (in order) and waits for all of them.
+func burst(t *testing.T, s *Server, jobs []*job) timing {
+	t.Helper()
+	qs := make([]*seq, len(jobs))
+	for i, j := range jobs {
+		qs[i] = j.q
+	}
+	tm := timing{ttft: make([]time.Duration, len(jobs)), end: make([]time.Duration, len(jobs)), cached: make([]int, len(jobs))}
+	start := time.Now()
+	if err := s.enqueue(qs...); err != nil {
+		t.Fatalf("enqueue(%d sequences) = %v", len(qs), err)
+	}
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Go(func() {
+			if _, _, _, err := q.wait(t.Context(), 0); err != nil {
+				t.Errorf("sequence %d: wait = %v", i, err)
+				return
+			}
+			tm.ttft[i] = time.Since(start)
+			_, cached, _, err := q.wait(t.Context(), q.total-1)
+			if err != nil {
+				t.Errorf("sequence %d: wait = %v", i, err)
+			}
+			tm.end[i], tm.cached[i] = time.Since(start), cached
+		})
+	}
+	wg.Wait()
+	return tm
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+// within reports whether got is within ±frac of want.
+func within(got, want time.Duration, frac float64) bool {
+	return float64(got) >= float64(want)*(1-frac) && float64(got) <= float64(want)*(1+frac)
+}
+
+// TestServerCalibration checks the default timing model against the
+// published vLLM measurements in BENCHMARKS.md (A10G, Qwen2.5-7B),
+// within ±20 %.
+func TestServerCalibration(t *testing.T) {
+	t.Parallel()
+	cfg := ServerConfig{Model: Config{ToolTurns: -1}, MaxQueue: -1}
+
+	t.Run("uncached prompts queue linearly", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, cfg)
+			defer stop()
+			crs := make([]*chatRequest, 100)
+			for i := range crs {
+				// Distinct from the first block: nothing is shared.
+				crs[i] = sizedChat(t, fmt.Sprintf("Request %03d. ", i), "Go on.", 2547, 0)
+			}
+			jobs := prepareAll(t, s, crs...)
+			if jobs[0].q.prompt != 2547 {
+				t.Fatalf("prompt tokens = %d, want 2547", jobs[0].q.prompt)
+			}
+			tm := burst(t, s, jobs)
+			t.Logf("uncached 2,547-token prompts: #1 TTFT %v, #50 %v, p50 of 100 %v", tm.ttft[0], tm.ttft[49], median(tm.ttft))
+			for _, c := range []struct {
+				name      string
+				got, want time.Duration
+			}{
+				{"TTFT of #1 (one prefill)", tm.ttft[0], 600 * time.Millisecond},
+				{"TTFT of #50", tm.ttft[49], 29 * time.Second},
+				{"TTFT p50 at N = 100", median(tm.ttft), 28700 * time.Millisecond},
+			} {
+				if !within(c.got, c.want, 0.2) {
+					t.Errorf("%s = %v, want %v ± 20%%", c.name, c.got, c.want)
+				}
+			}
+			for i, c := range tm.cached {
+				if c != 0 {
+					t.Errorf("request %d: cached tokens = %d, want 0", i, c)
+				}
+			}
+		})
+	})
+
+	t.Run("shared prefix cached", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, cfg)
+			defer stop()
+			prefix := sharedPrefix(2047)
+			// The first request prefills the prefix: cold, it pays in full.
+			first := prepareAll(t, s, chat(prefix, "Warm up.", 0))
+			warm := burst(t, s, first)
+			if want := time.Duration(first[0].q.prompt) * DefaultPrefillPerToken; !within(warm.ttft[0], want, 0.05) || warm.cached[0] != 0 {
+				t.Errorf("cold request: TTFT %v, cached %d; want about %v, 0", warm.ttft[0], warm.cached[0], want)
+			}
+			// 100 tasks at once, each about 20 tokens after the shared
+			// prefix, with short answers (max_tokens 4), as a TTFT probe
+			// sends. Past the 16th request TTFT is set by how fast the 16
+			// slots turn over, so it grows with the answers' length: the
+			// sim's usual 14-token answers give a p50 of about 1.07 s, and
+			// 64 or more slots about 0.25 s whatever the length.
+			crs := make([]*chatRequest, 100)
+			for i := range crs {
+				crs[i] = chat(prefix, fmt.Sprintf("Task %d: summarise the findings.", i), 4)
+			}
+			jobs := prepareAll(t, s, crs...)
+			tm := burst(t, s, jobs)
+			uncached := jobs[0].q.prompt - tm.cached[0]
+			t.Logf("2,047-token prefix cached: prompt %d tokens, %d cached, %d prefilled (%v); TTFT #1 %v, p50 %v, max %v",
+				jobs[0].q.prompt, tm.cached[0], uncached, time.Duration(uncached)*DefaultPrefillPerToken,
+				tm.ttft[0], median(tm.ttft), slices.Max(tm.ttft))
+			if got, want := median(tm.ttft), 500*time.Millisecond; !within(got, want, 0.2) {
+				t.Errorf("TTFT p50 at N = 100 = %v, want %v ± 20%%", got, want)
+			}
+			// Each further request adds about 5 ms of prefill.
+			if d := time.Duration(uncached) * DefaultPrefillPerToken; !within(d, 5*time.Millisecond, 0.2) {
+				t.Errorf("prefill per cached request = %v (%d tokens), want 5ms ± 20%%", d, uncached)
+			}
+			for i, c := range tm.cached {
+				if c < 2032 { // the prefix's full blocks
+					t.Errorf("request %d: cached tokens = %d, want >= 2032", i, c)
+				}
+			}
+			st := s.Stats()
+			if share := float64(st.CachedTokens) / float64(st.PromptTokens); share < 0.9 {
+				t.Errorf("cached share = %.3f, want >= 0.9", share)
+			}
+		})
+	})
+}
+
+// TestServerStepTiming checks the time of each step for a lone sequence:
+// prefill chunks, then one decode step per further token.
+func TestServerStepTiming(t *testing.T) {
+	t.Parallel()
+	const pp, step, perSeq = 100 * time.Microsecond, 10 * time.Millisecond, time.Millisecond
+	cfg := ServerConfig{Model: Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq}
+	tests := []struct {
+		name      string
+		tokens    int // prompt
+		maxTokens int
+	}{
+		{"short prompt", 40, 0},
+		{"two chunks", 1000, 0},
+		{"five chunks, capped", 2500, 3},
+		{"one token", 600, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s, stop := runServer(t, cfg)
+				defer stop()
+				jobs := prepareAll(t, s, sizedChat(t, "Step. ", "Go.", tt.tokens, tt.maxTokens))
+				tm := burst(t, s, jobs)
+				var want time.Duration
+				for left := tt.tokens; left > 0; left -= chunkTokens {
+					want += max(step+perSeq, time.Duration(min(left, chunkTokens))*pp)
+				}
+				if tm.ttft[0] != want {
+					t.Errorf("TTFT = %v, want %v", tm.ttft[0], want)
+				}
+				total := jobs[0].q.total
+				if tt.maxTokens > 0 && total != tt.maxTokens {
+					t.Errorf("completion tokens = %d, want max_tokens %d", total, tt.maxTokens)
+				}
+				want += time.Duration(total-1) * max(step+perSeq, pp)
+				if tm.end[0] != want {
+					t.Errorf("time to last token = %v, want %v (%d tokens)", tm.end[0], want, total)
+				}
+			})
+		})
+	}
+}
+
+// TestServerBatchStep checks that a step is one forward pass over the
+// batch: decode-bound with a small batch, compute-bound when it carries a
+// prefill chunk.
+func TestServerBatchStep(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const pp, step, perSeq = 100 * time.Microsecond, 10 * time.Millisecond, time.Millisecond
+		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq})
+		defer stop()
+		// Two 32-token prompts in one step, then a 1,024-token one.
+		jobs := prepareAll(t, s,
+			sizedChat(t, "A. ", "Go.", 32, 0), sizedChat(t, "B. ", "Go.", 32, 0), sizedChat(t, "C. ", "Go.", 1024, 0))
+		tm := burst(t, s, jobs)
+		// Step 1: A, B and 448 tokens of C, a batch of 3, compute-bound;
+		// A and B emit their first tokens. Step 2: 512 more of C, and A and
+		// B decode. Step 3: C's last 64 tokens and two decoding sequences:
+		// memory-bound.
+		step1 := max(step+3*perSeq, 512*pp)
+		step2 := max(step+3*perSeq, (512+2)*pp)
+		step3 := max(step+3*perSeq, (64+2)*pp)
+		if want := step1; tm.ttft[0] != want || tm.ttft[1] != want {
+			t.Errorf("TTFT of A, B = %v, %v, want %v", tm.ttft[0], tm.ttft[1], want)
+		}
+		if want := step1 + step2 + step3; tm.ttft[2] != want {
+			t.Errorf("TTFT of C = %v, want %v", tm.ttft[2], want)
+		}
+	})
+}
+
+// TestServerPrefixReuse checks when a prompt's blocks become reusable:
+// only once its prefill has finished, and never for a prefill abandoned
+// half-way.
+func TestServerPrefixReuse(t *testing.T) {
+	t.Parallel()
+	prefix := sharedPrefix(1600)
+	t.Run("after the first prefill", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}})
+			defer stop()
+			tm := burst(t, s, prepareAll(t, s, chat(prefix, "One.", 0), chat(prefix, "Two.", 0)))
+			if tm.cached[0] != 0 || tm.cached[1] != 1600 {
+				t.Errorf("cached tokens = %v, want [0 1600]", tm.cached)
+			}
+		})
+	})
+	t.Run("abandoned prefill", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}})
+			defer stop()
+			a := prepareAll(t, s, chat(prefix, "One.", 0))[0]
+			if err := s.enqueue(a.q); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(DefaultPrefillPerToken * chunkTokens) // one chunk of A's prefill
+			s.leave(a.q)
+			tm := burst(t, s, prepareAll(t, s, chat(prefix, "Two.", 0)))
+			if tm.cached[0] != 0 {
+				t.Errorf("cached tokens after an abandoned prefill = %d, want 0", tm.cached[0])
+			}
+		})
+	})
+	t.Run("no prefix cache", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, NoPrefixCache: true})
+			defer stop()
+			tm := burst(t, s, prepareAll(t, s, chat(prefix, "One.", 0), chat(prefix, "Two.", 0)))
+			if tm.cached[0] != 0 || tm.cached[1] != 0 {
+				t.Errorf("cached tokens = %v, want [0 0]", tm.cached)
+			}
+		})
+	})
+}
+
+// TestServerSlots checks admission: MaxSeqs sequences run, the rest wait
+// in arrival order, and one that leaves frees its slot at the next step.
+func TestServerSlots(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, MaxSeqs: 1, MaxQueue: 2})
+		defer stop()
+		jobs := prepareAll(t, s, chat("A", "long", 0), chat("B", "next", 0), chat("C", "last", 0), chat("D", "over", 0))
+		if err := s.enqueue(jobs[0].q); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // A runs
+		if err := s.enqueue(jobs[1].q, jobs[2].q); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.enqueue(jobs[3].q); !errors.Is(err, errQueueFull) {
+			t.Errorf("enqueue beyond MaxSeqs + MaxQueue = %v, want errQueueFull", err)
+		}
+		synctest.Wait()
+		if st := s.Stats(); st.Running != 1 || st.Waiting != 2 || st.Rejected != 1 {
+			t.Errorf("Stats() = %+v, want 1 running, 2 waiting, 1 rejected", st)
+		}
+		// B leaves the queue; A leaves the batch after its first token.
+		s.leave(jobs[1].q)
+		if st := s.Stats(); st.Waiting != 1 {
+			t.Errorf("waiting after B left = %d, want 1", st.Waiting)
+		}
+		if _, _, _, err := jobs[0].q.wait(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		left := time.Now()
+		s.leave(jobs[0].q)
+		if _, _, _, err := jobs[2].q.wait(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		// A's last step ends, then C's prompt fills one step.
+		if got, max := time.Since(left), 2*(DefaultDecodeStep+DefaultDecodeStepPerSeq); got > max {
+			t.Errorf("C's first token came %v after A left, want <= %v", got, max)
+		}
+		if st := s.Stats(); st.Running != 1 || st.Waiting != 0 {
+			t.Errorf("Stats() = %+v, want 1 running, 0 waiting", st)
+		}
+	})
+}
+
+// TestServerStop checks that stopping Run fails what is queued or
+// running, and that a server runs once.
+func TestServerStop(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, MaxSeqs: 1})
+		if err := s.Run(t.Context()); !errors.Is(err, ErrServerStarted) {
+			t.Errorf("second Run() = %v, want ErrServerStarted", err)
+		}
+		jobs := prepareAll(t, s, chat("A", "one", 0), chat("B", "two", 0))
+		if err := s.enqueue(jobs[0].q, jobs[1].q); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		stop()
+		for i, j := range jobs {
+			if _, _, done, err := j.q.wait(t.Context(), j.q.total); !done || !errors.Is(err, errStopped) {
+				t.Errorf("sequence %d after stop: done %v, err %v; want true, errStopped", i, done, err)
+			}
+		}
+		if err := s.enqueue(prepareAll(t, s, chat("C", "late", 0))[0].q); !errors.Is(err, errStopped) {
+			t.Errorf("enqueue after stop = %v, want errStopped", err)
+		}
+		if err := s.Run(t.Context()); !errors.Is(err, ErrServerStarted) {
+			t.Errorf("Run() after stop = %v, want ErrServerStarted", err)
+		}
+	})
+}
+
+func TestPrefixCache(t *testing.T) {
+	t.Parallel()
+	c := newPrefixCache(4)
+	a := []uint64{1, 2, 3}
+	if n := c.lookup(a); n != 0 {
+		t.Errorf("lookup(%v) on an empty cache = %d, want 0", a, n)
+	}
+	c.insert(a)
+	tests := []struct {
+		blocks []uint64
+		want   int
+	}{
+		{[]uint64{1, 2, 3}, 3},
+		{[]uint64{1, 2, 9}, 2},
+		{[]uint64{9, 2, 3}, 0},
+		{[]uint64{1, 2, 3, 4, 5}, 3},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		if n := c.lookup(tt.blocks); n != tt.want {
+			t.Errorf("lookup(%v) = %d, want %d", tt.blocks, n, tt.want)
+		}
+	}
+	// Inserting two more blocks evicts from the end of the least recently
+	// used chain: block 3 goes, 1 and 2 stay.
+	c.insert([]uint64{7, 8})
+	if n := c.lookup(a); n != 2 {
+		t.Errorf("lookup(%v) after eviction = %d, want 2", a, n)
+	}
+	if len(c.blocks) != 4 || c.lru.Len() != 4 {
+		t.Errorf("cache holds %d blocks (list %d), want 4", len(c.blocks), c.lru.Len())
+	}
+}
+
+func TestBlockHashes(t *testing.T) {
+	t.Parallel()
+	a := []byte(strings.Repeat("a", 64*3+10))
+	b := append([]byte(strings.Repeat("a", 64*2)), strings.Repeat("b", 64+10)...)
+	ha, hb := blockHashes(a), blockHashes(b)
+	if len(ha) != 3 || len(hb) != 3 {
+		t.Fatalf("blockHashes: %d and %d blocks, want 3 (full blocks only)", len(ha), len(hb))
+	}
+	if ha[0] != hb[0] || ha[1] != hb[1] || ha[2] == hb[2] {
+		t.Errorf("blockHashes(a), (b) = %x, %x; want the first two equal, the third different", ha, hb)
+	}
+	// Chained: the same block after different prefixes hashes differently.
+	c := append([]byte(strings.Repeat("c", 64)), strings.Repeat("a", 64)...)
+	if hc := blockHashes(c); hc[1] == ha[1] {
+		t.Errorf("block 1 after a different block 0 hashes the same: %x", hc[1])
+	}
+}
