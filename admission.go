@@ -15,7 +15,7 @@ import (
 
 // slowStartFrom is the first limit against a self-hosted server whose
 // capacity the engine discovers by slow start.
-const slowStartFrom = 4
+const slowStartFrom = 8
 
 // Defaults of [Backpressure].
 const (
