@@ -30,4 +30,13 @@
 //
 // [ParseURL] reads the "sim://" URL form used by jobs and the CLI, e.g.
 // "sim://?latency=60ms&tool_turns=1&fail=0.02&seed=1".
+//
+// # Over HTTP
+//
+// A [Server] serves the same model as an OpenAI-compatible chat-completions
+// server (`batchagent sim serve`) whose timing models a continuous-batching
+// GPU server: bounded running sequences, chunked prefill of uncached prompt
+// tokens, a prefix cache, decode steps that slow down with the batch, a
+// queue and 429s when it overflows, and /metrics with vLLM's gauge names.
+// Any client, batchagent's or another, can be measured against it.
 package sim
