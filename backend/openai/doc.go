@@ -1,0 +1,52 @@
+// Package openai is batchagent's backend for servers that speak the OpenAI
+// chat-completions API: OpenAI itself, vLLM, SGLang, llama.cpp's
+// llama-server, Ollama, batchagent's HTTP simulator and any other
+// compatible server. It is built on the official SDK
+// (github.com/openai/openai-go/v3) with the SDK's retries off: batchagent's
+// agent loop owns retries.
+//
+// # Flavors
+//
+// A [Flavor] names the server. It sets the [llm.Capabilities] the [Model]
+// declares (prompt caching, queue probing, a starting concurrency), how the
+// token cap is sent (max_completion_tokens to OpenAI, max_tokens to the
+// others) and where [Model.QueueDepth] reads Prometheus metrics. [ParseURL]
+// maps backend URLs such as "vllm://gpu1:8000?model=qwen" to a [Config].
+//
+// # Requests
+//
+// Messages map one to one (assistant tool calls with their IDs, tool
+// results linked by tool_call_id), tools become function tools, and
+// [llm.Request.Output] becomes response_format json_schema with strict
+// false. Tool parameters and the output schema are sent as the raw JSON
+// given, so the prefix shared by the agents of a batch stays byte-identical
+// and servers' prefix caches hit. Streams ask for
+// stream_options.include_usage.
+//
+// # Responses
+//
+// Usage counts prompt, completion and cached prompt tokens
+// (prompt_tokens_details.cached_tokens, or llama.cpp's timings.cache_n when
+// the details are absent). The x-ratelimit-* headers become
+// [llm.Response.RateLimit] and, in a stream, a first [llm.EventRateLimit].
+//
+// # Errors
+//
+// Every failure is an [*llm.APIError] whose Backend is the flavor's name
+// ("openai" for the generic flavor) and whose Err is a class sentinel: 429
+// [llm.ErrRateLimited]; 503 and 529 [llm.ErrOverloaded]; 408 and 504
+// [llm.ErrTimeout]; other 5xx and malformed bodies [llm.ErrServer]; 401 and
+// 403 [llm.ErrAuth]; 4xx saying the prompt exceeds the context window
+// [llm.ErrContextLength]; other 4xx [llm.ErrBadRequest]; refused, reset or
+// cut connections, and streams that end before "data: [DONE]",
+// [llm.ErrConnection]. RetryAfter comes from retry-after-ms or Retry-After.
+//
+// One deliberate exception: llama.cpp answers a request body it cannot
+// parse with HTTP 500 and a "[json.exception..." message. Resending the
+// same body fails the same way, so that is [llm.ErrBadRequest] (permanent),
+// not ErrServer. Likewise OpenAI's 429 insufficient_quota is ErrBadRequest:
+// no wait cures an empty account.
+//
+// A cancelled context yields an error wrapping the context's error, not an
+// APIError. The API key never appears in an error.
+package openai

@@ -1,0 +1,141 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// defaultOutputName names the response_format schema when
+// [llm.OutputSpec.Name] is empty.
+const defaultOutputName = "output"
+
+// params maps req to the SDK's request body. Tool parameter and output
+// schemas are sent as the raw JSON they are given (compacted), never
+// re-encoded through a map, so that the shared prefix of a batch stays
+// byte-identical and prefix caches hit.
+func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParams, error) {
+	var p oa.ChatCompletionNewParams
+	if req == nil {
+		return p, m.errorf(0, llm.ErrBadRequest, "nil request")
+	}
+	p.Model = req.Model
+	if p.Model == "" {
+		p.Model = m.model
+	}
+	if p.Model == "" && m.flavor.maxTokensV2 {
+		return p, m.errorf(0, llm.ErrBadRequest, "no model: set Config.Model or Request.Model")
+	}
+
+	p.Messages = make([]oa.ChatCompletionMessageParamUnion, 0, len(req.Messages))
+	for i, msg := range req.Messages {
+		mp, err := m.message(msg)
+		if err != nil {
+			return p, m.errorf(0, llm.ErrBadRequest, "message %d: %v", i, err)
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+
+	for _, t := range req.Tools {
+		fd := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fd.Description = oa.String(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if !json.Valid(t.Parameters) {
+				return p, m.errorf(0, llm.ErrBadRequest, "tool %q: parameters are not valid JSON", t.Name)
+			}
+			fd.SetExtraFields(map[string]any{"parameters": t.Parameters})
+		}
+		p.Tools = append(p.Tools, oa.ChatCompletionFunctionTool(fd))
+	}
+
+	if out := req.Output; out != nil {
+		if !json.Valid(out.Schema) {
+			return p, m.errorf(0, llm.ErrBadRequest, "output schema is not valid JSON")
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   schemaName(out.Name),
+				Strict: oa.Bool(false),
+				Schema: out.Schema,
+			},
+		}
+	}
+
+	if req.MaxTokens > 0 {
+		if m.flavor.maxTokensV2 {
+			p.MaxCompletionTokens = oa.Int(int64(req.MaxTokens))
+		} else {
+			p.MaxTokens = oa.Int(int64(req.MaxTokens))
+		}
+	}
+	if req.Temperature != nil {
+		p.Temperature = oa.Float(*req.Temperature)
+	}
+	if stream {
+		// Servers that ignore it simply send no usage chunk.
+		p.StreamOptions.IncludeUsage = oa.Bool(true)
+	}
+	return p, nil
+}
+
+func (m *Model) message(msg llm.Message) (oa.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case llm.RoleSystem:
+		return oa.SystemMessage(msg.Content), nil
+	case llm.RoleUser:
+		return oa.UserMessage(msg.Content), nil
+	case llm.RoleTool:
+		if msg.ToolCallID == "" {
+			return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without tool_call_id")
+		}
+		return oa.ToolMessage(msg.Content, msg.ToolCallID), nil
+	case llm.RoleAssistant:
+		var a oa.ChatCompletionAssistantMessageParam
+		if msg.Content != "" || len(msg.ToolCalls) == 0 {
+			a.Content.OfString = oa.String(msg.Content)
+		}
+		for _, c := range msg.ToolCalls {
+			args := string(c.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			a.ToolCalls = append(a.ToolCalls, oa.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &oa.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ID,
+					Function: oa.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
+				},
+			})
+		}
+		return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	default:
+		return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+	}
+}
+
+// schemaName returns name as OpenAI accepts it: 1 to 64 characters of
+// [a-zA-Z0-9_-], others replaced by '_'; "output" when empty.
+func schemaName(name string) string {
+	if name == "" {
+		return defaultOutputName
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() == 64 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
