@@ -124,6 +124,15 @@ type Backend struct {
 	// NoCachedTokens says the wire format has no cached-token counter, so
 	// Plain's usage reports CachedTokens 0.
 	NoCachedTokens bool
+	// GeneratedContent says the server generates its answers (the
+	// simulator) rather than replaying the fixture values: answers are
+	// then checked for shape and validity instead of exact text — text
+	// present, the requested tools called with JSON object arguments,
+	// structured output valid against OutputSpec's schema, usage counted.
+	GeneratedContent bool
+	// RetryAfter is the wait the server asks for in RateLimited. Zero means
+	// 2s.
+	RetryAfter time.Duration
 	// Skip lists scenarios that do not apply, with the reason.
 	Skip map[Scenario]string
 }
@@ -247,8 +256,12 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		if strings.Contains(err.Error(), APIKey) || strings.Contains(err.Error(), APIKey[8:]) {
 			t.Errorf("%s: error text leaks the API key: %v", s, err)
 		}
-		if s == RateLimited && llm.RetryAfter(err) != 2*time.Second {
-			t.Errorf("%s: RetryAfter = %v, want 2s", s, llm.RetryAfter(err))
+		wantWait := b.RetryAfter
+		if wantWait == 0 {
+			wantWait = 2 * time.Second
+		}
+		if s == RateLimited && llm.RetryAfter(err) != wantWait {
+			t.Errorf("%s: RetryAfter = %v, want %v", s, llm.RetryAfter(err), wantWait)
 		}
 		if s == BadRequest && llm.IsTransient(err) {
 			t.Errorf("%s: a 400 must not be transient", s)
@@ -271,6 +284,13 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		t.Fatalf("%s: unexpected error: %v", s, err)
 	}
 	msg := resp.Message
+	if msg.Role != llm.RoleAssistant {
+		t.Errorf("%s: role %q, want assistant", s, msg.Role)
+	}
+	if b.GeneratedContent {
+		checkGenerated(t, s, resp)
+		return
+	}
 	switch s {
 	case Plain:
 		want := PlainUsage
@@ -296,8 +316,37 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 			t.Errorf("structured: content %q calls %v, want %s and no tool calls", msg.Content, msg.ToolCalls, StructuredText)
 		}
 	}
-	if msg.Role != llm.RoleAssistant {
-		t.Errorf("%s: role %q, want assistant", s, msg.Role)
+}
+
+// checkGenerated checks an answer a server generated.
+func checkGenerated(t *testing.T, s Scenario, resp *llm.Response) {
+	t.Helper()
+	msg := resp.Message
+	if resp.Usage.PromptTokens <= 0 || resp.Usage.CompletionTokens <= 0 {
+		t.Errorf("%s: usage %+v, want prompt and completion tokens counted", s, resp.Usage)
+	}
+	switch s {
+	case Plain, ToolResult:
+		if msg.Content == "" || len(msg.ToolCalls) != 0 || resp.FinishReason != llm.FinishStop {
+			t.Errorf("%s: content %q calls %v finish %q, want text and stop", s, msg.Content, msg.ToolCalls, resp.FinishReason)
+		}
+	case ToolCall:
+		if resp.FinishReason != llm.FinishToolCalls || len(msg.ToolCalls) == 0 {
+			t.Fatalf("tool_call: finish %q calls %v, want tool calls", resp.FinishReason, msg.ToolCalls)
+		}
+		for _, c := range msg.ToolCalls {
+			var args map[string]any
+			if c.ID == "" || (c.Name != "read_file" && c.Name != "lookup") || json.Unmarshal(c.Arguments, &args) != nil {
+				t.Errorf("tool_call: call %+v, want an id, a requested tool and JSON object arguments", c)
+			}
+		}
+	case Structured:
+		var v struct {
+			N *json.Number `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(msg.Content), &v); err != nil || v.N == nil || strings.ContainsAny(v.N.String(), ".eE") {
+			t.Errorf("structured: content %q, want a JSON object with an integer n", msg.Content)
+		}
 	}
 }
 
