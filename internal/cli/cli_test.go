@@ -166,6 +166,7 @@ func TestRunCSVOrdered(t *testing.T) {
 }
 
 func TestRunUsageErrors(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
 	dir, job := newJob(t, "")
 	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
 	bad := writeFile(t, dir, "bad.yaml", "task: hi\nlimits:\n  max_turns: many\n  max_turnz: 3\nbogus: 1\n")
@@ -180,6 +181,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown backend", []string{"run", job, "--inputs", in, "--backend", "carrier-pigeon://x"}, []string{`unsupported scheme "carrier-pigeon"`}},
 		{"bad sim parameter", []string{"run", job, "--inputs", in, "--backend", "sim://?latncy=1s"}, []string{`unknown parameter "latncy"`}},
 		{"no inputs", []string{"run", job}, []string{"no inputs"}},
+		{"openai without a key", []string{"run", job, "--inputs", in, "--backend", "openai://"}, []string{"no API key: set OPENAI_API_KEY"}},
+		{"bad openai url", []string{"run", job, "--inputs", in, "--backend", "vllm://h:1?bogus=1"}, []string{"bogus"}},
 		{"unknown input format", []string{"run", job, "--inputs", job}, []string{"want a .jsonl or .csv"}},
 		{"unknown flag", []string{"run", job, "--frobnicate"}, []string{"frobnicate"}},
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
