@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,7 +149,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
 	fields := fieldsOf(v.Type())
 	for _, e := range d.entries(n, path) {
 		key := e.key.Value
-		i, ok := fields.index[key]
+		idx, ok := fields.index[key]
 		if !ok {
 			msg := fmt.Sprintf("unknown key %s", quote(key))
 			if s := suggest(key, fields.names); s != "" {
@@ -157,7 +158,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
 			d.report(e.key, join(path, key), "%s", msg)
 			continue
 		}
-		d.value(e.value, join(path, key), v.Field(i))
+		d.value(e.value, join(path, key), v.FieldByIndex(idx))
 	}
 }
 
@@ -235,18 +236,30 @@ func (d *decoder) entries(n *yaml.Node, path string) []entry {
 
 // fields describes the yaml fields of a struct type.
 type fields struct {
-	names []string       // in declaration order, for suggestions
-	index map[string]int // name to field index
+	names []string         // in declaration order, for suggestions
+	index map[string][]int // name to field index path (inline structs flattened)
 }
 
 func fieldsOf(t reflect.Type) fields {
-	fs := fields{index: make(map[string]int)}
+	fs := fields{index: make(map[string][]int)}
+	fs.add(t, nil)
+	return fs
+}
+
+// add records the fields of struct type t, reached through index prefix;
+// fields tagged ",inline" contribute their own fields.
+func (fs *fields) add(t reflect.Type, prefix []int) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		idx := append(slices.Clone(prefix), i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			fs.add(f.Type, idx)
+			continue
+		}
 		switch name {
 		case "-":
 			continue
@@ -254,9 +267,8 @@ func fieldsOf(t reflect.Type) fields {
 			name = strings.ToLower(f.Name)
 		}
 		fs.names = append(fs.names, name)
-		fs.index[name] = i
+		fs.index[name] = idx
 	}
-	return fs
 }
 
 // join appends key to a YAML path.

@@ -71,7 +71,7 @@ tools:
 			{Line: 6, Col: 17, Path: "limits.max_inflight", Msg: "must not be negative, got -1"},
 			{Line: 7, Col: 3, Path: "limits.max_turnz", Msg: `unknown key "max_turnz" (did you mean "max_turns"?)`},
 			{Line: 8, Col: 12, Path: "limits.timeout", Msg: `invalid duration 30: want a duration like "30s"`},
-			{Line: 10, Col: 11, Path: "tools[0].name", Msg: `unknown tool "web_search"; known tools: read_file`},
+			{Line: 10, Col: 11, Path: "tools[0].name", Msg: `unknown tool "web_search"; known tools: http_get, list_dir, read_file, sql_lookup, sql_query`},
 		},
 	}})
 }

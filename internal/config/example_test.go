@@ -65,5 +65,5 @@ tools:
 	// triage.yaml:2:1: task: required key is missing
 	// triage.yaml:4:14: limits.max_turns: cannot unmarshal !!str `many` into int
 	// triage.yaml:5:12: limits.timeout: invalid duration 30: want a duration like "30s"
-	// triage.yaml:7:11: tools[0].name: unknown tool "web_search"; known tools: read_file
+	// triage.yaml:7:11: tools[0].name: unknown tool "web_search"; known tools: http_get, list_dir, read_file, sql_lookup, sql_query
 }

@@ -53,6 +53,8 @@ type Job struct {
 	OutputSchema Schema `yaml:"output_schema"`
 	// Tools are the built-in tools the agents may call. Empty means none.
 	Tools []Tool `yaml:"tools"`
+	// MCP lists MCP servers whose tools the agents may call.
+	MCP []MCPServer `yaml:"mcp"`
 	// Limits are the engine limits. Zero fields mean the engine defaults.
 	Limits Limits `yaml:"limits"`
 	// WarmPrefix sends one request first and the rest only when it
@@ -99,20 +101,74 @@ func (s Schema) MarshalYAML() (any, error) {
 	return &n, nil
 }
 
-// Tool configures one built-in tool.
+// Tool configures one built-in tool. Each tool takes only the options that
+// apply to it; see the table in the README.
 type Tool struct {
-	// Name is the name of a built-in tool; the only one today is
-	// "read_file". It is required.
+	// Name is the name of a built-in tool: read_file, list_dir, http_get,
+	// sql_query or sql_lookup. It is required.
 	Name string `yaml:"name"`
-	// Roots are the absolute directories read_file may read below. They are
-	// required for read_file and refused for tools that do not read files.
+	// Roots are the absolute directories read_file and list_dir may read
+	// below. Required for them.
 	Roots []string `yaml:"roots"`
-	// MaxBytes caps the size of a file read_file returns. Zero means the
-	// tool's default.
+	// MaxBytes caps what read_file reads and what http_get downloads. Zero
+	// means the tool's default.
 	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxEntries caps the entries list_dir returns. Zero means its default.
+	MaxEntries int `yaml:"max_entries"`
+	// AllowHosts are the hosts http_get may fetch ("example.com",
+	// "*.example.com"); none by default.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// AllowPrivate lets http_get reach loopback, private and link-local
+	// addresses.
+	AllowPrivate bool `yaml:"allow_private"`
+	// Database is the SQLite file of sql_query and sql_lookup, opened read
+	// only (absolute after parsing).
+	Database string `yaml:"database"`
+	// MaxRows caps the rows sql_query returns. Zero means its default.
+	MaxRows int `yaml:"max_rows"`
+	// Table, Key and Columns define sql_lookup: rows of Table whose Key
+	// column equals the argument; Columns empty means all.
+	Table   string   `yaml:"table"`
+	Key     string   `yaml:"key"`
+	Columns []string `yaml:"columns"`
 	// Cacheable says whether results of the tool may be cached. Nil means
 	// the tool's default.
 	Cacheable *bool `yaml:"cacheable"`
+	// Policy limits the tool's executions.
+	Policy `yaml:",inline"`
+}
+
+// Policy limits a tool's executions: a rate, a concurrency cap, a timeout,
+// and batching for batchable tools. Zero fields mean no limit or the
+// default.
+type Policy struct {
+	Rate          float64  `yaml:"rate"`           // executions per second
+	Burst         int      `yaml:"burst"`          // token bucket size
+	MaxConcurrent int      `yaml:"max_concurrent"` // executions at once
+	Timeout       Duration `yaml:"timeout"`        // per execution
+	NoCoalesce    bool     `yaml:"no_coalesce"`    // run identical concurrent calls each
+	BatchWindow   Duration `yaml:"batch_window"`   // batchable tools: wait for more calls
+	BatchMax      int      `yaml:"batch_max"`      // batchable tools: calls per batch
+}
+
+// MCPServer is an MCP server whose tools the agents may call: a stdio
+// command or a streamable-HTTP URL.
+type MCPServer struct {
+	// Name labels the server in errors. Required.
+	Name string `yaml:"name"`
+	// Command is the program and its arguments (stdio transport).
+	Command []string `yaml:"command"`
+	// Env adds "KEY=VALUE" entries to the command's environment.
+	Env []string `yaml:"env"`
+	// URL is a streamable-HTTP endpoint. Exactly one of Command and URL.
+	URL string `yaml:"url"`
+	// Tools restricts which of the server's tools are exposed; empty means
+	// all.
+	Tools []string `yaml:"tools"`
+	// Cacheable marks the server's tools cacheable.
+	Cacheable bool `yaml:"cacheable"`
+	// Policy limits each of the server's tools.
+	Policy `yaml:",inline"`
 }
 
 // Limits are the engine limits of a job. The zero Limits means the engine

@@ -7,22 +7,32 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// toolSpec says which options a built-in tool takes.
+// toolSpec says which options a built-in tool takes. Every tool takes
+// name, cacheable and the policy options.
 type toolSpec struct {
-	roots    bool // takes roots, and requires at least one
-	maxBytes bool // takes max_bytes
+	roots    bool     // requires at least one root
+	database bool     // requires a database file
+	options  []string // the other options it takes
 }
 
 // builtinTools are the tools a job file may name.
 var builtinTools = map[string]toolSpec{
-	"read_file": {roots: true, maxBytes: true},
+	"read_file":  {roots: true, options: []string{"roots", "max_bytes"}},
+	"list_dir":   {roots: true, options: []string{"roots", "max_entries"}},
+	"http_get":   {options: []string{"allow_hosts", "allow_private", "max_bytes"}},
+	"sql_query":  {database: true, options: []string{"database", "max_rows"}},
+	"sql_lookup": {database: true, options: []string{"database", "table", "key", "columns"}},
 }
+
+// commonToolKeys are taken by every tool.
+var commonToolKeys = []string{"name", "cacheable", "rate", "burst", "max_concurrent", "timeout", "no_coalesce", "batch_window", "batch_max"}
 
 // validate checks the meaning of a decoded job, resolves its paths and fills
 // in defaults. It skips values that failed to decode, so that each mistake
@@ -60,6 +70,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 
 	d.validateLimits(&j.Limits)
 	d.validateTools(j.Tools)
+	d.validateMCP(j.MCP)
 }
 
 func (d *decoder) validateLimits(l *Limits) {
@@ -124,30 +135,103 @@ func (d *decoder) validateTools(tools []Tool) {
 			seen[t.Name] = d.at(namePath)
 		}
 
+		fs := fieldsOf(reflect.TypeFor[Tool]())
+		tv := reflect.ValueOf(*t)
+		for _, key := range fs.names {
+			kp := path + "." + key
+			set := d.nodes[kp] != nil && !tv.FieldByIndex(fs.index[key]).IsZero()
+			if set && d.ok(kp) && !slices.Contains(commonToolKeys, key) && !slices.Contains(spec.options, key) {
+				d.report(d.at(kp), kp, "tool %q does not take %s", t.Name, key)
+			}
+		}
+
 		rootsPath := path + ".roots"
 		switch {
-		case !d.ok(rootsPath):
-		case !spec.roots && len(t.Roots) > 0:
-			d.report(d.at(rootsPath), rootsPath, "tool %q does not take roots", t.Name)
-		case spec.roots && len(t.Roots) == 0:
+		case !d.ok(rootsPath) || !spec.roots:
+		case len(t.Roots) == 0:
 			msg := "required key is missing"
 			if d.nodes[rootsPath] != nil {
 				msg = "must list at least one directory"
 			}
 			d.report(d.at(rootsPath), rootsPath, "%s (%s reads files only below its roots)", msg, t.Name)
-		case spec.roots:
+		default:
 			for k, r := range t.Roots {
 				d.checkRoot(r, fmt.Sprintf("%s[%d]", rootsPath, k))
 			}
 		}
+		if spec.database {
+			d.checkDatabase(t, path)
+		}
+		if t.Name == "sql_lookup" {
+			for _, key := range []string{"table", "key"} {
+				kp := path + "." + key
+				if d.ok(kp) && d.nodes[kp] == nil {
+					d.report(d.at(path), kp, "required key is missing (sql_lookup looks rows up by a key column of a table)")
+				}
+			}
+		}
+		for key, v := range map[string]int64{"max_bytes": t.MaxBytes, "max_entries": int64(t.MaxEntries), "max_rows": int64(t.MaxRows),
+			"burst": int64(t.Burst), "max_concurrent": int64(t.MaxConcurrent), "batch_max": int64(t.BatchMax)} {
+			kp := path + "." + key
+			if v < 0 && d.ok(kp) {
+				d.report(d.at(kp), kp, "must not be negative, got %d", v)
+			}
+		}
+		for key, v := range map[string]Duration{"timeout": t.Timeout, "batch_window": t.BatchWindow} {
+			if kp := path + "." + key; v < 0 && d.ok(kp) {
+				d.report(d.at(kp), kp, "must not be negative, got %s", v)
+			}
+		}
+		if kp := path + ".rate"; t.Rate < 0 && d.ok(kp) {
+			d.report(d.at(kp), kp, "must not be negative")
+		}
+	}
+}
 
-		bytesPath := path + ".max_bytes"
+// checkDatabase resolves and checks the database file of a SQL tool.
+func (d *decoder) checkDatabase(t *Tool, path string) {
+	kp := path + ".database"
+	if !d.ok(kp) {
+		return
+	}
+	if t.Database == "" {
+		d.report(d.at(path), kp, "required key is missing (the SQLite file %s queries)", t.Name)
+		return
+	}
+	t.Database = d.resolve(t.Database)
+	fi, err := os.Stat(t.Database)
+	switch {
+	case err != nil:
+		d.report(d.at(kp), kp, "cannot open database: %v", err)
+	case fi.IsDir():
+		d.report(d.at(kp), kp, "%s is a directory, want a SQLite file", t.Database)
+	}
+}
+
+// validateMCP checks the MCP servers.
+func (d *decoder) validateMCP(servers []MCPServer) {
+	names := map[string]bool{}
+	for i, m := range servers {
+		path := fmt.Sprintf("mcp[%d]", i)
+		if !d.ok(path) {
+			continue
+		}
 		switch {
-		case !d.ok(bytesPath):
-		case !spec.maxBytes && t.MaxBytes != 0:
-			d.report(d.at(bytesPath), bytesPath, "tool %q does not take max_bytes", t.Name)
-		case t.MaxBytes < 0:
-			d.report(d.at(bytesPath), bytesPath, "must not be negative, got %d", t.MaxBytes)
+		case m.Name == "":
+			d.report(d.at(path), path+".name", "required key is missing")
+		case names[m.Name]:
+			d.report(d.at(path+".name"), path+".name", "MCP server %q is listed twice", m.Name)
+		}
+		names[m.Name] = true
+		switch {
+		case len(m.Command) == 0 && m.URL == "":
+			d.report(d.at(path), path, "give command (a stdio server) or url (a streamable-HTTP server)")
+		case len(m.Command) > 0 && m.URL != "":
+			d.report(d.at(path+".url"), path+".url", "give command or url, not both")
+		case m.URL != "":
+			if u, err := url.Parse(m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.report(d.at(path+".url"), path+".url", "want an http or https URL, got %s", quote(m.URL))
+			}
 		}
 	}
 }

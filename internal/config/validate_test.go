@@ -1,7 +1,10 @@
 package config_test
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent/internal/config"
 )
@@ -70,7 +73,7 @@ func TestParseSemanticProblems(t *testing.T) {
 		{
 			name: "unknown tool close to a known one",
 			in:   "task: x\ntools:\n  - name: read_fil\n",
-			want: []config.Problem{{Line: 3, Col: 11, Path: "tools[0].name", Msg: `unknown tool "read_fil" (did you mean "read_file"?); known tools: read_file`}},
+			want: []config.Problem{{Line: 3, Col: 11, Path: "tools[0].name", Msg: `unknown tool "read_fil" (did you mean "read_file"?); known tools: http_get, list_dir, read_file, sql_lookup, sql_query`}},
 		},
 		{
 			name: "tool without name",
@@ -159,4 +162,75 @@ func TestParseSemanticProblems(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestParseIssue4Tools(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "shop.db", "")
+	mkdir(t, dir, "docs")
+	j, err := config.Parse([]byte(`task: x
+tools:
+  - name: list_dir
+    roots: [docs]
+    max_entries: 50
+  - name: http_get
+    allow_hosts: [api.example.com, "*.docs.example.com"]
+    timeout: 5s
+    rate: 2.5
+    max_concurrent: 4
+  - name: sql_lookup
+    database: shop.db
+    table: products
+    key: sku
+    columns: [sku, name]
+    batch_window: 10ms
+    batch_max: 50
+mcp:
+  - name: files
+    command: [mcp-files, --root, .]
+    tools: [search]
+    cacheable: true
+  - name: remote
+    url: https://mcp.example.com/mcp
+`), "job.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Tools[1].Policy; got.Rate != 2.5 || got.MaxConcurrent != 4 || time.Duration(got.Timeout) != 5*time.Second {
+		t.Errorf("http_get policy = %+v", got)
+	}
+	if got := j.Tools[2]; got.Database != filepath.Join(dir, "shop.db") || got.Table != "products" || got.BatchMax != 50 {
+		t.Errorf("sql_lookup = %+v", got)
+	}
+	if len(j.MCP) != 2 || j.MCP[0].Command[0] != "mcp-files" || !j.MCP[0].Cacheable || j.MCP[1].URL == "" {
+		t.Errorf("mcp = %+v", j.MCP)
+	}
+
+	_, err = config.Parse([]byte(`task: x
+tools:
+  - name: http_get
+    roots: [docs]
+    rate: -1
+  - name: sql_query
+  - name: sql_lookup
+    database: missing.db
+mcp:
+  - name: both
+    command: [x]
+    url: http://h/mcp
+  - command: [y]
+`), "job.yaml", dir)
+	for _, want := range []string{
+		`job.yaml:4:12: tools[0].roots: tool "http_get" does not take roots`,
+		`tools[0].rate: must not be negative`,
+		`tools[1].database: required key is missing`,
+		`tools[2].database: cannot open database`,
+		`tools[2].table: required key is missing`,
+		`mcp[0].url: give command or url, not both`,
+		`mcp[1].name: required key is missing`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(bad tools) error lacks %q:\n%v", want, err)
+		}
+	}
 }
