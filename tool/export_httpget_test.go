@@ -1,0 +1,24 @@
+package tool
+
+import (
+	"net/netip"
+	"net/url"
+)
+
+// RefusedAddressKind exposes refusedAddressKind to tests in package tool_test.
+func RefusedAddressKind(a netip.Addr) string { return refusedAddressKind(a) }
+
+// HTTPGetCheckURL reports why the http_get tool built from cfg would refuse
+// to fetch rawURL before connecting, or nil: it lets tests match host names
+// that do not resolve without touching the network.
+func HTTPGetCheckURL(cfg HTTPGetConfig, rawURL string) error {
+	t, err := HTTPGet(cfg)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	return t.(*httpGet).checkURL(u)
+}

@@ -1,0 +1,598 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults for [HTTPGetConfig].
+const (
+	// DefaultHTTPGetMaxBytes is the default [HTTPGetConfig.MaxBytes].
+	DefaultHTTPGetMaxBytes = 1 << 20
+	// DefaultHTTPGetTimeout is the default [HTTPGetConfig.Timeout].
+	DefaultHTTPGetTimeout = 10 * time.Second
+	// DefaultHTTPGetMaxRedirects is the default [HTTPGetConfig.MaxRedirects].
+	DefaultHTTPGetMaxRedirects = 5
+)
+
+// httpGetMaxHeaderBytes bounds the response headers http_get accepts.
+const httpGetMaxHeaderBytes = 64 << 10
+
+// httpGetHostsShown is how many allowed hosts an error or the tool's
+// description names.
+const httpGetHostsShown = 10
+
+// HTTPGetConfig confines the http_get tool. The zero value is valid and
+// allows nothing: every call is refused.
+type HTTPGetConfig struct {
+	// AllowHosts are the hosts the tool may fetch from, also after a
+	// redirect. An entry is a host name ("api.example.com"), a pattern
+	// "*.example.com" matching every host name below example.com but not
+	// example.com itself, or an IP address ("127.0.0.1", "::1"); each may
+	// carry a port ("example.com:8080", "[::1]:8080"), without which any port
+	// matches. Names are compared case-insensitively; IP addresses match
+	// only IP entries. International names must be written in their
+	// "xn--" form. Zero means no host is allowed.
+	AllowHosts []string
+	// AllowPrivate lets the tool connect to loopback, private (RFC 1918,
+	// fc00::/7), link-local (169.254.0.0/16, which holds the cloud metadata
+	// address 169.254.169.254, and fe80::/10), unspecified, shared (CGNAT,
+	// 100.64.0.0/10), multicast and reserved addresses. Zero means they are
+	// refused, whether written in the URL or the result of resolving an
+	// allowed host name: the check is made on the address actually
+	// connected to, which defeats DNS rebinding.
+	AllowPrivate bool
+	// MaxBytes is the most body bytes a call returns; longer bodies are cut
+	// and followed by the line "[truncated at MaxBytes bytes]". Defaults to
+	// DefaultHTTPGetMaxBytes; negative is an error.
+	MaxBytes int64
+	// Timeout bounds a whole call: connecting, redirects and reading the
+	// body. Defaults to DefaultHTTPGetTimeout; negative is an error.
+	Timeout time.Duration
+	// MaxRedirects is the most redirects a call follows; each redirect's
+	// target must pass the same checks as the URL asked for. Defaults to
+	// DefaultHTTPGetMaxRedirects; negative means redirects are not followed
+	// (a redirect is then an error naming its target).
+	MaxRedirects int
+	// Cacheable marks the tool cacheable ([Spec.Cacheable]): set it when the
+	// pages do not change while a job runs.
+	Cacheable bool
+}
+
+// httpGet is the http_get tool.
+type httpGet struct {
+	spec         Spec
+	hosts        []hostPattern
+	hostList     string // the allowed hosts, for messages
+	allowPrivate bool
+	maxBytes     int64
+	timeout      time.Duration
+	maxRedirects int
+	transport    *http.Transport
+}
+
+// HTTPGet returns the http_get tool, which fetches a URL with an HTTP GET.
+// Its arguments are {"url": string}, an absolute http or https URL whose host
+// is allowed by AllowHosts. It is safe for concurrent use.
+//
+// The result is "HTTP STATUS\nContent-Type: TYPE\n\nBODY"; statuses other
+// than 2xx are results, not errors. Bodies are returned as text: binary
+// content types (images, archives, PDF …) are refused without reading the
+// body, a body without a type or of type application/octet-stream is
+// refused unless it looks like text, and any body with a NUL byte in its
+// first 8 KiB is refused. Bodies over MaxBytes are cut, on a UTF-8 boundary,
+// and followed by "\n[truncated at N bytes]".
+//
+// Refused, with an error text meant for the model: URLs that are not
+// absolute http or https URLs, URLs with user information, hosts not on the
+// allowlist, addresses ruled out by AllowPrivate, redirects to such URLs or
+// beyond MaxRedirects, and calls that run past Timeout. Requests carry no
+// cookies or credentials and go directly to the host, never through a proxy
+// from the environment. Each call uses its own connection, so no connection
+// or goroutine outlives a call.
+//
+// HTTPGet fails if an AllowHosts entry is malformed, or MaxBytes or Timeout
+// is negative.
+func HTTPGet(cfg HTTPGetConfig) (Tool, error) {
+	switch {
+	case cfg.MaxBytes < 0:
+		return nil, fmt.Errorf("tool: http_get: negative MaxBytes %d", cfg.MaxBytes)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("tool: http_get: negative Timeout %v", cfg.Timeout)
+	case cfg.MaxBytes == 0:
+		cfg.MaxBytes = DefaultHTTPGetMaxBytes
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultHTTPGetTimeout
+	}
+	switch {
+	case cfg.MaxRedirects == 0:
+		cfg.MaxRedirects = DefaultHTTPGetMaxRedirects
+	case cfg.MaxRedirects < 0:
+		cfg.MaxRedirects = 0
+	}
+	t := &httpGet{
+		allowPrivate: cfg.AllowPrivate,
+		maxBytes:     cfg.MaxBytes,
+		timeout:      cfg.Timeout,
+		maxRedirects: cfg.MaxRedirects,
+	}
+	for i, s := range cfg.AllowHosts {
+		p, err := parseHostPattern(s)
+		if err != nil {
+			return nil, fmt.Errorf("tool: http_get: AllowHosts[%d] %q: %w", i, s, err)
+		}
+		t.hosts = append(t.hosts, p)
+	}
+	t.hostList = hostList(cfg.AllowHosts)
+
+	dialer := &net.Dialer{}
+	if !cfg.AllowPrivate {
+		dialer.Control = checkDialAddress
+	}
+	t.transport = &http.Transport{
+		Proxy:                  nil, // a proxy would be the address checked, not the host
+		DialContext:            dialer.DialContext,
+		DisableKeepAlives:      true,
+		MaxResponseHeaderBytes: httpGetMaxHeaderBytes,
+	}
+
+	hosts := "No host is allowed at present, so every call fails."
+	if len(cfg.AllowHosts) > 0 {
+		hosts = "Only these hosts are allowed: " + t.hostList + "."
+	}
+	t.spec = Spec{
+		Name: "http_get",
+		Description: fmt.Sprintf("Fetch a web page or API response with an HTTP GET and return its status, content type and body as text. "+
+			"Give an absolute http or https URL. %s "+
+			"Redirects are followed only to allowed hosts. Binary content such as images is refused; bodies over %d bytes are cut.",
+			hosts, cfg.MaxBytes),
+		Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string",` +
+			`"description":"Absolute http or https URL to fetch, for example \"https://example.com/page\"."}},` +
+			`"required":["url"],"additionalProperties":false}`),
+		Cacheable: cfg.Cacheable,
+	}
+	return t, nil
+}
+
+func (t *httpGet) Spec() Spec { return t.spec }
+
+// errHTTPGetTimeout is the cause of a call's context when Timeout runs out.
+var errHTTPGetTimeout = errors.New("http_get timeout")
+
+func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		URL *string `json:"url"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return "", fmt.Errorf(`%w: %v; want {"url": "<http or https URL>"}`, ErrBadArguments, err)
+	}
+	if a.URL == nil {
+		return "", fmt.Errorf(`%w: missing required argument "url"`, ErrBadArguments)
+	}
+	raw := *a.URL
+	if raw == "" {
+		return "", errors.New(`url is empty; give an absolute http or https URL, for example "https://example.com/"`)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("url %q: %v", raw, err)
+	}
+	if err := t.checkURL(u); err != nil {
+		return "", fmt.Errorf("url %q: %w", raw, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+
+	rctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errHTTPGetTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", fmt.Errorf("url %q: %v", raw, err)
+	}
+	req.Header.Set("User-Agent", "batchagent-http_get")
+	req.Header.Set("Accept", "text/*, application/json, application/xml, */*;q=0.1")
+	// current is the URL being fetched: u, or the target of the latest
+	// redirect followed. The client calls CheckRedirect on this goroutine.
+	current := u
+	client := &http.Client{
+		Transport: t.transport,
+		CheckRedirect: func(next *http.Request, via []*http.Request) error {
+			target := next.URL.String()
+			switch {
+			case len(via) > t.maxRedirects && t.maxRedirects == 0:
+				return &redirectError{fmt.Errorf("redirected to %q: redirects are not followed", target)}
+			case len(via) > t.maxRedirects:
+				return &redirectError{fmt.Errorf("stopped after %d redirects: the next was to %q", t.maxRedirects, target)}
+			}
+			if err := t.checkURL(next.URL); err != nil {
+				return &redirectError{fmt.Errorf("redirected to %q: %w", target, err)}
+			}
+			current = next.URL
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", t.requestError(ctx, rctx, raw, u, current, err)
+	}
+	defer resp.Body.Close()
+
+	contentType := resp.Header.Get("Content-Type")
+	mediaType := parseMediaType(contentType)
+	sniff := mediaType == "" || mediaType == "application/octet-stream" || mediaType == "binary/octet-stream"
+	if !sniff && !textMediaType(mediaType) {
+		return "", fmt.Errorf("url %q: binary content (%.100s)", raw, mediaType)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBytes+1))
+	if err != nil {
+		return "", t.requestError(ctx, rctx, raw, u, current, err)
+	}
+	head := body[:min(len(body), binarySniffBytes)]
+	if sniff {
+		if sniffed := http.DetectContentType(head); !strings.HasPrefix(sniffed, "text/") {
+			if mediaType == "" {
+				return "", fmt.Errorf("url %q: binary content (no Content-Type; the body looks like %s)", raw, parseMediaType(sniffed))
+			}
+			return "", fmt.Errorf("url %q: binary content (%.100s)", raw, mediaType)
+		}
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		label := mediaType
+		if label == "" {
+			label = "no Content-Type"
+		}
+		return "", fmt.Errorf("url %q: binary content (%s with NUL bytes)", raw, label)
+	}
+
+	var b strings.Builder
+	b.Grow(len(body) + 100)
+	fmt.Fprintf(&b, "HTTP %d", resp.StatusCode)
+	if text := http.StatusText(resp.StatusCode); text != "" {
+		b.WriteString(" " + text)
+	}
+	if contentType == "" {
+		contentType = "(none)"
+	}
+	b.WriteString("\nContent-Type: " + strings.ToValidUTF8(contentType, "\uFFFD") + "\n\n")
+	if int64(len(body)) > t.maxBytes {
+		b.Write(cutUTF8(body, int(t.maxBytes)))
+		fmt.Fprintf(&b, "\n[truncated at %d bytes]", t.maxBytes)
+	} else {
+		b.Write(body)
+	}
+	return b.String(), nil
+}
+
+// checkURL reports why u may not be fetched, or nil. Its errors are meant for
+// the model.
+func (t *httpGet) checkURL(u *url.URL) error {
+	switch {
+	case u.Scheme == "":
+		return errors.New(`not an absolute URL; give a full http or https URL, for example "https://example.com/"`)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("scheme %q is not allowed; only http and https URLs are", u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("the URL has no host")
+	case u.User != nil:
+		return errors.New("URLs with user information (user:password@) are not allowed")
+	}
+	raw := u.Hostname()
+	for i := range len(raw) {
+		if raw[i] >= utf8.RuneSelf {
+			return fmt.Errorf("host %q is not ASCII; write international domain names in their xn-- form", raw)
+		}
+	}
+	host := strings.ToLower(raw)
+	addr, err := netip.ParseAddr(host)
+	if err == nil {
+		addr = addr.Unmap()
+	} else {
+		host = strings.TrimSuffix(host, ".")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if !t.allowedHost(host, addr, port) {
+		if len(t.hosts) == 0 {
+			return fmt.Errorf("host %q is not allowed: no host is allowed", u.Host)
+		}
+		return fmt.Errorf("host %q is not allowed; allowed hosts: %s", u.Host, t.hostList)
+	}
+	if addr.IsValid() && !t.allowPrivate {
+		if kind := refusedAddressKind(addr); kind != "" {
+			return fmt.Errorf("%s is %s address; %s", addr, article(kind), refusedAddressesNote)
+		}
+	}
+	return nil
+}
+
+// allowedHost reports whether a host (lower case, without a trailing dot)
+// with the given port may be fetched. addr is the host's address when the
+// host is an IP address, and the zero Addr otherwise.
+func (t *httpGet) allowedHost(host string, addr netip.Addr, port string) bool {
+	for _, p := range t.hosts {
+		switch {
+		case p.port != "" && p.port != port:
+		case p.addr.IsValid():
+			if addr == p.addr {
+				return true
+			}
+		case addr.IsValid():
+			// An IP address matches IP entries only.
+		case p.wildcard:
+			if strings.HasSuffix(host, "."+p.host) {
+				return true
+			}
+		case host == p.host:
+			return true
+		}
+	}
+	return false
+}
+
+// requestError turns a failed request into an error for the model. ctx is
+// the caller's context, rctx the call's (with Timeout), u the URL asked for
+// and current the URL that was being fetched.
+func (t *httpGet) requestError(ctx, rctx context.Context, raw string, u, current *url.URL, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("url %q: %w", raw, ctx.Err())
+	}
+	if errors.Is(context.Cause(rctx), errHTTPGetTimeout) {
+		return fmt.Errorf("url %q: timed out after %v", raw, t.timeout)
+	}
+	redirected := ""
+	if current != u {
+		redirected = fmt.Sprintf("redirected to %q: ", current.String())
+	}
+	var ae *addressError
+	if errors.As(err, &ae) {
+		host := current.Hostname()
+		if host == ae.addr.String() {
+			return fmt.Errorf("url %q: %s%s is %s address; %s", raw, redirected, ae.addr, article(ae.kind), refusedAddressesNote)
+		}
+		return fmt.Errorf("url %q: %shost %q resolves to %s, %s address; %s", raw, redirected, host, ae.addr, article(ae.kind), refusedAddressesNote)
+	}
+	var re *redirectError
+	if errors.As(err, &re) {
+		return fmt.Errorf("url %q: %w", raw, re.err) // it names the target
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // "Get URL: " would repeat the URL
+	}
+	return fmt.Errorf("url %q: %s%v", raw, redirected, err)
+}
+
+// redirectError is a redirect refused by http_get's CheckRedirect.
+type redirectError struct{ err error }
+
+func (e *redirectError) Error() string { return e.err.Error() }
+
+// refusedAddressesNote ends the errors about refused addresses.
+const refusedAddressesNote = "loopback, private and link-local addresses are refused"
+
+// addressError is the refusal of an address by the dialer's Control hook.
+type addressError struct {
+	addr netip.Addr
+	kind string
+}
+
+func (e *addressError) Error() string {
+	return fmt.Sprintf("%s is %s address; %s", e.addr, article(e.kind), refusedAddressesNote)
+}
+
+// checkDialAddress is the net.Dialer Control hook of http_get: it refuses a
+// connection to a refused address, whatever name it was resolved from.
+func checkDialAddress(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("cannot check the address %q", address)
+	}
+	if kind := refusedAddressKind(ap.Addr()); kind != "" {
+		return &addressError{addr: ap.Addr(), kind: kind}
+	}
+	return nil
+}
+
+// Address ranges refused besides those netip.Addr classifies.
+var (
+	sharedPrefix     = netip.MustParsePrefix("100.64.0.0/10")  // RFC 6598 (CGNAT)
+	thisNetPrefix    = netip.MustParsePrefix("0.0.0.0/8")      // RFC 1122 "this network"
+	reservedPrefix   = netip.MustParsePrefix("240.0.0.0/4")    // RFC 1112, with 255.255.255.255
+	siteLocalPrefix  = netip.MustParsePrefix("fec0::/10")      // deprecated site-local
+	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052: IPv4 address in the last 32 bits
+	nat64LocalPrefix = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215, local use
+	ipv4CompatPrefix = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible
+)
+
+// refusedAddressKind returns the kind of address a ("loopback", "private",
+// …) when it is refused without AllowPrivate, or "" when it is public.
+func refusedAddressKind(a netip.Addr) string {
+	a = a.Unmap()
+	if nat64Prefix.Contains(a) {
+		b := a.As16()
+		if kind := refusedAddressKind(netip.AddrFrom4([4]byte(b[12:]))); kind != "" {
+			return kind
+		}
+	}
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsPrivate(), siteLocalPrefix.Contains(a), nat64LocalPrefix.Contains(a):
+		return "private"
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(), a.Zone() != "":
+		return "link-local"
+	case a.IsUnspecified(), thisNetPrefix.Contains(a):
+		return "unspecified"
+	case sharedPrefix.Contains(a):
+		return "shared (CGNAT)"
+	case a.IsMulticast():
+		return "multicast"
+	case reservedPrefix.Contains(a), ipv4CompatPrefix.Contains(a):
+		return "reserved"
+	}
+	return ""
+}
+
+// article prefixes kind with "a" or "an".
+func article(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// hostPattern is one parsed [HTTPGetConfig.AllowHosts] entry.
+type hostPattern struct {
+	host     string     // lower case, no trailing dot; for a wildcard, the part after "*."
+	wildcard bool       // "*.host"
+	addr     netip.Addr // the address of an IP entry
+	port     string     // "" for any port
+}
+
+// parseHostPattern parses an AllowHosts entry.
+func parseHostPattern(s string) (hostPattern, error) {
+	var p hostPattern
+	host := strings.ToLower(s)
+	switch {
+	case host == "":
+		return p, errors.New("empty host")
+	case strings.Contains(host, "://") || strings.ContainsAny(host, "/?#@ \t"):
+		return p, errors.New(`want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`)
+	case strings.HasPrefix(host, "["):
+		h, port, err := net.SplitHostPort(host)
+		if err != nil {
+			h, ok := strings.CutSuffix(host[1:], "]")
+			if !ok {
+				return p, errors.New("unclosed [")
+			}
+			host = h
+		} else {
+			host, p.port = h, port
+		}
+		if _, err := netip.ParseAddr(host); err != nil {
+			return p, errors.New("only IPv6 addresses go in brackets")
+		}
+	case strings.Count(host, ":") == 1:
+		h, port, err := net.SplitHostPort(host)
+		if err != nil {
+			return p, err
+		}
+		host, p.port = h, port
+	}
+	if p.port != "" || strings.HasSuffix(s, ":") {
+		n, err := strconv.Atoi(p.port)
+		if err != nil || n < 1 || n > 65535 || strings.TrimLeft(p.port, "0123456789") != "" {
+			return p, fmt.Errorf("bad port %q", p.port)
+		}
+		p.port = strconv.Itoa(n)
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if addr.Zone() != "" {
+			return p, errors.New("IPv6 zones are not allowed")
+		}
+		p.addr = addr.Unmap()
+		return p, nil
+	}
+	host, p.wildcard = strings.CutPrefix(host, "*.")
+	host = strings.TrimSuffix(host, ".")
+	if !validHostName(host) {
+		if host == "*" || host == "" && p.wildcard {
+			return p, errors.New(`a wildcard needs a domain after it, as in "*.example.com"`)
+		}
+		return p, errors.New("not a valid host name")
+	}
+	p.host = host
+	return p, nil
+}
+
+// validHostName reports whether s is a host name of letters, digits, '-' and
+// '_' in dot-separated labels of 1 to 63 bytes.
+func validHostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for i := range len(label) {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hostList names the allowed hosts for messages: the first
+// httpGetHostsShown of them, then how many more there are.
+func hostList(hosts []string) string {
+	if len(hosts) <= httpGetHostsShown {
+		return strings.Join(hosts, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:httpGetHostsShown], ", "), len(hosts)-httpGetHostsShown)
+}
+
+// parseMediaType returns the lower-case media type of a Content-Type value,
+// without parameters, or "" for none.
+func parseMediaType(contentType string) string {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// textMediaType reports whether a media type is text.
+func textMediaType(mt string) bool {
+	if strings.HasPrefix(mt, "text/") ||
+		strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") || strings.HasSuffix(mt, "+yaml") {
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/javascript", "application/x-javascript",
+		"application/ecmascript", "application/yaml", "application/x-yaml", "application/toml",
+		"application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-www-form-urlencoded",
+		"application/graphql", "application/sql", "application/csv", "application/x-sh", "message/rfc822":
+		return true
+	}
+	return false
+}
+
+// cutUTF8 returns b cut to at most n bytes, backing up to the start of the
+// rune at b[n] so that no rune is split. b must be longer than n.
+func cutUTF8(b []byte, n int) []byte {
+	for i := n; i > 0 && n-i < utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return b[:i]
+		}
+	}
+	return b[:n]
+}
