@@ -97,6 +97,7 @@ func New(j Job) (*Engine, error) {
 		System:     j.System,
 		Tools:      e.pool,
 		Schema:     sch,
+		Check:      j.Check,
 		MaxTurns:   j.MaxTurns,
 		MaxRetries: j.MaxRetries,
 		MaxTokens:  j.MaxTokens,
@@ -243,6 +244,7 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input) Result {
 		Attempts:  st.ModelCalls,
 		Turns:     st.Turns,
 		ToolCalls: st.ToolCalls,
+		Repairs:   st.Repairs,
 		Usage:     st.Usage,
 		Timings: Timings{
 			Queue:     st.Timings.Queue,

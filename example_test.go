@@ -101,3 +101,43 @@ func ExampleStream() {
 	// Output:
 	// ok 3 of 3, model calls 6, tool calls requested 3, executed 1
 }
+
+// Review is a typed output: its JSON Schema is derived from the type.
+type Review struct {
+	Score   int      `json:"score" jsonschema:"overall score"`
+	Verdict string   `json:"verdict" jsonschema:"one word"`
+	Issues  []string `json:"issues"`
+}
+
+func ExampleRunTyped() {
+	model, err := sim.New(sim.Config{Seed: 7})
+	if err != nil {
+		panic(err)
+	}
+	job := batchagent.Job{
+		Model: model,
+		Task:  "Review the pull request titled {title}.",
+		// A semantic check beyond the schema: sent back to the model when it fails.
+		Check: func(out json.RawMessage) error {
+			var r Review
+			if err := json.Unmarshal(out, &r); err != nil {
+				return err
+			}
+			if r.Verdict == "" {
+				return fmt.Errorf("verdict must not be empty")
+			}
+			return nil
+		},
+	}
+	inputs := []batchagent.Input{{"title": "Fix the cache"}, {"title": "Add retries"}}
+	results, err := batchagent.RunTyped[Review](context.Background(), job, batchagent.Slice(inputs))
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range results {
+		fmt.Printf("%d: ok=%t verdict set=%t\n", r.Index, r.Err == nil, r.Value.Verdict != "")
+	}
+	// Output:
+	// 0: ok=true verdict set=true
+	// 1: ok=true verdict set=true
+}

@@ -15,6 +15,8 @@ func TestImportRules(t *testing.T) {
 		"llm":                 {},
 		"sched":               {},
 		"tool":                {},
+		"tool/sqltool":        {"tool"},
+		"tool/mcptool":        {"tool"},
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},

@@ -41,6 +41,11 @@ type Job struct {
 	// OutputSchema is the JSON Schema the final answer must satisfy. Nil
 	// means any text is accepted.
 	OutputSchema json.RawMessage
+	// Check, if set, is a semantic check run on each output after schema
+	// validation (for example: "end date after start date"). Its error is
+	// sent back to the model like a schema problem and counts against
+	// MaxRetries; the output is accepted when it returns nil.
+	Check func(output json.RawMessage) error
 	// MaxTurns caps each agent's model turns. Defaults to DefaultMaxTurns.
 	MaxTurns int
 	// MaxInflight caps concurrent model calls. Zero means the backend's

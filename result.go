@@ -34,6 +34,8 @@ type Result struct {
 	Turns int
 	// ToolCalls counts tool calls the model requested.
 	ToolCalls int
+	// Repairs counts fixes made to broken JSON in the model's answers.
+	Repairs int
 	// Usage sums the tokens of all the agent's model calls.
 	Usage llm.Usage
 	// Timings says where the agent's time went.

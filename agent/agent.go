@@ -58,8 +58,13 @@ type Config struct {
 	// Tools executes tool calls. Nil means the agents have no tools.
 	Tools *tool.Pool
 	// Schema validates the final answer. Nil means any text is accepted
-	// (the output is then the text as a JSON string).
+	// (the output is then the text as a JSON string). Broken JSON is
+	// repaired first where the repair is unambiguous.
 	Schema *schema.Schema
+	// Check, if set, runs on each final answer after schema validation;
+	// its error goes back to the model like a schema problem, and counts
+	// against MaxRetries.
+	Check schema.CheckFunc
 	// MaxTurns caps model turns per agent, validation retries included.
 	// Defaults to DefaultMaxTurns.
 	MaxTurns int
@@ -191,12 +196,36 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		}
 		st.Messages = append(st.Messages, msg)
 		st.Raw = msg.Content
-		if r.cfg.Schema == nil {
+		if r.cfg.Schema == nil && r.cfg.Check == nil {
 			st.Output, _ = json.Marshal(msg.Content)
 			r.turnDone(ctx, st)
 			return nil
 		}
-		out, err := r.cfg.Schema.Parse(msg.Content)
+		if r.cfg.Schema == nil {
+			out, _ := json.Marshal(msg.Content)
+			if cerr := r.cfg.Check(out); cerr != nil {
+				if st.Corrections >= r.cfg.MaxRetries {
+					r.turnDone(ctx, st)
+					return &Error{Op: "validate", Turn: turn, Err: schema.CheckError(cerr)}
+				}
+				st.Corrections++
+				st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: schema.Feedback(schema.CheckError(cerr))})
+				r.turnDone(ctx, st)
+				continue
+			}
+			st.Output = out
+			r.turnDone(ctx, st)
+			return nil
+		}
+		out, repairs, err := r.cfg.Schema.ParseRepaired(msg.Content)
+		if err == nil {
+			st.Repairs += len(repairs)
+			if r.cfg.Check != nil {
+				if cerr := r.cfg.Check(out); cerr != nil {
+					err = schema.CheckError(cerr)
+				}
+			}
+		}
 		if err == nil {
 			st.Output = out
 			r.turnDone(ctx, st)

@@ -25,6 +25,9 @@ type State struct {
 	Corrections int `json:"corrections"`
 	// ToolCalls counts tool calls requested by the model.
 	ToolCalls int `json:"tool_calls"`
+	// Repairs counts fixes made to broken JSON answers (a trailing comma,
+	// a fence, brackets left open by a cut-off answer).
+	Repairs int `json:"repairs,omitempty"`
 	// Usage sums the tokens of all model calls.
 	Usage llm.Usage `json:"usage"`
 	// Timings accumulates where the agent's time went.

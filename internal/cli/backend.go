@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/batchagent/batchagent/backend/anthropic"
 	"github.com/batchagent/batchagent/backend/bedrock"
@@ -14,6 +17,8 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/mcptool"
+	"github.com/batchagent/batchagent/tool/sqltool"
 )
 
 // openBackend resolves a backend URL into a Model. Each scheme maps to its
@@ -84,24 +89,91 @@ var schemes = []string{"sim", "sim+http", "openai", "openai+http", "openai+https
 // environ reads the process environment.
 var environ = os.Getenv
 
-// buildTools builds the job file's built-in tools.
-func buildTools(specs []config.Tool) ([]tool.Tool, error) {
-	var tools []tool.Tool
-	for i, s := range specs {
+// builtTools are a job file's tools, their policies, and what must be
+// closed after the run (MCP sessions, databases).
+type builtTools struct {
+	tools    []tool.Tool
+	policies map[string]tool.Policy
+	closers  []io.Closer
+}
+
+func policy(p config.Policy) tool.Policy {
+	return tool.Policy{
+		Rate: p.Rate, Burst: p.Burst, MaxConcurrent: p.MaxConcurrent, Timeout: time.Duration(p.Timeout),
+		NoCoalesce: p.NoCoalesce, BatchWindow: time.Duration(p.BatchWindow), BatchMax: p.BatchMax,
+	}
+}
+
+// buildTools builds the job file's built-in tools and connects its MCP
+// servers. On error, whatever was opened is closed.
+func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) {
+	b := &builtTools{policies: map[string]tool.Policy{}}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	cacheable := func(p *bool, def bool) bool {
+		if p != nil {
+			return *p
+		}
+		return def
+	}
+	for i, s := range cj.Tools {
+		var (
+			t   tool.Tool
+			err error
+		)
 		switch s.Name {
 		case "read_file":
-			cacheable := true // a batch reads the same files over and over
-			if s.Cacheable != nil {
-				cacheable = *s.Cacheable
+			// A batch reads the same files over and over.
+			t, err = tool.ReadFile(tool.ReadFileConfig{Roots: s.Roots, MaxBytes: s.MaxBytes, Cacheable: cacheable(s.Cacheable, true)})
+		case "list_dir":
+			t, err = tool.ListDir(tool.ListDirConfig{Roots: s.Roots, MaxEntries: s.MaxEntries, Cacheable: cacheable(s.Cacheable, true)})
+		case "http_get":
+			t, err = tool.HTTPGet(tool.HTTPGetConfig{AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate, MaxBytes: s.MaxBytes,
+				Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
+		case "sql_query", "sql_lookup":
+			db, derr := sqltool.OpenSQLite(s.Database, true)
+			if derr != nil {
+				return nil, fmt.Errorf("tools[%d] %s: %w", i, s.Name, derr)
 			}
-			t, err := tool.ReadFile(tool.ReadFileConfig{Roots: s.Roots, MaxBytes: s.MaxBytes, Cacheable: cacheable})
-			if err != nil {
-				return nil, fmt.Errorf("tools[%d]: %w", i, err)
+			b.closers = append(b.closers, db)
+			if s.Name == "sql_query" {
+				t, err = sqltool.Query(sqltool.QueryConfig{DB: db, MaxRows: s.MaxRows, Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
+			} else {
+				t, err = sqltool.Lookup(sqltool.LookupConfig{DB: db, Table: s.Table, Key: s.Key, Columns: s.Columns,
+					Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
 			}
-			tools = append(tools, t)
 		default:
 			return nil, fmt.Errorf("tools[%d]: unknown tool %q", i, s.Name)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("tools[%d] %s: %w", i, s.Name, err)
+		}
+		b.tools = append(b.tools, t)
+		b.policies[t.Spec().Name] = policy(s.Policy)
 	}
-	return tools, nil
+	for i, m := range cj.MCP {
+		c, err := mcptool.Connect(ctx, mcptool.ServerConfig{
+			Name: m.Name, Command: m.Command, Env: m.Env, URL: m.URL, Tools: m.Tools,
+			Cacheable: m.Cacheable, Timeout: time.Duration(m.Timeout),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("mcp[%d] %s: %w", i, m.Name, err)
+		}
+		b.closers = append(b.closers, c)
+		for _, t := range c.Tools() {
+			b.tools = append(b.tools, t)
+			b.policies[t.Spec().Name] = policy(m.Policy)
+		}
+	}
+	return b, nil
+}
+
+func (b *builtTools) close() {
+	for _, c := range slices.Backward(b.closers) {
+		c.Close()
+	}
+	b.closers = nil
 }

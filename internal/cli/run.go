@@ -16,6 +16,7 @@ import (
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // runFlags are the flags of `batchagent run`.
@@ -67,6 +68,7 @@ type runner struct {
 	out     *sink.JSONL
 	outPath string
 	closers []io.Closer
+	tools   *builtTools // closed with the runner
 }
 
 // prepare loads the job file and opens everything the run needs. Every
@@ -94,17 +96,19 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	tools, err := buildTools(cj.Tools)
+	tools, err := buildTools(ctx, cj)
 	if err != nil {
 		return nil, err
 	}
+	r.tools = tools
 	j := batchagent.Job{
 		ID:            r.name,
 		Model:         model,
 		ModelName:     cj.Model,
 		System:        cj.System,
 		Task:          cj.Task,
-		Tools:         tools,
+		Tools:         tools.tools,
+		ToolPool:      tool.PoolConfig{Policies: tools.policies},
 		OutputSchema:  cj.OutputSchema.JSON,
 		MaxTurns:      cj.Limits.MaxTurns,
 		MaxInflight:   cj.Limits.MaxInflight,
@@ -197,6 +201,9 @@ func (r *runner) close() {
 		c.Close()
 	}
 	r.closers = nil
+	if r.tools != nil {
+		r.tools.close()
+	}
 }
 
 // run streams results to the output and reports progress and a summary.
