@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // ErrNoJSON is returned by [Extract] when the text holds no JSON object or
@@ -29,29 +30,35 @@ var ErrNoJSON = errors.New("schema: no JSON value found")
 // very large number of unbalanced braces) it gives up after a bounded amount
 // of work and returns [ErrNoJSON]. Extract is safe for concurrent use.
 func Extract(text string) (json.RawMessage, error) {
-	_, b, ok := extract(text)
+	_, _, b, ok := extract(text)
 	if !ok {
 		return nil, ErrNoJSON
 	}
 	return b, nil
 }
 
-// extract returns the JSON text found in text both as a substring of text and
-// as a fresh byte slice holding a copy of it.
-func extract(text string) (string, []byte, bool) {
+// extract returns the JSON text found in text both as a substring of text,
+// starting at byte offset start, and as a fresh byte slice holding a copy of
+// it.
+func extract(text string) (start int, s string, b []byte, ok bool) {
 	// 1. The whole answer is the JSON value: the common, cheap case.
 	if t := strings.TrimSpace(text); isOpen(t) {
 		if b := []byte(t); json.Valid(b) {
-			return t, b, true
+			return offset(text, strings.TrimLeftFunc(text, unicode.IsSpace)), t, b, true
 		}
 	}
 	// 2. Fenced code blocks.
-	if s, b, ok := extractFenced(text); ok {
-		return s, b, ok
+	if start, s, b, ok := extractFenced(text); ok {
+		return start, s, b, ok
 	}
 	// 3 and 4. Balanced spans in prose.
 	sc := scanner{text: text, budget: 16*len(text) + 1<<16}
 	return sc.find()
+}
+
+// offset returns the byte offset in text of suffix, a suffix of text.
+func offset(text, suffix string) int {
+	return len(text) - len(suffix)
 }
 
 // isOpen reports whether s starts like a JSON object or array.
@@ -60,19 +67,19 @@ func isOpen(s string) bool {
 }
 
 // extractFenced returns the content of the first ```json or plain ``` fenced
-// block of text that is a JSON object or array.
-func extractFenced(text string) (string, []byte, bool) {
+// block of text that is a JSON object or array, and its offset in text.
+func extractFenced(text string) (int, string, []byte, bool) {
 	const fence = "```"
 	rest := text
 	for {
 		i := strings.Index(rest, fence)
 		if i < 0 {
-			return "", nil, false
+			return 0, "", nil, false
 		}
 		rest = strings.TrimLeft(rest[i:], "`")
 		nl := strings.IndexByte(rest, '\n')
 		if nl < 0 {
-			return "", nil, false
+			return 0, "", nil, false
 		}
 		info := strings.TrimSpace(rest[:nl])
 		if strings.Contains(info, fence) {
@@ -90,12 +97,12 @@ func extractFenced(text string) (string, []byte, bool) {
 		if lang == "" || strings.EqualFold(lang, "json") {
 			if t := strings.TrimSpace(body[:end]); isOpen(t) {
 				if b := []byte(t); json.Valid(b) {
-					return t, b, true
+					return offset(text, strings.TrimLeftFunc(body, unicode.IsSpace)), t, b, true
 				}
 			}
 		}
 		if end == len(body) {
-			return "", nil, false
+			return 0, "", nil, false
 		}
 		rest = body[end+len(fence):]
 		rest = strings.TrimLeft(rest, "`")
@@ -118,11 +125,12 @@ type scanner struct {
 }
 
 // find returns the first valid object span, or the array enclosing it, or
-// else the first valid array span. The bytes returned are a copy of just the
-// span, so that a caller keeping them does not keep the whole text.
-func (sc *scanner) find() (string, []byte, bool) {
+// else the first valid array span, with its offset. The bytes returned are a
+// copy of just the span, so that a caller keeping them does not keep the whole
+// text.
+func (sc *scanner) find() (int, string, []byte, bool) {
 	if !strings.ContainsAny(sc.text, "{[") {
-		return "", nil, false
+		return 0, "", nil, false
 	}
 	sc.bytes = []byte(sc.text)
 	sc.closeAt = make([]int32, len(sc.text))
@@ -134,9 +142,9 @@ func (sc *scanner) find() (string, []byte, bool) {
 			start, end = as, ae
 		}
 	} else if start, end, ok = sc.first('[', len(sc.text), 0); !ok {
-		return "", nil, false
+		return 0, "", nil, false
 	}
-	return sc.text[start:end], slices.Clone(sc.bytes[start:end]), true
+	return start, sc.text[start:end], slices.Clone(sc.bytes[start:end]), true
 }
 
 // first returns the first span [start, end) of valid JSON that starts with the

@@ -168,26 +168,76 @@ func syntaxProblem(doc []byte) Problem {
 const noJSONMessage = "no JSON object found in the answer"
 
 // Parse extracts the JSON value from a model's free-text answer (see
-// [Extract]) and validates it. On success it returns the value as compact JSON
-// (as [encoding/json.Compact] writes it), in a new slice owned by the caller.
-//
-// On failure it returns a [*ValidationError] whose Raw is text: with one
-// Problem{Path: "$", Message: "no JSON object found in the answer"} when the
-// text holds no JSON object or array, and otherwise with every problem of the
-// extracted value, as [Schema.Validate] reports them.
+// [Extract]), repairing it when it is broken (see [Repair]), and validates
+// it. It is [Schema.ParseRepaired] without the list of repairs.
 func (s *Schema) Parse(text string) (json.RawMessage, error) {
-	_, b, ok := extract(text)
-	if !ok {
-		return nil, &ValidationError{Problems: []Problem{{Path: "$", Message: noJSONMessage}}, Raw: text}
+	out, _, err := s.ParseRepaired(text)
+	return out, err
+}
+
+// ParseRepaired extracts the JSON value from a model's free-text answer and
+// validates it. On success it returns the value as compact JSON (as
+// [encoding/json.Compact] writes it), in a new slice owned by the caller, and
+// the repairs made to it, as [Repair] lists them; repairs is nil when the
+// answer held a valid JSON value (taking it out of a fence or prose is not a
+// repair).
+//
+// The value is the one [Extract] finds, except when there is none, or when
+// it is part of a larger JSON value that is broken (a truncated answer, in
+// which Extract finds the first complete inner object): then the larger
+// value is repaired if [Repair] can do so, and validated instead. A broken
+// value that has no unambiguous repair is never guessed at, and a part of it
+// is never taken for the answer.
+//
+// On failure it returns nil, nil and a [*ValidationError] whose Raw is text,
+// listing every problem of the value as [Schema.Validate] reports them. When
+// the answer's JSON is broken beyond repair, the one problem, at "$", is the
+// syntax error of the broken value ("invalid JSON at offset 42: unexpected
+// end of JSON input", the offset counting from its opening bracket). When
+// the answer holds nothing that looks like JSON, it is "no JSON object found
+// in the answer".
+func (s *Schema) ParseRepaired(text string) (out json.RawMessage, repairs []string, err error) {
+	start, _, b, found := extract(text)
+	if found && len(b) == len(strings.TrimSpace(text)) {
+		// The whole answer is valid JSON: the common, cheap case.
+		return s.parsed(b, text)
 	}
+	var inside span // empty when nothing was found
+	if found {
+		inside = span{start, start + len(b)}
+	}
+	r, broken, ok := repair(text, inside)
+	if ok {
+		out, _, err := s.parsed(r.out, text)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, r.repairs, nil
+	}
+	switch {
+	case broken != "":
+		// The answer is broken beyond repair. A value found is only a part
+		// of it (the first complete inner object of a truncated answer):
+		// taking it, even when it validates, would make up an answer.
+		return nil, nil, &ValidationError{Problems: []Problem{syntaxProblem([]byte(broken))}, Raw: text}
+	case found:
+		return s.parsed(b, text)
+	default:
+		return nil, nil, &ValidationError{Problems: []Problem{{Path: "$", Message: noJSONMessage}}, Raw: text}
+	}
+}
+
+// parsed validates b, valid JSON, and returns it as compact JSON; text is the
+// answer it comes from.
+func (s *Schema) parsed(b []byte, text string) (json.RawMessage, []string, error) {
 	v, err := decode(b)
 	if err != nil {
-		return nil, &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
+		return nil, nil, &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
 	}
 	if err := s.validate(v, text); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return compact(b), nil
+	return compact(b), nil, nil
 }
 
 // Instructions returns the text that tells the model to answer with a single

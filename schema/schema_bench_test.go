@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/batchagent/batchagent/schema"
@@ -84,6 +85,50 @@ func BenchmarkExtractProse(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := schema.Extract(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseRepaired(b *testing.B) {
+	s := mustCompile(b, benchSchema)
+	text := "```json\n{\n  \"value\": 3,\n  \"first_word\": \"hello\",\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, repairs, err := s.ParseRepaired(text); err != nil || len(repairs) != 3 {
+			b.Fatal(repairs, err)
+		}
+	}
+}
+
+// repairBenchText is a truncated 10 KB answer: 200 objects in an array.
+var repairBenchText = `{"items": [` + strings.Repeat(`{"id": 1234, "name": "an item", "tags": ["x", "y"]}, `, 200)
+
+func BenchmarkRepair(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(repairBenchText)))
+	for b.Loop() {
+		if _, _, ok := schema.Repair(repairBenchText); !ok {
+			b.Fatal("Repair refused")
+		}
+	}
+}
+
+func BenchmarkRepairRefused(b *testing.B) {
+	text := repairBenchText + `{"id": 12`
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, _, ok := schema.Repair(text); ok {
+			b.Fatal("Repair accepted a cut number")
+		}
+	}
+}
+
+func BenchmarkFor(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := schema.For[report](); err != nil {
 			b.Fatal(err)
 		}
 	}
