@@ -20,14 +20,28 @@
 // waiting for it has left. Successful results of tools marked
 // [Spec.Cacheable] are then kept in a bounded LRU cache with a TTL.
 //
+// # Limits and batching
+//
+// [PoolConfig.Policies] gives a tool a [Policy]: a token-bucket rate, a
+// concurrency limit, its own timeout, or no coalescing for tools that must
+// run on every call. Limits apply to executions, after coalescing and
+// caching, so a cache hit or a coalesced call never waits for them; a call
+// waiting for a rate token or a concurrency slot holds nothing else, and its
+// caller can leave on its own context. A [Batcher] (see [BatchFunc]) is a
+// tool whose calls can run together: the calls that arrive within
+// [Policy.BatchWindow], up to [Policy.BatchMax], execute as one CallBatch
+// under one rate token, one concurrency slot and one timeout, and each
+// caller receives its own [Result].
+//
 // # Failures
 //
 // Tool failures are data: [Pool.Call] returns them as a [*CallError] that
 // the agent turns into an error tool result for the model. A panicking tool
 // yields a [*PanicError]; a tool that wraps [ErrFatal] asks the agent to
 // stop instead. [Pool.Stats] counts, per tool, the calls requested,
-// executed, coalesced, answered from the cache and failed.
+// executed, coalesced, answered from the cache and failed, and the batches
+// run.
 //
-// The package imports only the standard library and
-// github.com/hashicorp/golang-lru/v2.
+// The package imports only the standard library, golang.org/x/sync,
+// golang.org/x/time and github.com/hashicorp/golang-lru/v2.
 package tool

@@ -41,7 +41,13 @@ type PoolConfig struct {
 	// Defaults to DefaultMaxResultBytes; negative means no limit.
 	MaxResultBytes int
 	// Timeout bounds each execution. Zero means none; negative is an error.
+	// [Policy.Timeout] overrides it for one tool.
 	Timeout time.Duration
+	// Policies limits tools by name: rate, concurrency, timeout,
+	// coalescing and batching (see [Policy]). A tool without one has the
+	// zero Policy. Names of tools the pool does not have, and invalid
+	// policies, are an error. NewPool copies the map.
+	Policies map[string]Policy
 }
 
 func (c PoolConfig) withDefaults() PoolConfig {
@@ -71,8 +77,10 @@ func (c PoolConfig) validate() error {
 // Pool executes the tool calls of many agents. Identical calls (same tool,
 // same canonical arguments) that overlap in time are coalesced into one
 // execution whose result every caller receives; successful results of
-// cacheable tools are cached. Panics are recovered, executions are bounded by
-// [PoolConfig.Timeout] and long results are truncated.
+// cacheable tools are cached; calls to a [Batcher] are grouped into batches
+// that execute as one. Executions then obey their tool's [Policy]: a rate,
+// a concurrency limit and a timeout. Panics are recovered and long results
+// are truncated.
 //
 // A Pool is safe for concurrent use. Its tools are fixed at construction.
 type Pool struct {
@@ -80,19 +88,23 @@ type Pool struct {
 	order     []*entry          // registration order; immutable after NewPool
 	available string            // "a, b, c", for ErrUnknownTool messages
 	cfg       PoolConfig        // with defaults applied
-	timeout   error             // the cause of a timed-out execution
 
-	mu      sync.Mutex // protects flights and cache
+	mu      sync.Mutex // protects flights, cache, each entry's open batch and the batches' state
 	flights map[string]*flight
 	cache   *simplelru.LRU[string, cached] // nil when caching is off
 }
 
-// entry is one registered tool and its counters.
+// entry is one registered tool, its limits and its counters.
 type entry struct {
-	tool Tool
-	spec Spec
+	tool      Tool
+	batcher   Batcher // tool, when it is one; nil otherwise
+	spec      Spec
+	limits    limits
+	cacheable bool // results are cached: Spec.Cacheable, caching on and coalescing on
 
-	requested, executed, coalesced, cacheHits, failed atomic.Int64
+	open *batch // the batch calls join; guarded by Pool.mu
+
+	requested, executed, coalesced, cacheHits, failed, batches atomic.Int64
 }
 
 // cached is a cache value.
@@ -101,12 +113,14 @@ type cached struct {
 	expires time.Time
 }
 
-// flight is one execution and the callers waiting for it.
+// flight is one execution, or one item of a batch, and the callers waiting
+// for it.
 type flight struct {
 	done    chan struct{} // closed once result and err are set
 	result  string
 	err     error
-	cancel  context.CancelCauseFunc // cancels the execution's context
+	cancel  context.CancelCauseFunc // cancels the execution's context; nil for a batch item
+	batch   *batch                  // the batch of a batch item; nil otherwise
 	waiters int                     // callers still waiting; guarded by Pool.mu
 	settled bool                    // result is set; guarded by Pool.mu
 }
@@ -120,15 +134,14 @@ var errAbandoned = errors.New("tool: every caller left")
 
 // NewPool returns a Pool of tools, in that order. Spec is called once per tool.
 // It fails if a tool is nil, a name is invalid or registered twice, a Spec's
-// Parameters is not a JSON object, or cfg is invalid; the error lists every
-// problem.
+// Parameters is not a JSON object, cfg is invalid, or a policy names a tool
+// not in tools or is invalid; the error lists every problem.
 func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	errs := []error{cfg.validate()}
 	p := &Pool{
 		entries: make(map[string]*entry, len(tools)),
 		cfg:     cfg,
-		timeout: fmt.Errorf("%w after %v", ErrTimeout, cfg.Timeout),
 		flights: make(map[string]*flight),
 	}
 	names := make([]string, 0, len(tools))
@@ -157,10 +170,18 @@ func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
 			spec.Parameters = bytes.Clone(spec.Parameters)
 		}
 		e := &entry{tool: t, spec: spec}
+		e.batcher, _ = t.(Batcher)
+		policy := cfg.Policies[spec.Name]
+		if perrs := policy.validate(spec.Name, e.batcher != nil); len(perrs) > 0 {
+			errs = append(errs, perrs...)
+		} else {
+			e.limits = newLimits(policy, cfg)
+		}
 		p.entries[spec.Name] = e
 		p.order = append(p.order, e)
 		names = append(names, spec.Name)
 	}
+	errs = append(errs, unknownPolicies(cfg.Policies, p.entries))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -174,6 +195,9 @@ func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
 			return nil, fmt.Errorf("tool: %w", err)
 		}
 		p.cache = cache
+	}
+	for _, e := range p.order {
+		e.cacheable = e.spec.Cacheable && p.cache != nil && e.limits.coalesce
 	}
 	return p, nil
 }
@@ -203,21 +227,34 @@ const maxKeyBuf = 16 << 10
 // so calls that differ only in key order or whitespace are identical. Then, in
 // order:
 //   - a cacheable tool's unexpired cached result is returned;
-//   - if an identical call is executing, Call waits for its result;
+//   - if an identical call is executing, Call waits for its result (unless
+//     the tool's policy sets [Policy.NoCoalesce]);
+//   - for a [Batcher], the call joins the tool's open batch, opening one if
+//     there is none, and waits for its own result; the batch executes as
+//     one CallBatch once [Policy.BatchWindow] has passed since its first
+//     call or it holds [Policy.BatchMax] calls;
 //   - otherwise Call starts an execution and waits for it.
 //
-// An execution runs in its own goroutine under a context that carries the
-// values of the ctx of the call that started it but is cancelled only when
-// every caller waiting for it has left (or at [PoolConfig.Timeout]), so one
-// impatient caller never cancels the work for the others. A caller leaves
-// when its ctx is done: Call then returns ctx.Err(). A tool that ignores its
-// context keeps running after everyone has left, until it returns.
+// An execution (a single call or a batch) runs in its own goroutine: it
+// waits for a rate token, then for a concurrency slot, then runs the tool
+// under the tool's timeout ([Policy.Timeout], defaulting to
+// [PoolConfig.Timeout]). Cache hits and coalesced calls take no token and
+// no slot. The execution's context carries the values of the ctx of the
+// call that started it but is cancelled only when every caller waiting for
+// it has left (or at the timeout), so one impatient caller never cancels
+// the work, or the wait for a token or slot, of the others. A caller leaves
+// when its ctx is done: Call then returns ctx.Err(); a caller that leaves a
+// batch leaves its item, which is dropped if the batch has not executed yet
+// and whose result is discarded otherwise. A tool that ignores its context
+// keeps running after everyone has left, until it returns.
 //
 // Failures come back as a [*CallError]: for an unknown tool (wrapping
 // [ErrUnknownTool]), malformed args (wrapping [ErrBadArguments] and the JSON
 // error), a tool error, a panic (wrapping a [*PanicError]) and a timeout
 // (wrapping [ErrTimeout]). Every caller of an execution gets the same result
-// and error. Results longer than [PoolConfig.MaxResultBytes] are truncated.
+// and error; in a batch, each distinct call gets its own [Result], except
+// that a panic, a timeout or a wrong number of results fails every call of
+// the batch. Results longer than [PoolConfig.MaxResultBytes] are truncated.
 // Errors are never cached.
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	e := p.entries[name]
@@ -245,12 +282,11 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 	}
 
 	var now time.Time
-	useCache := e.spec.Cacheable && p.cache != nil
-	if useCache {
+	if e.cacheable {
 		now = time.Now()
 	}
 	p.mu.Lock()
-	if useCache {
+	if e.cacheable {
 		if c, ok := p.cache.Get(key); ok {
 			if now.Before(c.expires) {
 				p.mu.Unlock()
@@ -260,15 +296,26 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 			p.cache.Remove(key)
 		}
 	}
-	f := p.flights[key]
-	if f != nil {
-		f.waiters++
+	if e.limits.coalesce {
+		if f := p.flights[key]; f != nil {
+			f.waiters++
+			p.mu.Unlock()
+			e.coalesced.Add(1)
+			return p.wait(ctx, e, key, f)
+		}
+	}
+	f := &flight{done: make(chan struct{}), waiters: 1}
+	if e.limits.coalesce {
+		p.flights[key] = f
+	}
+	if e.batcher != nil {
+		start := p.joinLocked(ctx, e, key, f)
 		p.mu.Unlock()
-		e.coalesced.Add(1)
+		if start != nil {
+			go start()
+		}
 		return p.wait(ctx, e, key, f)
 	}
-	f = &flight{done: make(chan struct{}), waiters: 1}
-	p.flights[key] = f
 	// The execution keeps ctx's values but not its cancellation: it belongs
 	// to every waiter, not to the caller that happened to start it.
 	execCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -280,8 +327,9 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 }
 
 // wait waits for f's result or for ctx, whichever comes first. The last
-// caller to leave an unsettled flight cancels its execution and removes it
-// from the in-flight map, so later callers start afresh.
+// caller to leave an unsettled flight removes it from the in-flight map, so
+// later callers start afresh, and cancels its execution; for a batch item,
+// it leaves the batch instead (see leaveLocked).
 func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (string, error) {
 	select {
 	case <-f.done:
@@ -289,13 +337,20 @@ func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (strin
 		p.mu.Lock()
 		if !f.settled {
 			f.waiters--
-			abandoned := f.waiters == 0
-			if abandoned && p.flights[key] == f {
-				delete(p.flights, key)
+			var cancel func()
+			if f.waiters == 0 {
+				if p.flights[key] == f {
+					delete(p.flights, key)
+				}
+				if f.batch != nil {
+					cancel = p.leaveLocked(e, f.batch)
+				} else {
+					cancel = func() { f.cancel(errAbandoned) }
+				}
 			}
 			p.mu.Unlock()
-			if abandoned {
-				f.cancel(errAbandoned)
+			if cancel != nil {
+				cancel()
 			}
 			e.failed.Add(1)
 			return "", ctx.Err()
@@ -309,17 +364,23 @@ func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (strin
 	return f.result, nil
 }
 
-// run executes f and settles it. It owns ctx's cancellation.
+// run waits for e's limits, executes f and settles it. It owns ctx's
+// cancellation.
 func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessage, f *flight) {
 	defer f.cancel(context.Canceled)
-	if p.cfg.Timeout > 0 {
+	if err := e.limits.acquire(ctx); err != nil {
+		p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: err})
+		return
+	}
+	defer e.limits.release()
+	if e.limits.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Timeout, p.timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, e.limits.timeout, e.limits.timeoutErr)
 		defer cancel()
 		// Settle at the deadline even if the tool ignores its context.
 		stop := context.AfterFunc(ctx, func() {
-			if context.Cause(ctx) == p.timeout {
-				p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: p.timeout})
+			if context.Cause(ctx) == e.limits.timeoutErr {
+				p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
 			}
 		})
 		defer stop()
@@ -335,8 +396,8 @@ func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessa
 
 	result, err = p.execute(ctx, e, args)
 	switch {
-	case err != nil && context.Cause(ctx) == p.timeout:
-		err = &CallError{Tool: e.spec.Name, Err: p.timeout}
+	case err != nil && context.Cause(ctx) == e.limits.timeoutErr:
+		err = &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr}
 	case err != nil:
 		err = &CallError{Tool: e.spec.Name, Err: err}
 	default:
@@ -367,7 +428,7 @@ func (p *Pool) settle(e *entry, key string, f *flight, result string, err error)
 	if p.flights[key] == f {
 		delete(p.flights, key)
 	}
-	if err == nil && e.spec.Cacheable && p.cache != nil {
+	if err == nil && e.cacheable {
 		p.cache.Add(key, cached{result: result, expires: time.Now().Add(p.cfg.CacheTTL)})
 	}
 	close(f.done)
@@ -391,13 +452,17 @@ func truncate(s string, limit int) string {
 
 // Stats counts one tool's calls. For every call, Requested is incremented
 // and then exactly one of CacheHits, Coalesced and Executed, unless the
-// arguments were malformed or the caller's context was already done.
+// arguments were malformed or the caller's context was already done, or the
+// tool is a [Batcher]: then a call that is neither a cache hit nor coalesced
+// joins a batch, and Executed and Batches count batches.
 type Stats struct {
 	// Name is the tool's name.
 	Name string
 	// Requested counts calls naming the tool.
 	Requested int64
-	// Executed counts executions started.
+	// Executed counts executions started, including those whose callers
+	// all left while they waited for a rate token or concurrency slot. A
+	// batch counts as one execution.
 	Executed int64
 	// Coalesced counts calls that joined an execution already in flight.
 	Coalesced int64
@@ -406,6 +471,9 @@ type Stats struct {
 	// Errors counts calls that returned an error, for whatever reason:
 	// malformed arguments, the tool's failure, or the caller leaving.
 	Errors int64
+	// Batches counts CallBatch executions of a [Batcher] (each also counted
+	// in Executed).
+	Batches int64
 }
 
 // Stats returns a snapshot of each tool's counters, in registration order.
@@ -421,6 +489,7 @@ func (p *Pool) Stats() []Stats {
 			Coalesced: e.coalesced.Load(),
 			CacheHits: e.cacheHits.Load(),
 			Errors:    e.failed.Load(),
+			Batches:   e.batches.Load(),
 		}
 	}
 	return stats

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,4 +101,75 @@ func BenchmarkCanonicalArgs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPoolLimits measures an execution's cost under each kind of
+// limit: callers on every core run an instant tool whose policy sets no
+// coalescing (so every call executes) and the limit named.
+func BenchmarkPoolLimits(b *testing.B) {
+	benchmarks := []struct {
+		name   string
+		policy tool.Policy
+	}{
+		{name: "none", policy: tool.Policy{NoCoalesce: true}},
+		{name: "max_concurrent", policy: tool.Policy{NoCoalesce: true, MaxConcurrent: 4}},
+		{name: "rate", policy: tool.Policy{NoCoalesce: true, Rate: 1e9}},
+		{name: "timeout", policy: tool.Policy{NoCoalesce: true, Timeout: time.Minute}},
+	}
+	for _, bm := range benchmarks {
+		b.Run(bm.name, func(b *testing.B) {
+			var calls atomic.Int64
+			p, err := tool.NewPool([]tool.Tool{echo("api", false, &calls)}, tool.PoolConfig{Policies: map[string]tool.Policy{"api": bm.policy}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			args := json.RawMessage(`{"q":"x"}`)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := p.Call(ctx, "api", args); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkPoolBatch measures batching: 64 callers per core send distinct
+// keys to an instant Batcher, whose batches close at 64 calls or after
+// 100µs.
+func BenchmarkPoolBatch(b *testing.B) {
+	lookup := tool.BatchFunc(tool.Spec{Name: "lookup"}, func(ctx context.Context, args []json.RawMessage) []tool.Result {
+		res := make([]tool.Result, len(args))
+		for i := range res {
+			res[i].Content = "v"
+		}
+		return res
+	})
+	p, err := tool.NewPool([]tool.Tool{lookup}, tool.PoolConfig{Policies: map[string]tool.Policy{
+		"lookup": {BatchWindow: 100 * time.Microsecond, BatchMax: 64},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 0, 32)
+		for pb.Next() {
+			buf = strconv.AppendInt(append(buf[:0], `{"key":`...), next.Add(1), 10)
+			buf = append(buf, '}')
+			if _, err := p.Call(ctx, "lookup", buf); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	s := p.Stats()[0]
+	b.ReportMetric(float64(s.Requested)/float64(max(1, s.Batches)), "calls/batch")
 }

@@ -65,10 +65,16 @@ type Report struct {
 	HTTP429     *int64   `json:"http_429,omitempty"`
 	// ServerRequests counts the HTTP requests the server received.
 	ServerRequests int64 `json:"server_requests,omitempty"`
+
+	// Fields of the dedup scenario: how the tool calls that did not
+	// execute were saved.
+	ToolCacheHits int64 `json:"tool_cache_hits,omitempty"`
+	ToolCoalesced int64 `json:"tool_coalesced,omitempty"`
+	ToolBatches   int64 `json:"tool_batches,omitempty"`
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -82,6 +88,8 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		wl = workload{name: "scale", n: 100_000, latency: time.Millisecond, files: true, fail: opt.Fail}
 	case "server":
 		wl = workload{name: "server", n: 100, server: true}
+	case "dedup":
+		return runDedup(ctx, opt, w)
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}
@@ -140,10 +148,10 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	return reports, nil
 }
 
-const tableHeader = "scenario mode       n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"
+const tableHeader = "scenario mode         n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"
 
 func tableRow(r Report) string {
-	return fmt.Sprintf("%-8s %-6s %7d %8.3f %8.3f %6.2f %9.0f %6d %7d %9d %10d %10d %7.0f %6.2f",
+	return fmt.Sprintf("%-8s %-8s %7d %8.3f %8.3f %6.2f %9.0f %6d %7d %9d %10d %10d %7.0f %6.2f",
 		r.Scenario, r.Mode, r.N, r.WallS, r.IdealS, r.Ratio, r.AgentsPerS, r.OK, r.Failed,
 		r.ToolRequested, r.ToolExecuted, r.LLMCalls, r.PeakRSSMB, r.CPUS)
 }

@@ -17,7 +17,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: batchagent bench fair|slots|scale [flags]\n\nScenarios are defined in BENCHMARKS.md; each runs the engine and a naive baseline.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: batchagent bench fair|slots|scale|server|dedup [flags]\n\nScenarios are defined in BENCHMARKS.md; each runs the engine and a naive baseline.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var opt bench.Options
@@ -26,7 +26,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&opt.Fail, "fail", 0, "share of model calls that fail transiently")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "simulator seed")
 	fs.BoolVar(&opt.JSON, "json", false, "print one JSON object per mode")
-	fs.Var(&modes, "mode", "modes to run, comma-separated: engine,naive (default both)")
+	fs.Var(&modes, "mode", "modes to run, comma-separated: engine,naive (dedup: cache,coalesce,batch); default all")
 	fs.StringVar(&opt.Dir, "dir", "", "directory for the scenario's files (default: a temporary one)")
 	var cpuProfile, traceFile string
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")

@@ -26,7 +26,7 @@ const usage = `batchagent runs many LLM agents in parallel: input list in, struc
 
 Usage:
   batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered]
-  batchagent bench fair|slots|scale [-n N] [-fail P] [-json] [-mode engine|naive]
+  batchagent bench fair|slots|scale|server|dedup [-n N] [-fail P] [-json] [-mode engine|naive]
   batchagent sim serve [--addr 127.0.0.1:8000] [--max-seqs N] [--max-queue N] [--prefill-per-token D] [--decode-step D] [--no-prefix-cache] [--seed N] [--tool-turns N] [--api-key-env NAME]
   batchagent help
 
