@@ -310,3 +310,17 @@ func TestNewValidates(t *testing.T) {
 		t.Error("Run on an empty conversation = nil error, want error")
 	}
 }
+
+// TestRepairBeforeRetry checks that a broken but unambiguous answer is
+// repaired instead of sent back, and that the repair is counted.
+func TestRepairBeforeRetry(t *testing.T) {
+	m := &scripted{answers: []any{text("```json\n{\"n\": 3,}\n```")}}
+	r := newRunner(t, agent.Config{Model: m, Schema: mustSchema(t)})
+	st := start("x")
+	if err := r.Run(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if string(st.Output) != `{"n":3}` || st.Repairs != 2 || st.ModelCalls != 1 || st.Corrections != 0 {
+		t.Errorf("output %s repairs %d calls %d corrections %d; want {\"n\":3} after 2 repairs (fence, trailing comma), no retry", st.Output, st.Repairs, st.ModelCalls, st.Corrections)
+	}
+}

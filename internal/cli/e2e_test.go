@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/tool/sqltool"
 )
 
 // startSimServer serves the HTTP simulator on a free loopback port until
@@ -70,5 +72,55 @@ func TestRunAgainstHTTPSimulator(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "cached") {
 		t.Errorf("summary lacks the cached-token share:\n%s", stderr)
+	}
+}
+
+// TestRunWithSQLLookup runs a job whose agents look rows up in a real
+// SQLite file through sql_lookup: concurrent lookups are batched.
+func TestRunWithSQLLookup(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "shop.db")
+	db, err := sqltool.OpenSQLite(dbPath, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE products (sku TEXT PRIMARY KEY, name TEXT, price INTEGER);
+		INSERT INTO products VALUES ('k0','kettle',30),('k1','lamp',45),('k2','chair',80),('k3','desk',200);`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	job := writeFile(t, dir, "job.yaml", `backend: "sim://?latency=20ms&seed=4"
+task: "Price check for key: {sku}"
+output_schema:
+  type: object
+  properties: {ok: {type: boolean}}
+  required: [ok]
+tools:
+  - name: sql_lookup
+    database: shop.db
+    table: products
+    key: sku
+    batch_window: 10ms
+`)
+	var in strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&in, "{\"sku\":\"k%d\"}\n", i%5) // k4 is missing: a tool error the model sees
+	}
+	inPath := writeFile(t, dir, "in.jsonl", in.String())
+	code, stdout, stderr := run(t, t.Context(), "run", job, "--inputs", inPath)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if n := len(readLines(t, stdout)); n != 40 {
+		t.Errorf("%d result lines, want 40", n)
+	}
+	// 40 lookups of 5 keys arriving within the batch window: far fewer
+	// executions than calls.
+	var req, exec int
+	if _, err := fmt.Sscanf(stderr[strings.Index(stderr, "tool calls requested"):], "tool calls requested %d, executed %d", &req, &exec); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stderr)
+	}
+	if req != 40 || exec > 3 {
+		t.Errorf("tool calls requested %d executed %d, want 40 and a handful", req, exec)
 	}
 }
