@@ -50,7 +50,8 @@ type report struct {
 	Score    float64        `json:"score,omitzero"`
 	Notes    string         `json:"notes,omitempty" jsonschema:"free text; may use <b> & <i>"`
 	Draft    bool
-	internal int  //nolint:unused // unexported fields are left out
+	//lint:ignore U1000 present to show that unexported fields are left out
+	internal int
 	Skipped  bool `json:"-"`
 }
 
