@@ -5,14 +5,30 @@ import (
 	"slices"
 	"time"
 
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
 )
 
 // State is one agent's progress: the unit that is checkpointed and
 // resumed. The zero value is not runnable: Messages must hold the task.
 type State struct {
+	// JobID names the job the agent belongs to.
+	JobID string `json:"job_id,omitempty"`
 	// Index is the agent's position in its job's inputs.
 	Index int `json:"index"`
+	// Input is the agent's input.
+	Input job.Input `json:"input,omitempty"`
+	// Status is where the agent stands: running, done or failed.
+	Status Status `json:"status"`
+	// ErrKind and ErrMsg describe the failure of a failed agent.
+	ErrKind string `json:"err_kind,omitempty"`
+	ErrMsg  string `json:"err_msg,omitempty"`
+	// ErrOp and ErrTurn are the failed step and its 0-based turn.
+	ErrOp   string `json:"err_op,omitempty"`
+	ErrTurn int    `json:"err_turn,omitempty"`
+	// Problems are the schema problems of a validation failure.
+	Problems []schema.Problem `json:"problems,omitempty"`
 	// Messages is the conversation without the shared prefix.
 	Messages []llm.Message `json:"messages"`
 	// Turns counts completed model turns.
@@ -38,6 +54,16 @@ type State struct {
 	Raw string `json:"raw,omitempty"`
 }
 
+// Status is where an agent stands.
+type Status string
+
+// The statuses of an agent.
+const (
+	StatusRunning Status = "running" // turns in progress; resumable from Messages
+	StatusDone    Status = "done"    // finished with a valid output
+	StatusFailed  Status = "failed"  // finished with an error
+)
+
 // Timings says where an agent's time went.
 type Timings struct {
 	// Queue is time spent waiting for an inference slot.
@@ -58,5 +84,6 @@ func (st *State) Clone() *State {
 	c := *st
 	c.Messages = slices.Clone(st.Messages)
 	c.Output = slices.Clone(st.Output)
+	c.Problems = slices.Clone(st.Problems)
 	return &c
 }
