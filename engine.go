@@ -31,7 +31,8 @@ type Engine struct {
 	probe  llm.QueueProber
 	log    *slog.Logger
 
-	stats counters
+	stats      counters
+	ckptErrors atomic.Int64
 }
 
 // New validates job and returns an Engine for it. The error wraps
@@ -105,6 +106,13 @@ func New(j Job) (*Engine, error) {
 	}
 	if e.gated {
 		cfg.Gate = e.adm
+	}
+	if j.Checkpoint != nil {
+		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
+			if st.Output == nil { // the final turn is saved with the agent's result
+				e.save(ctx, st)
+			}
+		}
 	}
 	if e.runner, err = agent.New(cfg); err != nil {
 		return nil, badJob("%v", err)
@@ -195,6 +203,12 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- Result) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
+	saved, err := e.loadCheckpoint(ctx)
+	if err != nil {
+		// Without the checkpoint the run would redo or duplicate work:
+		// every input fails instead.
+		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint load failed", slog.String("job", e.job.ID), slog.Any("err", err))
+	}
 	index := 0
 	for in, err := range inputs {
 		i := index
@@ -214,29 +228,49 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 			out <- e.fail(i, nil, -1, "input", err, KindInput, time.Now())
 			continue
 		}
+		if e.job.Checkpoint != nil && saved == nil {
+			out <- e.fail(i, in, -1, "checkpoint", errors.New("checkpoint could not be loaded"), KindBackend, time.Now())
+			continue
+		}
+		prev, hasPrev := saved[i]
+		if hasPrev && e.finished(prev) {
+			out <- StateResult(e.job.ID, prev)
+			continue
+		}
 		if ctx.Err() != nil {
 			out <- e.fail(i, in, -1, "generate", context.Cause(ctx), KindCanceled, time.Now())
 			continue
 		}
-		agents.Go(func() { out <- e.runAgent(ctx, i, in) })
+		var resume *agent.State
+		if hasPrev && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
+			resume = &prev
+		}
+		agents.Go(func() { out <- e.runAgent(ctx, i, in, resume) })
 	}
 }
 
-// runAgent runs the agent of input i to completion.
-func (e *Engine) runAgent(ctx context.Context, i int, in Input) Result {
+// runAgent runs the agent of input i to completion, from resume when a
+// checkpoint holds its last completed turn.
+func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.State) Result {
 	start := time.Now()
-	task, err := e.tmpl.Render(in)
-	if err != nil {
-		return e.fail(i, in, -1, "render", err, KindTemplate, start)
+	st := resume
+	if st == nil {
+		task, err := e.tmpl.Render(in)
+		if err != nil {
+			r := e.fail(i, in, -1, "render", err, KindTemplate, start)
+			e.saveFinal(ctx, &agent.State{JobID: e.job.ID, Index: i, Input: in}, r)
+			return r
+		}
+		st = &agent.State{JobID: e.job.ID, Index: i, Input: in, Status: agent.StatusRunning,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
 	}
-	st := &agent.State{Index: i, Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
 	actx := ctx
 	if e.job.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeoutCause(ctx, e.job.Timeout, errAgentTimeout)
 		defer cancel()
 	}
-	err = e.runner.Run(actx, st)
+	err := e.runner.Run(actx, st)
 	r := Result{
 		Index:     i,
 		Input:     in,
@@ -264,7 +298,18 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input) Result {
 		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
+	e.saveFinal(ctx, st, r)
 	return r
+}
+
+// saveFinal checkpoints a finished agent; an agent stopped by the run's
+// cancellation keeps its last completed turn instead, to resume from.
+func (e *Engine) saveFinal(ctx context.Context, st *agent.State, r Result) {
+	if e.job.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
+		return
+	}
+	recordOutcome(st, r)
+	e.save(ctx, st)
 }
 
 func (e *Engine) fail(i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {

@@ -88,6 +88,14 @@ type Job struct {
 	// the agents: a slow callback delays delivery, not the agents, until
 	// MaxActive results are waiting.
 	OnResult OnResultFunc
+	// Checkpoint, if set, saves every completed turn and final result, and
+	// a run resumes from what it holds: finished inputs are not run again
+	// (their saved results are delivered), unfinished agents continue from
+	// their last completed turn. Nil means no checkpointing.
+	Checkpoint Checkpointer
+	// RetryFailed, with Checkpoint, runs inputs whose saved result is a
+	// failure again.
+	RetryFailed bool
 	// Logger receives lifecycle events and warnings. Nil means silent.
 	Logger *slog.Logger
 }

@@ -1,0 +1,121 @@
+package batchagent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// Checkpointer persists agents' progress so that a stopped run can resume:
+// every completed turn and every final result is saved, durably, before the
+// agent goes on or its result is delivered. *checkpoint.Store satisfies it.
+type Checkpointer interface {
+	// Save records one agent's latest state.
+	Save(ctx context.Context, s agent.State) error
+	// Load returns the saved states of a job.
+	Load(ctx context.Context, jobID string) ([]agent.State, error)
+}
+
+// saveTimeout bounds a checkpoint write made after the run was cancelled.
+const saveTimeout = 5 * time.Second
+
+// Fingerprint returns the parts that identify the engine's job for a
+// checkpointed run, each hashed: the system prompt, the task template, the
+// output schema, the tool definitions and the model name. A run resumed
+// with different parts would mix two jobs' outputs.
+func (e *Engine) Fingerprint() map[string]string {
+	tools, _ := json.Marshal(e.runner.ToolDefs())
+	parts := map[string][]byte{
+		"system": []byte(e.job.System),
+		"task":   []byte(e.job.Task),
+		"schema": e.job.OutputSchema,
+		"tools":  tools,
+		"model":  []byte(e.job.ModelName),
+	}
+	fp := make(map[string]string, len(parts))
+	for k, v := range parts {
+		sum := sha256.Sum256(v)
+		fp[k] = hex.EncodeToString(sum[:12])
+	}
+	return fp
+}
+
+// loadCheckpoint returns the job's saved states by input index.
+func (e *Engine) loadCheckpoint(ctx context.Context) (map[int]agent.State, error) {
+	if e.job.Checkpoint == nil {
+		return nil, nil
+	}
+	states, err := e.job.Checkpoint.Load(ctx, e.job.ID)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]agent.State, len(states))
+	for _, st := range states {
+		m[st.Index] = st
+	}
+	return m, nil
+}
+
+// finished reports whether a saved state needs no more work.
+func (e *Engine) finished(st agent.State) bool {
+	return st.Status == agent.StatusDone || (st.Status == agent.StatusFailed && !e.job.RetryFailed)
+}
+
+// save writes st, surviving a cancelled run: final writes use a context
+// without its cancellation and a short timeout.
+func (e *Engine) save(ctx context.Context, st *agent.State) {
+	if e.job.Checkpoint == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	if err := e.job.Checkpoint.Save(ctx, *st); err != nil {
+		e.ckptErrors.Add(1)
+		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
+			slog.String("job", e.job.ID), slog.Int("agent", st.Index), slog.Any("err", err))
+	}
+}
+
+// recordOutcome fills st's status and failure from a finished agent's
+// result.
+func recordOutcome(st *agent.State, r Result) {
+	if r.Err == nil {
+		st.Status = agent.StatusDone
+		return
+	}
+	st.Status = agent.StatusFailed
+	st.ErrKind = string(KindOf(r.Err))
+	st.ErrMsg = r.Err.Error()
+	st.ErrTurn = -1
+	if ae, ok := r.Err.(*AgentError); ok {
+		st.ErrMsg, st.ErrOp, st.ErrTurn = ae.Err.Error(), ae.Op, ae.Turn
+		st.Problems = ae.Problems()
+	}
+}
+
+// StateResult rebuilds the result of a finished agent from its saved state,
+// as a resumed run and `batchagent export` report it.
+func StateResult(jobID string, st agent.State) Result {
+	r := Result{
+		Index: st.Index, Input: st.Input, Output: st.Output, Raw: st.Raw, Attempts: st.ModelCalls,
+		Turns: st.Turns, ToolCalls: st.ToolCalls, Repairs: st.Repairs, Usage: st.Usage,
+		Timings: Timings{Queue: st.Timings.Queue, Inference: st.Timings.Inference, Tools: st.Timings.Tools,
+			Backoff: st.Timings.Backoff, TTFT: st.Timings.TTFT},
+	}
+	if st.Status == agent.StatusFailed {
+		var cause error = errors.New(st.ErrMsg)
+		if len(st.Problems) > 0 {
+			cause = &schema.ValidationError{Problems: st.Problems, Raw: st.Raw}
+		}
+		r.Err = &AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: Kind(st.ErrKind), Err: cause}
+		r.Output = nil
+	}
+	return r
+}

@@ -1,0 +1,132 @@
+package batchagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/tool"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeCheckpointer keeps states in memory.
+type fakeCheckpointer struct {
+	mu     sync.Mutex
+	states map[int]agent.State
+	saves  int
+}
+
+func (f *fakeCheckpointer) Save(ctx context.Context, s agent.State) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.states == nil {
+		f.states = map[int]agent.State{}
+	}
+	f.states[s.Index] = *s.Clone()
+	f.saves++
+	return nil
+}
+
+func (f *fakeCheckpointer) Load(ctx context.Context, jobID string) ([]agent.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []agent.State
+	for _, k := range slices.Sorted(maps.Keys(f.states)) {
+		st := f.states[k]
+		out = append(out, *st.Clone())
+	}
+	return out, nil
+}
+
+func checkpointJob(t *testing.T, ck batchagent.Checkpointer, m *sim.Model) batchagent.Job {
+	echo := tool.Func(tool.Spec{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+		func(ctx context.Context, args json.RawMessage) (string, error) { return "contents", nil })
+	return batchagent.Job{
+		ID: "ck", Model: m, Task: "read path: {id}.txt", Tools: []tool.Tool{echo},
+		OutputSchema: json.RawMessage(outSchema), Checkpoint: ck,
+	}
+}
+
+func outputs(res []batchagent.Result) []string {
+	var s []string
+	for _, r := range res {
+		s = append(s, string(r.Output))
+	}
+	return s
+}
+
+func TestCheckpointResume(t *testing.T) {
+	ck := &fakeCheckpointer{}
+	first := newSim(t, sim.Config{Seed: 9})
+	res, err := batchagent.Run(t.Context(), checkpointJob(t, ck, first), batchagent.Slice(inputs(20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outputs(res)
+	// One save after the tool turn, one for the result.
+	if ck.saves != 40 || first.Stats().Calls != 40 {
+		t.Fatalf("saves %d, model calls %d; want 40 and 40", ck.saves, first.Stats().Calls)
+	}
+	for i, st := range ck.states {
+		if st.Status != agent.StatusDone || st.JobID != "ck" || st.Input["id"] == nil {
+			t.Fatalf("state %d = status %q job %q input %v; want done, ck and the input", i, st.Status, st.JobID, st.Input)
+		}
+	}
+
+	// Everything done: a second run calls no model and returns the same.
+	again := newSim(t, sim.Config{Seed: 9})
+	res2, _ := batchagent.Run(t.Context(), checkpointJob(t, ck, again), batchagent.Slice(inputs(20)))
+	if again.Stats().Calls != 0 {
+		t.Errorf("resuming a finished run made %d model calls, want 0", again.Stats().Calls)
+	}
+	if diff := cmp.Diff(want, outputs(res2)); diff != "" {
+		t.Errorf("resumed outputs (-want +got):\n%s", diff)
+	}
+
+	// Cut the even agents back to their first completed turn, as a kill
+	// right after it would leave them: each resumes with one model call.
+	for i := 0; i < 20; i += 2 {
+		st := ck.states[i]
+		st.Status, st.Output, st.Turns, st.Messages = agent.StatusRunning, nil, 1, st.Messages[:3]
+		ck.states[i] = st
+	}
+	third := newSim(t, sim.Config{Seed: 9})
+	res3, _ := batchagent.Run(t.Context(), checkpointJob(t, ck, third), batchagent.Slice(inputs(20)))
+	if third.Stats().Calls != 10 {
+		t.Errorf("resuming 10 agents after their first turn made %d model calls, want 10", third.Stats().Calls)
+	}
+	if diff := cmp.Diff(want, outputs(res3)); diff != "" {
+		t.Errorf("outputs after resuming mid-agent (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckpointRetryFailed(t *testing.T) {
+	ck := &fakeCheckpointer{}
+	j := checkpointJob(t, ck, newSim(t, sim.Config{Seed: 2, InvalidRate: 1}))
+	j.MaxRetries = -1
+	res, _ := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	if batchagent.KindOf(res[0].Err) != batchagent.KindValidation || ck.states[0].Status != agent.StatusFailed || len(ck.states[0].Problems) == 0 {
+		t.Fatalf("first run: %v, saved %+v; want a saved validation failure with problems", res[0].Err, ck.states[0].Status)
+	}
+	// Without RetryFailed the saved failure is returned as it was.
+	j.Model = newSim(t, sim.Config{Seed: 2})
+	res, _ = batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	ae, _ := res[0].Err.(*batchagent.AgentError)
+	if ae == nil || ae.Kind != batchagent.KindValidation || len(ae.Problems()) == 0 {
+		t.Errorf("resumed failure = %v, want the saved validation error with its problems", res[0].Err)
+	}
+	// With RetryFailed they run again, and now succeed.
+	j.RetryFailed = true
+	res, _ = batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	for _, r := range res {
+		if r.Err != nil {
+			t.Errorf("retried result %d: %v", r.Index, r.Err)
+		}
+	}
+}
