@@ -25,7 +25,9 @@ const (
 const usage = `batchagent runs many LLM agents in parallel: input list in, structured result list out.
 
 Usage:
-  batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered]
+  batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered] [--state FILE] [--force] [--retry-failed]
+  batchagent status STATE.db
+  batchagent export STATE.db [--out FILE]
   batchagent bench fair|slots|scale|server|dedup [-n N] [-fail P] [-json] [-mode engine|naive]
   batchagent sim serve [--addr 127.0.0.1:8000] [--max-seqs N] [--max-queue N] [--prefill-per-token D] [--decode-step D] [--no-prefix-cache] [--seed N] [--tool-turns N] [--api-key-env NAME]
   batchagent help
@@ -46,6 +48,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "export":
+		return exportCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "sim":

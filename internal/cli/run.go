@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/internal/tokens"
@@ -21,8 +24,9 @@ import (
 
 // runFlags are the flags of `batchagent run`.
 type runFlags struct {
-	inputs, out, backend string
-	ordered, quiet       bool
+	inputs, out, backend, state string
+	ordered, quiet              bool
+	force, retryFailed, noState bool
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -38,6 +42,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms; overrides the job's backend")
 	fs.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or summary on stderr")
+	fs.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
+	fs.BoolVar(&f.noState, "no-state", false, "no checkpoint store")
+	fs.BoolVar(&f.force, "force", false, "resume even though the job changed since the state was written")
+	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again")
 	pos, err := parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -69,6 +77,9 @@ type runner struct {
 	outPath string
 	closers []io.Closer
 	tools   *builtTools // closed with the runner
+
+	statePath    string // the checkpoint store, or ""
+	resumedLines int    // result lines found in the output on resume
 }
 
 // prepare loads the job file and opens everything the run needs. Every
@@ -134,6 +145,32 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 			j.MaxRetries = -1 // an explicit 0 in the file means no retries
 		}
 	}
+	r.outPath = cj.Output
+	if f.out != "" {
+		r.outPath = f.out
+	}
+	if r.outPath == "-" {
+		r.outPath = ""
+	}
+	statePath := f.state
+	if statePath == "" && r.outPath != "" && !f.noState {
+		statePath = r.outPath + ".state.db"
+	}
+	resumed := false
+	if statePath != "" {
+		store, err := checkpoint.Open(statePath, checkpoint.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		r.closers = append(r.closers, store)
+		fp := j.Fingerprint()
+		fp["backend"] = backend
+		if resumed, err = store.Begin(ctx, j.ID, fp, f.force); err != nil {
+			return nil, fmt.Errorf("%s: %w", statePath, err)
+		}
+		j.Checkpoint, j.RetryFailed = store, f.retryFailed
+		r.statePath = statePath
+	}
 	if r.engine, err = batchagent.New(j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -149,24 +186,67 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, err
 	}
 
-	r.outPath = cj.Output
-	if f.out != "" {
-		r.outPath = f.out
-	}
-	var w io.Writer = stdout
-	if r.outPath != "" && r.outPath != "-" {
-		of, err := os.Create(r.outPath)
+	var (
+		w       io.Writer = stdout
+		written map[int]bool
+	)
+	if r.outPath != "" {
+		of, idx, err := openOutput(r.outPath, resumed)
 		if err != nil {
 			return nil, fmt.Errorf("output: %w", err)
 		}
 		r.closers = append(r.closers, of)
-		w = of
-	} else {
-		r.outPath = ""
+		w, written = of, idx
 	}
 	r.out = sink.NewJSONL(w, f.ordered)
+	r.out.Skip(written)
+	r.resumedLines = len(written)
 	ok = true
 	return r, nil
+}
+
+// openOutput opens the results file. A fresh run truncates it. A resumed
+// run keeps the complete lines already there (a line torn by a kill is cut
+// off) and appends, returning the indexes those lines hold, so that every
+// input ends with exactly one line.
+func openOutput(path string, resumed bool) (*os.File, map[int]bool, error) {
+	if !resumed {
+		f, err := os.Create(path)
+		return f, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	keep := bytes.LastIndexByte(data, '\n') + 1
+	written := map[int]bool{}
+	for line := range bytes.SplitSeq(data[:keep], []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v struct {
+			Index *int `json:"index"`
+		}
+		if json.Unmarshal(line, &v) != nil || v.Index == nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: a line is not a result; remove the file or pick another --out", path)
+		}
+		written[*v.Index] = true
+	}
+	if err := f.Truncate(int64(keep)); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(int64(keep), io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, written, nil
 }
 
 // openInputs opens an input file, choosing the format by its extension,
@@ -244,6 +324,16 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	st := r.engine.Stats()
 	if !quiet {
 		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath)
+		if r.statePath != "" {
+			fmt.Fprintf(stderr, "  state: %s", r.statePath)
+			if r.resumedLines > 0 {
+				fmt.Fprintf(stderr, " (resumed: %d results were already in the output)", r.resumedLines)
+			}
+			if notWritten > 0 || ctx.Err() != nil {
+				fmt.Fprint(stderr, "; run the same command again to resume")
+			}
+			fmt.Fprintln(stderr)
+		}
 	}
 	switch {
 	case writeErr != nil:

@@ -27,7 +27,8 @@ type JSONL struct {
 	next      int                       // ordered mode: next index to write
 	written   int
 	lastFlush time.Time
-	err       error // first write error; later writes are refused
+	err       error        // first write error; later writes are refused
+	skip      map[int]bool // indexes already in the output (a resumed run)
 }
 
 // NewJSONL returns a writer to w. With ordered, results are buffered and
@@ -38,6 +39,18 @@ func NewJSONL(w io.Writer, ordered bool) *JSONL {
 	return &JSONL{bw: bufio.NewWriterSize(w, 64<<10), ordered: ordered, pending: map[int]batchagent.Result{}, lastFlush: time.Now()}
 }
 
+// Skip marks indexes already present in the output, as a resumed run
+// finds them: results with these indexes are not written again, and in
+// ordered mode they count as written. Call it before the first Write.
+func (s *JSONL) Skip(indexes map[int]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skip = indexes
+	for s.skip[s.next] {
+		s.next++
+	}
+}
+
 // Write writes r (or, in ordered mode, buffers it until the results before
 // it are written). Buffered output is flushed at least every 100ms of
 // writes; call Flush to force it. It returns the first error met writing.
@@ -46,6 +59,9 @@ func (s *JSONL) Write(r batchagent.Result) error {
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
+	}
+	if s.skip[r.Index] {
+		return nil
 	}
 	if !s.ordered {
 		s.writeLocked(r)
@@ -58,6 +74,9 @@ func (s *JSONL) Write(r batchagent.Result) error {
 			}
 			delete(s.pending, s.next)
 			s.next++
+			for s.skip[s.next] {
+				s.next++
+			}
 			s.writeLocked(p)
 		}
 	}

@@ -86,3 +86,26 @@ func TestWriteErrorIsSticky(t *testing.T) {
 		t.Errorf("Write after a failure = nil, want the first error")
 	}
 }
+
+func TestSkipResumed(t *testing.T) {
+	for _, ordered := range []bool{false, true} {
+		var buf bytes.Buffer
+		s := sink.NewJSONL(&buf, ordered)
+		s.Skip(map[int]bool{0: true, 2: true})
+		for _, i := range []int{3, 2, 1, 0, 4} {
+			if err := s.Write(result(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := []int{3, 1, 4}
+		if ordered {
+			want = []int{1, 3, 4}
+		}
+		if diff := cmp.Diff(want, indexes(t, buf.String())); diff != "" {
+			t.Errorf("ordered=%v: lines (-want +got):\n%s", ordered, diff)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/sink"
+)
+
+// openState opens an existing checkpoint store.
+func openState(path string) (*checkpoint.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return checkpoint.Open(path, checkpoint.Config{})
+}
+
+// statusCmd prints the counts of a checkpointed run: `batchagent status run.db`.
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: batchagent status STATE.db")
+		return exitUsage
+	}
+	store, err := openState(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
+	}
+	defer store.Close()
+	jobs, err := store.Jobs(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitFailed
+	}
+	for _, id := range jobs {
+		s, err := store.Summary(ctx, id)
+		if err != nil {
+			fmt.Fprintln(stderr, "batchagent status:", err)
+			return exitFailed
+		}
+		total := 0
+		for _, n := range s.ByStatus {
+			total += n
+		}
+		fmt.Fprintf(stdout, "job %s: %d agents · done %d · failed %d · running %d\n", id, total,
+			s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
+		}
+		if len(kinds) > 0 {
+			fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
+		}
+		fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
+			s.ModelCalls, s.Turns, count(s.Usage.PromptTokens), count(s.Usage.CachedTokens), count(s.Usage.CompletionTokens))
+		if span := s.Last.Sub(s.First); span > 0 {
+			fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
+				float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
+		}
+	}
+	return exitOK
+}
+
+// exportCmd writes a checkpointed run's results in input order:
+// `batchagent export run.db --out results.jsonl`.
+func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "output file (default stdout)")
+	jobID := fs.String("job", "", "job to export (default: the store's only job)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: batchagent export STATE.db [--out FILE] [--job ID]")
+		return exitUsage
+	}
+	store, err := openState(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
+	}
+	defer store.Close()
+	id := *jobID
+	if id == "" {
+		jobs, err := store.Jobs(ctx)
+		if err != nil || len(jobs) != 1 {
+			fmt.Fprintf(stderr, "batchagent export: the store holds jobs %v: name one with --job\n", jobs)
+			return exitUsage
+		}
+		id = jobs[0]
+	}
+	states, err := store.Load(ctx, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitFailed
+	}
+	var w io.Writer = stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintln(stderr, "batchagent export:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		w = f
+	}
+	js := sink.NewJSONL(w, false)
+	unfinished := 0
+	for _, st := range states { // ordered by index
+		if st.Status == agent.StatusRunning {
+			unfinished++
+			continue
+		}
+		if err := js.Write(batchagent.StateResult(id, st)); err != nil {
+			fmt.Fprintln(stderr, "batchagent export:", err)
+			return exitFailed
+		}
+	}
+	if err := js.Close(); err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "batchagent export: %d results of job %s", js.Written(), id)
+	if unfinished > 0 {
+		fmt.Fprintf(stderr, " (%d agents unfinished: resume the run to finish them)", unfinished)
+	}
+	fmt.Fprintln(stderr)
+	return exitOK
+}
