@@ -16,6 +16,7 @@ func TestImportRules(t *testing.T) {
 		"sched":               {},
 		"tool":                {},
 		"tool/sqltool":        {"tool"},
+		"checkpoint":          {"agent", "job", "llm"},
 		"tool/mcptool":        {"tool"},
 		"schema":              {},
 		"internal/sse":        {},

@@ -1,0 +1,157 @@
+package checkpoint_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/llm"
+)
+
+func TestBegin(t *testing.T) {
+	base := checkpoint.Fingerprint{"task": "t1", "system": "s1", "schema": "c1", "model": "m1"}
+	tests := []struct {
+		name        string
+		fp          checkpoint.Fingerprint
+		force       bool
+		wantChanged []string // nil: accepted
+		wantMsg     string
+		wantStored  checkpoint.Fingerprint // what a later Begin must match
+	}{
+		{name: "same fingerprint", fp: base, wantStored: base},
+		{
+			name:        "changed parts",
+			fp:          checkpoint.Fingerprint{"task": "t2", "system": "s1", "schema": "c2", "model": "m1"},
+			wantChanged: []string{"schema", "task"},
+			wantMsg:     `checkpoint: job "j" changed since its last run: schema, task (use --force to resume anyway)`,
+			wantStored:  base,
+		},
+		{
+			name:        "added and removed parts",
+			fp:          checkpoint.Fingerprint{"task": "t1", "system": "s1", "schema": "c1", "tools": "x"},
+			wantChanged: []string{"model", "tools"},
+			wantMsg:     `checkpoint: job "j" changed since its last run: model, tools (use --force to resume anyway)`,
+			wantStored:  base,
+		},
+		{
+			name:       "force replaces",
+			fp:         checkpoint.Fingerprint{"task": "t2", "system": "s1", "schema": "c1", "model": "m1"},
+			force:      true,
+			wantStored: checkpoint.Fingerprint{"task": "t2", "system": "s1", "schema": "c1", "model": "m1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := open(t, checkpoint.Config{})
+			ctx := t.Context()
+			existed, err := s.Begin(ctx, "j", base, false)
+			if err != nil || existed {
+				t.Fatalf("Begin(new run) = %v, %v; want false, nil", existed, err)
+			}
+			existed, err = s.Begin(ctx, "j", tt.fp, tt.force)
+			if !existed {
+				t.Errorf("Begin(existing run) existed = false, want true")
+			}
+			if tt.wantChanged == nil {
+				if err != nil {
+					t.Fatalf("Begin(%v, force=%v) = %v, want nil", tt.fp, tt.force, err)
+				}
+			} else {
+				var me *checkpoint.MismatchError
+				if !errors.As(err, &me) {
+					t.Fatalf("Begin(%v) = %v, want a *MismatchError", tt.fp, err)
+				}
+				if diff := cmp.Diff(&checkpoint.MismatchError{JobID: "j", Changed: tt.wantChanged}, me); diff != "" {
+					t.Errorf("Begin(%v) error mismatch (-want +got):\n%s", tt.fp, diff)
+				}
+				if got := err.Error(); got != tt.wantMsg {
+					t.Errorf("Begin(%v).Error() = %q, want %q", tt.fp, got, tt.wantMsg)
+				}
+			}
+			// The stored fingerprint is wantStored: it matches exactly.
+			if _, err := s.Begin(ctx, "j", tt.wantStored, false); err != nil {
+				t.Errorf("Begin(stored fingerprint %v) = %v, want nil", tt.wantStored, err)
+			}
+		})
+	}
+}
+
+func TestBeginJobsAreSeparate(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{})
+	ctx := t.Context()
+	for _, id := range []string{"b", "a"} {
+		if existed, err := s.Begin(ctx, id, checkpoint.Fingerprint{"task": id}, false); err != nil || existed {
+			t.Fatalf("Begin(%q) = %v, %v; want false, nil", id, existed, err)
+		}
+	}
+	if err := s.Save(ctx, agent.State{JobID: "c", Index: 0, Status: agent.StatusDone}); err != nil {
+		t.Fatalf("Save(c) = %v", err)
+	}
+	got, err := s.Jobs(ctx)
+	if err != nil {
+		t.Fatalf("Jobs() = %v", err)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {
+		t.Errorf("Jobs() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{})
+	ctx := t.Context()
+	before := time.Now()
+	if _, err := s.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x"}, false); err != nil {
+		t.Fatalf("Begin = %v", err)
+	}
+	states := []agent.State{
+		{Index: 0, Status: agent.StatusDone, Turns: 2, ModelCalls: 3, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}},
+		{Index: 1, Status: agent.StatusDone, Turns: 1, ModelCalls: 1, Usage: llm.Usage{PromptTokens: 20, CompletionTokens: 7, CachedTokens: 8}},
+		{Index: 2, Status: agent.StatusFailed, ErrKind: "rate_limited", Turns: 0, ModelCalls: 4},
+		{Index: 3, Status: agent.StatusFailed, ErrKind: "validation", Turns: 3, ModelCalls: 3, Usage: llm.Usage{PromptTokens: 1}},
+		{Index: 4, Status: agent.StatusFailed, ErrKind: "validation", Turns: 3, ModelCalls: 3},
+		{Index: 5, Status: agent.StatusRunning, Turns: 1, ModelCalls: 1},
+	}
+	for _, st := range states {
+		st.JobID = "j"
+		if err := s.Save(ctx, st); err != nil {
+			t.Fatalf("Save(%d) = %v", st.Index, err)
+		}
+	}
+	// Another job's states are not counted.
+	if err := s.Save(ctx, agent.State{JobID: "k", Status: agent.StatusDone, Turns: 9}); err != nil {
+		t.Fatalf("Save(k) = %v", err)
+	}
+	after := time.Now()
+
+	got, err := s.Summary(ctx, "j")
+	if err != nil {
+		t.Fatalf("Summary(j) = %v", err)
+	}
+	want := checkpoint.Summary{
+		JobID:      "j",
+		ByStatus:   map[agent.Status]int{agent.StatusDone: 2, agent.StatusFailed: 3, agent.StatusRunning: 1},
+		ByKind:     map[string]int{"rate_limited": 1, "validation": 2},
+		Usage:      llm.Usage{PromptTokens: 31, CompletionTokens: 12, CachedTokens: 8},
+		Turns:      10,
+		ModelCalls: 15,
+	}
+	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool {
+		return p.String() == "First" || p.String() == "Last"
+	}, cmp.Ignore())); diff != "" {
+		t.Errorf("Summary(j) mismatch (-want +got):\n%s", diff)
+	}
+	if got.Total() != 6 {
+		t.Errorf("Summary(j).Total() = %d, want 6", got.Total())
+	}
+	if got.First.Before(before) || got.Last.Before(got.First) || got.Last.After(after) {
+		t.Errorf("Summary(j) First, Last = %v, %v; want within [%v, %v], First ≤ Last", got.First, got.Last, before, after)
+	}
+
+	if _, err := s.Summary(ctx, "nope"); !errors.Is(err, checkpoint.ErrUnknownJob) {
+		t.Errorf("Summary(nope) = %v, want %v", err, checkpoint.ErrUnknownJob)
+	}
+}

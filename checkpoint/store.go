@@ -1,0 +1,348 @@
+// Package checkpoint keeps a run's agent states in one SQLite file so that a
+// stopped run can resume where it stopped. The file is opened through the
+// pure-Go driver modernc.org/sqlite in WAL mode; saves from many goroutines
+// are group-committed by one writer goroutine, so the store keeps up with
+// tens of thousands of saves per second.
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/batchagent/batchagent/agent"
+)
+
+// Defaults of [Config].
+const (
+	DefaultFlushInterval = 5 * time.Millisecond
+	DefaultMaxBatch      = 1024
+)
+
+// busyTimeoutMillis is how long a connection waits for a lock held by
+// another connection (another Store on the same file) before failing.
+const busyTimeoutMillis = 5000
+
+// ErrClosed is returned by the methods of a [Store] after [Store.Close].
+var ErrClosed = errors.New("checkpoint: store closed")
+
+// ErrUnknownJob is returned by [Store.Summary] for a job the store has no
+// record of.
+var ErrUnknownJob = errors.New("checkpoint: unknown job")
+
+// Config tunes a [Store]. The zero Config is valid.
+type Config struct {
+	// FlushInterval is the group-commit window. Saves that arrive while a
+	// transaction commits form the next one, committed as soon as the
+	// previous commit finishes; when fewer states are waiting than the last
+	// transaction held, the writer waits up to FlushInterval for the
+	// savers of that transaction to come back, so that batches stay large
+	// under load. A lone saver never waits. A negative value means never
+	// wait. Defaults to DefaultFlushInterval.
+	FlushInterval time.Duration
+	// MaxBatch is the most states one transaction holds. Defaults to
+	// DefaultMaxBatch.
+	MaxBatch int
+}
+
+func (c Config) withDefaults() Config {
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	return c
+}
+
+// Store is a run's state in one SQLite file (WAL mode, synchronous=NORMAL,
+// with a busy timeout so that several Stores may share a file). It is safe
+// for concurrent use. Its methods return [ErrClosed] after Close.
+type Store struct {
+	db     *sql.DB
+	upsert *sql.Stmt
+	cfg    Config
+
+	wake    chan struct{} // cap 1: a batch is waiting, is full, or Close was called
+	stopped chan struct{} // closed when the writer goroutine has exited
+
+	mu     sync.Mutex
+	queue  []*batch // batches not yet taken by the writer; the last one is open
+	closed bool
+}
+
+// item is one state waiting to be written.
+type item struct {
+	jobID   string
+	idx     int
+	turns   int
+	status  agent.Status
+	updated int64
+	buf     *bytes.Buffer // the state's JSON plus a newline
+}
+
+// batch is the states of one transaction. done is closed once it has been
+// committed or has failed with err.
+type batch struct {
+	items []item
+	want  int // when non-zero, the size at which Save wakes the lingering writer
+	done  chan struct{}
+	err   error
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS runs (
+	job_id      TEXT PRIMARY KEY,
+	fingerprint TEXT NOT NULL,
+	created     INTEGER NOT NULL,
+	updated     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS states (
+	job_id  TEXT NOT NULL,
+	idx     INTEGER NOT NULL,
+	status  TEXT NOT NULL,
+	turns   INTEGER NOT NULL,
+	state   BLOB NOT NULL,
+	updated INTEGER NOT NULL,
+	PRIMARY KEY (job_id, idx)
+);`
+
+const upsertSQL = `INSERT INTO states (job_id, idx, status, turns, state, updated)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (job_id, idx) DO UPDATE SET
+	status = excluded.status, turns = excluded.turns,
+	state = excluded.state, updated = excluded.updated`
+
+// Open opens or creates the store at path, creating its tables when they
+// are missing, and starts the writer goroutine that [Store.Close] stops.
+func Open(path string, cfg Config) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("checkpoint: open: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, schemaSQL); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	upsert, err := db.PrepareContext(ctx, upsertSQL)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	s := &Store{
+		db:      db,
+		upsert:  upsert,
+		cfg:     cfg.withDefaults(),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	go s.write()
+	return s, nil
+}
+
+// dsn returns the file: URI for the absolute path abs, with the pragmas
+// every connection runs: WAL, synchronous=NORMAL (a commit survives a crash
+// of the process; the WAL is synced at checkpoints), a busy timeout, and
+// transactions that take the write lock at BEGIN.
+func dsn(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:///C:/x.db
+	}
+	q := url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis),
+			"journal_mode(WAL)",
+			"synchronous(NORMAL)",
+		},
+		"_txlock": {"immediate"},
+	}
+	return "file://" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
+}
+
+// Save upserts one agent's latest state, keyed by st.JobID and st.Index.
+// The state is encoded by the calling goroutine, then committed by the
+// Store's writer together with the saves of other goroutines. Save blocks
+// until the transaction holding the state has committed, so the state is
+// durable when Save returns nil, or until ctx ends: it then returns
+// ctx.Err(), and the state may still be written (it is queued even when
+// ctx has already ended). A later Save for the same job and index
+// overwrites an earlier one, within one transaction too. Save returns
+// [ErrClosed] after Close, and the commit's error, wrapped, when the
+// transaction failed.
+func (s *Store) Save(ctx context.Context, st agent.State) error {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(&st); err != nil {
+		bufPool.Put(buf)
+		return fmt.Errorf("checkpoint: save job %q agent %d: %w", st.JobID, st.Index, err)
+	}
+	it := item{
+		jobID:   st.JobID,
+		idx:     st.Index,
+		turns:   st.Turns,
+		status:  st.Status,
+		updated: time.Now().UnixNano(),
+		buf:     buf,
+	}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		bufPool.Put(buf)
+		return ErrClosed
+	}
+	var b *batch
+	if n := len(s.queue); n > 0 && len(s.queue[n-1].items) < s.cfg.MaxBatch {
+		b = s.queue[n-1]
+	} else {
+		b = &batch{items: make([]item, 0, min(s.cfg.MaxBatch, 64)), done: make(chan struct{})}
+		s.queue = append(s.queue, b)
+	}
+	b.items = append(b.items, it)
+	n := len(b.items)
+	wake := n == 1 || n == s.cfg.MaxBatch || n == b.want
+	s.mu.Unlock()
+	if wake {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+
+	select {
+	case <-b.done:
+		if b.err != nil {
+			return fmt.Errorf("checkpoint: save job %q agent %d: %w", st.JobID, st.Index, b.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// write is the writer goroutine: it commits the queued batches in order,
+// one transaction each, until the Store is closed and the queue is empty.
+func (s *Store) write() {
+	defer close(s.stopped)
+	var timer *time.Timer
+	last := 0 // the size of the last batch
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		if len(s.queue) == 0 { // closed and drained
+			s.mu.Unlock()
+			return
+		}
+		// Let the batch fill until it is as large as the last one, or the
+		// window ends: the savers of the last batch are likely to be back.
+		// A lone saver (last batch of one) never waits.
+		if want := min(last, s.cfg.MaxBatch); s.cfg.FlushInterval > 0 && len(s.queue) == 1 && len(s.queue[0].items) < want {
+			if timer == nil {
+				timer = time.NewTimer(s.cfg.FlushInterval)
+			} else {
+				timer.Reset(s.cfg.FlushInterval)
+			}
+			s.queue[0].want = want
+			for len(s.queue) == 1 && len(s.queue[0].items) < want && !s.closed {
+				s.mu.Unlock()
+				fired := false
+				select {
+				case <-timer.C:
+					fired = true
+				case <-s.wake:
+				}
+				s.mu.Lock()
+				if fired {
+					break
+				}
+			}
+			timer.Stop()
+		}
+		b := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+
+		last = len(b.items)
+		b.err = s.commit(b.items)
+		close(b.done)
+		for i := range b.items {
+			bufPool.Put(b.items[i].buf)
+			b.items[i] = item{}
+		}
+	}
+}
+
+// commit writes items in one transaction, in order, so that the last of
+// several states for one agent wins.
+func (s *Store) commit(items []item) error {
+	// Background, not a saver's context: once started, a commit runs to
+	// its end whoever stops waiting for it.
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	stmt := tx.StmtContext(ctx, s.upsert)
+	for i := range items {
+		it := &items[i]
+		data := it.buf.Bytes()
+		data = data[:len(data)-1] // the encoder's newline
+		if _, err := stmt.ExecContext(ctx, it.jobID, it.idx, string(it.status), it.turns, data, it.updated); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Close commits the pending saves, stops the writer goroutine and closes the
+// database. Saves after Close return [ErrClosed]; Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.stopped
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.stopped
+	return errors.Join(s.upsert.Close(), s.db.Close())
+}
+
+// isClosed reports whether Close has been called.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

@@ -1,0 +1,79 @@
+package checkpoint_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// benchState is the final state of a typical one-turn agent (~600 bytes
+// of JSON).
+func benchState(idx int) agent.State {
+	return agent.State{
+		JobID:  "bench",
+		Index:  idx,
+		Input:  job.Input{"text": "The quick brown fox jumps over the lazy dog."},
+		Status: agent.StatusDone,
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "Classify the sentiment of: The quick brown fox jumps over the lazy dog."},
+			{Role: llm.RoleAssistant, Content: `{"sentiment":"neutral","confidence":0.82}`},
+		},
+		Turns:      1,
+		ModelCalls: 1,
+		Usage:      llm.Usage{PromptTokens: 412, CompletionTokens: 17},
+		Timings:    agent.Timings{Inference: 40 * time.Millisecond, TTFT: 12 * time.Millisecond},
+		Output:     json.RawMessage(`{"sentiment":"neutral","confidence":0.82}`),
+	}
+}
+
+// BenchmarkSave measures saves from many goroutines at once, as an engine
+// running thousands of agents makes them, and reports saves/s.
+func BenchmarkSave(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		cfg  checkpoint.Config
+		par  int // savers per GOMAXPROCS
+	}{
+		{"savers=1/window=none", checkpoint.Config{FlushInterval: -1}, 0},
+		{"savers=1/window=5ms", checkpoint.Config{}, 0},
+		{"savers=256/window=none", checkpoint.Config{FlushInterval: -1}, 128},
+		{"savers=256/window=5ms", checkpoint.Config{}, 128},
+		{"savers=2048/window=5ms", checkpoint.Config{}, 1024},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := checkpoint.Open(filepath.Join(b.TempDir(), "run.db"), bc.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			var next atomic.Int64
+			start := time.Now()
+			if bc.par == 0 {
+				for b.Loop() {
+					if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			} else {
+				b.SetParallelism(bc.par)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			b.ReportMetric(float64(next.Load())/time.Since(start).Seconds(), "saves/s")
+		})
+	}
+}

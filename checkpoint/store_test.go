@@ -1,0 +1,304 @@
+package checkpoint_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// open opens a Store in a fresh temporary directory, closed at the end of
+// the test, and returns it with its path.
+func open(t *testing.T, cfg checkpoint.Config) (*checkpoint.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.db")
+	s, err := checkpoint.Open(path, cfg)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close() = %v", err)
+		}
+	})
+	return s, path
+}
+
+// fullState returns a state with every field set.
+func fullState(jobID string, idx int) agent.State {
+	return agent.State{
+		JobID:   jobID,
+		Index:   idx,
+		Input:   job.Input{"name": "ada", "n": float64(idx)},
+		Status:  agent.StatusFailed,
+		ErrKind: "validation",
+		ErrMsg:  "output invalid",
+		ErrOp:   "validate",
+		ErrTurn: 2,
+		Problems: []schema.Problem{
+			{Path: "$.name", Message: `missing required property "name"`},
+		},
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "look up ada"},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+				{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"q":"ada"}`)},
+			}},
+			{Role: llm.RoleTool, ToolCallID: "c1", Name: "lookup", Content: "not found", IsError: true},
+			{Role: llm.RoleAssistant, Content: `{"name":"ada"}`},
+		},
+		Turns:       3,
+		ModelCalls:  4,
+		Retries:     1,
+		Corrections: 1,
+		ToolCalls:   1,
+		Repairs:     1,
+		Usage:       llm.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 64},
+		Timings: agent.Timings{
+			Queue: time.Millisecond, Inference: 2 * time.Second, Tools: 3 * time.Millisecond,
+			Backoff: 4 * time.Millisecond, TTFT: 5 * time.Millisecond,
+		},
+		Output: json.RawMessage(`{"name":"ada","n":1}`),
+		Raw:    "```json\n{\"name\":\"ada\",\"n\":1}\n```",
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{})
+	ctx := t.Context()
+	want := []agent.State{fullState("j", 0), fullState("j", 1), fullState("j", 7)}
+	want[1].Status = agent.StatusRunning
+	want[1].Output = nil
+	// Saved out of order: Load orders by index.
+	for _, i := range []int{2, 0, 1} {
+		if err := s.Save(ctx, want[i]); err != nil {
+			t.Fatalf("Save(%d) = %v", want[i].Index, err)
+		}
+	}
+	if err := s.Save(ctx, fullState("other", 0)); err != nil {
+		t.Fatalf("Save(other) = %v", err)
+	}
+	got, err := s.Load(ctx, "j")
+	if err != nil {
+		t.Fatalf("Load(j) = %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(j) mismatch (-want +got):\n%s", diff)
+	}
+	got, err = s.Load(ctx, "none")
+	if err != nil || len(got) != 0 {
+		t.Errorf("Load(none) = %v, %v, want no states", got, err)
+	}
+}
+
+func TestLastWriteWins(t *testing.T) {
+	const n = 50
+	tests := []struct {
+		name string
+		cfg  checkpoint.Config
+		lock bool // hold the write lock while saving
+	}{
+		// The writer's first transaction waits for the lock while the other
+		// saves queue up behind it: they share the next transaction.
+		{"within a batch", checkpoint.Config{MaxBatch: n}, true},
+		// One state per transaction: every save is its own batch.
+		{"across batches", checkpoint.Config{FlushInterval: -1, MaxBatch: 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, path := open(t, tt.cfg)
+			release := func() {}
+			if tt.lock {
+				release = lockWrites(t, path)
+			}
+			// A Save whose ctx has ended returns at once, but its state stays
+			// queued: this queues n-1 saves of one agent in order.
+			done, cancel := context.WithCancel(t.Context())
+			cancel()
+			for turn := range n - 1 {
+				st := fullState("j", 0)
+				st.Turns = turn
+				// nil when the commit won the race with ctx.
+				if err := s.Save(done, st); err != nil && !errors.Is(err, context.Canceled) {
+					t.Fatalf("Save(cancelled ctx, turn %d) = %v, want nil or %v", turn, err, context.Canceled)
+				}
+			}
+			release()
+			last := fullState("j", 0)
+			last.Turns = n - 1
+			if err := s.Save(t.Context(), last); err != nil {
+				t.Fatalf("Save(turn %d) = %v", n-1, err)
+			}
+			got, err := s.Load(t.Context(), "j")
+			if err != nil {
+				t.Fatalf("Load(j) = %v", err)
+			}
+			if diff := cmp.Diff([]agent.State{last}, got); diff != "" {
+				t.Errorf("Load(j) mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSaveIsDurable(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	other, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open(%q) second time = %v", path, err)
+	}
+	defer other.Close()
+	for i := range 5 {
+		want := fullState("j", i)
+		if err := s.Save(t.Context(), want); err != nil {
+			t.Fatalf("Save(%d) = %v", i, err)
+		}
+		// The moment Save returns, another connection sees the state.
+		got, err := other.Load(t.Context(), "j")
+		if err != nil || len(got) != i+1 {
+			t.Fatalf("other.Load(j) after Save(%d) = %d states, %v; want %d", i, len(got), err, i+1)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("other.Load(j)[%d] mismatch (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+func TestConcurrentSaves(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{MaxBatch: 16})
+	const goroutines, perG = 100, 20
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for turn := range perG {
+				st := fullState("j", g)
+				st.Turns = turn
+				if err := s.Save(t.Context(), st); err != nil {
+					t.Errorf("Save(%d, turn %d) = %v", g, turn, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s.Load(t.Context(), "j")
+	if err != nil {
+		t.Fatalf("Load(j) = %v", err)
+	}
+	if len(got) != goroutines {
+		t.Fatalf("Load(j) = %d states, want %d", len(got), goroutines)
+	}
+	for i, st := range got {
+		if st.Index != i || st.Turns != perG-1 {
+			t.Errorf("Load(j)[%d] = index %d turns %d, want index %d turns %d", i, st.Index, st.Turns, i, perG-1)
+		}
+	}
+}
+
+func TestSaveAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.db")
+	s, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+	if err := s.Save(t.Context(), fullState("j", 0)); !errors.Is(err, checkpoint.ErrClosed) {
+		t.Errorf("Save after Close = %v, want %v", err, checkpoint.ErrClosed)
+	}
+	if _, err := s.Load(t.Context(), "j"); !errors.Is(err, checkpoint.ErrClosed) {
+		t.Errorf("Load after Close = %v, want %v", err, checkpoint.ErrClosed)
+	}
+}
+
+func TestCloseFlushesPending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.db")
+	// The writer would wait an hour for a batch to fill: Close must not.
+	s, err := checkpoint.Open(path, checkpoint.Config{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Save(done, fullState("j", 3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Save(cancelled ctx) = %v, want %v", err, context.Canceled)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	r, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("reopen = %v", err)
+	}
+	defer r.Close()
+	got, err := r.Load(t.Context(), "j")
+	if err != nil || len(got) != 1 || got[0].Index != 3 {
+		t.Errorf("Load(j) after Close = %+v, %v; want the state of agent 3", got, err)
+	}
+}
+
+func TestSaveCancelWhileWaiting(t *testing.T) {
+	s, path := open(t, checkpoint.Config{FlushInterval: -1})
+	// Another connection holds the write lock, so the writer's commit waits.
+	release := lockWrites(t, path)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Save(ctx, fullState("j", 0)) }()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Save(ctx cancelled while waiting) = %v, want %v", err, context.Canceled)
+	}
+	release()
+	// The state was still written: the next Save commits after it.
+	if err := s.Save(t.Context(), fullState("j", 1)); err != nil {
+		t.Fatalf("Save after release = %v", err)
+	}
+	got, err := s.Load(t.Context(), "j")
+	if err != nil || len(got) != 2 {
+		t.Errorf("Load(j) = %d states, %v; want 2", len(got), err)
+	}
+}
+
+// lockWrites takes the write lock of the SQLite file at path from another
+// connection and returns the function that releases it.
+func lockWrites(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("sql.Open(%q) = %v", path, err)
+	}
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatalf("db.Conn() = %v", err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatalf("BEGIN IMMEDIATE = %v", err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+				t.Errorf("ROLLBACK = %v", err)
+			}
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
