@@ -30,6 +30,9 @@ type Options struct {
 	// Dir is where input, output and document files are written. Empty
 	// means a temporary directory, removed afterwards.
 	Dir string
+	// State adds an engine run that checkpoints every agent into a SQLite
+	// store (mode "engine+state"), to measure the store's cost.
+	State bool
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -107,7 +110,13 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	if len(modes) == 0 {
 		modes = []string{"engine", "naive"}
 	}
+	if opt.State {
+		modes = append(modes, "engine+state")
+	}
 	for _, m := range modes {
+		if m == "engine+state" {
+			continue
+		}
 		if m != "engine" && m != "naive" {
 			return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive)", m)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
@@ -46,6 +47,7 @@ type workload struct {
 	seed        uint64
 	server      bool          // against the HTTP simulator
 	serverIdeal time.Duration // one request alone on a fresh server
+	state       bool          // engine mode checkpoints into a SQLite store
 }
 
 // ideal is the scenario's physical limit: one agent's critical path, or the
@@ -162,8 +164,10 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		sr, wall, err = runServer(ctx, wl, mode)
 		t = sr.tally
 		start = time.Now().Add(-wall) // the server's own start is not the clients' work
-	case mode == "engine":
-		t, err = runEngine(ctx, e, wl)
+	case mode == "engine", mode == "engine+state":
+		ewl := wl
+		ewl.state = mode == "engine+state"
+		t, err = runEngine(ctx, e, ewl)
 	default:
 		t, err = runNaive(ctx, e, wl)
 	}
@@ -229,6 +233,18 @@ func runEngine(ctx context.Context, e *env, wl workload) (tally, error) {
 			return tally{}, err
 		}
 		j.Tools = []tool.Tool{rt}
+	}
+	if wl.state {
+		path := filepath.Join(e.dir, fmt.Sprintf("state-%d.db", time.Now().UnixNano()))
+		store, err := checkpoint.Open(path, checkpoint.Config{})
+		if err != nil {
+			return tally{}, err
+		}
+		defer store.Close()
+		if _, err := store.Begin(ctx, j.ID, j.Fingerprint(), false); err != nil {
+			return tally{}, err
+		}
+		j.Checkpoint = store
 	}
 	eng, err := batchagent.New(j)
 	if err != nil {
