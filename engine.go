@@ -33,7 +33,15 @@ type Engine struct {
 
 	stats      counters
 	ckptErrors atomic.Int64
+	draining   atomic.Bool // Drain was called
 }
+
+// Drain starts a graceful stop: no more inputs are admitted and agents stop
+// before their next turn, so the turns in flight finish (and are
+// checkpointed) and the runs in progress end with what finished; stopped
+// agents report KindCanceled. Cancel the run's context to stop at once.
+// Drain is permanent for the Engine and safe to call concurrently.
+func (e *Engine) Drain() { e.draining.Store(true) }
 
 // New validates job and returns an Engine for it. The error wraps
 // [ErrBadJob] and says what is wrong.
@@ -107,6 +115,7 @@ func New(j Job) (*Engine, error) {
 	if e.gated {
 		cfg.Gate = e.adm
 	}
+	cfg.Stop = e.draining.Load
 	if j.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result
@@ -213,6 +222,9 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 	for in, err := range inputs {
 		i := index
 		index++
+		if e.draining.Load() && !cancelRest {
+			return
+		}
 		select {
 		case tokens <- struct{}{}:
 		case <-ctx.Done():
@@ -237,8 +249,8 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 			out <- StateResult(e.job.ID, prev)
 			continue
 		}
-		if ctx.Err() != nil {
-			out <- e.fail(i, in, -1, "generate", context.Cause(ctx), KindCanceled, time.Now())
+		if ctx.Err() != nil || e.draining.Load() {
+			out <- e.fail(i, in, -1, "generate", errors.Join(context.Canceled, context.Cause(ctx)), KindCanceled, time.Now())
 			continue
 		}
 		var resume *agent.State
@@ -295,7 +307,7 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
-		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil)
+		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil || errors.Is(err, agent.ErrStopped))
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.saveFinal(ctx, st, r)

@@ -25,6 +25,13 @@ const (
 // answer.
 var ErrMaxTurns = errors.New("agent: max turns reached without a final answer")
 
+// ErrStopped is returned when Config.Stop asked the agent to stop between
+// turns (a graceful shutdown): its state holds its last completed turn.
+var ErrStopped = errors.New("agent: stopped between turns")
+
+// StopFunc reports whether agents should stop before their next turn.
+type StopFunc func() bool
+
 // Gate admits model calls: it bounds how many run at once and may pace or
 // pause them (rate limits, a backend's queue). batchagent's engine
 // implements it over a sched.Scheduler.
@@ -80,6 +87,9 @@ type Config struct {
 	Backoff retry.Policy
 	// OnTurn, if set, is called after every completed turn.
 	OnTurn OnTurnFunc
+	// Stop, if set, is consulted before each turn; when it returns true
+	// the agent returns ErrStopped instead of starting the turn.
+	Stop StopFunc
 }
 
 // Runner runs agents. It is immutable and safe for concurrent use.
@@ -172,6 +182,9 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	for {
 		if st.Turns >= r.cfg.MaxTurns {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
+		}
+		if r.cfg.Stop != nil && r.cfg.Stop() {
+			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
 		resp, err := r.generate(ctx, st)
 		if err != nil {
@@ -300,6 +313,15 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 			st.Timings.Queue += time.Since(ready)
 			return nil, err
 		}
+	}
+	if r.cfg.Stop != nil && r.cfg.Stop() {
+		// A graceful stop began while this call waited for its slot: the
+		// turn never started, so it is not run.
+		if permit != nil {
+			permit.Release(nil, ErrStopped)
+		}
+		st.Timings.Queue += time.Since(ready)
+		return nil, ErrStopped
 	}
 	start := time.Now()
 	st.Timings.Queue += start.Sub(ready)

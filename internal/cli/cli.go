@@ -43,11 +43,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	if args[0] == "run" {
+		// run stops in two phases and handles its signals itself.
+		return runCmd(ctx, args[1:], stdout, stderr)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch args[0] {
-	case "run":
-		return runCmd(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "export":

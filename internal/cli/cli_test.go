@@ -208,7 +208,7 @@ func TestRunUsageErrors(t *testing.T) {
 func TestRunInterrupt(t *testing.T) {
 	dir, job := newJob(t, "limits:\n  max_inflight: 4\n")
 	var in strings.Builder
-	for i := range 400 {
+	for i := range 200 {
 		fmt.Fprintf(&in, "{\"id\":%d}\n", i)
 	}
 	inPath := writeFile(t, dir, "in.jsonl", in.String())
@@ -221,7 +221,7 @@ func TestRunInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// 400 agents × 2 calls of 50ms on 4 slots take 10s; stop after ~1s.
+	// 200 agents × 2 calls of 50ms on 4 slots take 5s; stop after ~1s.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(out)
@@ -246,16 +246,36 @@ func TestRunInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := readLines(t, string(b))
-	if len(lines) < 10 || len(lines) >= 400 {
-		t.Errorf("wrote %d lines, want the finished ones (≥ 10, < 400)", len(lines))
+	if len(lines) < 10 || len(lines) >= 200 {
+		t.Errorf("wrote %d lines, want the finished ones (≥ 10, < 200)", len(lines))
 	}
 	for _, l := range lines {
 		if l.Error != nil {
 			t.Errorf("line %d has error %+v; interrupted agents must not be written", l.Index, l.Error)
 		}
 	}
-	if !strings.Contains(stderr.String(), "interrupted:") {
-		t.Errorf("summary does not mention the interruption:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), "interrupted:") || !strings.Contains(stderr.String(), "run the same command again to resume") {
+		t.Errorf("summary does not mention the interruption and how to resume:\n%s", stderr.String())
+	}
+
+	// The same command resumes: every input ends with exactly one line.
+	code, _, errOut := run(t, t.Context(), strings.Split(args, "\x1f")...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, errOut)
+	}
+	b, err = os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, l := range readLines(t, string(b)) {
+		if seen[l.Index] || l.Error != nil {
+			t.Errorf("after resuming, index %d is duplicated or failed (%+v)", l.Index, l.Error)
+		}
+		seen[l.Index] = true
+	}
+	if len(seen) != 200 {
+		t.Errorf("after resuming, %d distinct inputs have a line, want 200", len(seen))
 	}
 }
 

@@ -9,8 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/batchagent/batchagent"
@@ -299,9 +303,11 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var interrupted atomic.Bool
+	stopSignals := r.handleSignals(cancel, &interrupted, stderr)
 	for res := range r.engine.Stream(runCtx, r.inputs) {
-		if ctx.Err() != nil && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
-			notWritten++ // interrupted mid-flight: not a result, rerun it
+		if (interrupted.Load() || ctx.Err() != nil) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+			notWritten++ // stopped mid-flight: not a result, resume reruns it
 			continue
 		}
 		if err := r.out.Write(res); err != nil && writeErr == nil {
@@ -309,6 +315,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 			cancel()
 		}
 	}
+	stopSignals()
 	if err := r.out.Close(); err != nil && writeErr == nil {
 		writeErr = err
 	}
@@ -329,7 +336,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 			if r.resumedLines > 0 {
 				fmt.Fprintf(stderr, " (resumed: %d results were already in the output)", r.resumedLines)
 			}
-			if notWritten > 0 || ctx.Err() != nil {
+			if notWritten > 0 || ctx.Err() != nil || interrupted.Load() {
 				fmt.Fprint(stderr, "; run the same command again to resume")
 			}
 			fmt.Fprintln(stderr)
@@ -339,12 +346,53 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	case writeErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", writeErr)
 		return exitFailed
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || interrupted.Load():
 		return exitInterrupted
 	case st.Failed > 0:
 		return exitFailed
 	}
 	return exitOK
+}
+
+// gracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns
+// in flight before stopping at once.
+const gracePeriod = 30 * time.Second
+
+// handleSignals stops the run in two phases: the first SIGINT or SIGTERM
+// drains the engine (no new inputs; agents stop after the turn in flight,
+// which is checkpointed), the second, or the end of the grace period,
+// cancels everything at once. The returned function stops the handler
+// and waits for its goroutine.
+func (r *runner) handleSignals(cancel context.CancelFunc, interrupted *atomic.Bool, stderr io.Writer) func() {
+	sigs := make(chan os.Signal, 2) // a signal may arrive while the handler prints
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		interrupted.Store(true)
+		r.engine.Drain()
+		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once)\n", gracePeriod)
+		t := time.NewTimer(gracePeriod)
+		defer t.Stop()
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "batchagent: stopping at once")
+			cancel()
+		case <-t.C:
+			cancel()
+		case <-done:
+		}
+	})
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+	}
 }
 
 // countLines counts the non-empty lines of a file.
