@@ -1,0 +1,147 @@
+package batchagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Defaults of [Reduce].
+const (
+	DefaultGroupSize = 20
+	DefaultMaxBytes  = 64 << 10
+)
+
+// Reduce describes a reduce step over a job's outputs: a prompt that
+// combines several outputs into one, applied hierarchically when the
+// outputs do not fit one call (group the outputs, reduce each group, reduce
+// the group results, until one output remains).
+type Reduce struct {
+	// Task is the reduce prompt, a template whose {outputs} placeholder is
+	// a JSON array of the outputs to combine; {level} (from 1) and {group}
+	// (from 0) are also set. Required.
+	Task string
+	// System is the reduce agents' system prompt. Empty means the map
+	// job's.
+	System string
+	// OutputSchema is the JSON Schema of a reduce output. Nil means any
+	// text. A reduce output is itself reduced at the next level, so it
+	// should have the shape the reduce task expects of its inputs.
+	OutputSchema json.RawMessage
+	// GroupSize caps the outputs combined by one reduce call. Defaults to
+	// DefaultGroupSize; it must be at least 2.
+	GroupSize int
+	// MaxBytes caps the bytes of outputs given to one reduce call.
+	// Defaults to DefaultMaxBytes.
+	MaxBytes int
+}
+
+// ReduceResult is the outcome of a reduce step.
+type ReduceResult struct {
+	// Output is the final output.
+	Output json.RawMessage
+	// Levels counts the reduce levels run; Calls the reduce agents.
+	Levels, Calls int
+	// Reduced counts the map outputs reduced.
+	Reduced int
+}
+
+// RunReduce runs j over inputs like [Run], then reduces the successful
+// outputs with r. Failed inputs are left out of the reduce (their results
+// say why). The error is non-nil for a bad job or reduce step, or when the
+// reduce itself fails.
+func RunReduce(ctx context.Context, j Job, inputs Inputs, r Reduce) ([]Result, ReduceResult, error) {
+	results, err := Run(ctx, j, inputs)
+	if err != nil {
+		return nil, ReduceResult{}, err
+	}
+	var outputs []json.RawMessage
+	for _, res := range results {
+		if res.Err == nil {
+			outputs = append(outputs, res.Output)
+		}
+	}
+	rr, err := ReduceOutputs(ctx, j, outputs, r)
+	return results, rr, err
+}
+
+// ReduceOutputs reduces outputs with r, using j's model, limits and
+// checkpoint: level L runs as job j.ID + "/reduce-L", so a checkpointed
+// reduce resumes like any run.
+func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Reduce) (ReduceResult, error) {
+	if r.Task == "" {
+		return ReduceResult{}, badJob("reduce: empty task template")
+	}
+	if r.GroupSize == 0 {
+		r.GroupSize = DefaultGroupSize
+	}
+	if r.MaxBytes == 0 {
+		r.MaxBytes = DefaultMaxBytes
+	}
+	if r.GroupSize < 2 || r.MaxBytes < 0 {
+		return ReduceResult{}, badJob("reduce: group size %d must be at least 2 and max bytes %d not negative", r.GroupSize, r.MaxBytes)
+	}
+	if len(outputs) == 0 {
+		return ReduceResult{}, errors.New("batchagent: reduce: no outputs to reduce")
+	}
+	if j.ID == "" {
+		j.ID = "job"
+	}
+	rj := j
+	rj.Task, rj.OutputSchema, rj.Tools, rj.OnResult, rj.Check = r.Task, r.OutputSchema, nil, nil, nil
+	if r.System != "" {
+		rj.System = r.System
+	}
+	rr := ReduceResult{Reduced: len(outputs)}
+	items := outputs
+	for level := 1; ; level++ {
+		groups := group(items, r.GroupSize, r.MaxBytes)
+		ins := make([]Input, len(groups))
+		for g, items := range groups {
+			arr, _ := json.Marshal(items)
+			ins[g] = Input{"outputs": string(arr), "level": level, "group": g}
+		}
+		rj.ID = fmt.Sprintf("%s/reduce-%d", j.ID, level)
+		res, err := Run(ctx, rj, Slice(ins))
+		if err != nil {
+			return rr, err
+		}
+		rr.Levels, rr.Calls = level, rr.Calls+len(res)
+		next := make([]json.RawMessage, 0, len(res))
+		for _, x := range res {
+			if x.Err != nil {
+				return rr, fmt.Errorf("batchagent: reduce level %d group %d: %w", level, x.Index, x.Err)
+			}
+			next = append(next, x.Output)
+		}
+		if len(next) == 1 {
+			rr.Output = next[0]
+			return rr, nil
+		}
+		items = next
+	}
+}
+
+// group splits items in order into groups of at most size items and
+// maxBytes bytes; a single item larger than maxBytes makes a group of its
+// own.
+func group(items []json.RawMessage, size, maxBytes int) [][]json.RawMessage {
+	var (
+		groups [][]json.RawMessage
+		cur    []json.RawMessage
+		bytes  int
+	)
+	for _, it := range items {
+		if len(cur) > 0 && (len(cur) == size || bytes+len(it) > maxBytes) {
+			groups = append(groups, cur)
+			cur, bytes = nil, 0
+		}
+		cur = append(cur, it)
+		bytes += len(it)
+	}
+	if len(cur) > 0 {
+		groups = append(groups, cur)
+	}
+	return groups
+}

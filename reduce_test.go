@@ -1,0 +1,79 @@
+package batchagent_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/sim"
+)
+
+const summarySchema = `{"type":"object","properties":{"summary":{"type":"string"},"count":{"type":"integer"}},"required":["summary","count"]}`
+
+// TestRunReduceHierarchical maps 95 inputs and reduces their outputs in
+// groups of 10: 10 groups at level 1, then one at level 2.
+func TestRunReduceHierarchical(t *testing.T) {
+	m := newSim(t, sim.Config{Seed: 5, ToolTurns: -1})
+	j := batchagent.Job{ID: "papers", Model: m, Task: "Summarise paper {id}.", OutputSchema: json.RawMessage(summarySchema)}
+	r := batchagent.Reduce{
+		Task:         "Combine these summaries (level {level}, group {group}) into one: {outputs}",
+		OutputSchema: json.RawMessage(summarySchema),
+		GroupSize:    10,
+	}
+	results, rr, err := batchagent.RunReduce(t.Context(), j, batchagent.Slice(inputs(95)), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 95 || rr.Reduced != 95 || rr.Levels != 2 || rr.Calls != 11 {
+		t.Errorf("results %d, reduce %+v; want 95 reduced over 2 levels in 11 calls", len(results), rr)
+	}
+	var out struct {
+		Summary string `json:"summary"`
+		Count   int    `json:"count"`
+	}
+	if err := json.Unmarshal(rr.Output, &out); err != nil || out.Summary == "" {
+		t.Errorf("final output %s: %v, want a summary", rr.Output, err)
+	}
+	if got := m.Stats().Calls; got != 95+11 {
+		t.Errorf("model calls = %d, want 95 map + 11 reduce", got)
+	}
+}
+
+// TestReduceResumes reduces with a checkpoint twice: the second time no
+// model is called, and the output is the same.
+func TestReduceResumes(t *testing.T) {
+	ck := &fakeCheckpointer{}
+	outs := make([]json.RawMessage, 30)
+	for i := range outs {
+		outs[i] = json.RawMessage(`{"summary":"s","count":1}`)
+	}
+	r := batchagent.Reduce{Task: "Combine {outputs}", OutputSchema: json.RawMessage(summarySchema), GroupSize: 4}
+	first := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
+	a, err := batchagent.ReduceOutputs(t.Context(), batchagent.Job{ID: "r", Model: first, Checkpoint: ck}, outs, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
+	b, err := batchagent.ReduceOutputs(t.Context(), batchagent.Job{ID: "r", Model: again, Checkpoint: ck}, outs, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Stats().Calls != 0 || string(a.Output) != string(b.Output) || a.Levels != 3 {
+		t.Errorf("resumed reduce made %d calls, outputs %s vs %s, levels %d; want 0 calls, equal, 3 levels (30→8→2→1)", again.Stats().Calls, a.Output, b.Output, a.Levels)
+	}
+}
+
+func TestReduceErrors(t *testing.T) {
+	m := newSim(t, sim.Config{})
+	j := batchagent.Job{Model: m, Task: "x"}
+	if _, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, batchagent.Reduce{}); err == nil || !strings.Contains(err.Error(), "empty task") {
+		t.Errorf("empty reduce task: %v", err)
+	}
+	if _, err := batchagent.ReduceOutputs(t.Context(), j, nil, batchagent.Reduce{Task: "{outputs}"}); err == nil {
+		t.Error("nothing to reduce: nil error")
+	}
+	if _, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, batchagent.Reduce{Task: "{outputs}", GroupSize: 1}); err == nil {
+		t.Error("group size 1: nil error")
+	}
+}
