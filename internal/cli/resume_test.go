@@ -201,3 +201,44 @@ func TestStatusAndExport(t *testing.T) {
 		t.Errorf("exported outputs (-run +export):\n%s", diff)
 	}
 }
+
+func TestRunWithReduce(t *testing.T) {
+	dir := t.TempDir()
+	job := writeFile(t, dir, "job.yaml", `backend: "sim://?seed=3&tool_turns=0"
+task: "Summarise paper {id}."
+output_schema:
+  type: object
+  properties: {summary: {type: string}, count: {type: integer}}
+  required: [summary, count]
+reduce:
+  task: "Combine these summaries into one: {outputs}"
+  group_size: 5
+  output_schema:
+    type: object
+    properties: {summary: {type: string}, count: {type: integer}}
+    required: [summary, count]
+`)
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "{\"id\":%d}\n", i)
+	}
+	in := writeFile(t, dir, "in.jsonl", b.String())
+	out := filepath.Join(dir, "out.jsonl")
+	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "reduce: 50 outputs in 13 calls over 3 levels") {
+		t.Errorf("summary lacks the reduce line:\n%s", stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "out.reduce.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Summary *string `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil || v.Summary == nil {
+		t.Errorf("reduce output %q: %v, want a summary", data, err)
+	}
+}

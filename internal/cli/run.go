@@ -84,6 +84,11 @@ type runner struct {
 
 	statePath    string // the checkpoint store, or ""
 	resumedLines int    // result lines found in the output on resume
+
+	job       batchagent.Job     // as built, for the reduce step
+	reduce    *batchagent.Reduce // nil: no reduce step
+	reduceOut string             // where the reduce output goes; "" for stdout
+	stdout    io.Writer
 }
 
 // prepare loads the job file and opens everything the run needs. Every
@@ -177,6 +182,15 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	if r.engine, err = batchagent.New(j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.job, r.stdout = j, stdout
+	if red := cj.Reduce; red != nil {
+		r.reduce = &batchagent.Reduce{Task: red.Task, System: red.System, OutputSchema: red.OutputSchema.JSON,
+			GroupSize: red.GroupSize, MaxBytes: red.MaxBytes}
+		r.reduceOut = red.Output
+		if r.reduceOut == "" && r.outPath != "" {
+			r.reduceOut = strings.TrimSuffix(r.outPath, filepath.Ext(r.outPath)) + ".reduce.json"
+		}
 	}
 
 	inPath := cj.Inputs
@@ -305,7 +319,11 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	defer cancel()
 	var interrupted atomic.Bool
 	stopSignals := r.handleSignals(cancel, &interrupted, stderr)
+	var outputs []json.RawMessage // for the reduce step
 	for res := range r.engine.Stream(runCtx, r.inputs) {
+		if r.reduce != nil && res.Err == nil {
+			outputs = append(outputs, res.Output)
+		}
 		if (interrupted.Load() || ctx.Err() != nil) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
 			notWritten++ // stopped mid-flight: not a result, resume reruns it
 			continue
@@ -315,10 +333,14 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 			cancel()
 		}
 	}
-	stopSignals()
 	if err := r.out.Close(); err != nil && writeErr == nil {
 		writeErr = err
 	}
+	var reduceErr error
+	if r.reduce != nil && writeErr == nil && !interrupted.Load() && ctx.Err() == nil {
+		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
+	}
+	stopSignals()
 	for _, c := range r.closers {
 		if err := c.Close(); err != nil && writeErr == nil {
 			writeErr = fmt.Errorf("output: %w", err)
@@ -346,12 +368,44 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	case writeErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", writeErr)
 		return exitFailed
+	case reduceErr != nil:
+		fmt.Fprintln(stderr, "batchagent run:", reduceErr)
+		if ctx.Err() != nil || interrupted.Load() {
+			return exitInterrupted
+		}
+		return exitFailed
 	case ctx.Err() != nil || interrupted.Load():
 		return exitInterrupted
 	case st.Failed > 0:
 		return exitFailed
 	}
 	return exitOK
+}
+
+// runReduce reduces the outputs and writes the final output.
+func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
+	start := time.Now()
+	rr, err := batchagent.ReduceOutputs(ctx, r.job, outputs, *r.reduce)
+	if err != nil {
+		return err
+	}
+	line := append(append([]byte(nil), rr.Output...), '\n')
+	if r.reduceOut == "" {
+		if _, err := r.stdout.Write(line); err != nil {
+			return fmt.Errorf("reduce output: %w", err)
+		}
+	} else if err := os.WriteFile(r.reduceOut, line, 0o644); err != nil {
+		return fmt.Errorf("reduce output: %w", err)
+	}
+	if !quiet {
+		where := r.reduceOut
+		if where == "" {
+			where = "stdout"
+		}
+		fmt.Fprintf(stderr, "  reduce: %d outputs in %d calls over %d levels (%s) → %s\n", rr.Reduced, rr.Calls, rr.Levels,
+			time.Since(start).Round(time.Millisecond), where)
+	}
+	return nil
 }
 
 // gracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns

@@ -60,6 +60,8 @@ type Job struct {
 	// WarmPrefix sends one request first and the rest only when it
 	// returns, so the server's prefix cache holds the shared prefix.
 	WarmPrefix bool `yaml:"warm_prefix"`
+	// Reduce, when set, combines the outputs once the inputs are done.
+	Reduce *Reduce `yaml:"reduce"`
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -149,6 +151,27 @@ type Policy struct {
 	NoCoalesce    bool     `yaml:"no_coalesce"`    // run identical concurrent calls each
 	BatchWindow   Duration `yaml:"batch_window"`   // batchable tools: wait for more calls
 	BatchMax      int      `yaml:"batch_max"`      // batchable tools: calls per batch
+}
+
+// Reduce is a job's reduce step: a prompt over the map outputs, applied
+// hierarchically when they do not fit one call.
+type Reduce struct {
+	// System is the reduce prompt's system message; empty means the job's.
+	System string `yaml:"system"`
+	// Task is the reduce template; {outputs} is a JSON array of outputs,
+	// {level} and {group} number the call. Required.
+	Task string `yaml:"task"`
+	// OutputSchema is the schema of a reduce output, inline or a file.
+	OutputSchema Schema `yaml:"output_schema"`
+	// GroupSize caps the outputs per reduce call; zero means the default.
+	GroupSize int `yaml:"group_size"`
+	// MaxBytes caps the bytes of outputs per reduce call; zero means the
+	// default.
+	MaxBytes int `yaml:"max_bytes"`
+	// Output is where the final output is written (resolved like the
+	// job's output). Empty means next to the results: OUT.reduce.json, or
+	// stdout when the results go to stdout.
+	Output string `yaml:"output"`
 }
 
 // MCPServer is an MCP server whose tools the agents may call: a stdio

@@ -71,6 +71,34 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 	d.validateLimits(&j.Limits)
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
+	d.validateReduce(j.Reduce)
+}
+
+// validateReduce checks the reduce step.
+func (d *decoder) validateReduce(r *Reduce) {
+	if r == nil || !d.ok("reduce") {
+		return
+	}
+	switch {
+	case !d.ok("reduce.task"):
+	case r.Task == "":
+		d.report(d.at("reduce"), "reduce.task", "required key is missing (the prompt that combines outputs; {outputs} is their JSON array)")
+	default:
+		if err := checkTemplate(r.Task); err != nil {
+			d.report(d.at("reduce.task"), "reduce.task", "%v", err)
+		}
+	}
+	if r.GroupSize == 1 || r.GroupSize < 0 {
+		if d.ok("reduce.group_size") {
+			d.report(d.at("reduce.group_size"), "reduce.group_size", "must be at least 2, got %d", r.GroupSize)
+		}
+	}
+	if r.MaxBytes < 0 && d.ok("reduce.max_bytes") {
+		d.report(d.at("reduce.max_bytes"), "reduce.max_bytes", "must not be negative, got %d", r.MaxBytes)
+	}
+	if r.Output != "" {
+		r.Output = d.resolve(r.Output)
+	}
 }
 
 func (d *decoder) validateLimits(l *Limits) {
