@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/schema"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -26,18 +27,22 @@ type Checkpointer interface {
 // saveTimeout bounds a checkpoint write made after the run was cancelled.
 const saveTimeout = 5 * time.Second
 
-// Fingerprint returns the parts that identify the engine's job for a
-// checkpointed run, each hashed: the system prompt, the task template, the
-// output schema, the tool definitions and the model name. A run resumed
-// with different parts would mix two jobs' outputs.
-func (e *Engine) Fingerprint() map[string]string {
-	tools, _ := json.Marshal(e.runner.ToolDefs())
+// Fingerprint returns the parts that identify the job for a checkpointed
+// run, each hashed: the system prompt, the task template, the output
+// schema, the tool definitions and the model name. A run resumed with
+// different parts would mix two jobs' outputs.
+func (j Job) Fingerprint() map[string]string {
+	specs := make([]tool.Spec, len(j.Tools))
+	for i, t := range j.Tools {
+		specs[i] = t.Spec()
+	}
+	tools, _ := json.Marshal(specs)
 	parts := map[string][]byte{
-		"system": []byte(e.job.System),
-		"task":   []byte(e.job.Task),
-		"schema": e.job.OutputSchema,
+		"system": []byte(j.System),
+		"task":   []byte(j.Task),
+		"schema": j.OutputSchema,
 		"tools":  tools,
-		"model":  []byte(e.job.ModelName),
+		"model":  []byte(j.ModelName),
 	}
 	fp := make(map[string]string, len(parts))
 	for k, v := range parts {
