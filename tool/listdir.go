@@ -80,17 +80,11 @@ func ListDir(cfg ListDirConfig) (Tool, error) {
 	if len(cfg.Roots) == 0 {
 		return nil, errors.New("tool: list_dir: no Roots")
 	}
-	t := &listDir{maxEntries: cfg.MaxEntries}
-	for _, dir := range cfg.Roots {
-		r, err := os.OpenRoot(dir)
-		if err != nil {
-			for _, r := range t.roots {
-				r.Close()
-			}
-			return nil, fmt.Errorf("tool: list_dir: root %q: %w", dir, err)
-		}
-		t.roots = append(t.roots, r)
+	roots, err := openRoots("list_dir", cfg.Roots)
+	if err != nil {
+		return nil, err
 	}
+	t := &listDir{maxEntries: cfg.MaxEntries, roots: roots}
 	t.spec = Spec{
 		Name: "list_dir",
 		Description: fmt.Sprintf("List the entries of a directory, one per line sorted by name: "+

@@ -43,6 +43,23 @@ type readFile struct {
 	maxBytes int64
 }
 
+// openRoots opens the directories a file tool may read below; on error the
+// roots already opened are closed.
+func openRoots(name string, dirs []string) ([]*os.Root, error) {
+	var roots []*os.Root
+	for _, dir := range dirs {
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			for _, r := range roots {
+				r.Close()
+			}
+			return nil, fmt.Errorf("tool: %s: root %q: %w", name, dir, err)
+		}
+		roots = append(roots, r)
+	}
+	return roots, nil
+}
+
 // ReadFile returns the read_file tool, which returns the contents of a text
 // file. Its arguments are {"path": string}, a path relative to a root; with
 // several roots, the first root that has the path wins. It is safe for
@@ -67,17 +84,11 @@ func ReadFile(cfg ReadFileConfig) (Tool, error) {
 	if len(cfg.Roots) == 0 {
 		return nil, errors.New("tool: read_file: no Roots")
 	}
-	t := &readFile{maxBytes: cfg.MaxBytes}
-	for _, dir := range cfg.Roots {
-		r, err := os.OpenRoot(dir)
-		if err != nil {
-			for _, r := range t.roots {
-				r.Close()
-			}
-			return nil, fmt.Errorf("tool: read_file: root %q: %w", dir, err)
-		}
-		t.roots = append(t.roots, r)
+	roots, err := openRoots("read_file", cfg.Roots)
+	if err != nil {
+		return nil, err
 	}
+	t := &readFile{maxBytes: cfg.MaxBytes, roots: roots}
 	t.spec = Spec{
 		Name: "read_file",
 		Description: fmt.Sprintf("Read a text file and return its contents. "+
