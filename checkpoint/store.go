@@ -71,6 +71,7 @@ func (c Config) withDefaults() Config {
 type Store struct {
 	db     *sql.DB
 	upsert *sql.Stmt
+	multi  *sql.Stmt // upsertRows rows at once
 	cfg    Config
 
 	wake    chan struct{} // cap 1: a batch is waiting, is full, or Close was called
@@ -125,6 +126,16 @@ ON CONFLICT (job_id, idx) DO UPDATE SET
 	status = excluded.status, turns = excluded.turns,
 	state = excluded.state, updated = excluded.updated`
 
+// upsertRows is how many states one multi-row upsert writes: one
+// statement per 64 states instead of 64 amortises SQLite's per-statement
+// work. SQLite applies the rows in order, so the last state of an agent
+// still wins.
+const upsertRows = 64
+
+// multiUpsertSQL is upsertSQL for upsertRows rows.
+var multiUpsertSQL = strings.Replace(upsertSQL, "VALUES (?, ?, ?, ?, ?, ?)",
+	"VALUES "+strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", upsertRows), ", "), 1)
+
 // Open opens or creates the store at path, creating its tables when they
 // are missing, and starts the writer goroutine that [Store.Close] stops.
 func Open(path string, cfg Config) (*Store, error) {
@@ -149,9 +160,16 @@ func Open(path string, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
+	multi, err := db.PrepareContext(ctx, multiUpsertSQL)
+	if err != nil {
+		upsert.Close()
+		db.Close()
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
 	s := &Store{
 		db:      db,
 		upsert:  upsert,
+		multi:   multi,
 		cfg:     cfg.withDefaults(),
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
@@ -308,12 +326,26 @@ func (s *Store) commit(items []item) error {
 	if err != nil {
 		return err
 	}
-	stmt := tx.StmtContext(ctx, s.upsert)
-	for i := range items {
-		it := &items[i]
+	args := func(it *item) []any {
 		data := it.buf.Bytes()
 		data = data[:len(data)-1] // the encoder's newline
-		if _, err := stmt.ExecContext(ctx, it.jobID, it.idx, string(it.status), it.turns, data, it.updated); err != nil {
+		return []any{it.jobID, it.idx, string(it.status), it.turns, data, it.updated}
+	}
+	multi := tx.StmtContext(ctx, s.multi)
+	for len(items) >= upsertRows {
+		all := make([]any, 0, 6*upsertRows)
+		for i := range upsertRows {
+			all = append(all, args(&items[i])...)
+		}
+		if _, err := multi.ExecContext(ctx, all...); err != nil {
+			tx.Rollback()
+			return err
+		}
+		items = items[upsertRows:]
+	}
+	stmt := tx.StmtContext(ctx, s.upsert)
+	for i := range items {
+		if _, err := stmt.ExecContext(ctx, args(&items[i])...); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -337,7 +369,7 @@ func (s *Store) Close() error {
 	default:
 	}
 	<-s.stopped
-	return errors.Join(s.upsert.Close(), s.db.Close())
+	return errors.Join(s.upsert.Close(), s.multi.Close(), s.db.Close())
 }
 
 // isClosed reports whether Close has been called.
