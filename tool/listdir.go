@@ -77,9 +77,6 @@ func ListDir(cfg ListDirConfig) (Tool, error) {
 	if cfg.MaxEntries < 0 {
 		return nil, fmt.Errorf("tool: list_dir: negative MaxEntries %d", cfg.MaxEntries)
 	}
-	if len(cfg.Roots) == 0 {
-		return nil, errors.New("tool: list_dir: no Roots")
-	}
 	roots, err := openRoots("list_dir", cfg.Roots)
 	if err != nil {
 		return nil, err

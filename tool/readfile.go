@@ -43,9 +43,12 @@ type readFile struct {
 	maxBytes int64
 }
 
-// openRoots opens the directories a file tool may read below; on error the
-// roots already opened are closed.
+// openRoots opens the directories a file tool may read below, at least
+// one; on error the roots already opened are closed.
 func openRoots(name string, dirs []string) ([]*os.Root, error) {
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("tool: %s: no Roots", name)
+	}
 	var roots []*os.Root
 	for _, dir := range dirs {
 		r, err := os.OpenRoot(dir)
@@ -80,9 +83,6 @@ func ReadFile(cfg ReadFileConfig) (Tool, error) {
 	}
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("tool: read_file: negative MaxBytes %d", cfg.MaxBytes)
-	}
-	if len(cfg.Roots) == 0 {
-		return nil, errors.New("tool: read_file: no Roots")
 	}
 	roots, err := openRoots("read_file", cfg.Roots)
 	if err != nil {
