@@ -70,8 +70,13 @@ func TestRunAgainstHTTPSimulator(t *testing.T) {
 	if st.Requests != 12 || st.Rejected != 0 {
 		t.Errorf("server saw %d requests (%d rejected), want 12 and 0", st.Requests, st.Rejected)
 	}
-	if !strings.Contains(stderr, "cached") {
-		t.Errorf("summary lacks the cached-token share:\n%s", stderr)
+	// The agents share their system prompt and tools: the server's prefix
+	// cache hits, and the cached tokens it reports reach the summary.
+	var prompt, cached string
+	if i := strings.Index(stderr, "tokens: prompt "); i < 0 {
+		t.Errorf("summary lacks the token line:\n%s", stderr)
+	} else if _, err := fmt.Sscanf(stderr[i:], "tokens: prompt %s (cached %s", &prompt, &cached); err != nil || cached == "0" || cached == "0," {
+		t.Errorf("summary reports cached tokens %q (err %v), want some:\n%s", cached, err, stderr)
 	}
 }
 
