@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -110,27 +112,124 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT state FROM states WHERE job_id = ? ORDER BY idx`, jobID)
+	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte) (int, agent.State, error) {
+		var st agent.State
+		err := json.Unmarshal(data, &st)
+		return st.Index, st, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: load job %q: %w", jobID, err)
 	}
+	states := make([]agent.State, 0, len(latest))
+	for _, v := range latest {
+		states = append(states, v.val)
+	}
+	slices.SortFunc(states, func(a, b agent.State) int { return cmp.Compare(a.Index, b.Index) })
+	return states, nil
+}
+
+// versioned is a decoded stored state and its sequence number.
+type versioned[T any] struct {
+	seq int64
+	val T
+}
+
+// span is when the first and the latest of a job's stored states were
+// saved, Unix ns; both zero when there are none.
+type span struct{ first, last int64 }
+
+func (sp *span) add(t int64) {
+	if sp.first == 0 || t < sp.first {
+		sp.first = t
+	}
+	sp.last = max(sp.last, t)
+}
+
+// scanLatest decodes the stored states of jobID with decode, which returns
+// a state's agent index, and keeps for each agent the state with the
+// highest sequence number.
+func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func([]byte) (int, T, error)) (map[int]versioned[T], span, error) {
+	latest := make(map[int]versioned[T])
+	var sp span
+	put := func(seq int64, data []byte) error {
+		idx, v, err := decode(data)
+		if err != nil {
+			return fmt.Errorf("state %d: %w", seq, err)
+		}
+		if old, ok := latest[idx]; !ok || seq > old.seq {
+			latest[idx] = versioned[T]{seq, v}
+		}
+		return nil
+	}
+
+	// Read in one transaction, so that a commit landing in between cannot
+	// move an agent from running to finished unseen.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, sp, err
+	}
+	defer tx.Rollback()
+
+	rows, err := tx.QueryContext(ctx, `SELECT seq, n, states, updated FROM finished WHERE job_id = ? ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, sp, err
+	}
 	defer rows.Close()
-	var states []agent.State
 	for rows.Next() {
-		var data sql.RawBytes
-		if err := rows.Scan(&data); err != nil {
-			return nil, fmt.Errorf("checkpoint: load job %q: %w", jobID, err)
+		var seq, n, updated int64
+		var seg sql.RawBytes
+		if err := rows.Scan(&seq, &n, &seg, &updated); err != nil {
+			return nil, sp, err
 		}
-		var st agent.State
-		if err := json.Unmarshal(data, &st); err != nil {
-			return nil, fmt.Errorf("checkpoint: load job %q agent %d: %w", jobID, len(states), err)
+		sp.add(updated)
+		lines := int64(0)
+		for len(seg) > 0 {
+			line, rest, ok := bytes.Cut(seg, []byte{'\n'})
+			if !ok {
+				return nil, sp, fmt.Errorf("segment %d: last line not terminated", seq)
+			}
+			if lines == n {
+				return nil, sp, fmt.Errorf("segment %d: more than its %d states", seq, n)
+			}
+			if err := put(seq+lines, line); err != nil {
+				return nil, sp, err
+			}
+			seg = rest
+			lines++
 		}
-		states = append(states, st)
+		if lines != n {
+			return nil, sp, fmt.Errorf("segment %d: %d states, want %d", seq, lines, n)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("checkpoint: load job %q: %w", jobID, err)
+		return nil, sp, err
 	}
-	return states, nil
+
+	rows, err = tx.QueryContext(ctx, `SELECT idx, seq, state, updated FROM running WHERE job_id = ?`, jobID)
+	if err != nil {
+		return nil, sp, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var idx int
+		var seq, updated int64
+		var data sql.RawBytes
+		if err := rows.Scan(&idx, &seq, &data, &updated); err != nil {
+			return nil, sp, err
+		}
+		sp.add(updated)
+		got, _, err := decode(data)
+		switch {
+		case err != nil:
+			return nil, sp, fmt.Errorf("state %d: %w", seq, err)
+		case got != idx:
+			return nil, sp, fmt.Errorf("state %d: index %d stored as agent %d", seq, got, idx)
+		}
+		if err := put(seq, data); err != nil {
+			return nil, sp, err
+		}
+	}
+	return latest, sp, rows.Err()
 }
 
 // Summary counts the states of a run.
@@ -166,64 +265,56 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 	if s.isClosed() {
 		return Summary{}, ErrClosed
 	}
-	sm := Summary{JobID: jobID, ByStatus: map[agent.Status]int{}, ByKind: map[string]int{}}
 	fail := func(err error) (Summary, error) {
 		return Summary{}, fmt.Errorf("checkpoint: summary of job %q: %w", jobID, err)
 	}
-
 	var created sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT created FROM runs WHERE job_id = ?`, jobID).Scan(&created)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fail(err)
 	}
 
-	var n, turns, calls, prompt, completion, cached int64
-	var first, last sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(turns), 0),
-		coalesce(sum(json_extract(CAST(state AS TEXT), '$.model_calls')), 0),
-		coalesce(sum(json_extract(CAST(state AS TEXT), '$.usage.prompt_tokens')), 0),
-		coalesce(sum(json_extract(CAST(state AS TEXT), '$.usage.completion_tokens')), 0),
-		coalesce(sum(json_extract(CAST(state AS TEXT), '$.usage.cached_tokens')), 0),
-		min(updated), max(updated)
-		FROM states WHERE job_id = ?`, jobID).
-		Scan(&n, &turns, &calls, &prompt, &completion, &cached, &first, &last)
+	// Only the fields counted, so that the conversations are skipped.
+	type counted struct {
+		Index      int          `json:"index"`
+		Status     agent.Status `json:"status"`
+		ErrKind    string       `json:"err_kind"`
+		Turns      int          `json:"turns"`
+		ModelCalls int          `json:"model_calls"`
+		Usage      llm.Usage    `json:"usage"`
+	}
+	latest, sp, err := scanLatest(ctx, s.db, jobID, func(data []byte) (int, counted, error) {
+		var c counted
+		err := json.Unmarshal(data, &c)
+		return c.Index, c, err
+	})
 	if err != nil {
 		return fail(err)
 	}
-	if n == 0 && !created.Valid {
+	if len(latest) == 0 && !created.Valid {
 		return fail(ErrUnknownJob)
 	}
-	sm.Turns, sm.ModelCalls = int(turns), int(calls)
-	sm.Usage = llm.Usage{PromptTokens: prompt, CompletionTokens: completion, CachedTokens: cached}
+	sm := Summary{JobID: jobID, ByStatus: map[agent.Status]int{}, ByKind: map[string]int{}}
+	for _, v := range latest {
+		c := v.val
+		sm.ByStatus[c.Status]++
+		if c.ErrKind != "" {
+			sm.ByKind[c.ErrKind]++
+		}
+		sm.Turns += c.Turns
+		sm.ModelCalls += c.ModelCalls
+		sm.Usage.PromptTokens += c.Usage.PromptTokens
+		sm.Usage.CompletionTokens += c.Usage.CompletionTokens
+		sm.Usage.CachedTokens += c.Usage.CachedTokens
+	}
 	switch {
 	case created.Valid:
 		sm.First = time.Unix(0, created.Int64)
-	case first.Valid:
-		sm.First = time.Unix(0, first.Int64)
+	case sp.first != 0:
+		sm.First = time.Unix(0, sp.first)
 	}
-	if last.Valid {
-		sm.Last = time.Unix(0, last.Int64)
-	}
-
-	rows, err := s.db.QueryContext(ctx, `SELECT status, coalesce(json_extract(CAST(state AS TEXT), '$.err_kind'), ''), count(*)
-		FROM states WHERE job_id = ? GROUP BY 1, 2`, jobID)
-	if err != nil {
-		return fail(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var status, kind string
-		var c int
-		if err := rows.Scan(&status, &kind, &c); err != nil {
-			return fail(err)
-		}
-		sm.ByStatus[agent.Status(status)] += c
-		if kind != "" {
-			sm.ByKind[kind] += c
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fail(err)
+	if sp.last != 0 {
+		sm.Last = time.Unix(0, sp.last)
 	}
 	return sm, nil
 }
@@ -234,7 +325,7 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id FROM runs UNION SELECT DISTINCT job_id FROM states ORDER BY 1`)
+	rows, err := s.db.QueryContext(ctx, `SELECT job_id FROM runs UNION SELECT job_id FROM running UNION SELECT job_id FROM finished ORDER BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: jobs: %w", err)
 	}

@@ -3,6 +3,15 @@
 // pure-Go driver modernc.org/sqlite in WAL mode; saves from many goroutines
 // are group-committed by one writer goroutine, so the store keeps up with
 // tens of thousands of saves per second.
+//
+// The file holds two kinds of state. The latest state of an agent still in
+// progress is one row per agent, overwritten after every turn. Final states
+// (done or failed) are never overwritten in the normal course of a run, so
+// they are appended: one row per commit holds all the final states of that
+// commit, one JSON document per line. Every state carries a sequence number
+// from one counter kept in the file; when an agent has several stored states
+// (a failed agent re-run, say), the one with the highest number is its
+// state.
 package checkpoint
 
 import (
@@ -69,10 +78,9 @@ func (c Config) withDefaults() Config {
 // with a busy timeout so that several Stores may share a file). It is safe
 // for concurrent use. Its methods return [ErrClosed] after Close.
 type Store struct {
-	db     *sql.DB
-	upsert *sql.Stmt
-	multi  *sql.Stmt // upsertRows rows at once
-	cfg    Config
+	db  *sql.DB
+	w   *writer // owned by the writer goroutine
+	cfg Config
 
 	wake    chan struct{} // cap 1: a batch is waiting, is full, or Close was called
 	stopped chan struct{} // closed when the writer goroutine has exited
@@ -80,16 +88,13 @@ type Store struct {
 	mu     sync.Mutex
 	queue  []*batch // batches not yet taken by the writer; the last one is open
 	closed bool
-}
 
-// item is one state waiting to be written.
-type item struct {
-	jobID   string
-	idx     int
-	turns   int
-	status  agent.Status
-	updated int64
-	buf     *bytes.Buffer // the state's JSON plus a newline
+	// Owned by the writer goroutine.
+	latest  map[itemKey]int // an item's position among a batch's latest items
+	segment []byte          // the lines of the segment being built
+	indexes []byte          // the JSON array of the finished agents' indexes
+	running map[string]bool // whether a job may have rows in running; absent: not yet looked up
+	args    []any           // statement arguments, reused
 }
 
 // batch is the states of one transaction. done is closed once it has been
@@ -103,38 +108,49 @@ type batch struct {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// formatVersion is the file format, kept in SQLite's user_version. Format 1
+// (one upserted row per agent for every state) had user_version 0 and a
+// table named states.
+const formatVersion = 2
+
+// schemaSQL creates the tables of an empty file.
+//
+//   - meta holds next_seq, the sequence number the next saved state gets.
+//   - runs holds each job's fingerprint.
+//   - running holds the latest state of each agent in progress, with its
+//     sequence number; the row is deleted when the agent's final state is
+//     written.
+//   - finished holds final states: each row is a segment of n states, one
+//     JSON document per line, numbered seq, seq+1, … in line order.
 const schemaSQL = `
+CREATE TABLE IF NOT EXISTS meta (
+	id       INTEGER PRIMARY KEY CHECK (id = 0),
+	next_seq INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO meta (id, next_seq) VALUES (0, 1);
 CREATE TABLE IF NOT EXISTS runs (
 	job_id      TEXT PRIMARY KEY,
 	fingerprint TEXT NOT NULL,
 	created     INTEGER NOT NULL,
 	updated     INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS states (
+CREATE TABLE IF NOT EXISTS running (
 	job_id  TEXT NOT NULL,
 	idx     INTEGER NOT NULL,
-	status  TEXT NOT NULL,
-	turns   INTEGER NOT NULL,
+	seq     INTEGER NOT NULL,
 	state   BLOB NOT NULL,
 	updated INTEGER NOT NULL,
 	PRIMARY KEY (job_id, idx)
-);`
-
-const upsertSQL = `INSERT INTO states (job_id, idx, status, turns, state, updated)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (job_id, idx) DO UPDATE SET
-	status = excluded.status, turns = excluded.turns,
-	state = excluded.state, updated = excluded.updated`
-
-// upsertRows is how many states one multi-row upsert writes: one
-// statement per 64 states instead of 64 amortises SQLite's per-statement
-// work. SQLite applies the rows in order, so the last state of an agent
-// still wins.
-const upsertRows = 64
-
-// multiUpsertSQL is upsertSQL for upsertRows rows.
-var multiUpsertSQL = strings.Replace(upsertSQL, "VALUES (?, ?, ?, ?, ?, ?)",
-	"VALUES "+strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", upsertRows), ", "), 1)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS finished (
+	seq     INTEGER PRIMARY KEY,
+	job_id  TEXT NOT NULL,
+	n       INTEGER NOT NULL,
+	states  BLOB NOT NULL,
+	updated INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS finished_by_job ON finished (job_id, seq);
+PRAGMA user_version = 2;`
 
 // Open opens or creates the store at path, creating its tables when they
 // are missing, and starts the writer goroutine that [Store.Close] stops.
@@ -151,31 +167,53 @@ func Open(path string, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, schemaSQL); err != nil {
+	if err := createSchema(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	upsert, err := db.PrepareContext(ctx, upsertSQL)
+	w, err := newWriter(ctx, db)
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
-	}
-	multi, err := db.PrepareContext(ctx, multiUpsertSQL)
-	if err != nil {
-		upsert.Close()
 		db.Close()
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
 	s := &Store{
 		db:      db,
-		upsert:  upsert,
-		multi:   multi,
+		w:       w,
 		cfg:     cfg.withDefaults(),
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
 	go s.write()
 	return s, nil
+}
+
+// createSchema creates the tables of a new file, in one transaction so
+// that Stores opening a new file at once do not interleave, and refuses a
+// file of another format.
+func createSchema(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	var v1 bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'states')`).Scan(&v1); err != nil {
+		return err
+	}
+	switch {
+	case version == 0 && v1:
+		return errors.New("the file was written by an older batchagent (state format 1); use a new state file")
+	case version != 0 && version != formatVersion:
+		return fmt.Errorf("unknown state format %d (this batchagent reads format %d)", version, formatVersion)
+	}
+	if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // dsn returns the file: URI for the absolute path abs, with the pragmas
@@ -218,8 +256,7 @@ func (s *Store) Save(ctx context.Context, st agent.State) error {
 	it := item{
 		jobID:   st.JobID,
 		idx:     st.Index,
-		turns:   st.Turns,
-		status:  st.Status,
+		final:   st.Status != agent.StatusRunning,
 		updated: time.Now().UnixNano(),
 		buf:     buf,
 	}
@@ -307,50 +344,13 @@ func (s *Store) write() {
 		s.mu.Unlock()
 
 		last = len(b.items)
-		b.err = s.commit(b.items)
+		b.err = s.w.commit(b.items)
 		close(b.done)
 		for i := range b.items {
 			bufPool.Put(b.items[i].buf)
 			b.items[i] = item{}
 		}
 	}
-}
-
-// commit writes items in one transaction, in order, so that the last of
-// several states for one agent wins.
-func (s *Store) commit(items []item) error {
-	// Background, not a saver's context: once started, a commit runs to
-	// its end whoever stops waiting for it.
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	args := func(it *item) []any {
-		data := it.buf.Bytes()
-		data = data[:len(data)-1] // the encoder's newline
-		return []any{it.jobID, it.idx, string(it.status), it.turns, data, it.updated}
-	}
-	multi := tx.StmtContext(ctx, s.multi)
-	for len(items) >= upsertRows {
-		all := make([]any, 0, 6*upsertRows)
-		for i := range upsertRows {
-			all = append(all, args(&items[i])...)
-		}
-		if _, err := multi.ExecContext(ctx, all...); err != nil {
-			tx.Rollback()
-			return err
-		}
-		items = items[upsertRows:]
-	}
-	stmt := tx.StmtContext(ctx, s.upsert)
-	for i := range items {
-		if _, err := stmt.ExecContext(ctx, args(&items[i])...); err != nil {
-			tx.Rollback()
-			return err
-		}
-	}
-	return tx.Commit()
 }
 
 // Close commits the pending saves, stops the writer goroutine and closes the
@@ -369,7 +369,7 @@ func (s *Store) Close() error {
 	default:
 	}
 	<-s.stopped
-	return errors.Join(s.upsert.Close(), s.multi.Close(), s.db.Close())
+	return errors.Join(s.w.close(), s.db.Close())
 }
 
 // isClosed reports whether Close has been called.

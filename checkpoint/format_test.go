@@ -1,0 +1,216 @@
+package checkpoint_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// query runs a one-value query on the file at path through its own
+// connection.
+func query[T any](t *testing.T, path, q string, args ...any) T {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("sql.Open(%q) = %v", path, err)
+	}
+	defer db.Close()
+	var v T
+	if err := db.QueryRowContext(t.Context(), q, args...).Scan(&v); err != nil {
+		t.Fatalf("%s = %v", q, err)
+	}
+	return v
+}
+
+// execSQL runs a statement on the file at path through its own connection.
+func execSQL(t *testing.T, path, q string, args ...any) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("sql.Open(%q) = %v", path, err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
+		t.Fatalf("%s = %v", q, err)
+	}
+}
+
+// TestLatestStateAcrossKinds follows one agent through the life a re-run
+// gives it: running, failed, running again (a --retry-failed run), done.
+// Running states overwrite a row while final states are appended, so the
+// sequence numbers alone decide which state is the agent's.
+func TestLatestStateAcrossKinds(t *testing.T) {
+	s, path := open(t, checkpoint.Config{FlushInterval: -1})
+	ctx := t.Context()
+	steps := []struct {
+		status        agent.Status
+		turns         int
+		running, segs int // rows in running and finished afterwards
+	}{
+		{agent.StatusRunning, 1, 1, 0},
+		{agent.StatusRunning, 2, 1, 0},
+		{agent.StatusFailed, 3, 0, 1},  // finishing deletes the running row
+		{agent.StatusRunning, 4, 1, 1}, // re-run: newer than the failure
+		{agent.StatusDone, 5, 0, 2},
+	}
+	for _, step := range steps {
+		st := fullState("j", 4)
+		st.Status, st.Turns = step.status, step.turns
+		if err := s.Save(ctx, st); err != nil {
+			t.Fatalf("Save(%s, turn %d) = %v", step.status, step.turns, err)
+		}
+		got, err := s.Load(ctx, "j")
+		if err != nil {
+			t.Fatalf("Load after %s turn %d = %v", step.status, step.turns, err)
+		}
+		if diff := cmp.Diff([]agent.State{st}, got); diff != "" {
+			t.Errorf("Load after %s turn %d mismatch (-want +got):\n%s", step.status, step.turns, diff)
+		}
+		if n := query[int](t, path, `SELECT count(*) FROM running`); n != step.running {
+			t.Errorf("after %s turn %d: %d running rows, want %d", step.status, step.turns, n, step.running)
+		}
+		if n := query[int](t, path, `SELECT count(*) FROM finished`); n != step.segs {
+			t.Errorf("after %s turn %d: %d segments, want %d", step.status, step.turns, n, step.segs)
+		}
+	}
+	sm, err := s.Summary(ctx, "j")
+	if err != nil {
+		t.Fatalf("Summary = %v", err)
+	}
+	if want := map[agent.Status]int{agent.StatusDone: 1}; !cmp.Equal(sm.ByStatus, want) || sm.Turns != 5 {
+		t.Errorf("Summary = %v, %d turns; want %v, 5 turns", sm.ByStatus, sm.Turns, want)
+	}
+}
+
+// TestRunningRowsOfAnEarlierProcess checks that agents finishing after a
+// restart still have the running rows of the stopped process deleted.
+func TestRunningRowsOfAnEarlierProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.db")
+	first, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	for i := range 3 {
+		st := fullState("j", i)
+		st.Status = agent.StatusRunning
+		if err := first.Save(t.Context(), st); err != nil {
+			t.Fatalf("Save(%d) = %v", i, err)
+		}
+	}
+	if err := first.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	s, _ := reopen(t, path)
+	for i := range 2 {
+		st := fullState("j", i)
+		st.Status = agent.StatusDone
+		if err := s.Save(t.Context(), st); err != nil {
+			t.Fatalf("Save(%d) = %v", i, err)
+		}
+	}
+	if n := query[int](t, path, `SELECT count(*) FROM running`); n != 1 {
+		t.Errorf("%d running rows, want 1 (agent 2)", n)
+	}
+	got, err := s.Load(t.Context(), "j")
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	var statuses []agent.Status
+	for _, st := range got {
+		statuses = append(statuses, st.Status)
+	}
+	if want := []agent.Status{agent.StatusDone, agent.StatusDone, agent.StatusRunning}; !cmp.Equal(statuses, want) {
+		t.Errorf("Load statuses = %v, want %v", statuses, want)
+	}
+}
+
+func reopen(t *testing.T, path string) (*checkpoint.Store, string) {
+	t.Helper()
+	s, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// TestLargeFinalStatesSplit saves final states too large to share one
+// segment within one transaction: they are split, and all load.
+func TestLargeFinalStatesSplit(t *testing.T) {
+	s, path := open(t, checkpoint.Config{MaxBatch: 3})
+	release := lockWrites(t, path)
+	big := strings.Repeat("x", 3<<20) // two of them exceed a segment
+	done := make(chan error, 3)
+	var want []agent.State
+	for i := range 3 {
+		st := fullState("j", i)
+		st.Status = agent.StatusDone
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: fmt.Sprint(i, big)})
+		want = append(want, st)
+		go func() { done <- s.Save(context.Background(), st) }()
+	}
+	release()
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatalf("Save = %v", err)
+		}
+	}
+	if n := query[int](t, path, `SELECT count(*) FROM finished`); n < 2 {
+		t.Errorf("%d segments, want the states split over at least 2", n)
+	}
+	if n := query[int](t, path, `SELECT sum(n) FROM finished`); n != 3 {
+		t.Errorf("segments hold %d states, want 3", n)
+	}
+	got, err := s.Load(t.Context(), "j")
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%.2000s", diff)
+	}
+}
+
+// TestDamagedSegment checks that a segment whose count disagrees with its
+// lines is reported with its sequence number, not loaded in part.
+func TestDamagedSegment(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	for i := range 2 {
+		if err := s.Save(t.Context(), fullState("j", i)); err != nil {
+			t.Fatalf("Save(%d) = %v", i, err)
+		}
+	}
+	seq := query[int64](t, path, `SELECT min(seq) FROM finished`)
+	execSQL(t, path, `UPDATE finished SET n = n + 1 WHERE seq = ?`, seq)
+	_, err := s.Load(t.Context(), "j")
+	if want := fmt.Sprintf("segment %d:", seq); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load of a damaged segment = %v, want an error naming %q", err, want)
+	}
+	execSQL(t, path, `UPDATE finished SET n = n - 1, states = CAST('{"index": 0' || char(10) AS BLOB) WHERE seq = ?`, seq)
+	if _, err := s.Summary(t.Context(), "j"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("state %d:", seq)) {
+		t.Errorf("Summary with a truncated state = %v, want an error naming state %d", err, seq)
+	}
+}
+
+// TestOlderFormatRefused checks that a file of the first format (one
+// upserted states table) is refused with a message saying what to do.
+func TestOlderFormatRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	execSQL(t, path, `CREATE TABLE states (job_id TEXT, idx INTEGER, status TEXT, turns INTEGER, state BLOB, updated INTEGER)`)
+	_, err := checkpoint.Open(path, checkpoint.Config{})
+	if err == nil || !strings.Contains(err.Error(), "older batchagent") || !strings.Contains(err.Error(), "new state file") {
+		t.Errorf("Open(format 1 file) = %v, want an error saying it is older and to use a new state file", err)
+	}
+	execSQL(t, path, `PRAGMA user_version = 9`)
+	if _, err := checkpoint.Open(path, checkpoint.Config{}); err == nil || !strings.Contains(err.Error(), "format 9") {
+		t.Errorf("Open(format 9 file) = %v, want an error naming format 9", err)
+	}
+}
