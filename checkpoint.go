@@ -24,6 +24,15 @@ type Checkpointer interface {
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
 
+// asyncSaver is a [Checkpointer] that can record a state without making the
+// caller wait: done is called once, without blocking, when the state is
+// durable (nil) or could not be saved. The engine saves final states this
+// way, so that a finished agent's goroutine ends at once and its result is
+// delivered from done. *checkpoint.Store implements it.
+type asyncSaver interface {
+	SaveAsync(s agent.State, done func(error))
+}
+
 // saveTimeout bounds a checkpoint write made after the run was cancelled.
 const saveTimeout = 5 * time.Second
 
@@ -82,10 +91,15 @@ func (e *Engine) save(ctx context.Context, st *agent.State) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	if err := e.job.Checkpoint.Save(ctx, *st); err != nil {
-		e.ckptErrors.Add(1)
-		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
-			slog.String("job", e.job.ID), slog.Int("agent", st.Index), slog.Any("err", err))
+		e.saveFailed(ctx, st.Index, err)
 	}
+}
+
+// saveFailed counts and logs a failed checkpoint write of agent idx.
+func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
+	e.ckptErrors.Add(1)
+	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
+		slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
 }
 
 // recordOutcome fills st's status and failure from a finished agent's

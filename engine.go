@@ -257,21 +257,26 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 		if hasPrev && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
 			resume = &prev
 		}
-		agents.Go(func() { out <- e.runAgent(ctx, i, in, resume) })
+		agents.Add(1)
+		go e.runAgent(ctx, i, in, resume, func(r Result) {
+			out <- r
+			agents.Done()
+		})
 	}
 }
 
 // runAgent runs the agent of input i to completion, from resume when a
-// checkpoint holds its last completed turn.
-func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.State) Result {
+// checkpoint holds its last completed turn, and hands its result to
+// deliver once it is checkpointed.
+func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.State, deliver func(Result)) {
 	start := time.Now()
 	st := resume
 	if st == nil {
 		task, err := e.tmpl.Render(in)
 		if err != nil {
 			r := e.fail(i, in, -1, "render", err, KindTemplate, start)
-			e.saveFinal(ctx, &agent.State{JobID: e.job.ID, Index: i, Input: in}, r)
-			return r
+			e.finish(ctx, &agent.State{JobID: e.job.ID, Index: i, Input: in}, r, deliver)
+			return
 		}
 		st = &agent.State{JobID: e.job.ID, Index: i, Input: in, Status: agent.StatusRunning,
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
@@ -310,18 +315,31 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil || errors.Is(err, agent.ErrStopped))
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.saveFinal(ctx, st, r)
-	return r
+	e.finish(ctx, st, r, deliver)
 }
 
-// saveFinal checkpoints a finished agent; an agent stopped by the run's
-// cancellation keeps its last completed turn instead, to resume from.
-func (e *Engine) saveFinal(ctx context.Context, st *agent.State, r Result) {
+// finish checkpoints a finished agent, then hands its result to deliver. An
+// agent stopped by the run's cancellation keeps its last completed turn
+// instead, to resume from. A Checkpointer that can save asynchronously
+// does, so that the agent's goroutine ends at once: deliver is then called
+// from the Checkpointer once the state is durable.
+func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, deliver func(Result)) {
 	if e.job.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
+		deliver(r)
 		return
 	}
 	recordOutcome(st, r)
+	if as, ok := e.job.Checkpoint.(asyncSaver); ok {
+		as.SaveAsync(*st, func(err error) {
+			if err != nil {
+				e.saveFailed(ctx, st.Index, err)
+			}
+			deliver(r)
+		})
+		return
+	}
 	e.save(ctx, st)
+	deliver(r)
 }
 
 func (e *Engine) fail(i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {

@@ -236,7 +236,7 @@ func dsn(abs string) string {
 	return "file://" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
 }
 
-// Save upserts one agent's latest state, keyed by st.JobID and st.Index.
+// Save records one agent's latest state, keyed by st.JobID and st.Index.
 // The state is encoded by the calling goroutine, then committed by the
 // Store's writer together with the saves of other goroutines. Save blocks
 // until the transaction holding the state has committed, so the state is
@@ -247,11 +247,44 @@ func dsn(abs string) string {
 // [ErrClosed] after Close, and the commit's error, wrapped, when the
 // transaction failed.
 func (s *Store) Save(ctx context.Context, st agent.State) error {
+	b, err := s.enqueue(&st, nil)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-b.done:
+		if b.err != nil {
+			return saveError(st.JobID, st.Index, b.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SaveAsync is [Store.Save] without the wait: it encodes and queues the
+// state and returns; done is called once the transaction holding the state
+// has committed (with nil) or failed, or at once when the state cannot be
+// queued (with [ErrClosed], say). done is called from the Store's writer
+// goroutine, after the commit, and must not block. Close waits until every
+// done has been called.
+func (s *Store) SaveAsync(st agent.State, done func(error)) {
+	if _, err := s.enqueue(&st, done); err != nil {
+		done(err)
+	}
+}
+
+func saveError(jobID string, idx int, err error) error {
+	return fmt.Errorf("checkpoint: save job %q agent %d: %w", jobID, idx, err)
+}
+
+// enqueue encodes st and adds it to the open batch, which it returns.
+func (s *Store) enqueue(st *agent.State, done func(error)) (*batch, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	if err := json.NewEncoder(buf).Encode(&st); err != nil {
+	if err := json.NewEncoder(buf).Encode(st); err != nil {
 		bufPool.Put(buf)
-		return fmt.Errorf("checkpoint: save job %q agent %d: %w", st.JobID, st.Index, err)
+		return nil, saveError(st.JobID, st.Index, err)
 	}
 	it := item{
 		jobID:   st.JobID,
@@ -259,13 +292,14 @@ func (s *Store) Save(ctx context.Context, st agent.State) error {
 		final:   st.Status != agent.StatusRunning,
 		updated: time.Now().UnixNano(),
 		buf:     buf,
+		done:    done,
 	}
 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		bufPool.Put(buf)
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	var b *batch
 	if n := len(s.queue); n > 0 && len(s.queue[n-1].items) < s.cfg.MaxBatch {
@@ -284,16 +318,7 @@ func (s *Store) Save(ctx context.Context, st agent.State) error {
 		default:
 		}
 	}
-
-	select {
-	case <-b.done:
-		if b.err != nil {
-			return fmt.Errorf("checkpoint: save job %q agent %d: %w", st.JobID, st.Index, b.err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return b, nil
 }
 
 // write is the writer goroutine: it commits the queued batches in order,
@@ -347,8 +372,16 @@ func (s *Store) write() {
 		b.err = s.w.commit(b.items)
 		close(b.done)
 		for i := range b.items {
-			bufPool.Put(b.items[i].buf)
-			b.items[i] = item{}
+			it := &b.items[i]
+			if it.done != nil {
+				var err error
+				if b.err != nil {
+					err = saveError(it.jobID, it.idx, b.err)
+				}
+				it.done(err)
+			}
+			bufPool.Put(it.buf)
+			*it = item{}
 		}
 	}
 }

@@ -16,6 +16,7 @@ type item struct {
 	final   bool          // done or failed: appended to finished
 	updated int64         // when Save was called, Unix ns
 	buf     *bytes.Buffer // the state's JSON plus a newline
+	done    func(error)   // for SaveAsync: called after the commit
 }
 
 // json returns the item's state without the encoder's newline.
