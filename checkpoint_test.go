@@ -1,19 +1,24 @@
 package batchagent_test
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
+
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/tool"
-	"github.com/google/go-cmp/cmp"
 )
 
 // fakeCheckpointer keeps states in memory.
@@ -86,7 +91,7 @@ func TestCheckpointResume(t *testing.T) {
 	if again.Stats().Calls != 0 {
 		t.Errorf("resuming a finished run made %d model calls, want 0", again.Stats().Calls)
 	}
-	if diff := cmp.Diff(want, outputs(res2)); diff != "" {
+	if diff := gocmp.Diff(want, outputs(res2)); diff != "" {
 		t.Errorf("resumed outputs (-want +got):\n%s", diff)
 	}
 
@@ -102,7 +107,7 @@ func TestCheckpointResume(t *testing.T) {
 	if third.Stats().Calls != 10 {
 		t.Errorf("resuming 10 agents after their first turn made %d model calls, want 10", third.Stats().Calls)
 	}
-	if diff := cmp.Diff(want, outputs(res3)); diff != "" {
+	if diff := gocmp.Diff(want, outputs(res3)); diff != "" {
 		t.Errorf("outputs after resuming mid-agent (-want +got):\n%s", diff)
 	}
 }
@@ -168,7 +173,7 @@ func TestDrainFinishesTurnsInFlight(t *testing.T) {
 		}
 	}
 	resumed := mustRun(t, checkpointJob(t, ck, newSim(t, sim.Config{Seed: 9})), 30)
-	if diff := cmp.Diff(want, outputs(resumed)); diff != "" {
+	if diff := gocmp.Diff(want, outputs(resumed)); diff != "" {
 		t.Errorf("outputs after resuming a drained run (-want +got):\n%s", diff)
 	}
 }
@@ -180,4 +185,71 @@ func mustRun(t *testing.T, j batchagent.Job, n int) []batchagent.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestResultDeliveredOnlyWhenDurable runs agents against a real store
+// whose file another connection keeps locked for a while: no result may
+// reach the caller before its final state is committed, and each one that
+// does must already be visible to a second connection.
+func TestResultDeliveredOnlyWhenDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.db")
+	store, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	reader, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+
+	// Hold the write lock: every commit waits (up to the busy timeout).
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	unlock := time.AfterFunc(300*time.Millisecond, func() {
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			t.Errorf("ROLLBACK = %v", err)
+		}
+	})
+	defer unlock.Stop()
+
+	j := checkpointJob(t, store, newSim(t, sim.Config{Seed: 3}))
+	start := time.Now()
+	n := 0
+	results, err := batchagent.Stream(t.Context(), j, batchagent.Slice(inputs(30)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range results {
+		if r.Err != nil {
+			t.Fatalf("result %d: %v", r.Index, r.Err)
+		}
+		if since := time.Since(start); since < 300*time.Millisecond {
+			t.Fatalf("result %d delivered after %v, while the store could not commit", r.Index, since)
+		}
+		states, err := reader.Load(t.Context(), "ck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, found := slices.BinarySearchFunc(states, r.Index, func(s agent.State, idx int) int { return cmp.Compare(s.Index, idx) })
+		if !found || states[i].Status != agent.StatusDone || string(states[i].Output) != string(r.Output) {
+			t.Fatalf("result %d delivered but its stored state is %+v (found %v)", r.Index, states[min(i, len(states)-1)].Status, found)
+		}
+		n++
+	}
+	if n != 30 {
+		t.Errorf("%d results, want 30", n)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -301,4 +302,70 @@ func lockWrites(t *testing.T, path string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// TestSaveAsync checks that done is called once per state, only after the
+// state is durable, and at once with ErrClosed after Close.
+func TestSaveAsync(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	other, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open(%q) second time = %v", path, err)
+	}
+	defer other.Close()
+	release := lockWrites(t, path)
+
+	const n = 10
+	type call struct {
+		idx     int
+		err     error
+		visible bool // whether another connection saw the state when done was called
+	}
+	calls := make(chan call, 2*n)
+	for i := range n {
+		st := fullState("j", i)
+		st.Status = []agent.Status{agent.StatusRunning, agent.StatusDone}[i%2]
+		s.SaveAsync(st, func(err error) {
+			got, lerr := other.Load(context.Background(), "j")
+			if lerr != nil {
+				t.Errorf("Load in done = %v", lerr)
+			}
+			visible := slices.ContainsFunc(got, func(g agent.State) bool { return cmp.Equal(g, st) })
+			calls <- call{i, err, visible}
+		})
+	}
+	select {
+	case c := <-calls:
+		t.Fatalf("done(%d) called while the file was locked: the state cannot be durable yet", c.idx)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	seen := map[int]bool{}
+	for range n {
+		c := <-calls
+		if c.err != nil {
+			t.Errorf("done(%d) = %v, want nil", c.idx, c.err)
+		}
+		if seen[c.idx] {
+			t.Errorf("done(%d) called twice", c.idx)
+		}
+		seen[c.idx] = true
+		if !c.visible {
+			t.Errorf("done(%d) called before another connection could load the state", c.idx)
+		}
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	var got error
+	s.SaveAsync(fullState("j", 99), func(err error) { got = err })
+	if !errors.Is(got, checkpoint.ErrClosed) {
+		t.Errorf("SaveAsync after Close: done(%v), want %v, called before SaveAsync returns", got, checkpoint.ErrClosed)
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("extra done(%d)", c.idx)
+	default:
+	}
 }
