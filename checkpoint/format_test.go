@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
@@ -194,9 +195,13 @@ func TestDamagedSegment(t *testing.T) {
 	if want := fmt.Sprintf("segment %d:", seq); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Load of a damaged segment = %v, want an error naming %q", err, want)
 	}
-	execSQL(t, path, `UPDATE finished SET n = n - 1, states = CAST('{"index": 0' || char(10) AS BLOB) WHERE seq = ?`, seq)
+	execSQL(t, path, `UPDATE finished SET n = n - 1, states = ? WHERE seq = ?`, s2.Encode(nil, []byte("{\"index\": 0\n")), seq)
 	if _, err := s.Summary(t.Context(), "j"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("state %d:", seq)) {
 		t.Errorf("Summary with a truncated state = %v, want an error naming state %d", err, seq)
+	}
+	execSQL(t, path, `UPDATE finished SET states = ? WHERE seq = ?`, []byte("not compressed"), seq)
+	if _, err := s.Load(t.Context(), "j"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("segment %d:", seq)) {
+		t.Errorf("Load of a segment that is not S2 = %v, want an error naming segment %d", err, seq)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -145,6 +147,9 @@ func (sp *span) add(t int64) {
 	sp.last = max(sp.last, t)
 }
 
+// maxSegment bounds the decoded size of a segment: a larger one is damaged.
+const maxSegment = 1 << 30
+
 // scanLatest decodes the stored states of jobID with decode, which returns
 // a state's agent index, and keeps for each agent the state with the
 // highest sequence number.
@@ -175,13 +180,26 @@ func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode fun
 		return nil, sp, err
 	}
 	defer rows.Close()
+	var buf []byte
 	for rows.Next() {
 		var seq, n, updated int64
-		var seg sql.RawBytes
-		if err := rows.Scan(&seq, &n, &seg, &updated); err != nil {
+		var packed sql.RawBytes
+		if err := rows.Scan(&seq, &n, &packed, &updated); err != nil {
 			return nil, sp, err
 		}
 		sp.add(updated)
+		size, err := s2.DecodedLen(packed)
+		if err == nil && size > maxSegment {
+			err = fmt.Errorf("%d bytes", size)
+		}
+		if err != nil {
+			return nil, sp, fmt.Errorf("segment %d: %w", seq, err)
+		}
+		seg, err := s2.Decode(buf[:cap(buf)], packed)
+		if err != nil {
+			return nil, sp, fmt.Errorf("segment %d: %w", seq, err)
+		}
+		buf = seg
 		lines := int64(0)
 		for len(seg) > 0 {
 			line, rest, ok := bytes.Cut(seg, []byte{'\n'})

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // item is one state waiting to be written.
@@ -59,6 +61,7 @@ type writer struct {
 	latest  map[itemKey]int // an item's position among a batch's latest items
 	running map[string]bool // whether a job may have rows in running; absent: not looked up yet
 	segment []byte          // the lines of the segment being built
+	packed  []byte          // the segment compressed
 	indexes []byte          // the JSON array of the finished agents' indexes
 	args    []any           // statement arguments
 }
@@ -197,7 +200,8 @@ func (w *writer) writeFinished(ctx context.Context, tx *sql.Tx, items []item, ke
 		seg, n := w.segment[:0], 0
 		var updated int64
 		flush := func() error {
-			_, err := appendSeg.ExecContext(ctx, seq, jobID, n, seg, updated)
+			w.packed = s2.Encode(w.packed[:cap(w.packed)], seg)
+			_, err := appendSeg.ExecContext(ctx, seq, jobID, n, w.packed, updated)
 			seq += int64(n)
 			seg, n, updated = seg[:0], 0, 0
 			return err
