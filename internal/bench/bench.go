@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -69,6 +71,10 @@ type Report struct {
 	// ServerRequests counts the HTTP requests the server received.
 	ServerRequests int64 `json:"server_requests,omitempty"`
 
+	// StateShare is, for mode engine+state, its throughput over that of
+	// mode engine measured in the same invocation.
+	StateShare *float64 `json:"state_share,omitempty"`
+
 	// Fields of the dedup scenario: how the tool calls that did not
 	// execute were saved.
 	ToolCacheHits int64 `json:"tool_cache_hits,omitempty"`
@@ -110,7 +116,7 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	if len(modes) == 0 {
 		modes = []string{"engine", "naive"}
 	}
-	if opt.State {
+	if opt.State && !slices.Contains(modes, "engine+state") {
 		modes = append(modes, "engine+state")
 	}
 	for _, m := range modes {
@@ -118,7 +124,7 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 			continue
 		}
 		if m != "engine" && m != "naive" {
-			return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive)", m)
+			return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive, engine+state)", m)
 		}
 	}
 	env, err := newEnv(opt.Dir, wl)
@@ -146,6 +152,14 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		if err != nil {
 			return reports, err
 		}
+		if mode == "engine+state" {
+			for _, r := range reports {
+				if r.Mode == "engine" && r.AgentsPerS > 0 {
+					share := math.Round(1000*rep.AgentsPerS/r.AgentsPerS) / 1000
+					rep.StateShare = &share
+				}
+			}
+		}
 		reports = append(reports, rep)
 		if opt.JSON {
 			b, _ := json.Marshal(rep)
@@ -157,10 +171,10 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	return reports, nil
 }
 
-const tableHeader = "scenario mode         n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"
+const tableHeader = "scenario mode             n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"
 
 func tableRow(r Report) string {
-	return fmt.Sprintf("%-8s %-8s %7d %8.3f %8.3f %6.2f %9.0f %6d %7d %9d %10d %10d %7.0f %6.2f",
+	return fmt.Sprintf("%-8s %-12s %7d %8.3f %8.3f %6.2f %9.0f %6d %7d %9d %10d %10d %7.0f %6.2f",
 		r.Scenario, r.Mode, r.N, r.WallS, r.IdealS, r.Ratio, r.AgentsPerS, r.OK, r.Failed,
 		r.ToolRequested, r.ToolExecuted, r.LLMCalls, r.PeakRSSMB, r.CPUS)
 }

@@ -1,0 +1,53 @@
+package bench_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/batchagent/batchagent/internal/bench"
+)
+
+// TestScaleWithState runs the scale scenario small, with the checkpoint
+// store on: every mode finishes every agent, and the engine+state report
+// carries its share of the engine's throughput.
+func TestScaleWithState(t *testing.T) {
+	const n = 2000
+	var out bytes.Buffer
+	// engine+state named in -mode and -state at once runs it once.
+	reports, err := bench.Run(t.Context(), "scale", bench.Options{N: n, JSON: true, State: true,
+		Modes: []string{"engine", "engine+state"}}, &out)
+	if err != nil {
+		t.Fatalf("Run(scale) error = %v", err)
+	}
+	var modes []string
+	for _, r := range reports {
+		modes = append(modes, r.Mode)
+		if r.OK != n || r.Failed != 0 || r.LLMCalls != n {
+			t.Errorf("%s: ok %d, failed %d, llm_calls %d; want %d, 0, %d", r.Mode, r.OK, r.Failed, r.LLMCalls, n, n)
+		}
+		switch {
+		case r.Mode == "engine+state" && (r.StateShare == nil || *r.StateShare <= 0):
+			t.Errorf("engine+state: state_share = %v, want a positive share", r.StateShare)
+		case r.Mode != "engine+state" && r.StateShare != nil:
+			t.Errorf("%s: state_share = %v, want none", r.Mode, *r.StateShare)
+		}
+	}
+	if strings.Join(modes, ",") != "engine,engine+state" {
+		t.Errorf("modes = %v, want engine then engine+state, once each", modes)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("output has %d lines, want 2:\n%s", len(lines), out.String())
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &last); err != nil || last["state_share"] == nil {
+		t.Errorf("last line %s: %v, want JSON with state_share", lines[1], err)
+	}
+
+	if _, err := bench.Run(t.Context(), "scale", bench.Options{N: 10, Modes: []string{"fast"}}, &out); err == nil ||
+		!strings.Contains(err.Error(), "engine+state") {
+		t.Errorf("Run(mode fast) = %v, want an error listing the known modes", err)
+	}
+}
