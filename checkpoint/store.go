@@ -88,13 +88,6 @@ type Store struct {
 	mu     sync.Mutex
 	queue  []*batch // batches not yet taken by the writer; the last one is open
 	closed bool
-
-	// Owned by the writer goroutine.
-	latest  map[itemKey]int // an item's position among a batch's latest items
-	segment []byte          // the lines of the segment being built
-	indexes []byte          // the JSON array of the finished agents' indexes
-	running map[string]bool // whether a job may have rows in running; absent: not yet looked up
-	args    []any           // statement arguments, reused
 }
 
 // batch is the states of one transaction. done is closed once it has been
