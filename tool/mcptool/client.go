@@ -35,6 +35,10 @@ const closeGrace = 5 * time.Second
 // kept for error messages.
 const stderrTail = 512
 
+// stderrSettle is how long the first error of an ended stdio session waits
+// for the server's standard error, when it has written none yet.
+const stderrSettle = 250 * time.Millisecond
+
 // ErrSessionClosed is wrapped by the error of a call on a session that has
 // ended: the server exited or dropped the session, or [Client.Close] was
 // called. Such errors also wrap [tool.ErrFatal].
@@ -156,6 +160,7 @@ type Client struct {
 	session        *mcp.ClientSession
 	tools          []tool.Tool     // immutable after Connect
 	stderr         *tailWriter     // a stdio server's standard error; nil for HTTP
+	stderrSettled  sync.Once       // sessionError has waited for stderr
 	ownHTTP        *http.Transport // the transport of the default HTTP client; nil otherwise
 	timeout        error           // the cause of a call that runs past cfg.Timeout
 	connectTimeout error           // the cause of a Connect that runs past cfg.ConnectTimeout
@@ -202,7 +207,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Client, error) {
 		if len(cfg.Env) > 0 {
 			cmd.Env = append(os.Environ(), cfg.Env...)
 		}
-		c.stderr = &tailWriter{max: stderrTail}
+		c.stderr = newTailWriter(stderrTail)
 		cmd.Stderr = c.stderr
 		cmd.WaitDelay = closeGrace // a child holding stderr open cannot block Wait
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: closeGrace}
@@ -461,8 +466,20 @@ func (c *Client) callError(ctx, callCtx context.Context, err error) error {
 }
 
 // sessionError returns the error of a call on an ended session; cause, if
-// not nil, is what the SDK reported.
+// not nil, is what the SDK reported. A stdio server that crashed wrote its
+// last words to standard error, which os/exec copies in its own goroutine:
+// the first such error waits up to stderrSettle for them.
 func (c *Client) sessionError(cause error) error {
+	if c.stderr != nil {
+		c.stderrSettled.Do(func() {
+			t := time.NewTimer(stderrSettle)
+			defer t.Stop()
+			select {
+			case <-c.stderr.wrote:
+			case <-t.C:
+			}
+		})
+	}
 	return &sessionError{server: c.cfg.Name, cause: cause, stderr: c.stderrNote()}
 }
 
@@ -544,15 +561,27 @@ func newHTTPTransport() *http.Transport {
 // tailWriter keeps the last max bytes written to it. It is safe for
 // concurrent use.
 type tailWriter struct {
-	max int
+	max   int
+	wrote chan struct{} // closed at the first write
 
 	mu  sync.Mutex // protects buf
 	buf []byte
 }
 
+func newTailWriter(max int) *tailWriter {
+	return &tailWriter{max: max, wrote: make(chan struct{})}
+}
+
 func (w *tailWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.buf) == 0 && len(p) > 0 {
+		select {
+		case <-w.wrote:
+		default:
+			close(w.wrote)
+		}
+	}
 	n := len(p)
 	if len(p) > w.max {
 		p = p[len(p)-w.max:]
