@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,11 @@ type Options struct {
 	// State adds an engine run that checkpoints every agent into a SQLite
 	// store (mode "engine+state"), to measure the store's cost.
 	State bool
+	// Count runs every mode Count times, in rounds (each mode once per
+	// round), and reports for each mode its run of median throughput, so
+	// that comparisons between modes survive a noisy machine. Zero means
+	// once.
+	Count int
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -74,6 +80,9 @@ type Report struct {
 	// StateShare is, for mode engine+state, its throughput over that of
 	// mode engine measured in the same invocation.
 	StateShare *float64 `json:"state_share,omitempty"`
+	// Runs is how many times the mode ran when Options.Count asked for
+	// more than one; the report is the run of median throughput.
+	Runs int `json:"runs,omitempty"`
 
 	// Fields of the dedup scenario: how the tool calls that did not
 	// execute were saved.
@@ -102,8 +111,8 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}
-	if opt.N < 0 || opt.Fail < 0 || opt.Fail > 1 {
-		return nil, fmt.Errorf("bench: -n must be positive and -fail within [0, 1]")
+	if opt.N < 0 || opt.Count < 0 || opt.Fail < 0 || opt.Fail > 1 {
+		return nil, fmt.Errorf("bench: -n and -count must be positive and -fail within [0, 1]")
 	}
 	if opt.N > 0 {
 		wl.n = opt.N
@@ -117,7 +126,12 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		modes = []string{"engine", "naive"}
 	}
 	if opt.State && !slices.Contains(modes, "engine+state") {
-		modes = append(modes, "engine+state")
+		// Right after engine, which it is compared with.
+		at := len(modes)
+		if i := slices.Index(modes, "engine"); i >= 0 {
+			at = i + 1
+		}
+		modes = slices.Insert(modes, at, "engine+state")
 	}
 	for _, m := range modes {
 		if m == "engine+state" {
@@ -147,10 +161,21 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		}
 		wl.serverIdeal = wall
 	}
+	count := max(opt.Count, 1)
+	runs := make(map[string][]Report, len(modes))
+	for range count {
+		for _, mode := range modes {
+			rep, err := measure(ctx, env, wl, mode)
+			if err != nil {
+				return reports, err
+			}
+			runs[mode] = append(runs[mode], rep)
+		}
+	}
 	for _, mode := range modes {
-		rep, err := measure(ctx, env, wl, mode)
-		if err != nil {
-			return reports, err
+		rep := median(runs[mode])
+		if count > 1 {
+			rep.Runs = count
 		}
 		if mode == "engine+state" {
 			for _, r := range reports {
@@ -169,6 +194,13 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		}
 	}
 	return reports, nil
+}
+
+// median returns the run of median throughput (the lower one of an even
+// count).
+func median(runs []Report) Report {
+	sorted := slices.SortedFunc(slices.Values(runs), func(a, b Report) int { return cmp.Compare(a.AgentsPerS, b.AgentsPerS) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 const tableHeader = "scenario mode             n      wall_s  ideal_s  ratio  agents/s     ok  failed  tool_req  tool_exec  llm_calls  rss_mb  cpu_s"

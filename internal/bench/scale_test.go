@@ -51,3 +51,28 @@ func TestScaleWithState(t *testing.T) {
 		t.Errorf("Run(mode fast) = %v, want an error listing the known modes", err)
 	}
 }
+
+// TestCount runs each mode three times and reports each once, its run of
+// median throughput, with the number of runs.
+func TestCount(t *testing.T) {
+	var out bytes.Buffer
+	reports, err := bench.Run(t.Context(), "scale", bench.Options{N: 300, JSON: true, State: true, Count: 3,
+		Modes: []string{"engine"}}, &out)
+	if err != nil {
+		t.Fatalf("Run(scale, count 3) error = %v", err)
+	}
+	if len(reports) != 2 || reports[0].Mode != "engine" || reports[1].Mode != "engine+state" {
+		t.Fatalf("reports = %+v, want one engine and one engine+state", reports)
+	}
+	for _, r := range reports {
+		if r.Runs != 3 || r.OK != 300 {
+			t.Errorf("%s: runs %d, ok %d; want 3 and 300", r.Mode, r.Runs, r.OK)
+		}
+	}
+	if got := strings.Count(out.String(), "\n"); got != 2 {
+		t.Errorf("output has %d lines, want 2", got)
+	}
+	if _, err := bench.Run(t.Context(), "scale", bench.Options{N: 10, Count: -1}, &out); err == nil {
+		t.Error("Run(count -1) = nil error, want one")
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,7 +149,9 @@ type tally struct {
 
 // measure runs one mode and reports it.
 func measure(ctx context.Context, e *env, wl workload, mode string) (Report, error) {
-	runtime.GC()
+	// Start each mode from the same place: the last mode's garbage
+	// collected and its memory given back, the peak-RSS mark reset.
+	debug.FreeOSMemory()
 	resetPeakRSS()
 	cpu0 := cpuTime()
 	start := time.Now()

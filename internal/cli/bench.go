@@ -28,6 +28,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&opt.JSON, "json", false, "print one JSON object per mode")
 	fs.Var(&modes, "mode", "modes to run, comma-separated: engine,naive (dedup: cache,coalesce,batch); default all")
 	fs.BoolVar(&opt.State, "state", false, "also run the engine with a SQLite checkpoint store (mode engine+state)")
+	fs.IntVar(&opt.Count, "count", 1, "run each mode this many times, in rounds, and report each mode's run of median throughput")
 	fs.StringVar(&opt.Dir, "dir", "", "directory for the scenario's files (default: a temporary one)")
 	var cpuProfile, traceFile string
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
