@@ -219,3 +219,23 @@ func TestOlderFormatRefused(t *testing.T) {
 		t.Errorf("Open(format 9 file) = %v, want an error naming format 9", err)
 	}
 }
+
+// TestMalformedToolArguments saves a conversation in which the model wrote
+// broken tool-call arguments: it must save and load like any other, the
+// arguments byte for byte.
+func TestMalformedToolArguments(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{})
+	st := fullState("j", 0)
+	st.Status = agent.StatusRunning
+	st.Messages[1].ToolCalls[0].Arguments = []byte(`{"q": "ada`)
+	if err := s.Save(t.Context(), st); err != nil {
+		t.Fatalf("Save(state with malformed tool arguments) = %v", err)
+	}
+	got, err := s.Load(t.Context(), "j")
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if diff := cmp.Diff([]agent.State{st}, got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,4 +158,73 @@ func TestSecretRedacts(t *testing.T) {
 	if string(s) != "sk-live-abcdef" {
 		t.Errorf("string(s) = %q, want the credential", string(s))
 	}
+}
+
+// TestToolCallJSON checks that arguments survive a JSON round trip, valid
+// ones compacted and malformed ones byte for byte (a state holding them
+// must still save).
+func TestToolCallJSON(t *testing.T) {
+	for _, args := range []string{`{"path":"a.go"}`, `{"path": "a.go", "n": [1, 2]}`, `{"path":"a.g`, `not json`, `{}`, ``, `"x"`} {
+		in := []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(args)}}
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("Marshal(args %q) = %v", args, err)
+		}
+		var out []llm.ToolCall
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("Unmarshal(%s) = %v", data, err)
+		}
+		want := args
+		switch {
+		case args == "":
+			want = "null"
+		case json.Valid([]byte(args)):
+			var b bytes.Buffer
+			json.Compact(&b, []byte(args))
+			want = b.String()
+		}
+		if len(out) != 1 || out[0].ID != "c1" || out[0].Name != "read_file" || string(out[0].Arguments) != want {
+			t.Errorf("round trip of args %q through %s = %+v, want the same call with arguments %q", args, data, out, want)
+		}
+		if valid := json.Valid([]byte(args)) || args == ""; valid != !strings.Contains(string(data), "arguments_text") {
+			t.Errorf("args %q (valid %v) written as %s", args, valid, data)
+		}
+	}
+}
+
+func FuzzToolCallJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":`, `[]`, `null`, "\xff", `"\u00e9"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		if args == "" {
+			return
+		}
+		data, err := json.Marshal(llm.ToolCall{ID: "i", Name: "n", Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("Marshal(%q) = %v", args, err)
+		}
+		var out llm.ToolCall
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("Unmarshal(%s) = %v", data, err)
+		}
+		got := string(out.Arguments)
+		if json.Valid([]byte(args)) {
+			// Valid JSON is embedded; encoding/json compacts and
+			// HTML-escapes it: the same value comes back.
+			var a, b any
+			if json.Unmarshal([]byte(args), &a) != nil || json.Unmarshal(out.Arguments, &b) != nil || !cmp.Equal(a, b) {
+				t.Fatalf("valid args %q came back as %q", args, got)
+			}
+			return
+		}
+		// encoding/json writes each invalid UTF-8 byte as U+FFFD.
+		var want strings.Builder
+		for _, r := range args {
+			want.WriteRune(r)
+		}
+		if want.String() != got {
+			t.Fatalf("malformed args %q came back as %q", args, got)
+		}
+	})
 }

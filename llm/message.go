@@ -31,12 +31,51 @@ type Message struct {
 }
 
 // A ToolCall is one call to a tool requested by the model.
+//
+// In JSON, Arguments that are valid JSON are embedded under "arguments"
+// (compacted, as encoding/json does); malformed ones (a model's cut-off or
+// broken call) cannot be embedded, so they are written as a string under
+// "arguments_text" and read back byte for byte (invalid UTF-8 aside). A
+// checkpoint of a conversation holding such a call therefore still saves.
 type ToolCall struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	// Arguments is the JSON object of arguments exactly as the model wrote it;
 	// it may be malformed.
 	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolCallJSON is the JSON form of a ToolCall.
+type toolCallJSON struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsText *string         `json:"arguments_text,omitempty"`
+}
+
+// MarshalJSON writes malformed arguments as text; see [ToolCall].
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	v := toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	if len(c.Arguments) == 0 {
+		v.Arguments = json.RawMessage("null")
+	} else if !json.Valid(c.Arguments) {
+		text := string(c.Arguments)
+		v.Arguments, v.ArgumentsText = nil, &text
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *ToolCall) UnmarshalJSON(data []byte) error {
+	var v toolCallJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*c = ToolCall{ID: v.ID, Name: v.Name, Arguments: v.Arguments}
+	if v.ArgumentsText != nil {
+		c.Arguments = json.RawMessage(*v.ArgumentsText)
+	}
+	return nil
 }
 
 // A ToolDef describes a tool to the model.
