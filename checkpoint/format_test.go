@@ -239,3 +239,18 @@ func TestMalformedToolArguments(t *testing.T) {
 		t.Errorf("Load mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunningRowMismatch checks that a running row whose state names
+// another agent than its key is reported, not loaded under either.
+func TestRunningRowMismatch(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	st := fullState("j", 0)
+	st.Status = agent.StatusRunning
+	if err := s.Save(t.Context(), st); err != nil {
+		t.Fatalf("Save = %v", err)
+	}
+	execSQL(t, path, `UPDATE running SET idx = 5`)
+	if _, err := s.Load(t.Context(), "j"); err == nil || !strings.Contains(err.Error(), "index 0 stored as agent 5") {
+		t.Errorf("Load of a mismatched running row = %v, want an error naming both indexes", err)
+	}
+}

@@ -156,10 +156,15 @@ const maxSegment = 1 << 30
 func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func([]byte) (int, T, error)) (map[int]versioned[T], span, error) {
 	latest := make(map[int]versioned[T])
 	var sp span
-	put := func(seq int64, data []byte) error {
+	// put decodes the state numbered seq; stored, when not negative, is
+	// the agent index the row was stored under.
+	put := func(seq int64, data []byte, stored int) error {
 		idx, v, err := decode(data)
-		if err != nil {
+		switch {
+		case err != nil:
 			return fmt.Errorf("state %d: %w", seq, err)
+		case stored >= 0 && idx != stored:
+			return fmt.Errorf("state %d: index %d stored as agent %d", seq, idx, stored)
 		}
 		if old, ok := latest[idx]; !ok || seq > old.seq {
 			latest[idx] = versioned[T]{seq, v}
@@ -209,7 +214,7 @@ func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode fun
 			if lines == n {
 				return nil, sp, fmt.Errorf("segment %d: more than its %d states", seq, n)
 			}
-			if err := put(seq+lines, line); err != nil {
+			if err := put(seq+lines, line, -1); err != nil {
 				return nil, sp, err
 			}
 			seg = rest
@@ -236,14 +241,7 @@ func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode fun
 			return nil, sp, err
 		}
 		sp.add(updated)
-		got, _, err := decode(data)
-		switch {
-		case err != nil:
-			return nil, sp, fmt.Errorf("state %d: %w", seq, err)
-		case got != idx:
-			return nil, sp, fmt.Errorf("state %d: index %d stored as agent %d", seq, got, idx)
-		}
-		if err := put(seq, data); err != nil {
+		if err := put(seq, data, idx); err != nil {
 			return nil, sp, err
 		}
 	}

@@ -563,6 +563,7 @@ func newHTTPTransport() *http.Transport {
 type tailWriter struct {
 	max   int
 	wrote chan struct{} // closed at the first write
+	once  sync.Once     // closes wrote
 
 	mu  sync.Mutex // protects buf
 	buf []byte
@@ -575,12 +576,8 @@ func newTailWriter(max int) *tailWriter {
 func (w *tailWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.buf) == 0 && len(p) > 0 {
-		select {
-		case <-w.wrote:
-		default:
-			close(w.wrote)
-		}
+	if len(p) > 0 {
+		w.once.Do(func() { close(w.wrote) })
 	}
 	n := len(p)
 	if len(p) > w.max {
