@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -279,10 +278,12 @@ func saveError(jobID string, idx int, err error) error {
 func (s *Store) enqueue(st *agent.State, done func(error)) (*batch, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	if err := json.NewEncoder(buf).Encode(st); err != nil {
+	line, err := appendState(buf.AvailableBuffer(), st)
+	if err != nil {
 		bufPool.Put(buf)
 		return nil, saveError(st.JobID, st.Index, err)
 	}
+	buf.Write(line)
 	it := item{
 		jobID:   st.JobID,
 		idx:     st.Index,

@@ -1,0 +1,215 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// stdEncode is what appendState must write: encoding/json's encoder
+// without HTML escaping.
+func stdEncode(st *agent.State) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(st)
+	return buf.Bytes(), err
+}
+
+// checkSame fails unless appendState and encoding/json agree on st: the
+// same bytes, or both an error.
+func checkSame(t *testing.T, st *agent.State) {
+	t.Helper()
+	want, wantErr := stdEncode(st)
+	got, err := appendState(nil, st)
+	switch {
+	case wantErr != nil && err != nil:
+		return
+	case wantErr != nil:
+		t.Fatalf("encoding/json fails (%v), appendState wrote %s", wantErr, got)
+	case err != nil:
+		t.Fatalf("appendState: %v; encoding/json wrote %s", err, want)
+	case !bytes.Equal(got, want):
+		t.Fatalf("appendState differs from encoding/json\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// fill sets every field reachable from v to a non-zero value, so that a
+// field added to agent.State (or to a type it holds) shows up in the
+// comparison. A kind it does not know fails the test: teach appendState the
+// new field, then this function.
+func fill(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	switch v.Type() {
+	case reflect.TypeFor[json.RawMessage]():
+		v.SetBytes([]byte("{ \"a\": [1, 2.5e3, \"<x> & \u2028\"], \"b\" : null }"))
+		return
+	case reflect.TypeFor[job.Input]():
+		v.Set(reflect.ValueOf(job.Input{
+			"z": "last", "a": json.Number("12.5"), "m": map[string]any{"k": []any{true, nil, 1.5}},
+		}))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(path + ` "q" \ <&> ` + "\t\u2029")
+	case reflect.Int, reflect.Int64:
+		v.SetInt(int64(len(path)) + 1)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fill(t, v.Index(i), path+"[]")
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
+			fill(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	default:
+		t.Fatalf("%s: kind %s unknown to fill; does appendState write it?", path, v.Kind())
+	}
+}
+
+func TestAppendStateMatchesEncodingJSON(t *testing.T) {
+	var full agent.State
+	fill(t, reflect.ValueOf(&full).Elem(), "State")
+	checkSame(t, &full)
+
+	malformed := full
+	malformed.Messages = []llm.Message{{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+		{ID: "1", Name: "f", Arguments: json.RawMessage(`{"path": "a<b>", `)},
+		{ID: "2", Name: "g"},
+		{ID: "3", Name: "h", Arguments: json.RawMessage("\xff")},
+	}}}
+	checkSame(t, &malformed)
+
+	for name, st := range map[string]agent.State{
+		"zero":        {},
+		"empty lists": {Messages: []llm.Message{}, Problems: []schema.Problem{}, Input: job.Input{}},
+		"running": {JobID: "j", Index: 7, Status: agent.StatusRunning, Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "bad utf-8 \xff\xfe, NUL \x00, DEL \x7f, \b\f\r\n, é, 😀"},
+		}, Timings: agent.Timings{Queue: time.Second, TTFT: -time.Millisecond}},
+		"input types": {Input: job.Input{
+			"nil": nil, "f": 0.000001, "tiny": 1e-7, "big": 1e21, "neg": -1.5e-300, "zero": 0.0,
+			"int": 3, "int64": int64(-9), "num": json.Number("-0.5E+10"), "empty num": json.Number(""),
+			"list": []any{}, "nil list": []any(nil), "nil map": map[string]any(nil),
+			"time": time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), "strs": []string{"<a>"},
+			"\u2028key\x01": "v",
+		}},
+		"output with spaces": {Status: agent.StatusDone, Output: json.RawMessage(" [ 1 ,\n\t{\"a\" : \"b c\"} ] ")},
+	} {
+		t.Run(name, func(t *testing.T) { checkSame(t, &st) })
+	}
+}
+
+func TestAppendStateErrors(t *testing.T) {
+	for name, tc := range map[string]struct {
+		st   agent.State
+		want string
+	}{
+		"invalid output": {agent.State{Output: json.RawMessage(`{"a":`)}, "output: "},
+		"NaN input":      {agent.State{Input: job.Input{"x": []any{math.NaN()}}}, "input: unsupported value: NaN"},
+		"bad number":     {agent.State{Input: job.Input{"x": json.Number("1.")}}, `input: invalid number literal "1."`},
+		"bad type":       {agent.State{Input: job.Input{"x": make(chan int)}}, "input: json: unsupported type"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := stdEncode(&tc.st); err == nil {
+				t.Fatal("encoding/json accepts it too; the case tests nothing")
+			}
+			_, err := appendState(nil, &tc.st)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v, want prefix %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsValidNumber(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-12", "0.5", "10.25", "1e5", "1E+5", "-2.5e-10", "0e0"} {
+		if !isValidNumber(s) {
+			t.Errorf("isValidNumber(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "1.e5", "0x10", "1_0", "NaN", "1 "} {
+		if isValidNumber(s) {
+			t.Errorf("isValidNumber(%q) = true", s)
+		}
+	}
+}
+
+// FuzzAppendState compares appendState with encoding/json on states made
+// of arbitrary text: message contents, tool arguments, the output, the
+// input's keys and number literals.
+func FuzzAppendState(f *testing.F) {
+	f.Add("hello", `{"a": 1}`, `{"x":[1,2]}`, "key", "12")
+	f.Add("<&>\u2028\x00\xff", `{"a": `, ` [ ] `, "\xfe", "1.e5")
+	f.Add("", "", "", "", "")
+	f.Add("\"\\", `"\u2028<"`, `{"a":"\ud800"}`, "é", "-0.0e-0")
+	f.Fuzz(func(t *testing.T, content, args, output, key, number string) {
+		st := agent.State{
+			JobID:  content,
+			Input:  job.Input{key: content, "n": json.Number(number), key + "2": []any{content, 1.5}},
+			Status: agent.StatusDone,
+			Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: content},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: key, Name: content, Arguments: json.RawMessage(args)}}},
+				{Role: llm.RoleTool, Content: content, ToolCallID: key, Name: key, IsError: true},
+			},
+			Problems: []schema.Problem{{Path: key, Message: content}},
+			Output:   json.RawMessage(output),
+			Raw:      output,
+		}
+		checkSame(t, &st)
+	})
+}
+
+func BenchmarkEncodeState(b *testing.B) {
+	st := agent.State{
+		JobID:  "bench",
+		Index:  12345,
+		Input:  job.Input{"text": "The quick brown fox jumps over the lazy dog.", "id": json.Number("17")},
+		Status: agent.StatusDone,
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "Classify the sentiment of: The quick brown fox jumps over the lazy dog."},
+			{Role: llm.RoleAssistant, Content: `{"sentiment":"neutral","confidence":0.82}`},
+		},
+		Turns:      1,
+		ModelCalls: 1,
+		Usage:      llm.Usage{PromptTokens: 412, CompletionTokens: 17},
+		Timings:    agent.Timings{Inference: 40 * time.Millisecond, TTFT: 12 * time.Millisecond},
+		Output:     json.RawMessage(`{"sentiment":"neutral","confidence":0.82}`),
+	}
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := json.NewEncoder(&buf).Encode(&st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("appendState", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = appendState(buf[:0], &st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
