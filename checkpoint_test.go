@@ -18,6 +18,7 @@ import (
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -87,9 +88,20 @@ func TestCheckpointResume(t *testing.T) {
 
 	// Everything done: a second run calls no model and returns the same.
 	again := newSim(t, sim.Config{Seed: 9})
-	res2, _ := batchagent.Run(t.Context(), checkpointJob(t, ck, again), batchagent.Slice(inputs(20)))
+	e2, err := batchagent.New(checkpointJob(t, ck, again))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2 := e2.Run(t.Context(), batchagent.Slice(inputs(20)))
 	if again.Stats().Calls != 0 {
 		t.Errorf("resuming a finished run made %d model calls, want 0", again.Stats().Calls)
+	}
+	// The engine's counters say what it did: it restored 20 results and
+	// did no work.
+	if st := e2.Stats(); st.Done != 20 || st.OK != 20 || st.Restored != 20 || st.ModelCalls != 0 || st.Turns != 0 ||
+		st.ToolRequested != 0 || st.Usage != (llm.Usage{}) {
+		t.Errorf("stats of a resumed finished run: done %d ok %d restored %d model calls %d turns %d tool calls %d usage %+v; want 20 20 20 0 0 0 zero",
+			st.Done, st.OK, st.Restored, st.ModelCalls, st.Turns, st.ToolRequested, st.Usage)
 	}
 	if diff := gocmp.Diff(want, outputs(res2)); diff != "" {
 		t.Errorf("resumed outputs (-want +got):\n%s", diff)
@@ -103,9 +115,28 @@ func TestCheckpointResume(t *testing.T) {
 		ck.states[i] = st
 	}
 	third := newSim(t, sim.Config{Seed: 9})
-	res3, _ := batchagent.Run(t.Context(), checkpointJob(t, ck, third), batchagent.Slice(inputs(20)))
+	e3, err := batchagent.New(checkpointJob(t, ck, third))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res3 := e3.Run(t.Context(), batchagent.Slice(inputs(20)))
 	if third.Stats().Calls != 10 {
 		t.Errorf("resuming 10 agents after their first turn made %d model calls, want 10", third.Stats().Calls)
+	}
+	// Counted: the 10 final turns run now, not the resumed agents' first
+	// turns (with their tool calls) nor the 10 restored results.
+	// The resumed agents' saved usage was that of both turns of the first
+	// run, so each result's usage grew by its redone turn's tokens.
+	var usage llm.Usage
+	for i := 0; i < 20; i += 2 {
+		u, before := res3[i].Usage, res[i].Usage
+		usage = usage.Add(llm.Usage{PromptTokens: u.PromptTokens - before.PromptTokens,
+			CompletionTokens: u.CompletionTokens - before.CompletionTokens, CachedTokens: u.CachedTokens - before.CachedTokens})
+	}
+	if st := e3.Stats(); st.Restored != 10 || st.ModelCalls != 10 || st.Turns != 10 || st.ToolRequested != 0 ||
+		st.Usage != usage || usage.PromptTokens <= 0 {
+		t.Errorf("stats after resuming mid-agent: restored %d model calls %d turns %d tool calls %d usage %+v; want 10 10 10 0 %+v (> 0)",
+			st.Restored, st.ModelCalls, st.Turns, st.ToolRequested, st.Usage, usage)
 	}
 	if diff := gocmp.Diff(want, outputs(res3)); diff != "" {
 		t.Errorf("outputs after resuming mid-agent (-want +got):\n%s", diff)

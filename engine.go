@@ -185,7 +185,7 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 		}
 		// Every result holds one of MaxActive tokens from admission until it
 		// has been delivered, so out never blocks a sender.
-		out := make(chan Result, e.job.MaxActive)
+		out := make(chan outcome, e.job.MaxActive)
 		tokens := make(chan struct{}, e.job.MaxActive)
 		wg.Go(func() {
 			defer cancel() // stops the probe once every agent is done
@@ -193,10 +193,10 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 			close(out)
 		})
 		stopped := false
-		for r := range out {
+		for o := range out {
 			if !stopped {
-				e.deliver(r)
-				if !yield(r) {
+				e.deliver(o)
+				if !yield(o.Result) {
 					stopped = true
 					cancel()
 				}
@@ -209,7 +209,7 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 
 // admit reads inputs and starts one agent per input, at most MaxActive at
 // a time. It returns when every started agent has sent its result.
-func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- Result) {
+func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	saved, err := e.loadCheckpoint(ctx)
@@ -237,29 +237,30 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 		}
 		e.stats.started.Add(1)
 		if err != nil {
-			out <- e.fail(i, nil, -1, "input", err, KindInput, time.Now())
+			out <- outcome{Result: e.fail(i, nil, -1, "input", err, KindInput, time.Now())}
 			continue
 		}
 		if e.job.Checkpoint != nil && saved == nil {
-			out <- e.fail(i, in, -1, "checkpoint", errors.New("checkpoint could not be loaded"), KindBackend, time.Now())
+			out <- outcome{Result: e.fail(i, in, -1, "checkpoint", errors.New("checkpoint could not be loaded"), KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]
 		if hasPrev && e.finished(prev) {
-			out <- StateResult(e.job.ID, prev)
+			out <- outcome{Result: StateResult(e.job.ID, prev), prior: workOf(&prev), restored: true}
 			continue
 		}
 		if ctx.Err() != nil || e.draining.Load() {
-			out <- e.fail(i, in, -1, "generate", errors.Join(context.Canceled, context.Cause(ctx)), KindCanceled, time.Now())
+			out <- outcome{Result: e.fail(i, in, -1, "generate", errors.Join(context.Canceled, context.Cause(ctx)), KindCanceled, time.Now())}
 			continue
 		}
 		var resume *agent.State
 		if hasPrev && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
 			resume = &prev
 		}
+		prior := workOf(resume)
 		agents.Add(1)
 		go e.runAgent(ctx, i, in, resume, func(r Result) {
-			out <- r
+			out <- outcome{Result: r, prior: prior}
 			agents.Done()
 		})
 	}
@@ -351,9 +352,35 @@ func (e *Engine) fail(i int, in Input, turn int, op string, err error, kind Kind
 	}
 }
 
+// An outcome is a result on its way to delivery, with what its counters
+// hold of work done before this run.
+type outcome struct {
+	Result
+	// prior is the work of earlier runs: the saved turns of a resumed
+	// agent, all of a result restored from the checkpoint.
+	prior work
+	// restored marks a result read from the checkpoint, not run.
+	restored bool
+}
+
+// work is what an agent's counters hold.
+type work struct {
+	attempts, turns, toolCalls int
+	usage                      llm.Usage
+}
+
+// workOf returns the counters of st; zero for nil.
+func workOf(st *agent.State) work {
+	if st == nil {
+		return work{}
+	}
+	return work{attempts: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
+}
+
 // deliver counts a result and calls the job's OnResult hook.
-func (e *Engine) deliver(r Result) {
-	e.stats.add(r)
+func (e *Engine) deliver(o outcome) {
+	e.stats.add(o)
+	r := o.Result
 	if e.job.OnResult != nil {
 		e.job.OnResult(r)
 	}
@@ -369,6 +396,11 @@ type Stats struct {
 	Started int64
 	// Done counts results delivered; OK and Failed split them.
 	Done, OK, Failed int64
+	// Restored counts the results of Done read from the checkpoint: agents
+	// finished by an earlier run. The counters of work below (model calls,
+	// turns, tool calls, tokens) hold this engine's work only, so they
+	// leave these out, and a resumed agent's turns of earlier runs too.
+	Restored int64
 	// ByKind counts failures by kind.
 	ByKind map[Kind]int64
 	// ModelCalls counts model call attempts.
@@ -381,7 +413,7 @@ type Stats struct {
 	ToolExecuted int64
 	// Tools has the per-tool counters of the pool.
 	Tools []tool.Stats
-	// Usage sums the tokens of delivered results.
+	// Usage sums the tokens of this engine's model calls.
 	Usage llm.Usage
 	// Inflight counts model calls holding a slot; Waiting those queued.
 	Inflight, Waiting int
@@ -424,6 +456,7 @@ func (e *Engine) Stats() Stats {
 // counters accumulates delivered results.
 type counters struct {
 	started, done, ok atomic.Int64
+	restored          atomic.Int64
 	modelCalls, turns atomic.Int64
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
@@ -431,8 +464,12 @@ type counters struct {
 	byKind            [9]atomic.Int64 // indexed like Kinds
 }
 
-func (c *counters) add(r Result) {
+func (c *counters) add(o outcome) {
+	r, p := o.Result, o.prior
 	c.done.Add(1)
+	if o.restored {
+		c.restored.Add(1)
+	}
 	if r.Err == nil {
 		c.ok.Add(1)
 	} else {
@@ -443,12 +480,12 @@ func (c *counters) add(r Result) {
 			}
 		}
 	}
-	c.modelCalls.Add(int64(r.Attempts))
-	c.turns.Add(int64(r.Turns))
-	c.toolCalls.Add(int64(r.ToolCalls))
-	c.prompt.Add(r.Usage.PromptTokens)
-	c.compl.Add(r.Usage.CompletionTokens)
-	c.cached.Add(r.Usage.CachedTokens)
+	c.modelCalls.Add(int64(r.Attempts - p.attempts))
+	c.turns.Add(int64(r.Turns - p.turns))
+	c.toolCalls.Add(int64(r.ToolCalls - p.toolCalls))
+	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
+	c.compl.Add(r.Usage.CompletionTokens - p.usage.CompletionTokens)
+	c.cached.Add(r.Usage.CachedTokens - p.usage.CachedTokens)
 }
 
 func (c *counters) snapshot() Stats {
@@ -456,6 +493,7 @@ func (c *counters) snapshot() Stats {
 		Started:       c.started.Load(),
 		Done:          c.done.Load(),
 		OK:            c.ok.Load(),
+		Restored:      c.restored.Load(),
 		ModelCalls:    c.modelCalls.Load(),
 		Turns:         c.turns.Load(),
 		ToolRequested: c.toolCalls.Load(),

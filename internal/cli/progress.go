@@ -77,7 +77,7 @@ func (r *reporter) stop() {
 
 // progressLine renders done/failed/active, agents/s, ETA and tokens.
 func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string {
-	rate := float64(st.Done) / elapsed.Seconds()
+	rate := float64(st.Done-st.Restored) / elapsed.Seconds()
 	var b strings.Builder
 	if total > 0 {
 		fmt.Fprintf(&b, "done %d/%d", st.Done, total)
@@ -95,7 +95,12 @@ func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string 
 
 // writeSummary prints the end-of-run summary.
 func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath string) {
-	fmt.Fprintf(w, "batchagent: %s: %d results in %s (%.1f agents/s)\n", name, st.Done-int64(notWritten), wall.Round(time.Millisecond), float64(st.Done)/wall.Seconds())
+	ran := st.Done - st.Restored
+	fmt.Fprintf(w, "batchagent: %s: %d results in %s (", name, st.Done-int64(notWritten), wall.Round(time.Millisecond))
+	if st.Restored > 0 {
+		fmt.Fprintf(w, "%d restored from the state file; %d run, ", st.Restored, ran)
+	}
+	fmt.Fprintf(w, "%.1f agents/s)\n", float64(ran)/wall.Seconds())
 	fmt.Fprintf(w, "  ok %d · failed %d", st.OK, st.Failed-int64(notWritten))
 	var kinds []string
 	for _, k := range batchagent.Kinds {
@@ -131,7 +136,7 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 		fmt.Fprintln(w)
 	}
 	if outPath != "" {
-		fmt.Fprintf(w, "  results: %s (%d lines)\n", outPath, written)
+		fmt.Fprintf(w, "  results: %s (%d lines written)\n", outPath, written)
 	}
 }
 

@@ -161,11 +161,20 @@ func TestResumeRefusesChangedJob(t *testing.T) {
 	if code, _, stderr := run(t, t.Context(), args...); code != 0 {
 		t.Fatalf("first run: exit %d\n%s", code, stderr)
 	}
+	// The same command again restores every result and runs nothing; the
+	// summary says so and counts no work.
+	code, _, stderr := run(t, t.Context(), args[:len(args)-1]...)
+	restored := fmt.Sprintf("%d results in ", resumeInputs)
+	if code != 0 || !strings.Contains(stderr, restored) ||
+		!strings.Contains(stderr, fmt.Sprintf("(%d restored from the state file; 0 run, 0.0 agents/s)", resumeInputs)) ||
+		!strings.Contains(stderr, "model calls 0 · turns 0 · tool calls requested 0, executed 0") {
+		t.Errorf("rerun of a finished job: exit %d, summary:\n%s\nwant %d restored, 0 run, no model calls", code, stderr, resumeInputs)
+	}
 	b, _ := os.ReadFile(job)
 	if err := os.WriteFile(job, bytes.Replace(b, []byte("for item {id}"), []byte("for entry {id}"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := run(t, t.Context(), args...)
+	code, _, stderr = run(t, t.Context(), args...)
 	if code != 2 || !strings.Contains(stderr, "changed since its last run: task") || !strings.Contains(stderr, "--force") {
 		t.Errorf("resume with an edited task: exit %d, stderr %q; want 2 naming the task and --force", code, stderr)
 	}
