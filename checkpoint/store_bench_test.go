@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"sync/atomic"
@@ -76,4 +77,30 @@ func BenchmarkSave(b *testing.B) {
 			b.ReportMetric(float64(next.Load())/time.Since(start).Seconds(), "saves/s")
 		})
 	}
+}
+
+// BenchmarkEncodeState compares encoding a final state with encoding/json
+// and with the store's encoder.
+func BenchmarkEncodeState(b *testing.B) {
+	st := benchState(12345)
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := json.NewEncoder(&buf).Encode(&st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("appendState", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = checkpoint.AppendState(buf[:0], &st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

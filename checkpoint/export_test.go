@@ -1,0 +1,4 @@
+package checkpoint
+
+// AppendState is appendState, for the external test package's benchmarks.
+var AppendState = appendState
