@@ -220,6 +220,41 @@ func TestOlderFormatRefused(t *testing.T) {
 	}
 }
 
+// TestFormat2Upgraded opens a file of format 2 (no runs.inputs): it is
+// upgraded in place and keeps its run and states.
+func TestFormat2Upgraded(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	ctx := t.Context()
+	if _, err := s.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, fullState("j", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, path, `ALTER TABLE runs DROP COLUMN inputs; PRAGMA user_version = 2`)
+
+	s2, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open(format 2 file) = %v", err)
+	}
+	defer s2.Close()
+	if existed, err := s2.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x"}, false); !existed || err != nil {
+		t.Errorf("Begin after the upgrade = %v, %v; want the run found", existed, err)
+	}
+	if states, err := s2.Load(ctx, "j"); err != nil || len(states) != 1 || states[0].Index != 3 {
+		t.Errorf("Load after the upgrade = %d states, %v; want state 3", len(states), err)
+	}
+	if err := s2.SetInputs(ctx, "j", 5); err != nil {
+		t.Fatalf("SetInputs after the upgrade = %v", err)
+	}
+	if sm, err := s2.Summary(ctx, "j"); err != nil || sm.Pending() != 4 {
+		t.Errorf("Summary after the upgrade: pending %d, %v; want 4", sm.Pending(), err)
+	}
+}
+
 // TestMalformedToolArguments saves a conversation in which the model wrote
 // broken tool-call arguments: it must save and load like any other, the
 // arguments byte for byte.

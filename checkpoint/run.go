@@ -108,6 +108,30 @@ func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force b
 	return existed, nil
 }
 
+// SetInputs records that jobID has n inputs, so that [Store.Summary] can
+// count those without a state yet as pending. The job must have been begun
+// ([Store.Begin]); n < 0 records the count as unknown.
+func (s *Store) SetInputs(ctx context.Context, jobID string, n int) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	var v sql.NullInt64
+	if n >= 0 {
+		v = sql.NullInt64{Int64: int64(n), Valid: true}
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET inputs = ? WHERE job_id = ?`, v, jobID)
+	if err == nil {
+		var rows int64
+		if rows, err = res.RowsAffected(); err == nil && rows == 0 {
+			err = ErrUnknownJob
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: set inputs of job %q: %w", jobID, err)
+	}
+	return nil
+}
+
 // Load returns the stored states of jobID, ordered by index; none for a job
 // the store does not know. It sees every state whose Save has returned nil.
 func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
@@ -260,6 +284,9 @@ type Summary struct {
 	Usage llm.Usage
 	// Turns and ModelCalls sum the agents' completed turns and model calls.
 	Turns, ModelCalls int
+	// Inputs is the job's number of inputs as recorded by
+	// [Store.SetInputs], or -1 when it is not known.
+	Inputs int
 	// First is when the run was first begun, or, for a run never begun,
 	// when its first state was saved. Last is when its latest state was
 	// saved. Both are zero for a run with no states and no record.
@@ -275,6 +302,16 @@ func (sm Summary) Total() int {
 	return n
 }
 
+// Pending returns the number of inputs without a stored state (not started,
+// or stopped before their first turn completed), or -1 when the number of
+// inputs is not known.
+func (sm Summary) Pending() int {
+	if sm.Inputs < 0 {
+		return -1
+	}
+	return max(sm.Inputs-sm.Total(), 0)
+}
+
 // Summary counts the states of jobID. It returns [ErrUnknownJob] (wrapped)
 // for a job with neither a run record nor states.
 func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
@@ -284,8 +321,8 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 	fail := func(err error) (Summary, error) {
 		return Summary{}, fmt.Errorf("checkpoint: summary of job %q: %w", jobID, err)
 	}
-	var created sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT created FROM runs WHERE job_id = ?`, jobID).Scan(&created)
+	var created, inputs sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT created, inputs FROM runs WHERE job_id = ?`, jobID).Scan(&created, &inputs)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fail(err)
 	}
@@ -310,7 +347,10 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 	if len(latest) == 0 && !created.Valid {
 		return fail(ErrUnknownJob)
 	}
-	sm := Summary{JobID: jobID, ByStatus: map[agent.Status]int{}, ByKind: map[string]int{}}
+	sm := Summary{JobID: jobID, ByStatus: map[agent.Status]int{}, ByKind: map[string]int{}, Inputs: -1}
+	if inputs.Valid {
+		sm.Inputs = int(inputs.Int64)
+	}
 	for _, v := range latest {
 		c := v.val
 		sm.ByStatus[c.Status]++

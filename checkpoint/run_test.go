@@ -138,6 +138,7 @@ func TestSummary(t *testing.T) {
 		Usage:      llm.Usage{PromptTokens: 31, CompletionTokens: 12, CachedTokens: 8},
 		Turns:      10,
 		ModelCalls: 15,
+		Inputs:     -1,
 	}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool {
 		return p.String() == "First" || p.String() == "Last"
@@ -149,6 +150,27 @@ func TestSummary(t *testing.T) {
 	}
 	if got.First.Before(before) || got.Last.Before(got.First) || got.Last.After(after) {
 		t.Errorf("Summary(j) First, Last = %v, %v; want within [%v, %v], First ≤ Last", got.First, got.Last, before, after)
+	}
+
+	if got.Pending() != -1 {
+		t.Errorf("Pending() before SetInputs = %d, want -1 (unknown)", got.Pending())
+	}
+	// With the number of inputs recorded, those without a state are
+	// pending.
+	if err := s.SetInputs(ctx, "j", 10); err != nil {
+		t.Fatalf("SetInputs(j, 10) = %v", err)
+	}
+	if got, err = s.Summary(ctx, "j"); err != nil || got.Inputs != 10 || got.Pending() != 4 {
+		t.Errorf("Summary after SetInputs(j, 10): inputs %d, pending %d, err %v; want 10, 4", got.Inputs, got.Pending(), err)
+	}
+	if err := s.SetInputs(ctx, "j", -1); err != nil {
+		t.Fatalf("SetInputs(j, -1) = %v", err)
+	}
+	if got, _ = s.Summary(ctx, "j"); got.Inputs != -1 {
+		t.Errorf("Summary after SetInputs(j, -1): inputs %d, want -1", got.Inputs)
+	}
+	if err := s.SetInputs(ctx, "k", 1); !errors.Is(err, checkpoint.ErrUnknownJob) {
+		t.Errorf("SetInputs of a job never begun = %v, want %v", err, checkpoint.ErrUnknownJob)
 	}
 
 	if _, err := s.Summary(ctx, "nope"); !errors.Is(err, checkpoint.ErrUnknownJob) {

@@ -2,7 +2,7 @@
 // stopped run can resume where it stopped. The file is opened through the
 // pure-Go driver modernc.org/sqlite in WAL mode; saves from many goroutines
 // are group-committed by one writer goroutine, so the store keeps up with
-// tens of thousands of saves per second.
+// hundreds of thousands of saves per second.
 //
 // The file holds two kinds of state. The latest state of an agent still in
 // progress is one row per agent, overwritten after every turn. Final states
@@ -11,7 +11,9 @@
 // commit, one JSON document per line. Every state carries a sequence number
 // from one counter kept in the file; when an agent has several stored states
 // (a failed agent re-run, say), the one with the highest number is its
-// state.
+// state. Each job also has a run record: its fingerprint ([Store.Begin])
+// and, when known, its number of inputs ([Store.SetInputs]), from which
+// [Store.Summary] counts the inputs still pending.
 package checkpoint
 
 import (
@@ -102,13 +104,15 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // formatVersion is the file format, kept in SQLite's user_version. Format 1
 // (one upserted row per agent for every state) had user_version 0 and a
-// table named states.
-const formatVersion = 2
+// table named states. Format 2 lacked runs.inputs; such files are upgraded
+// when opened.
+const formatVersion = 3
 
 // schemaSQL creates the tables of an empty file.
 //
 //   - meta holds next_seq, the sequence number the next saved state gets.
-//   - runs holds each job's fingerprint.
+//   - runs holds each job's fingerprint and, when known, its number of
+//     inputs (NULL: unknown).
 //   - running holds the latest state of each agent in progress, with its
 //     sequence number; the row is deleted when the agent's final state is
 //     written.
@@ -127,6 +131,7 @@ INSERT OR IGNORE INTO meta (id, next_seq) VALUES (0, 1);
 CREATE TABLE IF NOT EXISTS runs (
 	job_id      TEXT PRIMARY KEY,
 	fingerprint TEXT NOT NULL,
+	inputs      INTEGER,
 	created     INTEGER NOT NULL,
 	updated     INTEGER NOT NULL
 );
@@ -146,7 +151,7 @@ CREATE TABLE IF NOT EXISTS finished (
 	updated INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS finished_by_job ON finished (job_id, seq);
-PRAGMA user_version = 2;`
+PRAGMA user_version = 3;`
 
 // Open opens or creates the store at path, creating its tables when they
 // are missing, and starts the writer goroutine that [Store.Close] stops.
@@ -203,6 +208,10 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 	switch {
 	case version == 0 && v1:
 		return errors.New("the file was written by an older batchagent (state format 1); use a new state file")
+	case version == 2:
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN inputs INTEGER`); err != nil {
+			return fmt.Errorf("upgrade from state format 2: %w", err)
+		}
 	case version != 0 && version != formatVersion:
 		return fmt.Errorf("unknown state format %d (this batchagent reads format %d)", version, formatVersion)
 	}

@@ -133,6 +133,18 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		}
 		_, lines := outputsByIndex(t, outB)
 		t.Logf("kill %d: %d result lines on disk, %d model calls so far", k+1, lines, srv.Stats().Requests-callsA)
+		// status of the killed run: every input is pending, done, failed
+		// or running, and at least the lines on disk are done.
+		code, stdout, errOut := run(t, t.Context(), "status", outB+".state.db")
+		var inputs, pending, done, failed, running int
+		if _, err := fmt.Sscanf(stdout, "job job: %d inputs · pending %d · done %d · failed %d · running %d",
+			&inputs, &pending, &done, &failed, &running); err != nil || code != 0 {
+			t.Fatalf("status after kill %d: exit %d, %v\n%s%s", k+1, code, err, stdout, errOut)
+		}
+		if inputs != resumeInputs || pending+done+failed+running != inputs || done < lines {
+			t.Errorf("status after kill %d: %d inputs, pending %d, done %d, failed %d, running %d; want %d in all, done ≥ %d lines",
+				k+1, inputs, pending, done, failed, running, resumeInputs, lines)
+		}
 	}
 	if code, _, stderr := run(t, t.Context(), "run", jobB, "--inputs", inB, "--out", outB, "--backend", backend); code != 0 {
 		t.Fatalf("final resume: exit %d\n%s", code, stderr)
@@ -194,7 +206,7 @@ func TestStatusAndExport(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	code, stdout, stderr := run(t, t.Context(), "status", out+".state.db")
-	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d agents · done %d · failed 0 · running 0", resumeInputs, resumeInputs)) {
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d inputs · pending 0 · done %d · failed 0 · running 0", resumeInputs, resumeInputs)) {
 		t.Errorf("status: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	exported := filepath.Join(dir, "export.jsonl")

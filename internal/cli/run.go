@@ -166,8 +166,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		statePath = r.outPath + ".state.db"
 	}
 	resumed := false
+	var store *checkpoint.Store
 	if statePath != "" {
-		store, err := checkpoint.Open(statePath, checkpoint.Config{})
+		store, err = checkpoint.Open(statePath, checkpoint.Config{})
 		if err != nil {
 			return nil, fmt.Errorf("state: %w", err)
 		}
@@ -202,6 +203,12 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return nil, err
+	}
+	if store != nil && r.total > 0 {
+		// For `batchagent status`: inputs without a state are pending.
+		if err := store.SetInputs(ctx, j.ID, r.total); err != nil {
+			return nil, fmt.Errorf("%s: %w", statePath, err)
+		}
 	}
 
 	var (

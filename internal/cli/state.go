@@ -58,11 +58,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "batchagent status:", err)
 			return exitFailed
 		}
-		total := 0
-		for _, n := range s.ByStatus {
-			total += n
+		fmt.Fprintf(stdout, "job %s: ", id)
+		if s.Inputs >= 0 {
+			fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
 		}
-		fmt.Fprintf(stdout, "job %s: %d agents · done %d · failed %d · running %d\n", id, total,
+		fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
 			s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
 		var kinds []string
 		for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
