@@ -20,7 +20,9 @@ import (
 type Checkpointer interface {
 	// Save records one agent's latest state.
 	Save(ctx context.Context, s agent.State) error
-	// Load returns the saved states of a job.
+	// Load returns the saved states of a job. The engine reads only the
+	// results and counters of final states (done, failed), so those may
+	// come without their Messages, as *checkpoint.Store returns them.
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
 

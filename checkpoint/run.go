@@ -132,13 +132,25 @@ func (s *Store) SetInputs(ctx context.Context, jobID string, n int) error {
 	return nil
 }
 
-// Load returns the stored states of jobID, ordered by index; none for a job
-// the store does not know. It sees every state whose Save has returned nil.
+// Load returns the latest stored state of every agent of jobID, ordered by
+// index; none for a job the store does not know. It sees every state whose
+// Save has returned nil.
+//
+// Final states (done or failed) come without their conversation: Messages
+// is nil. Resuming needs only their results and counters, and in a large
+// run the conversations are most of the file (10 000 agents with 100 KB of
+// tool results each: 1 GB of heap for Load with them). [Store.State]
+// returns one agent's state in full.
 func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte) (int, agent.State, error) {
+	var cut []byte
+	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte, final bool) (int, agent.State, error) {
+		if final {
+			st, err := decodeFinal(data, &cut)
+			return st.Index, st, err
+		}
 		var st agent.State
 		err := json.Unmarshal(data, &st)
 		return st.Index, st, err
@@ -152,6 +164,47 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 	}
 	slices.SortFunc(states, func(a, b agent.State) int { return cmp.Compare(a.Index, b.Index) })
 	return states, nil
+}
+
+// withoutMessages decodes a state but its conversation, which is skipped:
+// its messages field hides the State's.
+type withoutMessages struct {
+	agent.State
+	Messages skipped `json:"messages"`
+}
+
+// skipped decodes any JSON value into nothing.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// State returns the latest stored state of agent index of jobID in full,
+// conversation included, or an error wrapping [ErrNoState]. It reads the
+// whole job's states, so it is meant for looking into one agent, not for
+// reading many.
+func (s *Store) State(ctx context.Context, jobID string, index int) (agent.State, error) {
+	if s.isClosed() {
+		return agent.State{}, ErrClosed
+	}
+	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte, final bool) (int, *agent.State, error) {
+		var head struct {
+			Index int `json:"index"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil || head.Index != index {
+			return head.Index, nil, err
+		}
+		st := new(agent.State)
+		err := json.Unmarshal(data, st)
+		return st.Index, st, err
+	})
+	if err != nil {
+		return agent.State{}, fmt.Errorf("checkpoint: state of job %q agent %d: %w", jobID, index, err)
+	}
+	v, ok := latest[index]
+	if !ok {
+		return agent.State{}, fmt.Errorf("checkpoint: state of job %q agent %d: %w", jobID, index, ErrNoState)
+	}
+	return *v.val, nil
 }
 
 // versioned is a decoded stored state and its sequence number.
@@ -174,16 +227,16 @@ func (sp *span) add(t int64) {
 // maxSegment bounds the decoded size of a segment: a larger one is damaged.
 const maxSegment = 1 << 30
 
-// scanLatest decodes the stored states of jobID with decode, which returns
-// a state's agent index, and keeps for each agent the state with the
-// highest sequence number.
-func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func([]byte) (int, T, error)) (map[int]versioned[T], span, error) {
+// scanLatest decodes the stored states of jobID with decode, which is told
+// whether the state is final and returns its agent index, and keeps for
+// each agent the state with the highest sequence number.
+func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func(data []byte, final bool) (int, T, error)) (map[int]versioned[T], span, error) {
 	latest := make(map[int]versioned[T])
 	var sp span
 	// put decodes the state numbered seq; stored, when not negative, is
 	// the agent index the row was stored under.
 	put := func(seq int64, data []byte, stored int) error {
-		idx, v, err := decode(data)
+		idx, v, err := decode(data, stored < 0)
 		switch {
 		case err != nil:
 			return fmt.Errorf("state %d: %w", seq, err)
@@ -336,7 +389,7 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 		ModelCalls int          `json:"model_calls"`
 		Usage      llm.Usage    `json:"usage"`
 	}
-	latest, sp, err := scanLatest(ctx, s.db, jobID, func(data []byte) (int, counted, error) {
+	latest, sp, err := scanLatest(ctx, s.db, jobID, func(data []byte, _ bool) (int, counted, error) {
 		var c counted
 		err := json.Unmarshal(data, &c)
 		return c.Index, c, err
@@ -398,4 +451,103 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("checkpoint: jobs: %w", err)
 	}
 	return ids, nil
+}
+
+// decodeFinal decodes a final state without its conversation. The
+// messages are cut out of the line by a quick scan (strings skipped with
+// IndexByte) and the rest is decoded: encoding/json would scan them twice,
+// at 7 s per GB. A line the scan cannot read is decoded whole, the
+// messages skipped by encoding/json.
+func decodeFinal(line []byte, buf *[]byte) (agent.State, error) {
+	if start, end, ok := membersSpan(line, "messages"); ok {
+		*buf = append(append((*buf)[:0], line[:start]...), line[end:]...)
+		line = *buf
+	}
+	var st withoutMessages // for a line without messages, or with two
+	err := json.Unmarshal(line, &st)
+	return st.State, err
+}
+
+// membersSpan finds the member key of the JSON object line, at its top
+// level, and returns the span to cut to remove it: from the comma before
+// it to the end of its value. It reports false when line does not read as
+// an object with the member after another one; it does not validate line.
+func membersSpan(line []byte, key string) (start, end int, ok bool) {
+	depth, comma := 0, -1
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case '"':
+			j := stringEnd(line, i)
+			if j < 0 {
+				return 0, 0, false
+			}
+			if depth == 1 && comma >= 0 && string(line[i+1:j-1]) == key && j < len(line) && line[j] == ':' {
+				if end, ok = valueEnd(line, j+1); !ok {
+					return 0, 0, false
+				}
+				return comma, end, true
+			}
+			i = j - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 1 {
+				comma = i
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// stringEnd returns the offset just past the string that opens at line[i],
+// or -1 when it is not closed.
+func stringEnd(line []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(line[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		n := 0 // backslashes before the quote
+		for n < j-i-1 && line[j-1-n] == '\\' {
+			n++
+		}
+		j++
+		if n%2 == 0 {
+			return j
+		}
+	}
+}
+
+// valueEnd returns the offset just past the JSON value that starts at
+// line[i] (no space before it: stored lines are compact), an array, an
+// object or a literal such as null.
+func valueEnd(line []byte, i int) (int, bool) {
+	depth := 0
+	for j := i; j < len(line); j++ {
+		switch line[j] {
+		case '"':
+			k := stringEnd(line, j)
+			if k < 0 {
+				return 0, false
+			}
+			j = k - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, true // the end of a literal, at the enclosing object's end
+			}
+			if depth--; depth == 0 {
+				return j + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return j, true
+			}
+		}
+	}
+	return 0, false
 }

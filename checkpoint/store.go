@@ -50,6 +50,10 @@ var ErrClosed = errors.New("checkpoint: store closed")
 // record of.
 var ErrUnknownJob = errors.New("checkpoint: unknown job")
 
+// ErrNoState is returned by [Store.State] for an agent without a stored
+// state.
+var ErrNoState = errors.New("checkpoint: no state stored")
+
 // Config tunes a [Store]. The zero Config is valid.
 type Config struct {
 	// FlushInterval is the group-commit window. Saves that arrive while a

@@ -3,7 +3,10 @@ package checkpoint_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,4 +106,46 @@ func BenchmarkEncodeState(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLoadLongConversations loads 1 000 final states with 100 KB of
+// tool results each (100 MB of JSON), as resuming a large run does, and
+// reports the heap Load keeps and its read speed.
+func BenchmarkLoadLongConversations(b *testing.B) {
+	s, err := checkpoint.Open(filepath.Join(b.TempDir(), "run.db"), checkpoint.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1000
+	doc := strings.Repeat(`{"line": "a \"quoted\" word, a [bracket] and a \\ backslash"}, `, 20<<10/64)
+	var size int64
+	for i := range n {
+		st := benchState(i)
+		for k := range 5 {
+			st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: "c", Content: fmt.Sprint(i, k, doc)})
+		}
+		line, _ := checkpoint.AppendState(nil, &st)
+		size += int64(len(line))
+		if err := s.Save(b.Context(), st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var kept uint64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		states, err := s.Load(b.Context(), "bench")
+		if err != nil || len(states) != n {
+			b.Fatalf("Load = %d states, %v", len(states), err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept = after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc)
+		runtime.KeepAlive(states)
+	}
+	b.ReportMetric(float64(kept)/(1<<20), "MB-kept")
 }

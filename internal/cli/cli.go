@@ -26,7 +26,7 @@ const usage = `batchagent runs many LLM agents in parallel: input list in, struc
 
 Usage:
   batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered] [--state FILE] [--force] [--retry-failed]
-  batchagent status STATE.db
+  batchagent status STATE.db [--agent N [--job ID]]
   batchagent export STATE.db [--out FILE]
   batchagent bench fair|slots|scale|server|dedup [-n N] [-fail P] [-json] [-mode engine|naive]
   batchagent sim serve [--addr 127.0.0.1:8000] [--max-seqs N] [--max-queue N] [--prefill-per-token D] [--decode-step D] [--no-prefix-cache] [--seed N] [--tool-turns N] [--api-key-env NAME]

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/google/go-cmp/cmp"
 )
@@ -208,6 +209,17 @@ func TestStatusAndExport(t *testing.T) {
 	code, stdout, stderr := run(t, t.Context(), "status", out+".state.db")
 	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d inputs · pending 0 · done %d · failed 0 · running 0", resumeInputs, resumeInputs)) {
 		t.Errorf("status: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// One agent's state, conversation included: the task, the tool call,
+	// its result, the answer.
+	code, stdout, stderr = run(t, t.Context(), "status", out+".state.db", "--agent", "7")
+	var st agent.State
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || st.Index != 7 || st.Status != agent.StatusDone ||
+		len(st.Messages) < 4 || !strings.Contains(st.Messages[0].Content, "for item 7") {
+		t.Errorf("status --agent 7: exit %d, %v, index %d, status %s, %d messages\n%s%s", code, err, st.Index, st.Status, len(st.Messages), stdout, stderr)
+	}
+	if code, _, stderr := run(t, t.Context(), "status", out+".state.db", "--agent", "100000"); code != 2 || !strings.Contains(stderr, "no state stored") {
+		t.Errorf("status --agent 100000: exit %d, stderr %q; want 2 and no state stored", code, stderr)
 	}
 	exported := filepath.Join(dir, "export.jsonl")
 	if code, _, stderr := run(t, t.Context(), "export", out+".state.db", "--out", exported); code != 0 {

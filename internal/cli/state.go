@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,10 +27,28 @@ func openState(path string) (*checkpoint.Store, error) {
 	return checkpoint.Open(path, checkpoint.Config{})
 }
 
-// statusCmd prints the counts of a checkpointed run: `batchagent status run.db`.
+// pickJob returns id, or, when id is empty, the store's only job.
+func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	jobs, err := store.Jobs(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(jobs) != 1 {
+		return "", fmt.Errorf("the store holds jobs %v: name one with --job", jobs)
+	}
+	return jobs[0], nil
+}
+
+// statusCmd prints the counts of a checkpointed run: `batchagent status
+// run.db`; with --agent N, the state of one agent, conversation included.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	agentIdx := fs.Int("agent", -1, "print this agent's saved state (input index, from 0) as JSON, conversation included")
+	jobID := fs.String("job", "", "job of --agent (default: the store's only job)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -38,7 +57,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: batchagent status STATE.db")
+		fmt.Fprintln(stderr, "usage: batchagent status STATE.db [--agent N [--job ID]]")
 		return exitUsage
 	}
 	store, err := openState(pos[0])
@@ -47,6 +66,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	defer store.Close()
+	if *agentIdx >= 0 {
+		return agentState(ctx, store, *jobID, *agentIdx, stdout, stderr)
+	}
 	jobs, err := store.Jobs(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
@@ -81,6 +103,32 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// agentState prints the saved state of agent idx of job id as indented
+// JSON.
+func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int, stdout, stderr io.Writer) int {
+	id, err := pickJob(ctx, store, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
+	}
+	st, err := store.State(ctx, id, idx)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		if errors.Is(err, checkpoint.ErrNoState) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
 // exportCmd writes a checkpointed run's results in input order:
 // `batchagent export run.db --out results.jsonl`.
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -105,14 +153,10 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	defer store.Close()
-	id := *jobID
-	if id == "" {
-		jobs, err := store.Jobs(ctx)
-		if err != nil || len(jobs) != 1 {
-			fmt.Fprintf(stderr, "batchagent export: the store holds jobs %v: name one with --job\n", jobs)
-			return exitUsage
-		}
-		id = jobs[0]
+	id, err := pickJob(ctx, store, *jobID)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
 	}
 	states, err := store.Load(ctx, id)
 	if err != nil {
