@@ -179,18 +179,19 @@ type skipped struct{}
 func (*skipped) UnmarshalJSON([]byte) error { return nil }
 
 // State returns the latest stored state of agent index of jobID in full,
-// conversation included, or an error wrapping [ErrNoState]. It reads the
-// whole job's states, so it is meant for looking into one agent, not for
-// reading many.
+// conversation included, or an error wrapping [ErrNoState]. It reads
+// through the whole job's states (skipping conversations), so it is meant
+// for looking into one agent, not for reading many.
 func (s *Store) State(ctx context.Context, jobID string, index int) (agent.State, error) {
 	if s.isClosed() {
 		return agent.State{}, ErrClosed
 	}
-	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte, final bool) (int, *agent.State, error) {
+	var cut []byte
+	latest, _, err := scanLatest(ctx, s.db, jobID, func(data []byte, _ bool) (int, *agent.State, error) {
 		var head struct {
 			Index int `json:"index"`
 		}
-		if err := json.Unmarshal(data, &head); err != nil || head.Index != index {
+		if err := json.Unmarshal(cutMessages(data, &cut), &head); err != nil || head.Index != index {
 			return head.Index, nil, err
 		}
 		st := new(agent.State)
@@ -389,9 +390,10 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 		ModelCalls int          `json:"model_calls"`
 		Usage      llm.Usage    `json:"usage"`
 	}
+	var cut []byte
 	latest, sp, err := scanLatest(ctx, s.db, jobID, func(data []byte, _ bool) (int, counted, error) {
 		var c counted
-		err := json.Unmarshal(data, &c)
+		err := json.Unmarshal(cutMessages(data, &cut), &c)
 		return c.Index, c, err
 	})
 	if err != nil {
@@ -453,19 +455,24 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// decodeFinal decodes a final state without its conversation. The
-// messages are cut out of the line by a quick scan (strings skipped with
-// IndexByte) and the rest is decoded: encoding/json would scan them twice,
-// at 7 s per GB. A line the scan cannot read is decoded whole, the
-// messages skipped by encoding/json.
+// decodeFinal decodes a final state without its conversation.
 func decodeFinal(line []byte, buf *[]byte) (agent.State, error) {
-	if start, end, ok := membersSpan(line, "messages"); ok {
-		*buf = append(append((*buf)[:0], line[:start]...), line[end:]...)
-		line = *buf
-	}
 	var st withoutMessages // for a line without messages, or with two
-	err := json.Unmarshal(line, &st)
+	err := json.Unmarshal(cutMessages(line, buf), &st)
 	return st.State, err
+}
+
+// cutMessages returns the state line without its messages member, cut out
+// by a quick scan (strings skipped with IndexByte) into buf, so that
+// decoding the rest skips the conversation: encoding/json would scan it
+// twice, at 7 s per GB. A line the scan cannot read is returned as is.
+func cutMessages(line []byte, buf *[]byte) []byte {
+	start, end, ok := membersSpan(line, "messages")
+	if !ok {
+		return line
+	}
+	*buf = append(append((*buf)[:0], line[:start]...), line[end:]...)
+	return *buf
 }
 
 // membersSpan finds the member key of the JSON object line, at its top
