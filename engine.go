@@ -245,6 +245,7 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 			continue
 		}
 		prev, hasPrev := saved[i]
+		delete(saved, i) // what it holds is freed as the run moves on
 		if hasPrev && e.finished(prev) {
 			out <- outcome{Result: StateResult(e.job.ID, prev), prior: workOf(&prev), restored: true}
 			continue
