@@ -75,3 +75,46 @@ func Example() {
 	// 1 running 1
 	// true checkpoint: job "reviews" changed since its last run: task (use --force to resume anyway)
 }
+
+// ExampleStore_Summary counts a run's agents by status, the pending ones
+// too once the number of inputs is recorded, and looks into one agent.
+func ExampleStore_Summary() {
+	dir, err := os.MkdirTemp("", "checkpoint")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := checkpoint.Open(filepath.Join(dir, "run.db"), checkpoint.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Begin(ctx, "reviews", checkpoint.Fingerprint{"task": "9f2c"}, false); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.SetInputs(ctx, "reviews", 10); err != nil {
+		log.Fatal(err)
+	}
+	for i, status := range []agent.Status{agent.StatusDone, agent.StatusFailed, agent.StatusRunning} {
+		st := agent.State{JobID: "reviews", Index: i, Status: status, Turns: 1,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("review ", i)}}}
+		if err := s.Save(ctx, st); err != nil {
+			log.Fatal(err)
+		}
+	}
+	sm, err := s.Summary(ctx, "reviews")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("inputs", sm.Inputs, "pending", sm.Pending(), "done", sm.ByStatus[agent.StatusDone],
+		"failed", sm.ByStatus[agent.StatusFailed], "running", sm.ByStatus[agent.StatusRunning])
+
+	// Load leaves final states' conversations out; State has them.
+	states, _ := s.Load(ctx, "reviews")
+	st, err := s.State(ctx, "reviews", 1)
+	fmt.Println(len(states[1].Messages), len(st.Messages), st.Messages[0].Content, err)
+	// Output:
+	// inputs 10 pending 7 done 1 failed 1 running 1
+	// 0 1 review 1 <nil>
+}
