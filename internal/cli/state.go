@@ -27,6 +27,28 @@ func openState(path string) (*checkpoint.Store, error) {
 	return checkpoint.Open(path, checkpoint.Config{})
 }
 
+// openStateArg parses the flags of a command on a state file and opens the
+// file, its one argument. On failure it returns nil and the exit status.
+func openStateArg(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (*checkpoint.Store, int) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage:", usage)
+		return nil, exitUsage
+	}
+	store, err := openState(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "batchagent %s: %v\n", fs.Name(), err)
+		return nil, exitUsage
+	}
+	return store, exitOK
+}
+
 // pickJob returns id, or, when id is empty, the store's only job.
 func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, error) {
 	if id != "" {
@@ -49,21 +71,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	agentIdx := fs.Int("agent", -1, "print this agent's saved state (input index, from 0) as JSON, conversation included")
 	jobID := fs.String("job", "", "job of --agent (default: the store's only job)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: batchagent status STATE.db [--agent N [--job ID]]")
-		return exitUsage
-	}
-	store, err := openState(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent status:", err)
-		return exitUsage
+	store, code := openStateArg(fs, args, "batchagent status STATE.db [--agent N [--job ID]]", stderr)
+	if store == nil {
+		return code
 	}
 	defer store.Close()
 	if *agentIdx >= 0 {
@@ -136,21 +146,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "output file (default stdout)")
 	jobID := fs.String("job", "", "job to export (default: the store's only job)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: batchagent export STATE.db [--out FILE] [--job ID]")
-		return exitUsage
-	}
-	store, err := openState(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent export:", err)
-		return exitUsage
+	store, code := openStateArg(fs, args, "batchagent export STATE.db [--out FILE] [--job ID]", stderr)
+	if store == nil {
+		return code
 	}
 	defer store.Close()
 	id, err := pickJob(ctx, store, *jobID)
