@@ -213,7 +213,9 @@ func TestOlderFormatRefused(t *testing.T) {
 func TestFormat2Upgraded(t *testing.T) {
 	s, path := open(t, checkpoint.Config{})
 	ctx := t.Context()
-	if _, err := s.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x"}, false); err != nil {
+	// batchagent run stored the backend URL itself in format 2.
+	const backend = "openai+http://127.0.0.1:8000/v1?token=sk-secret"
+	if _, err := s.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x", "backend": backend}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(ctx, fullState("j", 3)); err != nil {
@@ -229,8 +231,17 @@ func TestFormat2Upgraded(t *testing.T) {
 		t.Fatalf("Open(format 2 file) = %v", err)
 	}
 	defer s2.Close()
-	if existed, err := s2.Begin(ctx, "j", checkpoint.Fingerprint{"task": "x"}, false); !existed || err != nil {
+	// The URL became its digest: the run resumes with the fingerprint a
+	// new batchagent makes, and the key is gone from the record.
+	fp := checkpoint.Fingerprint{"task": "x", "backend": checkpoint.Digest([]byte(backend))}
+	if existed, err := s2.Begin(ctx, "j", fp, false); !existed || err != nil {
 		t.Errorf("Begin after the upgrade = %v, %v; want the run found", existed, err)
+	}
+	if stored := query[string](t, path, `SELECT fingerprint FROM runs`); strings.Contains(stored, "sk-secret") {
+		t.Errorf("fingerprint after the upgrade = %s, still holding the backend URL", stored)
+	}
+	if v := query[int](t, path, `PRAGMA user_version`); v != 3 {
+		t.Errorf("user_version after the upgrade = %d, want 3", v)
 	}
 	if states, err := s2.Load(ctx, "j"); err != nil || len(states) != 1 || states[0].Index != 3 {
 		t.Errorf("Load after the upgrade = %d states, %v; want state 3", len(states), err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,9 +21,27 @@ import (
 )
 
 // Fingerprint is a run's identity: named parts (such as "task", "system",
-// "schema", "tools", "model" and "backend") mapped to their hashes. Two runs
-// are the same job when their fingerprints are equal.
+// "schema", "tools", "model" and "backend") mapped to their hashes, as
+// [Digest] makes them: the file keeps them as given, so a part must not
+// hold a secret such as a backend URL with a key in its query. Two runs are
+// the same job when their fingerprints are equal.
 type Fingerprint map[string]string
+
+// Digest returns the hash a [Fingerprint] part holds for value: the first
+// 12 bytes of its SHA-256, in hex.
+func Digest(value []byte) string {
+	sum := sha256.Sum256(value)
+	return hex.EncodeToString(sum[:12])
+}
+
+// isDigest reports whether s reads as a [Digest].
+func isDigest(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}
 
 // changed returns the names of the parts that differ between fp and other,
 // a part missing from one of them included, sorted.

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -213,7 +214,7 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 	case version == 0 && v1:
 		return errors.New("the file was written by an older batchagent (state format 1); use a new state file")
 	case version == 2:
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN inputs INTEGER`); err != nil {
+		if err := upgradeFrom2(ctx, tx); err != nil {
 			return fmt.Errorf("upgrade from state format 2: %w", err)
 		}
 	case version != 0 && version != formatVersion:
@@ -223,6 +224,52 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// upgradeFrom2 brings a file of format 2 to format 3: runs gains inputs,
+// and a backend part of a fingerprint that is not a digest (batchagent run
+// stored the backend URL itself, which may hold a key in its query) is
+// replaced by its digest, so that the run still resumes and the URL is
+// gone from the file.
+func upgradeFrom2(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN inputs INTEGER`); err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT job_id, fingerprint FROM runs`)
+	if err != nil {
+		return err
+	}
+	fixed := map[string][]byte{}
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			rows.Close()
+			return err
+		}
+		var fp Fingerprint
+		if err := json.Unmarshal(data, &fp); err != nil {
+			rows.Close()
+			return fmt.Errorf("job %q: fingerprint: %w", id, err)
+		}
+		if b, ok := fp["backend"]; ok && !isDigest(b) {
+			fp["backend"] = Digest([]byte(b))
+			if fixed[id], err = json.Marshal(fp); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, data := range fixed {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET fingerprint = ? WHERE job_id = ?`, string(data), id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dsn returns the file: URI for the absolute path abs, with the pragmas

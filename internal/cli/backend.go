@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -28,7 +29,11 @@ import (
 func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(string) string) (llm.Model, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("backend %q: %w", raw, err)
+		// Not the URL itself: its query may hold a key.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("backend: invalid URL: %w", err)
 	}
 	key := func(def string) llm.Secret {
 		if keyEnv == "" {

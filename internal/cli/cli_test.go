@@ -183,6 +183,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"no inputs", []string{"run", job}, []string{"no inputs"}},
 		{"openai without a key", []string{"run", job, "--inputs", in, "--backend", "openai://"}, []string{"no API key: set OPENAI_API_KEY"}},
 		{"bad openai url", []string{"run", job, "--inputs", in, "--backend", "vllm://h:1?bogus=1"}, []string{"bogus"}},
+		{"malformed url", []string{"run", job, "--inputs", in, "--backend", "%zz?key=sk-secret"}, []string{`backend: invalid URL: invalid URL escape "%zz"`}},
 		{"unknown input format", []string{"run", job, "--inputs", job}, []string{"want a .jsonl or .csv"}},
 		{"unknown flag", []string{"run", job, "--frobnicate"}, []string{"frobnicate"}},
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
@@ -197,6 +198,9 @@ func TestRunUsageErrors(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
+			}
+			if strings.Contains(stderr, "sk-secret") {
+				t.Errorf("stderr shows the key of the backend URL:\n%s", stderr)
 			}
 		})
 	}

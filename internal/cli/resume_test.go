@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -205,6 +206,21 @@ func TestStatusAndExport(t *testing.T) {
 	out := filepath.Join(dir, "out.jsonl")
 	if code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out, "--quiet"); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	// The run record holds digests, not the backend URL (its query may
+	// hold a key).
+	db, err := sql.Open("sqlite", out+".state.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fp map[string]string
+	var raw []byte
+	if err := db.QueryRow(`SELECT fingerprint FROM runs`).Scan(&raw); err != nil || json.Unmarshal(raw, &fp) != nil {
+		t.Fatalf("fingerprint: %v (%s)", err, raw)
+	}
+	db.Close()
+	if b := fp["backend"]; len(b) != 24 || strings.Contains(string(raw), "sim") {
+		t.Errorf("stored fingerprint %s: want the backend as a 24-digit digest, no URL", raw)
 	}
 	code, stdout, stderr := run(t, t.Context(), "status", out+".state.db")
 	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d inputs · pending 0 · done %d · failed 0 · running 0", resumeInputs, resumeInputs)) {

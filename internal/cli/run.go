@@ -174,7 +174,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 		r.closers = append(r.closers, store)
 		fp := j.Fingerprint()
-		fp["backend"] = backend
+		fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
 		if resumed, err = store.Begin(ctx, j.ID, fp, f.force); err != nil {
 			return nil, fmt.Errorf("%s: %w", statePath, err)
 		}
