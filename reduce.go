@@ -97,6 +97,12 @@ func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Redu
 	items := outputs
 	for level := 1; ; level++ {
 		groups := group(items, r.GroupSize, r.MaxBytes)
+		if len(items) > 1 && len(groups) == len(items) {
+			// Every group holds one output: the level would not shrink,
+			// and the reduce would call the model forever.
+			return rr, fmt.Errorf("batchagent: reduce level %d: no two neighbouring outputs of its %d fit in max bytes %d together: raise max_bytes",
+				level, len(items), r.MaxBytes)
+		}
 		ins := make([]Input, len(groups))
 		for g, items := range groups {
 			arr, _ := json.Marshal(items)

@@ -76,4 +76,11 @@ func TestReduceErrors(t *testing.T) {
 	if _, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, batchagent.Reduce{Task: "{outputs}", GroupSize: 1}); err == nil {
 		t.Error("group size 1: nil error")
 	}
+	// Outputs too big to pair within MaxBytes: a level would not shrink,
+	// so the reduce stops at once instead of calling the model forever.
+	big := json.RawMessage(`"` + strings.Repeat("x", 600) + `"`)
+	_, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{big, big, big}, batchagent.Reduce{Task: "{outputs}", MaxBytes: 1000})
+	if err == nil || !strings.Contains(err.Error(), "reduce level 1: no two neighbouring outputs of its 3 fit in max bytes 1000") || m.Stats().Calls != 0 {
+		t.Errorf("outputs larger than MaxBytes/2: %v after %d model calls; want the no-progress error and no call", err, m.Stats().Calls)
+	}
 }
