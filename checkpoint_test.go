@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -282,5 +283,47 @@ func TestResultDeliveredOnlyWhenDurable(t *testing.T) {
 	}
 	if n != 30 {
 		t.Errorf("%d results, want 30", n)
+	}
+}
+
+// TestCheckpointLoadFails damages the store's file: every input then fails
+// with the load's own error, and nothing runs from scratch.
+func TestCheckpointLoadFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.db")
+	store, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newSim(t, sim.Config{Seed: 3})
+	if _, err := batchagent.Run(t.Context(), checkpointJob(t, store, m), batchagent.Slice(inputs(3))); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE finished SET states = x'00'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	store, err = checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	again := newSim(t, sim.Config{Seed: 3})
+	res, err := batchagent.Run(t.Context(), checkpointJob(t, store, again), batchagent.Slice(inputs(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "load checkpoint: checkpoint: load job \"ck\": segment") {
+			t.Errorf("result %d: %v; want the load's error", r.Index, r.Err)
+		}
+	}
+	if again.Stats().Calls != 0 {
+		t.Errorf("%d model calls after a failed load, want 0", again.Stats().Calls)
 	}
 }

@@ -3,6 +3,7 @@ package batchagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"sync"
@@ -212,21 +213,24 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
-	saved, err := e.loadCheckpoint(ctx)
-	if err != nil {
-		// Without the checkpoint the run would redo or duplicate work:
-		// every input fails instead.
-		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint load failed", slog.String("job", e.job.ID), slog.Any("err", err))
-	}
+	// Without the checkpoint the run would redo or duplicate work: every
+	// input fails with the load's error instead.
+	saved, loadErr := e.loadCheckpoint(ctx)
 	index := 0
 	for in, err := range inputs {
 		i := index
 		index++
-		if e.draining.Load() && !cancelRest {
+		// Stream: inputs not started when the run stops yield nothing.
+		stopped := func() bool { return !cancelRest && (ctx.Err() != nil || e.draining.Load()) }
+		if stopped() {
 			return
 		}
 		select {
 		case tokens <- struct{}{}:
+			if stopped() { // ctx ended as the token came
+				<-tokens
+				return
+			}
 		case <-ctx.Done():
 			if !cancelRest {
 				return
@@ -240,8 +244,8 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 			out <- outcome{Result: e.fail(i, nil, -1, "input", err, KindInput, time.Now())}
 			continue
 		}
-		if e.job.Checkpoint != nil && saved == nil {
-			out <- outcome{Result: e.fail(i, in, -1, "checkpoint", errors.New("checkpoint could not be loaded"), KindBackend, time.Now())}
+		if loadErr != nil {
+			out <- outcome{Result: e.fail(i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]

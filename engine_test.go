@@ -572,3 +572,24 @@ func TestResultJSON(t *testing.T) {
 }
 
 var _ llm.Model = (*sim.Model)(nil)
+
+// TestStreamCancelledYieldsNothing starts streams on a cancelled context:
+// no input has started, so none yields a result (admission's select between
+// a free token and ctx.Done used to pick the token half the time).
+func TestStreamCancelledYieldsNothing(t *testing.T) {
+	m := newSim(t, sim.Config{Seed: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 50 {
+		results, err := batchagent.Stream(ctx, batchagent.Job{Model: m, Task: "x {id}"}, batchagent.Slice(inputs(5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range results {
+			t.Fatalf("Stream on a cancelled context yielded result %d: %v", r.Index, r.Err)
+		}
+	}
+	if m.Stats().Calls != 0 {
+		t.Errorf("%d model calls, want 0", m.Stats().Calls)
+	}
+}
