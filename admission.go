@@ -33,7 +33,8 @@ type RateLimit struct {
 	// and corrected with the usage the call reports.
 	TPM int
 	// CountTokens estimates a request's prompt tokens. Nil means about
-	// four bytes a token.
+	// four bytes a token. It is called only while a token budget is in
+	// force (TPM, or one learnt from the backend's headers).
 	CountTokens func(*llm.Request) int
 }
 
@@ -152,7 +153,9 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			}
 		}
 	}
-	p.estimated = a.count(req)
+	if a.rate.CountsTokens() { // counting re-reads the whole conversation
+		p.estimated = a.count(req)
+	}
 	if err := a.rate.Wait(ctx, p.estimated); err != nil {
 		p.endWarm()
 		return nil, err

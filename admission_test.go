@@ -3,11 +3,13 @@ package batchagent_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -194,4 +196,31 @@ func TestWarmPrefixSendsOneFirst(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTokensCountedOnlyUnderTPM checks that requests are counted (a whole
+// conversation re-read per call) only while a token budget is in force.
+func TestTokensCountedOnlyUnderTPM(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rl   batchagent.RateLimit
+		want int64
+	}{
+		{"no budget", batchagent.RateLimit{}, 0},
+		{"rpm only", batchagent.RateLimit{RPM: 1_000_000}, 0},
+		{"tpm", batchagent.RateLimit{TPM: 1_000_000_000}, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var counted atomic.Int64
+			tc.rl.CountTokens = func(*llm.Request) int { counted.Add(1); return 10 }
+			res, err := batchagent.Run(t.Context(), batchagent.Job{Model: newSim(t, sim.Config{ToolTurns: -1}), Task: "{id}", RateLimit: tc.rl},
+				batchagent.Slice(inputs(20)))
+			if err != nil || len(res) != 20 || res[19].Err != nil {
+				t.Fatalf("Run: %d results, %v", len(res), err)
+			}
+			if got := counted.Load(); got != tc.want {
+				t.Errorf("CountTokens called %d times, want %d", got, tc.want)
+			}
+		})
+	}
 }

@@ -61,6 +61,11 @@ func (r *Rate) Wait(ctx context.Context, tokens int) error {
 	return r.tok.WaitN(ctx, min(tokens, max(r.tok.Burst(), 1)))
 }
 
+// CountsTokens reports whether a token budget is in force (configured or
+// learnt), that is whether the tokens passed to [Rate.Wait] matter: callers
+// can skip counting them when it is not.
+func (r *Rate) CountsTokens() bool { return r.tok.Limit() != rate.Inf }
+
 // Correct adjusts the token bucket once a call's real usage is known: it
 // takes the tokens that were underestimated, or gives back the excess.
 func (r *Rate) Correct(estimated, actual int) {

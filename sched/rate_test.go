@@ -62,7 +62,13 @@ func TestRateLearnAndLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.CountsTokens() {
+		t.Error("CountsTokens() without a TPM = true, want false")
+	}
 	r.Learn(500, 40_000) // higher RPM than configured: keep 100; TPM unset: adopt
+	if !r.CountsTokens() {
+		t.Error("CountsTokens() after learning a TPM = false, want true")
+	}
 	if got, want := r.Limits(), (sched.RateConfig{RPM: 100, TPM: 40_000}); got != want {
 		t.Errorf("Limits() = %+v, want %+v", got, want)
 	}
