@@ -327,3 +327,29 @@ func TestCheckpointLoadFails(t *testing.T) {
 		t.Errorf("%d model calls after a failed load, want 0", again.Stats().Calls)
 	}
 }
+
+// TestFailedFinalTurnSavedOnce runs agents whose every answer is invalid
+// and that get no correction: each is saved once, as failed, not first as
+// running and then as failed.
+func TestFailedFinalTurnSavedOnce(t *testing.T) {
+	ck := &fakeCheckpointer{}
+	j := batchagent.Job{ID: "ck", Model: newSim(t, sim.Config{Seed: 1, InvalidRate: 1, ToolTurns: -1}), Task: "{id}",
+		OutputSchema: json.RawMessage(outSchema), MaxRetries: -1, Checkpoint: ck}
+	res, err := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if batchagent.KindOf(r.Err) != batchagent.KindValidation {
+			t.Fatalf("result %d: %v, want a validation failure", r.Index, r.Err)
+		}
+	}
+	if ck.saves != 4 {
+		t.Errorf("%d saves for 4 one-turn failed agents, want 4", ck.saves)
+	}
+	for i, st := range ck.states {
+		if st.Status != agent.StatusFailed || st.Turns != 1 {
+			t.Errorf("state %d: status %s turns %d, want failed after 1 turn", i, st.Status, st.Turns)
+		}
+	}
+}

@@ -85,7 +85,8 @@ type Config struct {
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
 	Backoff retry.Policy
-	// OnTurn, if set, is called after every completed turn.
+	// OnTurn, if set, is called after every completed turn, except one
+	// that ends the agent with an error (Run returns it with the state).
 	OnTurn OnTurnFunc
 	// Stop, if set, is consulted before each turn; when it returns true
 	// the agent returns ErrStopped instead of starting the turn.
@@ -144,15 +145,6 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// Prefix returns the shared prompt prefix every agent's conversation starts
-// with: the system message (system prompt and output instructions). The
-// returned slice must not be modified.
-func (r *Runner) Prefix() []llm.Message { return r.prefix }
-
-// ToolDefs returns the tool definitions sent with every request. The
-// returned slice must not be modified.
-func (r *Runner) ToolDefs() []llm.ToolDef { return r.tools }
-
 // Error reports the step that ended an agent.
 type Error struct {
 	// Op is the failed step: "generate", "tool" or "validate".
@@ -209,36 +201,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		}
 		st.Messages = append(st.Messages, msg)
 		st.Raw = msg.Content
-		if r.cfg.Schema == nil && r.cfg.Check == nil {
-			st.Output, _ = json.Marshal(msg.Content)
-			r.turnDone(ctx, st)
-			return nil
-		}
-		if r.cfg.Schema == nil {
-			out, _ := json.Marshal(msg.Content)
-			if cerr := r.cfg.Check(out); cerr != nil {
-				if st.Corrections >= r.cfg.MaxRetries {
-					r.turnDone(ctx, st)
-					return &Error{Op: "validate", Turn: turn, Err: schema.CheckError(cerr)}
-				}
-				st.Corrections++
-				st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: schema.Feedback(schema.CheckError(cerr))})
-				r.turnDone(ctx, st)
-				continue
-			}
-			st.Output = out
-			r.turnDone(ctx, st)
-			return nil
-		}
-		out, repairs, err := r.cfg.Schema.ParseRepaired(msg.Content)
-		if err == nil {
-			st.Repairs += len(repairs)
-			if r.cfg.Check != nil {
-				if cerr := r.cfg.Check(out); cerr != nil {
-					err = schema.CheckError(cerr)
-				}
-			}
-		}
+		out, err := r.answer(st, msg.Content)
 		if err == nil {
 			st.Output = out
 			r.turnDone(ctx, st)
@@ -246,13 +209,37 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		}
 		var verr *schema.ValidationError
 		if !errors.As(err, &verr) || st.Corrections >= r.cfg.MaxRetries {
-			r.turnDone(ctx, st)
+			// No OnTurn: the caller has the failed agent's final state.
 			return &Error{Op: "validate", Turn: turn, Err: err}
 		}
 		st.Corrections++
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: schema.Feedback(verr)})
 		r.turnDone(ctx, st)
 	}
+}
+
+// answer returns the output of a final answer: its text as a JSON string
+// without a schema, else the JSON the schema accepts (repaired if need
+// be); then passed through Check. A rejected answer's error is a
+// *schema.ValidationError.
+func (r *Runner) answer(st *State, text string) (json.RawMessage, error) {
+	var out json.RawMessage
+	if r.cfg.Schema == nil {
+		out, _ = json.Marshal(text)
+	} else {
+		parsed, repairs, err := r.cfg.Schema.ParseRepaired(text)
+		if err != nil {
+			return nil, err
+		}
+		st.Repairs += len(repairs)
+		out = parsed
+	}
+	if r.cfg.Check != nil {
+		if cerr := r.cfg.Check(out); cerr != nil {
+			return nil, schema.CheckError(cerr)
+		}
+	}
+	return out, nil
 }
 
 func (r *Runner) turnDone(ctx context.Context, st *State) {
