@@ -89,7 +89,6 @@ func (a *AIMD) Observe(epoch uint64, congested bool) {
 		a.epoch++
 		a.slow = false
 		a.setLocked(max(a.min, a.limit/2), now)
-		a.clean = 0
 		return
 	}
 	a.clean++

@@ -16,5 +16,6 @@
 // once it has waited longer than the largest credit in use, every later
 // arrival is ordered behind it.
 //
-// The package knows nothing about LLMs and imports only the standard library.
+// The package knows nothing about LLMs; besides the standard library it
+// imports only golang.org/x/time/rate.
 package sched
