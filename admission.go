@@ -73,14 +73,21 @@ type admission struct {
 	throttl atomic.Int64 // rate-limit and overload errors seen
 }
 
-func newAdmission(j Job, log *slog.Logger) (*admission, error) {
+// capabilities returns what m declares, and whether it declares anything
+// (a hosted or self-hosted backend, not an in-process model).
+func capabilities(m llm.Model) (llm.Capabilities, bool) {
+	if c, ok := m.(llm.Capable); ok {
+		return c.Capabilities(), true
+	}
+	return llm.Capabilities{}, false
+}
+
+// newAdmission builds j's admission: declared is the backend's default
+// concurrency (0: none), probed whether its queue is probed.
+func newAdmission(j Job, declared int, probed bool, log *slog.Logger) (*admission, error) {
 	a := &admission{log: log, count: j.RateLimit.CountTokens, warm: j.WarmPrefix, warmDone: make(chan struct{})}
 	if a.count == nil {
 		a.count = estimateTokens
-	}
-	declared := 0
-	if c, ok := j.Model.(llm.Capable); ok {
-		declared = c.Capabilities().DefaultConcurrency
 	}
 	limit := j.MaxInflight
 	initial := limit
@@ -93,12 +100,8 @@ func newAdmission(j Job, log *slog.Logger) (*admission, error) {
 	// A self-hosted server with a queue probe has a capacity to discover:
 	// start low and slow-start up to it, the probe ending the growth once
 	// its queue builds.
-	probed := false
-	if c, ok := j.Model.(llm.Capable); ok && c.Capabilities().QueueProbe && !j.Backpressure.Disabled {
-		if _, ok := j.Model.(llm.QueueProber); ok {
-			probed = true
-			initial = min(initial, slowStartFrom)
-		}
+	if probed {
+		initial = min(initial, slowStartFrom)
 	}
 	var err error
 	if a.slots, err = sched.New(sched.Config{Limit: limit}); err != nil {

@@ -47,6 +47,8 @@ func (j Job) Fingerprint() map[string]string {
 	for i, t := range j.Tools {
 		specs[i] = t.Spec()
 	}
+	// Marshal fails only for parameters that are not JSON, a job New
+	// refuses; they would hash as no tools.
 	tools, _ := json.Marshal(specs)
 	parts := map[string][]byte{
 		"system": []byte(j.System),
@@ -99,7 +101,7 @@ func (e *Engine) save(ctx context.Context, st *agent.State) {
 
 // saveFailed counts and logs a failed checkpoint write of agent idx.
 func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
-	e.ckptErrors.Add(1)
+	e.stats.ckptErrors.Add(1)
 	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
 		slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
 }
@@ -111,25 +113,16 @@ func recordOutcome(st *agent.State, r Result) {
 		st.Status = agent.StatusDone
 		return
 	}
+	d := describe(r.Err)
 	st.Status = agent.StatusFailed
-	st.ErrKind = string(KindOf(r.Err))
-	st.ErrMsg = r.Err.Error()
-	st.ErrTurn = -1
-	if ae, ok := r.Err.(*AgentError); ok {
-		st.ErrMsg, st.ErrOp, st.ErrTurn = ae.Err.Error(), ae.Op, ae.Turn
-		st.Problems = ae.Problems()
-	}
+	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
 }
 
 // StateResult rebuilds the result of a finished agent from its saved state,
 // as a resumed run and `batchagent export` report it.
 func StateResult(jobID string, st agent.State) Result {
-	r := Result{
-		Index: st.Index, Input: st.Input, Output: st.Output, Raw: st.Raw, Attempts: st.ModelCalls,
-		Turns: st.Turns, ToolCalls: st.ToolCalls, Repairs: st.Repairs, Usage: st.Usage,
-		Timings: Timings{Queue: st.Timings.Queue, Inference: st.Timings.Inference, Tools: st.Timings.Tools,
-			Backoff: st.Timings.Backoff, TTFT: st.Timings.TTFT},
-	}
+	r := resultOf(st.Index, st.Input, &st)
+	r.Raw = st.Raw
 	if st.Status == agent.StatusFailed {
 		var cause error = errors.New(st.ErrMsg)
 		if len(st.Problems) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -175,7 +176,9 @@ func TestCheckpointRetryFailed(t *testing.T) {
 func TestDrainFinishesTurnsInFlight(t *testing.T) {
 	ck := &fakeCheckpointer{}
 	want := outputs(mustRun(t, checkpointJob(t, &fakeCheckpointer{}, newSim(t, sim.Config{Seed: 9})), 30))
-	m := newSim(t, sim.Config{Seed: 9, Latency: 20 * time.Millisecond})
+	// Jitter staggers the agents, so that some are between turns when the
+	// run is drained.
+	m := newSim(t, sim.Config{Seed: 9, Latency: 20 * time.Millisecond, Jitter: 0.9})
 	j := checkpointJob(t, ck, m)
 	j.MaxActive = 8
 	e, err := batchagent.New(j)
@@ -351,5 +354,24 @@ func TestFailedFinalTurnSavedOnce(t *testing.T) {
 		if st.Status != agent.StatusFailed || st.Turns != 1 {
 			t.Errorf("state %d: status %s turns %d, want failed after 1 turn", i, st.Status, st.Turns)
 		}
+	}
+}
+
+// failingSaver is a Checkpointer whose saves all fail.
+type failingSaver struct{ fakeCheckpointer }
+
+func (*failingSaver) Save(context.Context, agent.State) error { return errors.New("disk full") }
+
+// TestCheckpointErrorsCounted checks that failed saves show in Stats: with
+// the default logger they would otherwise go unseen.
+func TestCheckpointErrorsCounted(t *testing.T) {
+	e, err := batchagent.New(checkpointJob(t, &failingSaver{}, newSim(t, sim.Config{Seed: 2})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Run(t.Context(), batchagent.Slice(inputs(5)))
+	// Two saves per agent: after the tool turn, and the final state.
+	if st := e.Stats(); st.OK != 5 || st.CheckpointErrors != 10 {
+		t.Errorf("ok %d, checkpoint errors %d; want 5 and 10 (%d results)", st.OK, st.CheckpointErrors, len(res))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +33,8 @@ type Engine struct {
 	probe  llm.QueueProber
 	log    *slog.Logger
 
-	stats      counters
-	ckptErrors atomic.Int64
-	draining   atomic.Bool // Drain was called
+	stats    counters
+	draining atomic.Bool // Drain was called
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop
@@ -85,21 +85,19 @@ func New(j Job) (*Engine, error) {
 	if j.RateLimit.RPM < 0 || j.RateLimit.TPM < 0 || j.Backpressure.MaxQueued < 0 || j.Backpressure.Interval < 0 {
 		return nil, badJob("negative rate limit or backpressure setting")
 	}
-	if e.adm, err = newAdmission(j, e.log); err != nil {
-		return nil, badJob("%v", err)
-	}
-	if p, ok := j.Model.(llm.QueueProber); ok && !j.Backpressure.Disabled {
-		if c, ok := j.Model.(llm.Capable); ok && c.Capabilities().QueueProbe {
-			e.probe = p
-			if e.job.Backpressure.MaxQueued == 0 {
-				e.job.Backpressure.MaxQueued = DefaultMaxQueued
-			}
-			if e.job.Backpressure.Interval == 0 {
-				e.job.Backpressure.Interval = DefaultProbeInterval
-			}
+	caps, hosted := capabilities(j.Model)
+	if p, ok := j.Model.(llm.QueueProber); ok && caps.QueueProbe && !j.Backpressure.Disabled {
+		e.probe = p
+		if e.job.Backpressure.MaxQueued == 0 {
+			e.job.Backpressure.MaxQueued = DefaultMaxQueued
+		}
+		if e.job.Backpressure.Interval == 0 {
+			e.job.Backpressure.Interval = DefaultProbeInterval
 		}
 	}
-	_, hosted := j.Model.(llm.Capable)
+	if e.adm, err = newAdmission(j, caps.DefaultConcurrency, e.probe != nil, e.log); err != nil {
+		return nil, badJob("%v", err)
+	}
 	e.gated = e.adm.slots.Limit() > 0 || j.RateLimit.RPM > 0 || j.RateLimit.TPM > 0 || j.WarmPrefix || e.probe != nil || hosted
 	cfg := agent.Config{
 		Model:      j.Model,
@@ -294,24 +292,8 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 		defer cancel()
 	}
 	err := e.runner.Run(actx, st)
-	r := Result{
-		Index:     i,
-		Input:     in,
-		Output:    st.Output,
-		Attempts:  st.ModelCalls,
-		Turns:     st.Turns,
-		ToolCalls: st.ToolCalls,
-		Repairs:   st.Repairs,
-		Usage:     st.Usage,
-		Timings: Timings{
-			Queue:     st.Timings.Queue,
-			Inference: st.Timings.Inference,
-			Tools:     st.Timings.Tools,
-			Backoff:   st.Timings.Backoff,
-			TTFT:      st.Timings.TTFT,
-			Total:     time.Since(start),
-		},
-	}
+	r := resultOf(i, in, st)
+	r.Timings.Total = time.Since(start)
 	if err != nil {
 		ae := &AgentError{JobID: e.job.ID, Agent: i, Turn: -1, Op: "generate", Err: err}
 		if se, ok := errors.AsType[*agent.Error](err); ok {
@@ -322,6 +304,17 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.finish(ctx, st, r, deliver)
+}
+
+// resultOf returns the result of agent i, whose input is in, from its
+// state: output, counters, usage and timings (Total left zero).
+func resultOf(i int, in Input, st *agent.State) Result {
+	t := st.Timings
+	return Result{
+		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Usage: st.Usage,
+		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT},
+	}
 }
 
 // finish checkpoints a finished agent, then hands its result to deliver. An
@@ -431,6 +424,9 @@ type Stats struct {
 	Throttles int64
 	// Pauses counts how often backpressure paused admission.
 	Pauses int64
+	// CheckpointErrors counts checkpoint saves that failed: those agents'
+	// progress may be redone on resume.
+	CheckpointErrors int64
 	// RateLimits are the request and token budgets in force (configured
 	// or learnt from the backend); zero means none.
 	RateLimits RateLimit
@@ -462,11 +458,12 @@ func (e *Engine) Stats() Stats {
 type counters struct {
 	started, done, ok atomic.Int64
 	restored          atomic.Int64
+	ckptErrors        atomic.Int64
 	modelCalls, turns atomic.Int64
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
-	byKind            [9]atomic.Int64 // indexed like Kinds
+	byKind            [len(kinds)]atomic.Int64 // indexed like kinds
 }
 
 func (c *counters) add(o outcome) {
@@ -478,11 +475,8 @@ func (c *counters) add(o outcome) {
 	if r.Err == nil {
 		c.ok.Add(1)
 	} else {
-		k := KindOf(r.Err)
-		for i, kk := range Kinds {
-			if kk == k {
-				c.byKind[i].Add(1)
-			}
+		if i := slices.Index(kinds[:], KindOf(r.Err)); i >= 0 {
+			c.byKind[i].Add(1)
 		}
 	}
 	c.modelCalls.Add(int64(r.Attempts - p.attempts))
@@ -495,18 +489,19 @@ func (c *counters) add(o outcome) {
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Started:       c.started.Load(),
-		Done:          c.done.Load(),
-		OK:            c.ok.Load(),
-		Restored:      c.restored.Load(),
-		ModelCalls:    c.modelCalls.Load(),
-		Turns:         c.turns.Load(),
-		ToolRequested: c.toolCalls.Load(),
-		Usage:         llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
-		ByKind:        map[Kind]int64{},
+		Started:          c.started.Load(),
+		Done:             c.done.Load(),
+		OK:               c.ok.Load(),
+		Restored:         c.restored.Load(),
+		CheckpointErrors: c.ckptErrors.Load(),
+		ModelCalls:       c.modelCalls.Load(),
+		Turns:            c.turns.Load(),
+		ToolRequested:    c.toolCalls.Load(),
+		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
+		ByKind:           map[Kind]int64{},
 	}
 	s.Failed = s.Done - s.OK
-	for i, k := range Kinds {
+	for i, k := range kinds {
 		if n := c.byKind[i].Load(); n > 0 {
 			s.ByKind[k] = n
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -510,24 +511,41 @@ func TestStreamCompletionOrderAndBreak(t *testing.T) {
 
 func TestJSONLInputsStayLazy(t *testing.T) {
 	var b strings.Builder
-	for i := range 5000 {
+	for i := range 50000 {
 		fmt.Fprintf(&b, "{\"id\":\"%d\"}\n", i)
 	}
 	e, err := batchagent.New(batchagent.Job{Model: newSim(t, sim.Config{}), Task: "{id}", MaxActive: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
+	in := &countingReader{r: strings.NewReader(b.String())}
 	n := 0
-	for r := range e.Stream(t.Context(), batchagent.JSONL(strings.NewReader(b.String()), "")) {
+	for r := range e.Stream(t.Context(), batchagent.JSONL(in, "")) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
+		}
+		if n == 0 && in.n.Load() > 256<<10 {
+			// The reader's 64 KiB buffer, a few times over at most.
+			t.Errorf("%d of %d bytes read by the first result; want the input read as it is needed", in.n.Load(), b.Len())
 		}
 		n++
 	}
 	st := e.Stats()
-	if n != 5000 || st.Done != 5000 || st.OK != 5000 || st.ModelCalls != 5000 {
-		t.Errorf("results %d, stats %+v; want 5000 done, ok and model calls", n, st)
+	if n != 50000 || st.Done != 50000 || st.OK != 50000 || st.ModelCalls != 50000 {
+		t.Errorf("results %d, stats %+v; want 50000 done, ok and model calls", n, st)
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 func TestResultJSON(t *testing.T) {

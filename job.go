@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
@@ -16,8 +17,8 @@ import (
 
 // Defaults of [Job].
 const (
-	DefaultMaxTurns   = 8
-	DefaultMaxRetries = 2
+	DefaultMaxTurns   = agent.DefaultMaxTurns
+	DefaultMaxRetries = agent.DefaultMaxRetries
 	DefaultMaxActive  = 1024
 )
 

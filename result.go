@@ -92,7 +92,10 @@ const (
 )
 
 // Kinds lists every Kind, in a fixed order.
-var Kinds = []Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled}
+var Kinds = kinds[:]
+
+// kinds is Kinds as an array, whose length sizes the engine's counters.
+var kinds = [...]Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled}
 
 // AgentError reports the failure of one agent of a job.
 type AgentError struct {

@@ -2,6 +2,7 @@ package batchagent
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/batchagent/batchagent/llm"
@@ -55,13 +56,19 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if r.Err != nil {
 		v.Raw = r.Raw
-		v.Error = &errorJSON{Kind: KindOf(r.Err), Turn: -1, Message: r.Err.Error()}
-		if ae, ok := r.Err.(*AgentError); ok {
-			v.Error.Op, v.Error.Turn, v.Error.Message = ae.Op, ae.Turn, ae.Err.Error()
-			v.Error.Problems = ae.Problems()
-		}
+		v.Error = describe(r.Err)
 	}
 	return json.Marshal(v)
+}
+
+// describe flattens an agent's error: its kind, failed step, turn (-1 when
+// none), message (the cause's, for an *AgentError) and schema problems.
+func describe(err error) *errorJSON {
+	v := &errorJSON{Kind: KindOf(err), Turn: -1, Message: err.Error()}
+	if ae, ok := errors.AsType[*AgentError](err); ok {
+		v.Op, v.Turn, v.Message, v.Problems = ae.Op, ae.Turn, ae.Err.Error(), ae.Problems()
+	}
+	return v
 }
 
 // secs rounds d to microseconds, in seconds.

@@ -23,7 +23,7 @@ func RunTyped[T any](ctx context.Context, j Job, inputs Inputs) ([]TypedResult[T
 	if len(j.OutputSchema) == 0 {
 		s, err := schema.For[T]()
 		if err != nil {
-			return nil, fmt.Errorf("%w: output type: %v", ErrBadJob, err)
+			return nil, badJob("output type: %v", err)
 		}
 		j.OutputSchema = s
 	}
