@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -41,7 +42,8 @@ const requestTimeout = time.Hour
 // key, no default model, DefaultMaxTokens and a private HTTP client.
 type Config struct {
 	// BaseURL is the server's root URL; requests go to BaseURL/v1/messages.
-	// Defaults to DefaultBaseURL.
+	// It must be an absolute http or https URL without credentials, query
+	// or fragment. Defaults to DefaultBaseURL.
 	BaseURL string
 	// APIKey is sent in the x-api-key header. Zero means none is sent (a
 	// local llama.cpp or Ollama server needs none).
@@ -78,12 +80,8 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("anthropic: base URL %q is not an absolute http or https URL", c.BaseURL)
-	}
-	if u.User != nil {
-		return fmt.Errorf("anthropic: base URL has credentials; pass the API key in Config.APIKey")
+	if _, err := checkURL(c.BaseURL); err != nil {
+		return err
 	}
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("anthropic: max tokens = %d, want >= 0", c.MaxTokens)
@@ -92,6 +90,34 @@ func (c Config) validate() error {
 		return fmt.Errorf("anthropic: concurrency = %d, want >= 0", c.Concurrency)
 	}
 	return nil
+}
+
+// checkURL parses BaseURL: an absolute http or https URL without
+// credentials, query or fragment. Errors never repeat the URL's text, which
+// may hold a secret.
+func checkURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// A *url.Error quotes raw.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("anthropic: base URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("anthropic: base URL: scheme %q, want http or https", u.Scheme)
+	case u.Host == "":
+		return nil, errors.New("anthropic: base URL: no host")
+	case u.User != nil:
+		return nil, errors.New("anthropic: base URL has credentials; pass the API key in Config.APIKey")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		// Named by scheme and host alone: the rest may hold a key.
+		where := &url.URL{Scheme: u.Scheme, Host: u.Host}
+		return nil, fmt.Errorf("anthropic: base URL %s has a query or fragment", where)
+	}
+	return u, nil
 }
 
 // defaultHTTPClient returns a client of its own, so that nothing another
@@ -119,20 +145,23 @@ func defaultHTTPClient() *http.Client {
 // for concurrent use.
 type Model struct {
 	client    sdk.Client
-	key       llm.Secret
+	apiKey    *llm.Secret // a pointer: printing a Model shows no key
+	baseURL   string      // scheme and host, for String
 	model     string
 	maxTokens int
 	caps      llm.Capabilities
 }
 
 // New returns a Model for cfg. It returns an error if cfg's BaseURL is not
-// an absolute http(s) URL or a count is negative. New makes no request and
-// reads no environment variable.
+// an absolute http(s) URL without credentials, query or fragment, or a
+// count is negative; the error never repeats the URL. New makes no request
+// and reads no environment variable.
 func New(cfg Config) (*Model, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	base, _ := checkURL(cfg.BaseURL) // validate checked it
 	opts := []option.RequestOption{
 		// The SDK would otherwise read ANTHROPIC_* variables and profile
 		// files: configuration comes from cfg only.
@@ -147,7 +176,8 @@ func New(cfg Config) (*Model, error) {
 	}
 	return &Model{
 		client:    sdk.NewClient(opts...),
-		key:       cfg.APIKey,
+		apiKey:    &cfg.APIKey,
+		baseURL:   base.Scheme + "://" + base.Host,
 		model:     cfg.Model,
 		maxTokens: cfg.MaxTokens,
 		caps: llm.Capabilities{
@@ -159,6 +189,12 @@ func New(cfg Config) (*Model, error) {
 		},
 	}, nil
 }
+
+// String describes m by its server, never showing the API key.
+func (m *Model) String() string { return "anthropic.Model(" + m.baseURL + ")" }
+
+// GoString is String, so that %#v shows no API key either.
+func (m *Model) GoString() string { return m.String() }
 
 // Capabilities reports streaming, native tools, native structured output
 // (through a forced tool), prompt caching (through cache_control markers)
@@ -175,9 +211,10 @@ var urlParams = []string{"concurrency", "max_tokens", "model"}
 //	anthropic+https://host:port/path          a compatible server under a path
 //
 // Query parameters: model (the default model), max_tokens and concurrency
-// (positive integers). Unknown parameters, credentials in the URL and a
-// host in anthropic:// are errors. The API key is never read from the URL:
-// the caller sets Config.APIKey (the CLI reads ANTHROPIC_API_KEY).
+// (positive integers). Unknown parameters, credentials in the URL, a
+// fragment and a host in anthropic:// are errors, none of which repeats the
+// URL. The API key is never read from the URL: the caller sets
+// Config.APIKey (the CLI reads ANTHROPIC_API_KEY).
 func ParseURL(raw string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -186,6 +223,9 @@ func ParseURL(raw string) (Config, error) {
 	}
 	if u.User != nil {
 		return Config{}, fmt.Errorf("anthropic: credentials in the backend URL; set ANTHROPIC_API_KEY instead")
+	}
+	if u.Fragment != "" {
+		return Config{}, errors.New("anthropic: unexpected fragment in the backend URL")
 	}
 	var cfg Config
 	switch u.Scheme {

@@ -41,6 +41,9 @@ func TestParseURL(t *testing.T) {
 		{name: "no host", url: "anthropic+http:///v1", wantErr: "without a host"},
 		{name: "wrong scheme", url: "https://api.anthropic.com", wantErr: `scheme "https"`},
 		{name: "not a URL", url: "anthropic+http://%zz", wantErr: "invalid backend URL"},
+		{name: "key in an unparsable URL", url: "anthropic+http://u:sk-pw@h:port", wantErr: "invalid backend URL"},
+		{name: "key in the fragment", url: "anthropic+https://h#sk-pw", wantErr: "fragment"},
+		{name: "key in a parameter", url: "anthropic+https://h?key=sk-pw", wantErr: `unknown parameter "key"`},
 		{name: "bad query", url: "anthropic://?model=%zz", wantErr: "query"},
 		{name: "zero max_tokens", url: "anthropic://?max_tokens=0", wantErr: "max_tokens"},
 		{name: "bad concurrency", url: "anthropic://?concurrency=many", wantErr: "concurrency"},
@@ -81,6 +84,11 @@ func TestNew(t *testing.T) {
 		{name: "relative base URL", cfg: anthropic.Config{BaseURL: "localhost:8080"}, wantErr: "base URL"},
 		{name: "ftp base URL", cfg: anthropic.Config{BaseURL: "ftp://h"}, wantErr: "base URL"},
 		{name: "credentials in the base URL", cfg: anthropic.Config{BaseURL: "https://u:p@h"}, wantErr: "credentials"},
+		{name: "key in the base URL", cfg: anthropic.Config{BaseURL: "https://u:sk-pw@h"}, wantErr: "credentials"},
+		{name: "key in an unparsable base URL", cfg: anthropic.Config{BaseURL: "https://u:sk-pw@h:port"}, wantErr: "base URL"},
+		{name: "key in a relative base URL", cfg: anthropic.Config{BaseURL: "u:sk-pw@h"}, wantErr: "base URL"},
+		{name: "key in the query", cfg: anthropic.Config{BaseURL: "https://h/llm?key=sk-pw"}, wantErr: "https://h has a query"},
+		{name: "key in the fragment", cfg: anthropic.Config{BaseURL: "https://h#sk-pw"}, wantErr: "fragment"},
 		{name: "negative max tokens", cfg: anthropic.Config{MaxTokens: -1}, wantErr: "max tokens"},
 		{name: "negative concurrency", cfg: anthropic.Config{Concurrency: -1}, wantErr: "concurrency"},
 	}
@@ -89,6 +97,9 @@ func TestNew(t *testing.T) {
 			_, err := anthropic.New(tt.cfg)
 			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("New(%+v) = %v, want error %q", tt.cfg, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "sk-") {
+				t.Errorf("New(%+v) error %q repeats a credential", tt.cfg, err)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ var errorStatus = map[backendtest.Scenario]int{
 // fixture serves scenario s as the Messages API does, from
 // testdata/conformance: SCENARIO.json answers a plain call, SCENARIO.sse a
 // streamed one, event by event, each event split across two writes.
+// auth.json quotes the configured key, as some servers do.
 func fixture(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checkRequest(t, s, stream, r)
@@ -45,9 +46,13 @@ func fixture(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
 			if s == backendtest.RateLimited {
 				w.Header().Set("Retry-After", "2")
 			}
+			body := served(t, string(s)+".json")
+			if s == backendtest.Auth && !strings.Contains(string(body), backendtest.APIKey) {
+				t.Errorf("fixture auth.json does not quote backendtest.APIKey, so the suite cannot see it leak")
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
-			_, _ = w.Write(served(t, string(s)+".json"))
+			_, _ = w.Write(body)
 			return
 		}
 		w.Header().Set("Anthropic-Ratelimit-Requests-Limit", "50")

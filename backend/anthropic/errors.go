@@ -76,9 +76,6 @@ func (m *Model) callError(ctx context.Context, x *exchange, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	if ae, ok := errors.AsType[*llm.APIError](err); ok {
-		return ae
-	}
 	if se, ok := errors.AsType[*sdk.Error](err); ok {
 		return m.apiError(se)
 	}
@@ -206,7 +203,7 @@ func isContextMessage(msg string) bool {
 
 // newError returns an *llm.APIError whose message never holds the API key.
 func (m *Model) newError(status int, msg string, class error, wait time.Duration) *llm.APIError {
-	if k := string(m.key); k != "" {
+	if k := string(*m.apiKey); k != "" {
 		msg = strings.ReplaceAll(msg, k, "[REDACTED]")
 	}
 	return &llm.APIError{Backend: backendName, StatusCode: status, Message: msg, RetryAfter: wait, Err: class}

@@ -8,11 +8,15 @@
 package backendtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +27,8 @@ import (
 )
 
 // APIKey is the key every backend under test is configured with. It must
-// never appear in an error.
+// never appear in an error, nor when the Model is printed with fmt or
+// log/slog; fixtures may quote it in the Auth error (see Auth).
 const APIKey = "sk-test-secret-0123456789"
 
 // Scenario names a wire-level situation a backend must handle.
@@ -53,7 +58,10 @@ const (
 	BadRequest Scenario = "bad_request"
 	// ContextLength: HTTP 400 with the provider's context-window error.
 	ContextLength Scenario = "context_length"
-	// Auth: HTTP 401.
+	// Auth: HTTP 401 (403 where the provider says so). Fixtures whose
+	// provider can echo the credential (a server quoting the rejected key,
+	// as some do) quote APIKey in the error message, so that the suite's
+	// check that no error shows the key can fail.
 	Auth Scenario = "auth"
 	// StreamCut (streaming only): one text chunk, then the connection
 	// closes without the stream's terminator.
@@ -190,6 +198,7 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 	}))
 	defer srv.Close()
 	m := b.New(t, srv.URL)
+	checkPrint(t, m)
 	st, isStreamer := m.(llm.Streamer)
 	if stream && !isStreamer {
 		t.Skip("not a Streamer")
@@ -235,6 +244,34 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 	check(t, b, s, stream, resp, err, gotEvents, time.Since(start))
 }
 
+// leaksKey reports whether s shows APIKey, whole or without its prefix.
+func leaksKey(s string) bool {
+	return strings.Contains(s, APIKey) || strings.Contains(s, APIKey[len("sk-test-"):])
+}
+
+// checkPrint fails t when printing m shows APIKey: through fmt, as m and
+// as the struct m points to, and through log/slog's text and JSON
+// handlers. fmt prints a struct's unexported fields without calling their
+// String methods, so a Model must hold an llm.Secret behind a pointer (and
+// may add String and GoString methods).
+func checkPrint(t *testing.T, m llm.Model) {
+	t.Helper()
+	printed := map[string]string{"fmt of the Model": fmt.Sprintf("%v %+v %#v", m, m, m)}
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+		e := v.Elem().Interface()
+		printed["fmt of the struct it points to"] = fmt.Sprintf("%v %+v %#v", e, e, e)
+	}
+	var text, js bytes.Buffer
+	slog.New(slog.NewTextHandler(&text, nil)).Info("model", "model", m)
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("model", "model", m)
+	printed["slog text"], printed["slog JSON"] = text.String(), js.String()
+	for how, out := range printed {
+		if leaksKey(out) {
+			t.Errorf("%s shows the API key: %.300s", how, out)
+		}
+	}
+}
+
 func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response, err error, events int, took time.Duration) {
 	t.Helper()
 	wantClass := map[Scenario]error{
@@ -253,7 +290,7 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		if !errors.As(err, &ae) || ae.Backend != b.Name {
 			t.Errorf("%s: error %#v is not an *llm.APIError of backend %q", s, err, b.Name)
 		}
-		if strings.Contains(err.Error(), APIKey) || strings.Contains(err.Error(), APIKey[8:]) {
+		if leaksKey(err.Error()) {
 			t.Errorf("%s: error text leaks the API key: %v", s, err)
 		}
 		wantWait := b.RetryAfter

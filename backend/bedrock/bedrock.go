@@ -43,7 +43,9 @@ type Config struct {
 	// Zero means every request must name its model.
 	Model string
 	// Endpoint overrides the service's base URL, e.g. for a VPC endpoint, a
-	// proxy or a test server. Zero means the region's public endpoint.
+	// proxy or a test server: an absolute http or https URL without
+	// credentials, query or fragment. Zero means the region's public
+	// endpoint.
 	Endpoint string
 	// HTTPClient sends the requests. Zero means a client with connect and
 	// TLS handshake timeouts and no overall timeout (a request's context
@@ -87,12 +89,42 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("bedrock: invalid region %q", c.Region))
 	}
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("bedrock: endpoint %q is not an http(s) URL", c.Endpoint))
+		if err := checkEndpoint(c.Endpoint); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkEndpoint checks an Endpoint: an absolute http or https URL without
+// credentials, query or fragment. Errors never repeat the URL's text, which
+// may hold a secret.
+func checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("bedrock: endpoint is not an http(s) URL: %w", urlErr(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("bedrock: endpoint is not an http(s) URL: scheme %q", u.Scheme)
+	case u.Host == "":
+		return errors.New("bedrock: endpoint is not an http(s) URL: no host")
+	case u.User != nil:
+		return errors.New("bedrock: endpoint has credentials in the URL: use the AWS credential chain")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		// Named by scheme and host alone: the rest may hold a secret.
+		return fmt.Errorf("bedrock: endpoint %s has a query or fragment", &url.URL{Scheme: u.Scheme, Host: u.Host})
+	}
+	return nil
+}
+
+// urlErr returns the cause of a url.Parse error without the *url.Error
+// around it, which quotes the URL.
+func urlErr(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
 }
 
 // validRegion reports whether r can name a region: lowercase letters,
@@ -221,11 +253,11 @@ func defaultHTTPClient() *awshttp.BuildableClient {
 // parameters: model (the default model ID), endpoint (a base URL
 // override), max_tokens and concurrency (integers) and cache (a boolean,
 // false to disable cache points). Unknown parameters are an error, and so
-// are credentials in the URL.
+// are credentials in the URL and a fragment; errors never repeat the URL.
 func ParseURL(raw string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Config{}, fmt.Errorf("bedrock: %w", err)
+		return Config{}, fmt.Errorf("bedrock: backend URL: %w", urlErr(err))
 	}
 	if u.Scheme != "bedrock" {
 		return Config{}, fmt.Errorf("bedrock: scheme %q, want \"bedrock\"", u.Scheme)
@@ -233,8 +265,13 @@ func ParseURL(raw string) (Config, error) {
 	if u.User != nil {
 		return Config{}, errors.New("bedrock: credentials in the URL: use the AWS credential chain")
 	}
+	// Errors name no part of the URL but the region: the rest may hold a
+	// secret.
 	if u.Port() != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
-		return Config{}, fmt.Errorf("bedrock: %q: want bedrock://REGION?model=ID", raw)
+		return Config{}, errors.New("bedrock: backend URL: want bedrock://REGION?model=ID")
+	}
+	if u.Fragment != "" {
+		return Config{}, errors.New("bedrock: backend URL: unexpected fragment")
 	}
 	cfg := Config{Region: u.Hostname()}
 	query, err := url.ParseQuery(u.RawQuery)

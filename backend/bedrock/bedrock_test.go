@@ -29,6 +29,10 @@ func TestNewInvalid(t *testing.T) {
 		{"negative concurrency", bedrock.Config{Region: "us-east-1", Concurrency: -2}, "concurrency -2"},
 		{"bad region", bedrock.Config{Region: "us east 1"}, "invalid region"},
 		{"bad endpoint", bedrock.Config{Region: "us-east-1", Endpoint: "ftp://x"}, "not an http(s) URL"},
+		{"endpoint with credentials", bedrock.Config{Region: "us-east-1", Endpoint: "https://AKID:sk-pw@vpce.example"}, "credentials"},
+		{"unparsable endpoint with credentials", bedrock.Config{Region: "us-east-1", Endpoint: "https://AKID:sk-pw@vpce.example:port"}, "not an http(s) URL"},
+		{"relative endpoint with a secret", bedrock.Config{Region: "us-east-1", Endpoint: "vpce.example/sk-pw"}, "not an http(s) URL"},
+		{"endpoint with a query", bedrock.Config{Region: "us-east-1", Endpoint: "https://vpce.example/?token=sk-pw"}, "https://vpce.example has a query"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,6 +40,9 @@ func TestNewInvalid(t *testing.T) {
 			m, err := bedrock.New(t.Context(), tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("New(%+v) = %v, %v, want an error containing %q", tt.cfg, m, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "sk-pw") {
+				t.Errorf("New(%+v) error %q repeats a credential", tt.cfg, err)
 			}
 		})
 	}

@@ -144,7 +144,6 @@ func transportClass(err error) error {
 		sendErr *smithyhttp.RequestSendError
 		signErr *v4.SigningError
 		credErr *credentialsError
-		deserr  *smithy.DeserializationError
 		invalid smithy.InvalidParamsError
 	)
 	switch {
@@ -158,8 +157,6 @@ func transportClass(err error) error {
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
 		return llm.ErrConnection
-	case errors.As(err, &deserr):
-		return llm.ErrServer
 	default:
 		// Malformed events (bad frames, bad JSON) and anything unknown: the
 		// service's fault, worth a retry.

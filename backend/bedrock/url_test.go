@@ -1,6 +1,7 @@
 package bedrock_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -38,6 +39,12 @@ func TestParseURL(t *testing.T) {
 		{"bad cache", "bedrock://us-east-1?cache=maybe", bedrock.Config{}, "parameter cache"},
 		{"bad endpoint", "bedrock://us-east-1?endpoint=127.0.0.1:9999", bedrock.Config{}, "not an http(s) URL"},
 		{"bad region", "bedrock://US_EAST", bedrock.Config{}, "invalid region"},
+		{"unparsable with a secret", "bedrock://AKID:sk-pw@us-east-1:port", bedrock.Config{}, "bedrock: backend URL"},
+		{"path with a secret", "bedrock://us-east-1/x?key=sk-pw", bedrock.Config{}, "want bedrock://REGION"},
+		{"fragment with a secret", "bedrock://us-east-1#sk-pw", bedrock.Config{}, "fragment"},
+		{"credentials in the endpoint", "bedrock://us-east-1?endpoint=http://AKID:sk-pw@h", bedrock.Config{}, "endpoint has credentials"},
+		{"query in the endpoint", "bedrock://us-east-1?endpoint=" + url.QueryEscape("http://h/?X-Amz-Security-Token=sk-pw"), bedrock.Config{}, "endpoint http://h has a query"},
+		{"unparsable endpoint with a secret", "bedrock://us-east-1?endpoint=" + url.QueryEscape("http://u:sk-pw@h:port"), bedrock.Config{}, "not an http(s) URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +54,7 @@ func TestParseURL(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ParseURL(%q) = %+v, %v, want an error containing %q", tt.url, got, err, tt.wantErr)
 				}
-				if strings.Contains(err.Error(), "secret") {
+				if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "sk-pw") {
 					t.Errorf("ParseURL(%q) error %q repeats the secret", tt.url, err)
 				}
 				return

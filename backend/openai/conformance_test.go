@@ -48,7 +48,8 @@ var errorStatus = map[backendtest.Scenario]int{
 // fixture serves scenario s in OpenAI's wire format from
 // testdata/conformance: SCENARIO.json answers a plain call, SCENARIO.sse a
 // streamed one (written event by event, flushed), SCENARIO.error.json an
-// error. It checks the request it receives with t.Errorf.
+// error; auth.error.json quotes the configured key, as some servers do. It
+// checks the request it receives with t.Errorf.
 func fixture(t *testing.T, flavor openai.Flavor, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checkRequest(t, flavor, s, stream, r)
@@ -60,8 +61,12 @@ func fixture(t *testing.T, flavor openai.Flavor, s backendtest.Scenario, stream 
 				w.Header().Set("x-ratelimit-limit-requests", "3")
 				w.Header().Set("x-ratelimit-remaining-requests", "0")
 			}
+			body := readFile(t, "conformance", string(s)+".error.json")
+			if s == backendtest.Auth && !bytes.Contains(body, []byte(backendtest.APIKey)) {
+				t.Errorf("fixture auth.error.json does not quote backendtest.APIKey, so the suite cannot see it leak")
+			}
 			w.WriteHeader(status)
-			_, _ = w.Write(readFile(t, "conformance", string(s)+".error.json"))
+			_, _ = w.Write(body)
 			return
 		}
 		if !stream {

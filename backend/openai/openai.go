@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -129,7 +128,6 @@ func caps(promptCaching bool, concurrency int) llm.Capabilities {
 // immutable after [New] and safe for concurrent use.
 type Model struct {
 	name       string // llm.APIError.Backend
-	flavor     flavorInfo
 	model      string
 	apiKey     *llm.Secret // a pointer: printing a Model shows no key
 	httpClient *http.Client
@@ -140,6 +138,9 @@ type Model struct {
 	// means any known pair.
 	metricNames []metricPair
 	caps        llm.Capabilities
+	// maxTokensV2 is the flavor's: send the token cap as
+	// max_completion_tokens and require a model name (the openai flavor).
+	maxTokensV2 bool
 }
 
 // New returns a Model for cfg. It fails when cfg is invalid: an unknown
@@ -165,14 +166,14 @@ func New(cfg Config) (*Model, error) {
 	}
 
 	m := &Model{
-		name:       backendName(cfg.Flavor),
-		flavor:     fi,
-		model:      cfg.Model,
-		apiKey:     &cfg.APIKey,
-		httpClient: cfg.HTTPClient,
-		baseURL:    base,
-		metricsURL: cfg.MetricsURL,
-		caps:       fi.caps,
+		name:        backendName(cfg.Flavor),
+		model:       cfg.Model,
+		apiKey:      &cfg.APIKey,
+		httpClient:  cfg.HTTPClient,
+		baseURL:     base,
+		metricsURL:  cfg.MetricsURL,
+		caps:        fi.caps,
+		maxTokensV2: fi.maxTokensV2,
 	}
 	if m.httpClient == nil {
 		m.httpClient = defaultHTTPClient()
@@ -240,7 +241,9 @@ func checkURL(field, raw string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, fmt.Errorf("openai: %s: credentials in the URL; use Config.APIKey", field)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, fmt.Errorf("openai: %s: %s has a query or fragment", field, u.Redacted())
+		// Named by scheme and host alone: the rest may hold a key.
+		where := &url.URL{Scheme: u.Scheme, Host: u.Host}
+		return nil, fmt.Errorf("openai: %s: %s has a query or fragment", field, where)
 	}
 	return u, nil
 }
@@ -293,23 +296,13 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, m.callError(ctx, raw, err)
 	}
 	defer raw.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(raw.Body, maxResponseBytes+1))
-	if err != nil {
-		return nil, m.transportError(ctx, err)
-	}
-	if len(body) > maxResponseBytes {
-		return nil, m.errorf(raw.StatusCode, llm.ErrServer, "response larger than %d bytes", maxResponseBytes)
-	}
-	resp, err := m.decodeCompletion(raw.StatusCode, body)
+	resp, err := m.readCompletion(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
 	resp.RateLimit = rateLimit(raw.Header)
 	return resp, nil
 }
-
-// maxResponseBytes caps a non-streamed response body.
-const maxResponseBytes = 64 << 20
 
 // scrub removes the API key from text that reaches an error.
 func (m *Model) scrub(s string) string {

@@ -28,7 +28,7 @@ func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParam
 	if p.Model == "" {
 		p.Model = m.model
 	}
-	if p.Model == "" && m.flavor.maxTokensV2 {
+	if p.Model == "" && m.maxTokensV2 {
 		return p, m.errorf(0, llm.ErrBadRequest, "no model: set Config.Model or Request.Model")
 	}
 
@@ -69,7 +69,7 @@ func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParam
 	}
 
 	if req.MaxTokens > 0 {
-		if m.flavor.maxTokensV2 {
+		if m.maxTokensV2 {
 			p.MaxCompletionTokens = oa.Int(int64(req.MaxTokens))
 		} else {
 			p.MaxTokens = oa.Int(int64(req.MaxTokens))

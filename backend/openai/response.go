@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +14,23 @@ import (
 
 	"github.com/batchagent/batchagent/llm"
 )
+
+// maxResponseBytes caps a non-streamed response body.
+const maxResponseBytes = 64 << 20
+
+// readCompletion reads the body of raw, a non-streamed chat completion
+// answered under ctx, and decodes it. A failed read is classified as
+// transportError does; a body over maxResponseBytes is ErrServer.
+func (m *Model) readCompletion(ctx context.Context, raw *http.Response) (*llm.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(raw.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, m.transportError(ctx, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, m.errorf(raw.StatusCode, llm.ErrServer, "response larger than %d bytes", maxResponseBytes)
+	}
+	return m.decodeCompletion(raw.StatusCode, body)
+}
 
 // decodeCompletion parses a non-streamed chat completion. A body that is
 // not a JSON object with at least one choice is ErrServer.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"iter"
 	"mime"
 	"net/http"
@@ -204,16 +203,7 @@ func (m *Model) chunkEvents(st *streamState, c *chunk, yield func(llm.Event, err
 // replayCompletion yields the events of a non-streamed completion that
 // came back in answer to a streamed request.
 func (m *Model) replayCompletion(ctx context.Context, raw *http.Response, yield func(llm.Event, error) bool) {
-	body, err := io.ReadAll(io.LimitReader(raw.Body, maxResponseBytes+1))
-	if err != nil {
-		yield(llm.Event{}, m.transportError(ctx, err))
-		return
-	}
-	if len(body) > maxResponseBytes {
-		yield(llm.Event{}, m.errorf(raw.StatusCode, llm.ErrServer, "response larger than %d bytes", maxResponseBytes))
-		return
-	}
-	resp, err := m.decodeCompletion(raw.StatusCode, body)
+	resp, err := m.readCompletion(ctx, raw)
 	if err != nil {
 		yield(llm.Event{}, err)
 		return

@@ -2,6 +2,7 @@ package tokens_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/batchagent/batchagent/internal/tokens"
@@ -44,13 +45,16 @@ func TestUnknownModelFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := ""
-	for range 100 {
-		long += "The quick brown fox jumps over the lazy dog. "
-	}
+	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 100)
 	got := c.Count(&llm.Request{Messages: []llm.Message{{Content: long}}})
-	// About 10 tokens a sentence; a bytes/4 estimate would say 1125.
-	if got < 900 || got > 1200 {
-		t.Errorf("Count(100 sentences) = %d, want about 1000", got)
+	// o200k_base reads each sentence as 10 tokens and the trailing space as
+	// one more; the message framing adds 4. The bytes/4 estimate of a
+	// tokenizer that failed to load would say 1129 instead.
+	const want = 100*10 + 1 + 4
+	if fallback := (len(long)+3)/4 + 4; got == fallback {
+		t.Fatalf("Count(100 sentences) = %d, the bytes/4 fallback; want a real count of %d", got, want)
+	}
+	if got != want {
+		t.Errorf("Count(100 sentences) = %d, want %d", got, want)
 	}
 }
