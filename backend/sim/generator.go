@@ -26,8 +26,7 @@ func newRNG(seed1, seed2 uint64) rng {
 
 // intN returns a number in [0, n); n must be positive.
 func (r *rng) intN(n int) int {
-	hi, _ := bits.Mul64(r.src.Uint64(), uint64(n))
-	return int(hi)
+	return int(r.uint64N(uint64(n)))
 }
 
 // uint64N returns a number in [0, n); n must be positive.

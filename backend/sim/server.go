@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,6 @@ const (
 	chunkTokens = 512
 	// blockTokens is the size of a prefix-cache block.
 	blockTokens = 16
-	// bytesPerToken is the simulated tokenizer: a token is 4 bytes.
-	bytesPerToken = 4
 	// cacheBlocks bounds the prefix cache: 1 Mi tokens, evicted least
 	// recently used first.
 	cacheBlocks = 1 << 20 / blockTokens
@@ -160,7 +159,7 @@ func (c ServerConfig) validate() error {
 	if c.ContextWindow < 0 {
 		errs = append(errs, fmt.Errorf("sim: context_window = %d, want > 0", c.ContextWindow))
 	}
-	if c.Fault != FaultNone && !faultKnown(c.Fault) {
+	if c.Fault != FaultNone && !slices.Contains(Faults, c.Fault) {
 		names := make([]string, len(Faults))
 		for i, f := range Faults {
 			names[i] = string(f)
@@ -168,15 +167,6 @@ func (c ServerConfig) validate() error {
 		errs = append(errs, fmt.Errorf("sim: unknown fault %q (known: %s)", c.Fault, strings.Join(names, ", ")))
 	}
 	return errors.Join(errs...)
-}
-
-func faultKnown(f Fault) bool {
-	for _, k := range Faults {
-		if f == k {
-			return true
-		}
-	}
-	return false
 }
 
 // Server is the simulator served as an OpenAI-compatible chat-completions
@@ -236,9 +226,8 @@ func faultKnown(f Fault) bool {
 // starts wait for it; once Run has returned, they are answered 503, and
 // /health answers 200 only while Run runs.
 type Server struct {
-	cfg   ServerConfig
+	cfg   ServerConfig // cfg.Logger is never nil
 	model *Model
-	log   *slog.Logger
 
 	ids atomic.Uint64 // request IDs
 
@@ -283,7 +272,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, model: m, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, model: m, wake: make(chan struct{}, 1)}
 	if !cfg.NoPrefixCache {
 		s.cache = newPrefixCache(cacheBlocks)
 	}

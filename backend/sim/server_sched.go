@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +40,13 @@ type seq struct {
 
 	mu      sync.Mutex // protects the fields below
 	emitted int        // tokens generated so far
-	cached  int        // prompt tokens served from the prefix cache
+	cached  int        // prompt tokens served from the prefix cache; set once, by plan
 	done    bool       // finished or failed
 	err     error      // why it failed
-	// notify signals progress (capacity 1: the handler reads the state
-	// under mu, so one pending signal is enough).
+	want    int        // the waiting handler sleeps until emitted > want or done
+	// notify wakes the handler when emitted passes want or the sequence is
+	// done (capacity 1: the handler reads the state under mu, so one
+	// pending signal is enough).
 	notify chan struct{}
 }
 
@@ -51,11 +54,31 @@ func newSeq(prompt int, blocks []uint64, total int) *seq {
 	return &seq{prompt: prompt, blocks: blocks, total: max(1, total), left: -1, notify: make(chan struct{}, 1)}
 }
 
-// publish updates the sequence's progress and wakes its handler.
-func (q *seq) publish(emitted, cached int, done bool, err error) {
+// emit records one generated token, which ends the sequence when it is
+// the last, and wakes the handler if it waits for it. It reports whether
+// the sequence is done.
+func (q *seq) emit() (done bool) {
 	q.mu.Lock()
-	q.emitted, q.cached, q.done, q.err = emitted, cached, done, err
+	q.emitted++
+	q.done = q.emitted >= q.total
+	done = q.done
+	wake := done || q.emitted > q.want
 	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+	return done
+}
+
+// fail ends the sequence with err and wakes its handler.
+func (q *seq) fail(err error) {
+	q.mu.Lock()
+	q.done, q.err = true, err
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *seq) signal() {
 	select {
 	case q.notify <- struct{}{}:
 	default:
@@ -64,11 +87,14 @@ func (q *seq) publish(emitted, cached int, done bool, err error) {
 
 // wait blocks until the sequence has emitted more than have tokens or is
 // done, or ctx ends. It returns the tokens emitted, the prompt tokens
-// cached, whether the sequence is done, and the error that ended it.
+// cached, whether the sequence is done, and the error that ended it. One
+// goroutine at a time may wait: have is stored in the sequence, so that
+// the tokens up to it do not wake the waiter.
 func (q *seq) wait(ctx context.Context, have int) (emitted, cached int, done bool, err error) {
 	for {
 		q.mu.Lock()
 		emitted, cached, done, err = q.emitted, q.cached, q.done, q.err
+		q.want = have
 		q.mu.Unlock()
 		if emitted > have || done {
 			return emitted, cached, done, err
@@ -134,7 +160,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.phase = phaseRunning
 	s.mu.Unlock()
-	s.log.InfoContext(ctx, "sim server running", "max_seqs", s.cfg.MaxSeqs, "max_queue", s.cfg.MaxQueue,
+	s.cfg.Logger.InfoContext(ctx, "sim server running", "max_seqs", s.cfg.MaxSeqs, "max_queue", s.cfg.MaxQueue,
 		"prefix_cache", s.cache != nil)
 
 	var running []*seq
@@ -252,13 +278,8 @@ func (s *Server) apply(running []*seq) []*seq {
 			kept = append(kept, q) // still prefilling
 			continue
 		}
-		q.mu.Lock()
-		emitted, cached := q.emitted+1, q.cached
-		q.mu.Unlock()
 		s.generated.Add(1) // before the handler can see the token
-		done := emitted >= q.total
-		q.publish(emitted, cached, done, nil)
-		if !done {
+		if !q.emit() {
 			kept = append(kept, q)
 		}
 	}
@@ -279,10 +300,7 @@ func (s *Server) stop(running []*seq) {
 	s.mu.Unlock()
 	s.running.Store(0)
 	for _, q := range append(queue, running...) {
-		q.mu.Lock()
-		emitted, cached := q.emitted, q.cached
-		q.mu.Unlock()
-		q.publish(emitted, cached, true, errStopped)
+		q.fail(errStopped)
 	}
 }
 
@@ -335,13 +353,10 @@ func (c *prefixCache) insert(blocks []uint64) {
 func blockHashes(prompt []byte) []uint64 {
 	const blockBytes = blockTokens * bytesPerToken
 	hashes := make([]uint64, 0, len(prompt)/blockBytes)
-	h := uint64(14695981039346656037)
+	h := fnv.New64a()
 	for end := blockBytes; end <= len(prompt); end += blockBytes {
-		for _, b := range prompt[end-blockBytes : end] {
-			h ^= uint64(b)
-			h *= 1099511628211
-		}
-		hashes = append(hashes, h)
+		h.Write(prompt[end-blockBytes : end])
+		hashes = append(hashes, h.Sum64()) // Sum64 does not reset h: the hash chains
 	}
 	return hashes
 }

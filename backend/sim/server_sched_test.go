@@ -465,3 +465,66 @@ func TestBlockHashes(t *testing.T) {
 		t.Errorf("block 1 after a different block 0 hashes the same: %x", hc[1])
 	}
 }
+
+// TestSeqWake checks that a token wakes the handler only when it is the
+// one the handler waits for: each token of a stream, the last token of a
+// plain answer.
+func TestSeqWake(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		stream bool
+		want   []bool // whether each token wakes the handler
+	}{
+		{"stream", true, []bool{true, true, true, true}},
+		{"plain", false, []bool{false, false, false, true}},
+		{"one token", false, []bool{true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q := newSeq(10, nil, len(tt.want))
+			// A done ctx makes wait store its threshold and return at once.
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			var got []bool
+			for k := range tt.want {
+				have := q.total - 1
+				if tt.stream {
+					have = k
+				}
+				if _, _, done, err := q.wait(ctx, have); done || !errors.Is(err, context.Canceled) {
+					t.Fatalf("wait(done ctx, %d) before token %d = done %v, err %v; want false, context.Canceled", have, k+1, done, err)
+				}
+				if done := q.emit(); done != (k == len(tt.want)-1) {
+					t.Errorf("emit() of token %d of %d = %v, want %v", k+1, len(tt.want), done, !done)
+				}
+				select {
+				case <-q.notify:
+					got = append(got, true)
+				default:
+					got = append(got, false)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("wakes per token = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSeqFail checks that fail ends a sequence and wakes its handler,
+// whatever it waits for.
+func TestSeqFail(t *testing.T) {
+	t.Parallel()
+	q := newSeq(10, nil, 3)
+	q.emit()
+	q.fail(errStopped)
+	emitted, _, done, err := q.wait(t.Context(), q.total)
+	if emitted != 1 || !done || !errors.Is(err, errStopped) {
+		t.Errorf("wait after fail = %d, %v, %v; want 1, true, errStopped", emitted, done, err)
+	}
+	if len(q.notify) != 1 {
+		t.Errorf("fail left %d signals, want 1", len(q.notify))
+	}
+}

@@ -667,8 +667,13 @@ func TestServerLifecycle(t *testing.T) {
 		code, body := post()
 		early <- result{code, body}
 	}()
-	for s.Stats().Waiting == 0 {
-		runtime.Gosched() // until the request is queued
+	for s.Stats().Waiting == 0 { // until the request is queued
+		select {
+		case r := <-early:
+			t.Fatalf("POST sent before Run = %d %s before it was queued, want it to wait for Run", r.code, r.body)
+		default:
+		}
+		runtime.Gosched()
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())

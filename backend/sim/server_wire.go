@@ -46,7 +46,6 @@ type chatMessage struct {
 }
 
 type wireToolCall struct {
-	Index    *int         `json:"index,omitempty"`
 	ID       string       `json:"id,omitempty"`
 	Type     string       `json:"type,omitempty"`
 	Function wireFunction `json:"function"`
@@ -608,18 +607,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.respond(w, r, j)
 	}
-	if s.log.Enabled(ctx, slog.LevelDebug) {
+	if s.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
 		j.q.mu.Lock()
 		emitted, cached, qerr := j.q.emitted, j.q.cached, j.q.err
 		j.q.mu.Unlock()
-		s.log.DebugContext(ctx, "sim request", "id", j.id, "stream", j.stream, "prompt_tokens", j.q.prompt,
+		s.cfg.Logger.DebugContext(ctx, "sim request", "id", j.id, "stream", j.stream, "prompt_tokens", j.q.prompt,
 			"cached_tokens", cached, "completion_tokens", emitted, "err", qerr)
 	}
 }
 
 // respond writes a non-streamed answer once the sequence is done.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job) {
-	// Only the last token ends the wait.
+	// Only the last token ends the wait, and only it wakes the handler.
 	_, cached, _, err := j.q.wait(r.Context(), j.q.total-1)
 	switch {
 	case r.Context().Err() != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"iter"
 	"maps"
 	"net/url"
@@ -77,8 +78,14 @@ type Model struct {
 	fails atomic.Int64 // injected failures
 
 	mu   sync.Mutex            // protects gens
-	gens map[string]*generator // compiled generators by schema text
+	gens map[string]*generator // compiled generators by schema text; at most maxGenerators
 }
+
+// maxGenerators bounds Model.gens. Under `sim serve` clients may send any
+// number of distinct schemas, so a full cache is cleared rather than left
+// to grow: generators are pure functions of their schema, so a dropped one
+// is only compiled again.
+const maxGenerators = 1024
 
 // New returns a simulator. It returns an error if cfg is out of range.
 func New(cfg Config) (*Model, error) {
@@ -219,7 +226,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		msg := resp.Message
 		text := msg.Content
 		// The first token arrives after the forward pass, the rest after decoding.
-		cut := min(len(text), 4)
+		cut := min(len(text), bytesPerToken)
 		for cut < len(text) && !utf8.RuneStart(text[cut]) {
 			cut++ // split between characters
 		}
@@ -333,8 +340,12 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	return resp, nil
 }
 
-// tokens estimates a token count from a byte count (about 4 bytes a token).
-func tokens(n int) int { return max(1, (n+3)/4) }
+// bytesPerToken is the simulated tokenizer: a token is 4 bytes.
+const bytesPerToken = 4
+
+// tokens estimates a token count from a byte count: bytesPerToken bytes a
+// token, rounded up, and at least 1.
+func tokens(n int) int { return max(1, (n+bytesPerToken-1)/bytesPerToken) }
 
 func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *rng) ([]llm.ToolCall, error) {
 	calls := make([]llm.ToolCall, 0, len(defs))
@@ -400,6 +411,9 @@ func (m *Model) generator(schema json.RawMessage) (*generator, error) {
 		return nil, err
 	}
 	m.mu.Lock()
+	if len(m.gens) >= maxGenerators {
+		clear(m.gens)
+	}
 	m.gens[string(schema)] = g
 	m.mu.Unlock()
 	return g, nil
@@ -422,10 +436,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // hashString is FNV-1a, stable across processes.
 func hashString(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }
