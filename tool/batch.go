@@ -171,55 +171,32 @@ func (p *Pool) leaveLocked(e *entry, b *batch) func() {
 // ctx's cancellation.
 func (p *Pool) runBatch(ctx context.Context, e *entry, b *batch, items []batchItem) {
 	defer b.cancel(context.Canceled)
-	if err := e.limits.acquire(ctx); err != nil {
-		p.settleAll(e, items, &CallError{Tool: e.spec.Name, Err: err})
-		return
-	}
-	defer e.limits.release()
-	if e.limits.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, e.limits.timeout, e.limits.timeoutErr)
-		defer cancel()
-		// Settle at the deadline even if the tool ignores its context.
-		stop := context.AfterFunc(ctx, func() {
-			if context.Cause(ctx) == e.limits.timeoutErr {
-				p.settleAll(e, items, &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
-			}
-		})
-		defer stop()
-	}
-	args := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		args[i] = json.RawMessage(it.key[len(e.spec.Name)+1:])
-	}
-
-	returned := false
-	defer func() {
-		if !returned { // the tool called runtime.Goexit
-			p.settleAll(e, items, &CallError{Tool: e.spec.Name, Err: errGoexit})
+	p.runLimited(ctx, e, execution{items: items}, func(ctx context.Context) {
+		args := make([]json.RawMessage, len(items))
+		for i, it := range items {
+			args[i] = json.RawMessage(it.key[len(e.spec.Name)+1:])
 		}
-	}()
-	results, err := p.executeBatch(ctx, e, args)
-	returned = true
-	switch {
-	case err != nil:
-		p.settleAll(e, items, &CallError{Tool: e.spec.Name, Err: err})
-	case len(results) != len(items):
-		p.settleAll(e, items, &CallError{Tool: e.spec.Name,
-			Err: fmt.Errorf("CallBatch returned %d results for %d calls", len(results), len(items))})
-	default:
-		timedOut := context.Cause(ctx) == e.limits.timeoutErr
-		for i, r := range results {
-			switch {
-			case r.Err != nil && timedOut:
-				p.settle(e, items[i].key, items[i].f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
-			case r.Err != nil:
-				p.settle(e, items[i].key, items[i].f, "", &CallError{Tool: e.spec.Name, Err: r.Err})
-			default:
-				p.settle(e, items[i].key, items[i].f, truncate(r.Content, p.cfg.MaxResultBytes), nil)
+		results, err := p.executeBatch(ctx, e, args)
+		switch {
+		case err != nil:
+			p.settleAll(e, items, &CallError{Tool: e.spec.Name, Err: err})
+		case len(results) != len(items):
+			p.settleAll(e, items, &CallError{Tool: e.spec.Name,
+				Err: fmt.Errorf("CallBatch returned %d results for %d calls", len(results), len(items))})
+		default:
+			timedOut := context.Cause(ctx) == e.limits.timeoutErr
+			for i, r := range results {
+				switch {
+				case r.Err != nil && timedOut:
+					p.settle(e, items[i].key, items[i].f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
+				case r.Err != nil:
+					p.settle(e, items[i].key, items[i].f, "", &CallError{Tool: e.spec.Name, Err: r.Err})
+				default:
+					p.settle(e, items[i].key, items[i].f, truncate(r.Content, p.cfg.MaxResultBytes), nil)
+				}
 			}
 		}
-	}
+	})
 }
 
 // executeBatch calls the Batcher, turning a panic into a *PanicError.

@@ -33,6 +33,31 @@ func BenchmarkListDir(b *testing.B) {
 	}
 }
 
+// BenchmarkReadFile reads text files of 4 KiB and 60 KiB.
+func BenchmarkReadFile(b *testing.B) {
+	for _, size := range []int{4 << 10, 60 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			root := b.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte(strings.Repeat("lorem ipsum\n", size/12+1)[:size]), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			rf, err := tool.ReadFile(tool.ReadFileConfig{Roots: []string{root}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(`{"path":"f.txt"}`)
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				got, err := rf.Call(b.Context(), args)
+				if err != nil || len(got) != size {
+					b.Fatalf("read_file(f.txt) = %d bytes, %v, want %d bytes, nil", len(got), err, size)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkHTTPGet fetches a 4 KiB page from a local server, a new
 // connection per call.
 func BenchmarkHTTPGet(b *testing.B) {

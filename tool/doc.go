@@ -6,8 +6,18 @@
 //
 // A [Tool] has a [Spec] (name, description, JSON Schema of its arguments,
 // and whether its results may be cached) and a Call method. [Func] turns a
-// function into a Tool; [ReadFile] is the built-in read_file tool, confined
-// to a set of root directories with [os.Root].
+// function into a Tool. Three tools are built in:
+//   - [ReadFile], read_file, returns a text file;
+//   - [ListDir], list_dir, lists a directory;
+//   - [HTTPGet], http_get, fetches a URL from a host on an allowlist, never
+//     from a private address unless allowed.
+//
+// read_file and list_dir are confined to a set of root directories with
+// [os.Root], which they hold open until their Close method (they implement
+// [io.Closer]). The built-in tools' default size limits fit within the
+// pool's default [PoolConfig.MaxResultBytes], so their results reach the
+// model as the tools made them. Packages tool/mcptool and tool/sqltool
+// provide tools served by MCP servers and tools that query SQL databases.
 //
 // # Coalescing and caching
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,6 +37,7 @@ func ExampleListDir() {
 		fmt.Println(err)
 		return
 	}
+	defer listDir.(io.Closer).Close() // closes the roots
 	pool, err := tool.NewPool([]tool.Tool{listDir}, tool.PoolConfig{})
 	if err != nil {
 		fmt.Println(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,7 @@ func ExampleReadFile() {
 		fmt.Println(err)
 		return
 	}
+	defer readFile.(io.Closer).Close() // closes the roots
 	pool, err := tool.NewPool([]tool.Tool{readFile}, tool.PoolConfig{})
 	if err != nil {
 		fmt.Println(err)

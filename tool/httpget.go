@@ -21,8 +21,12 @@ import (
 
 // Defaults for [HTTPGetConfig].
 const (
-	// DefaultHTTPGetMaxBytes is the default [HTTPGetConfig.MaxBytes].
-	DefaultHTTPGetMaxBytes = 1 << 20
+	// DefaultHTTPGetMaxBytes is the default [HTTPGetConfig.MaxBytes]: 1 KiB
+	// less than [DefaultMaxResultBytes], which leaves room for the status
+	// and Content-Type lines and the truncation marker, so that a [Pool]
+	// with the default [PoolConfig.MaxResultBytes] returns the result of
+	// http_get as the tool made it.
+	DefaultHTTPGetMaxBytes = DefaultMaxResultBytes - 1<<10
 	// DefaultHTTPGetTimeout is the default [HTTPGetConfig.Timeout].
 	DefaultHTTPGetTimeout = 10 * time.Second
 	// DefaultHTTPGetMaxRedirects is the default [HTTPGetConfig.MaxRedirects].
@@ -58,7 +62,8 @@ type HTTPGetConfig struct {
 	AllowPrivate bool
 	// MaxBytes is the most body bytes a call returns; longer bodies are cut
 	// and followed by the line "[truncated at MaxBytes bytes]". Defaults to
-	// DefaultHTTPGetMaxBytes; negative is an error.
+	// DefaultHTTPGetMaxBytes; negative is an error. A [Pool] also cuts
+	// every result to [PoolConfig.MaxResultBytes]: raise both together.
 	MaxBytes int64
 	// Timeout bounds a whole call: connecting, redirects and reading the
 	// body. Defaults to DefaultHTTPGetTimeout; negative is an error.
@@ -277,7 +282,7 @@ func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error
 	}
 	b.WriteString("\nContent-Type: " + strings.ToValidUTF8(contentType, "\uFFFD") + "\n\n")
 	if int64(len(body)) > t.maxBytes {
-		b.Write(cutUTF8(body, int(t.maxBytes)))
+		b.Write(body[:utf8Cut(body, int(t.maxBytes))])
 		fmt.Fprintf(&b, "\n[truncated at %d bytes]", t.maxBytes)
 	} else {
 		b.Write(body)
@@ -584,15 +589,4 @@ func textMediaType(mt string) bool {
 		return true
 	}
 	return false
-}
-
-// cutUTF8 returns b cut to at most n bytes, backing up to the start of the
-// rune at b[n] so that no rune is split. b must be longer than n.
-func cutUTF8(b []byte, n int) []byte {
-	for i := n; i > 0 && n-i < utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			return b[:i]
-		}
-	}
-	return b[:n]
 }

@@ -182,9 +182,62 @@ func TestHTTPGetDefaultMaxBytes(t *testing.T) {
 	srv, _ := newServer(t, reply(200, "text/plain", body))
 	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
 	got, err := hg.Call(t.Context(), urlArgs(srv.URL))
-	want := "HTTP 200 OK\nContent-Type: text/plain\n\n" + body[:tool.DefaultHTTPGetMaxBytes] + "\n[truncated at 1048576 bytes]"
+	want := "HTTP 200 OK\nContent-Type: text/plain\n\n" + body[:tool.DefaultHTTPGetMaxBytes] + "\n[truncated at 64512 bytes]"
 	if err != nil || got != want {
 		t.Errorf("http_get(%d bytes) = %d bytes ending %q, %v, want %d bytes ending %q", len(body), len(got), got[max(0, len(got)-40):], err, len(want), want[len(want)-40:])
+	}
+}
+
+// TestHTTPGetCutsOnRuneBoundary cuts bodies inside a rune, including the
+// first one, with limits smaller than a rune.
+func TestHTTPGetCutsOnRuneBoundary(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		maxBytes int64
+		want     string // the body as returned
+	}{
+		{name: "inside the first rune, 1 byte", body: "€uro", maxBytes: 1, want: ""},
+		{name: "inside the first rune, 2 bytes", body: "€uro", maxBytes: 2, want: ""},
+		{name: "after the first rune", body: "€uro", maxBytes: 3, want: "€"},
+		{name: "inside a 4-byte first rune", body: "😀!", maxBytes: 3, want: ""},
+		{name: "inside a later rune", body: "a😀b", maxBytes: 3, want: "a"},
+		{name: "on a boundary", body: "ab€", maxBytes: 2, want: "ab"},
+		{name: "not UTF-8", body: "\x80\x80\x80\x80\x80", maxBytes: 2, want: "\x80\x80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, _ := newServer(t, reply(200, "text/plain", tt.body))
+			hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, MaxBytes: tt.maxBytes})
+			got, err := hg.Call(t.Context(), urlArgs(srv.URL))
+			want := fmt.Sprintf("HTTP 200 OK\nContent-Type: text/plain\n\n%s\n[truncated at %d bytes]", tt.want, tt.maxBytes)
+			if err != nil || got != want {
+				t.Errorf("http_get(%q) with MaxBytes %d = %q, %v, want %q, nil", tt.body, tt.maxBytes, got, err, want)
+			}
+		})
+	}
+}
+
+// TestHTTPGetDefaultMaxBytesFitsPool checks that a Pool with the default
+// MaxResultBytes returns a body cut at the default MaxBytes as http_get made
+// it, with http_get's own marker, and does not cut it again.
+func TestHTTPGetDefaultMaxBytesFitsPool(t *testing.T) {
+	body := strings.Repeat("é", tool.DefaultHTTPGetMaxBytes) // 2 bytes a rune
+	srv, _ := newServer(t, reply(200, "application/vnd.example.report+json; charset=utf-8; profile=\"https://example.com/schemas/report\"", body))
+	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+	want, err := hg.Call(t.Context(), urlArgs(srv.URL))
+	if err != nil || !strings.HasSuffix(want, fmt.Sprintf("\n[truncated at %d bytes]", tool.DefaultHTTPGetMaxBytes)) {
+		t.Fatalf("http_get(%d bytes) = %d bytes ending %q, %v, want a body cut at the default MaxBytes", len(body), len(want), want[max(0, len(want)-40):], err)
+	}
+	p, err := tool.NewPool([]tool.Tool{hg}, tool.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Call(t.Context(), "http_get", urlArgs(srv.URL))
+	if err != nil || got != want {
+		t.Errorf("Pool.Call(http_get, %d bytes) = %d bytes ending %q, %v, want the tool's %d bytes ending %q",
+			len(body), len(got), got[max(0, len(got)-40):], err, len(want), want[len(want)-40:])
 	}
 }
 
@@ -549,7 +602,7 @@ func TestHTTPGetSpec(t *testing.T) {
 		spec := hg.Spec()
 		if spec.Name != "http_get" || spec.Cacheable != cacheable ||
 			!strings.Contains(spec.Description, "Only these hosts are allowed: a.example, *.b.example.") ||
-			!strings.Contains(spec.Description, "over 1048576 bytes are cut") {
+			!strings.Contains(spec.Description, "over 64512 bytes are cut") {
 			t.Errorf("Spec() = {Name: %q, Cacheable: %v, Description: %q}, want http_get, %v and a description naming the hosts and the limit",
 				spec.Name, spec.Cacheable, spec.Description, cacheable)
 		}

@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode"
 	"unicode/utf8"
 )
@@ -69,7 +66,11 @@ type listDir struct {
 // [fs.ErrNotExist].
 //
 // ListDir fails if Roots is empty, a root cannot be opened as a directory, or
-// MaxEntries is negative. The roots stay open for the life of the Tool.
+// MaxEntries is negative. The roots stay open until the Tool is closed: it
+// implements [io.Closer], and its Close closes the roots, after which its
+// calls fail. Close waits for no call (a call under way may succeed or
+// fail) and may be called more than once and concurrently with calls; it
+// returns the errors of closing the roots.
 func ListDir(cfg ListDirConfig) (Tool, error) {
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = DefaultListDirMaxEntries
@@ -111,24 +112,13 @@ func (t *listDir) Call(ctx context.Context, args json.RawMessage) (string, error
 	if a.Path != nil && *a.Path != "" {
 		dir = *a.Path
 	}
-	switch {
-	case filepath.IsAbs(dir) || strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, `\`):
-		return "", fmt.Errorf("path %q: absolute paths are not allowed; give a path relative to the project directory", dir)
-	case !filepath.IsLocal(dir):
-		return "", fmt.Errorf("path %q: path escapes the allowed roots", dir)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	for _, r := range t.roots {
-		listing, err := t.list(ctx, r, dir)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			continue // try the next root
-		}
-		return listing, err
-	}
-	return "", fmt.Errorf("path %q: %w", dir, fs.ErrNotExist)
+	return inRoots(ctx, t.roots, dir, func(r *os.Root, path string) (string, error) {
+		return t.list(ctx, r, path)
+	})
 }
+
+// Close closes the tool's roots; see [ListDir].
+func (t *listDir) Close() error { return closeRoots(t.roots) }
 
 // list lists dir in r.
 func (t *listDir) list(ctx context.Context, r *os.Root, dir string) (string, error) {

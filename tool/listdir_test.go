@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,13 +17,19 @@ import (
 	"github.com/batchagent/batchagent/tool"
 )
 
-// newListDir builds a list_dir tool or fails the test.
+// newListDir builds a list_dir tool, closed when the test ends, or fails the
+// test.
 func newListDir(t *testing.T, cfg tool.ListDirConfig) tool.Tool {
 	t.Helper()
 	ld, err := tool.ListDir(cfg)
 	if err != nil {
 		t.Fatalf("ListDir(%+v): %v", cfg, err)
 	}
+	t.Cleanup(func() {
+		if err := ld.(io.Closer).Close(); err != nil {
+			t.Errorf("list_dir Close() = %v, want nil", err)
+		}
+	})
 	return ld
 }
 
@@ -234,6 +241,28 @@ func TestListDirMultipleRoots(t *testing.T) {
 		case tt.wantErr == "" && (err != nil || got != tt.want):
 			t.Errorf("list_dir(%q) = %q, %v, want %q, nil", tt.path, got, err, tt.want)
 		}
+	}
+}
+
+func TestListDirClose(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	writeFiles(t, second, map[string]string{"sub/a.txt": "a"})
+	ld := newListDir(t, tool.ListDirConfig{Roots: []string{first, second}})
+	if got, err := ld.Call(t.Context(), pathArgs("sub")); err != nil || got != "a.txt  1 bytes" {
+		t.Fatalf("list_dir(sub) = %q, %v, want %q, nil", got, err, "a.txt  1 bytes")
+	}
+	c, ok := ld.(io.Closer)
+	if !ok {
+		t.Fatalf("ListDir() = %T, want an io.Closer", ld)
+	}
+	for i := range 2 {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close() #%d = %v, want nil", i+1, err)
+		}
+	}
+	want := `path "sub": file already closed`
+	if got, err := ld.Call(t.Context(), pathArgs("sub")); err == nil || err.Error() != want {
+		t.Errorf("list_dir(sub) after Close = %q, %v, want error %q", got, err, want)
 	}
 }
 

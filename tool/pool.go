@@ -368,8 +368,46 @@ func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (strin
 // cancellation.
 func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessage, f *flight) {
 	defer f.cancel(context.Canceled)
+	p.runLimited(ctx, e, execution{key: key, f: f}, func(ctx context.Context) {
+		result, err := p.execute(ctx, e, args)
+		switch {
+		case err != nil && context.Cause(ctx) == e.limits.timeoutErr:
+			p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
+		case err != nil:
+			p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: err})
+		default:
+			p.settle(e, key, f, truncate(result, p.cfg.MaxResultBytes), nil)
+		}
+	})
+}
+
+// execution names the flights one execution settles: the flight f of key,
+// for a single call, or every item of a batch.
+type execution struct {
+	key   string
+	f     *flight     // nil for a batch
+	items []batchItem // for a batch
+}
+
+// fail settles the flights of x that have no outcome yet with err.
+func (p *Pool) fail(e *entry, x execution, err error) {
+	if x.f == nil {
+		p.settleAll(e, x.items, err)
+		return
+	}
+	p.settle(e, x.key, x.f, "", err)
+}
+
+// runLimited runs x, one execution of e: it waits for e's rate token and
+// concurrency slot, then calls exec under e's timeout and gives the slot
+// back once exec returns. exec settles x's flights. Instead, they are
+// settled with a *CallError when ctx ends before the token or the slot
+// comes (wrapping ctx's cause), at the timeout even if the tool ignores its
+// context (wrapping ErrTimeout), and when exec calls runtime.Goexit; exec's
+// own settling of a flight settled this way changes nothing.
+func (p *Pool) runLimited(ctx context.Context, e *entry, x execution, exec func(ctx context.Context)) {
 	if err := e.limits.acquire(ctx); err != nil {
-		p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: err})
+		p.fail(e, x, &CallError{Tool: e.spec.Name, Err: err})
 		return
 	}
 	defer e.limits.release()
@@ -380,29 +418,19 @@ func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessa
 		// Settle at the deadline even if the tool ignores its context.
 		stop := context.AfterFunc(ctx, func() {
 			if context.Cause(ctx) == e.limits.timeoutErr {
-				p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
+				p.fail(e, x, &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
 			}
 		})
 		defer stop()
 	}
-	var result string
-	err := errGoexit // replaced below unless the tool calls runtime.Goexit
+	returned := false
 	defer func() {
-		if err == errGoexit {
-			err = &CallError{Tool: e.spec.Name, Err: errGoexit}
+		if !returned { // the tool called runtime.Goexit
+			p.fail(e, x, &CallError{Tool: e.spec.Name, Err: errGoexit})
 		}
-		p.settle(e, key, f, result, err)
 	}()
-
-	result, err = p.execute(ctx, e, args)
-	switch {
-	case err != nil && context.Cause(ctx) == e.limits.timeoutErr:
-		err = &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr}
-	case err != nil:
-		err = &CallError{Tool: e.spec.Name, Err: err}
-	default:
-		result = truncate(result, p.cfg.MaxResultBytes)
-	}
+	exec(ctx)
+	returned = true
 }
 
 // execute calls the tool, turning a panic into a *PanicError.
@@ -440,14 +468,22 @@ func truncate(s string, limit int) string {
 	if limit < 0 || len(s) <= limit {
 		return s
 	}
-	n := limit
-	for n > 0 && limit-n < utf8.UTFMax-1 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	if !utf8.RuneStart(s[n]) {
-		n = limit // not UTF-8 here anyway: cut where asked
-	}
+	n := utf8Cut(s, limit)
 	return fmt.Sprintf("%s\n[truncated: %d of %d bytes shown]", s[:n], n, len(s))
+}
+
+// utf8Cut returns where to cut s so that s[:n] has at most limit bytes and
+// splits no rune: limit if s[limit] starts a rune, or else the start of the
+// rune that s[limit] continues, which may be 0. Where s is not UTF-8 (no
+// rune starts in the utf8.UTFMax bytes up to s[limit]) it returns limit. s
+// must be longer than limit, and limit not negative.
+func utf8Cut[S ~string | ~[]byte](s S, limit int) int {
+	for n := limit; n >= 0 && limit-n < utf8.UTFMax; n-- {
+		if utf8.RuneStart(s[n]) {
+			return n
+		}
+	}
+	return limit
 }
 
 // Stats counts one tool's calls. For every call, Requested is incremented

@@ -485,6 +485,7 @@ func TestPoolTruncation(t *testing.T) {
 		{name: "long", limit: 10, result: "0123456789abcdef", want: "0123456789\n[truncated: 10 of 16 bytes shown]"},
 		{name: "cut inside a rune", limit: 10, result: "aaaaaaaaaé!", want: "aaaaaaaaa\n[truncated: 9 of 12 bytes shown]"},
 		{name: "cut inside a 4-byte rune", limit: 3, result: "a😀b", want: "a\n[truncated: 1 of 6 bytes shown]"},
+		{name: "limit inside the first rune", limit: 2, result: "€uro", want: "\n[truncated: 0 of 6 bytes shown]"},
 		{name: "not UTF-8", limit: 2, result: "\x80\x80\x80\x80\x80", want: "\x80\x80\n[truncated: 2 of 5 bytes shown]"},
 		{name: "no limit", limit: -1, result: strings.Repeat("x", 100<<10), want: strings.Repeat("x", 100<<10)},
 		{name: "default limit", limit: 0, result: strings.Repeat("x", 64<<10+1), want: strings.Repeat("x", 64<<10) + "\n[truncated: 65536 of 65537 bytes shown]"},

@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 )
 
-// DefaultReadFileMaxBytes is the default [ReadFileConfig.MaxBytes].
-const DefaultReadFileMaxBytes = 1 << 20
+// DefaultReadFileMaxBytes is the default [ReadFileConfig.MaxBytes]. It is
+// [DefaultMaxResultBytes], so that a [Pool] with the default
+// [PoolConfig.MaxResultBytes] returns every file read_file accepts whole.
+const DefaultReadFileMaxBytes = DefaultMaxResultBytes
 
 // binarySniffBytes is how much of a file is searched for a NUL byte to tell
 // binary files from text.
@@ -29,7 +27,8 @@ type ReadFileConfig struct {
 	Roots []string
 	// MaxBytes is the largest file the tool returns; larger files are refused
 	// with an error saying so. Defaults to DefaultReadFileMaxBytes; negative
-	// is an error.
+	// is an error. A [Pool] also cuts every result to
+	// [PoolConfig.MaxResultBytes]: raise both together.
 	MaxBytes int64
 	// Cacheable marks the tool cacheable ([Spec.Cacheable]): set it when the
 	// files do not change while a job runs.
@@ -41,26 +40,6 @@ type readFile struct {
 	spec     Spec
 	roots    []*os.Root
 	maxBytes int64
-}
-
-// openRoots opens the directories a file tool may read below, at least
-// one; on error the roots already opened are closed.
-func openRoots(name string, dirs []string) ([]*os.Root, error) {
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("tool: %s: no Roots", name)
-	}
-	var roots []*os.Root
-	for _, dir := range dirs {
-		r, err := os.OpenRoot(dir)
-		if err != nil {
-			for _, r := range roots {
-				r.Close()
-			}
-			return nil, fmt.Errorf("tool: %s: root %q: %w", name, dir, err)
-		}
-		roots = append(roots, r)
-	}
-	return roots, nil
 }
 
 // ReadFile returns the read_file tool, which returns the contents of a text
@@ -76,7 +55,11 @@ func openRoots(name string, dirs []string) ([]*os.Root, error) {
 // 8 KiB). A missing file's error wraps [fs.ErrNotExist].
 //
 // ReadFile fails if Roots is empty, a root cannot be opened as a directory, or
-// MaxBytes is negative. The roots stay open for the life of the Tool.
+// MaxBytes is negative. The roots stay open until the Tool is closed: it
+// implements [io.Closer], and its Close closes the roots, after which its
+// calls fail. Close waits for no call (a call under way may succeed or
+// fail) and may be called more than once and concurrently with calls; it
+// returns the errors of closing the roots.
 func ReadFile(cfg ReadFileConfig) (Tool, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultReadFileMaxBytes
@@ -118,26 +101,14 @@ func (t *readFile) Call(ctx context.Context, args json.RawMessage) (string, erro
 		return "", fmt.Errorf(`%w: missing required argument "path"`, ErrBadArguments)
 	}
 	path := *a.Path
-	switch {
-	case path == "":
+	if path == "" {
 		return "", errors.New(`path is empty; give a file path relative to the project directory, for example "README.md"`)
-	case filepath.IsAbs(path) || strings.HasPrefix(path, "/") || strings.HasPrefix(path, `\`):
-		return "", fmt.Errorf("path %q: absolute paths are not allowed; give a path relative to the project directory", path)
-	case !filepath.IsLocal(path):
-		return "", fmt.Errorf("path %q: path escapes the allowed roots", path)
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	for _, r := range t.roots {
-		content, err := t.read(r, path)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			continue // try the next root
-		}
-		return content, err
-	}
-	return "", fmt.Errorf("path %q: %w", path, fs.ErrNotExist)
+	return inRoots(ctx, t.roots, path, t.read)
 }
+
+// Close closes the tool's roots; see [ReadFile].
+func (t *readFile) Close() error { return closeRoots(t.roots) }
 
 // read reads path in r.
 func (t *readFile) read(r *os.Root, path string) (string, error) {
@@ -158,14 +129,22 @@ func (t *readFile) read(r *os.Root, path string) (string, error) {
 		return "", openError(path, err)
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size()) + 1)
-	// The file may have grown since Stat: read one byte past the limit to
-	// notice.
-	if _, err := buf.ReadFrom(io.LimitReader(f, t.maxBytes+1)); err != nil {
+	// Read the size Stat gave and one byte more, to notice that the file
+	// grew since; if it did, read on up to one byte past the limit.
+	data := make([]byte, info.Size()+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case err == nil:
+		rest, err := io.ReadAll(io.LimitReader(f, t.maxBytes-info.Size()))
+		if err != nil {
+			return "", fmt.Errorf("path %q: %v", path, unwrapPath(err))
+		}
+		data = append(data, rest...)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		data = data[:n]
+	default:
 		return "", fmt.Errorf("path %q: %v", path, unwrapPath(err))
 	}
-	data := buf.Bytes()
 	if int64(len(data)) > t.maxBytes {
 		return "", t.tooLarge(path, int64(len(data)))
 	}
@@ -177,41 +156,4 @@ func (t *readFile) read(r *os.Root, path string) (string, error) {
 
 func (t *readFile) tooLarge(path string, size int64) error {
 	return fmt.Errorf("path %q: file is %d bytes, over the limit of %d bytes", path, size, t.maxBytes)
-}
-
-// openError describes a failure of os.Root to stat or open path. Errors that
-// mean "not here" keep wrapping fs.ErrNotExist or syscall.ENOTDIR.
-func openError(path string, err error) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return err
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("path %q: permission denied", path)
-	case isEscape(err):
-		return fmt.Errorf("path %q: path escapes the allowed roots", path)
-	}
-	return fmt.Errorf("path %q: %v", path, unwrapPath(err))
-}
-
-// isEscape reports whether err is os.Root's refusal of a path that leaves
-// the root. os does not export that error, but it is the only one os.Root's
-// Stat and Open return that is not a system error (syscall.Errno) once the
-// path is known to be non-empty; the read_file tests pin this down.
-func isEscape(err error) bool {
-	var pe *fs.PathError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	var errno syscall.Errno
-	return !errors.As(pe.Err, &errno) && !errors.Is(pe.Err, fs.ErrInvalid) && !errors.Is(pe.Err, fs.ErrClosed)
-}
-
-// unwrapPath strips the *fs.PathError around err: its operation and path
-// ("statat x: ...") say nothing useful to a model.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,13 +37,19 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// newReadFile builds a read_file tool or fails the test.
+// newReadFile builds a read_file tool, closed when the test ends, or fails
+// the test.
 func newReadFile(t *testing.T, cfg tool.ReadFileConfig) tool.Tool {
 	t.Helper()
 	rf, err := tool.ReadFile(cfg)
 	if err != nil {
 		t.Fatalf("ReadFile(%+v): %v", cfg, err)
 	}
+	t.Cleanup(func() {
+		if err := rf.(io.Closer).Close(); err != nil {
+			t.Errorf("read_file Close() = %v, want nil", err)
+		}
+	})
 	return rf
 }
 
@@ -148,13 +155,51 @@ func TestReadFileDefaultMaxBytes(t *testing.T) {
 	if got, err := rf.Call(t.Context(), pathArgs("limit.txt")); err != nil || len(got) != tool.DefaultReadFileMaxBytes {
 		t.Errorf("read_file(limit.txt) = %d bytes, %v, want %d bytes, nil", len(got), err, tool.DefaultReadFileMaxBytes)
 	}
-	want := `path "over.txt": file is 1048577 bytes, over the limit of 1048576 bytes`
+	want := `path "over.txt": file is 65537 bytes, over the limit of 65536 bytes`
 	if _, err := rf.Call(t.Context(), pathArgs("over.txt")); err == nil || err.Error() != want {
 		t.Errorf("read_file(over.txt) error = %v, want %q", err, want)
 	}
 	// Only the first 8 KiB are searched for NUL bytes.
 	if got, err := rf.Call(t.Context(), pathArgs("late_nul")); err != nil || len(got) != 8<<10+1 {
 		t.Errorf("read_file(late_nul) = %d bytes, %v, want %d bytes, nil", len(got), err, 8<<10+1)
+	}
+}
+
+// TestReadFileDefaultMaxBytesFitsPool checks that a Pool with the default
+// MaxResultBytes returns the largest file the default read_file accepts
+// whole.
+func TestReadFileDefaultMaxBytesFitsPool(t *testing.T) {
+	root := t.TempDir()
+	content := strings.Repeat("a", tool.DefaultReadFileMaxBytes)
+	writeFiles(t, root, map[string]string{"limit.txt": content})
+	p, err := tool.NewPool([]tool.Tool{newReadFile(t, tool.ReadFileConfig{Roots: []string{root}})}, tool.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Call(t.Context(), "read_file", pathArgs("limit.txt")); err != nil || got != content {
+		t.Errorf("Pool.Call(read_file, limit.txt) = %d bytes ending %q, %v, want the file's %d bytes", len(got), got[max(0, len(got)-40):], err, len(content))
+	}
+}
+
+func TestReadFileClose(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	writeFiles(t, second, map[string]string{"a.txt": "a"})
+	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{first, second}})
+	if got, err := rf.Call(t.Context(), pathArgs("a.txt")); err != nil || got != "a" {
+		t.Fatalf("read_file(a.txt) = %q, %v, want %q, nil", got, err, "a")
+	}
+	c, ok := rf.(io.Closer)
+	if !ok {
+		t.Fatalf("ReadFile() = %T, want an io.Closer", rf)
+	}
+	for i := range 2 {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close() #%d = %v, want nil", i+1, err)
+		}
+	}
+	want := `path "a.txt": file already closed`
+	if got, err := rf.Call(t.Context(), pathArgs("a.txt")); err == nil || err.Error() != want {
+		t.Errorf("read_file(a.txt) after Close = %q, %v, want error %q", got, err, want)
 	}
 }
 

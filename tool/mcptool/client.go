@@ -466,11 +466,16 @@ func (c *Client) callError(ctx, callCtx context.Context, err error) error {
 }
 
 // sessionError returns the error of a call on an ended session; cause, if
-// not nil, is what the SDK reported. A stdio server that crashed wrote its
-// last words to standard error, which os/exec copies in its own goroutine:
-// the first such error waits up to stderrSettle for them.
+// not nil, is what the SDK reported. A stdio server that exited on its own
+// wrote its last words to standard error, which os/exec copies in its own
+// goroutine: the first such error waits up to stderrSettle for them. Once
+// Close has started, the session ends because of it and the error waits for
+// nothing.
 func (c *Client) sessionError(cause error) error {
-	if c.stderr != nil {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if c.stderr != nil && !closed {
 		c.stderrSettled.Do(func() {
 			t := time.NewTimer(stderrSettle)
 			defer t.Stop()

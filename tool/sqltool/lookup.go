@@ -21,6 +21,11 @@ const DefaultLookupMaxRows = 100
 // as several queries. SQLite allows 32766 parameters.
 const maxBatchKeys = 1000
 
+// batchHead is a batch query up to its VALUES rows. The batch's keys are a
+// CTE whose name is no valid Table, so it cannot shadow the table; its index
+// column routes each row to its call.
+const batchHead = `WITH "lookup keys"(i, v) AS (VALUES `
+
 // LookupConfig configures a keyed-lookup tool. DB, Table and Key are
 // required; the rest of the zero value is valid.
 type LookupConfig struct {
@@ -74,7 +79,6 @@ type lookup struct {
 	db         *sql.DB
 	table, key string // as configured, for messages
 	one        string // the query for one key
-	batchHead  string // the batch query up to its VALUES rows
 	batchTail  string // the batch query after its VALUES rows
 	maxRows    int
 	timeout    time.Duration
@@ -97,11 +101,12 @@ type lookup struct {
 // the batch's keys, bound as parameters; batches of more than 1000 keys take
 // one query per 1000), giving each call its own result or error: a key
 // with no row or a malformed argument fails that call only. A query still
-// running after Timeout is interrupted and fails every call it answers with
-// an error wrapping [tool.ErrTimeout]. The SQL quotes identifiers with
-// double quotes and binds ? parameters, as SQLite does. The tool only reads
-// but, unlike [Query], needs no read-only enforcement: it runs only the
-// SQL it builds. It is safe for concurrent use.
+// running after Timeout (each query of a batch has its own) is interrupted
+// and fails every call it answers with an error wrapping [tool.ErrTimeout].
+// The SQL quotes identifiers with double quotes and binds ? parameters, as
+// SQLite does. The tool only reads but, unlike [Query], needs no read-only
+// enforcement: it runs only the SQL it builds. It is safe for concurrent
+// use.
 //
 // Lookup fails if DB is nil, Table, Key or a column is not a valid
 // identifier, or MaxRows or Timeout is negative.
@@ -161,8 +166,6 @@ func Lookup(cfg LookupConfig) (tool.Tool, error) {
 			cfg.Table, cfg.Key, what)
 	}
 	table, key := quoteIdent(cfg.Table), quoteIdent(cfg.Key)
-	// The batch's keys are a CTE whose name is no valid Table, so it cannot
-	// shadow the table; its index column routes each row to its call.
 	return &lookup{
 		spec: tool.Spec{
 			Name:        cfg.Name,
@@ -176,7 +179,6 @@ func Lookup(cfg LookupConfig) (tool.Tool, error) {
 		table:      cfg.Table,
 		key:        cfg.Key,
 		one:        "SELECT " + cols + " FROM " + table + " AS t WHERE t." + key + " = ?",
-		batchHead:  `WITH "lookup keys"(i, v) AS (VALUES `,
 		batchTail:  `) SELECT "lookup keys".i, ` + cols + ` FROM "lookup keys" JOIN ` + table + ` AS t ON t.` + key + ` = "lookup keys".v ORDER BY "lookup keys".i`,
 		maxRows:    cfg.MaxRows,
 		timeout:    cfg.Timeout,
@@ -223,8 +225,6 @@ func (l *lookup) CallBatch(ctx context.Context, args []json.RawMessage) []tool.R
 		values = append(values, value)
 		items = append(items, i)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, l.timeout, l.timeoutErr)
-	defer cancel()
 	for start := 0; start < len(keys); start += maxBatchKeys {
 		end := min(start+maxBatchKeys, len(keys))
 		objs, err := l.batch(ctx, keys[start:end])
@@ -240,18 +240,25 @@ func (l *lookup) CallBatch(ctx context.Context, args []json.RawMessage) []tool.R
 	return results
 }
 
-// batch looks keys up with one query and returns each key's rows as JSON
-// objects.
+// batch looks keys up with one query, bounded by the tool's timeout, and
+// returns each key's rows as JSON objects.
 func (l *lookup) batch(ctx context.Context, keys []any) ([][]string, error) {
 	var q strings.Builder
-	q.WriteString(l.batchHead)
+	// A row, "(i,?)" and a comma, takes at most 8 bytes below maxBatchKeys.
+	q.Grow(len(batchHead) + 8*len(keys) + len(l.batchTail))
+	q.WriteString(batchHead)
+	var num [20]byte // an int64 in decimal
 	for i := range keys {
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(" + strconv.Itoa(i) + ",?)")
+		q.WriteByte('(')
+		q.Write(strconv.AppendInt(num[:0], int64(i), 10))
+		q.WriteString(",?)")
 	}
 	q.WriteString(l.batchTail)
+	ctx, cancel := context.WithTimeoutCause(ctx, l.timeout, l.timeoutErr)
+	defer cancel()
 	rows, err := l.db.QueryContext(ctx, q.String(), keys...)
 	if err != nil {
 		return nil, l.queryError(ctx, err)

@@ -1,13 +1,17 @@
 package sqltool_test
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -373,4 +377,86 @@ func TestLookupTimeout(t *testing.T) {
 			t.Errorf("CallBatch(never found)[%d] = %+v, want an error wrapping %v", i, r, want)
 		}
 	}
+}
+
+// TestLookupTimeoutPerQuery checks that each query of a big batch has its
+// own Timeout: two queries of 60ms each, under a Timeout of 100ms, both
+// succeed. The database is a fake whose queries wait on the synctest clock.
+func TestLookupTimeoutPerQuery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const queryTime = 60 * time.Millisecond
+		db := sql.OpenDB(slowConnector{queryTime: queryTime})
+		defer db.Close()
+		l := newLookup(t, sqltool.LookupConfig{DB: db, Table: "t", Key: "k", Timeout: 100 * time.Millisecond})
+		const n = 1500 // two queries: 1000 keys, then 500
+		args := make([]json.RawMessage, n)
+		want := make([]result, n)
+		for i := range n {
+			args[i] = json.RawMessage(fmt.Sprintf(`{"key":%d}`, i))
+			want[i].Content = fmt.Sprintf(`{"v":%d}`, i)
+		}
+		start := time.Now()
+		if diff := cmp.Diff(want, results(l.CallBatch(t.Context(), args))); diff != "" {
+			t.Errorf("CallBatch(%d keys) mismatch (-want +got):\n%s", n, diff)
+		}
+		if got := time.Since(start); got != 2*queryTime {
+			t.Errorf("CallBatch(%d keys) took %v, want %v", n, got, 2*queryTime)
+		}
+	})
+}
+
+// slowConnector is a database/sql connector whose queries take queryTime,
+// or fail when their context ends first, and return one row (i, v) for the
+// i-th parameter v: the rows a lookup batch query returns when every key
+// has one row whose only column is v.
+type slowConnector struct{ queryTime time.Duration }
+
+func (c slowConnector) Connect(context.Context) (driver.Conn, error) { return slowConn(c), nil }
+func (c slowConnector) Driver() driver.Driver                        { return slowDriver(c) }
+
+// slowDriver is slowConnector's driver.
+type slowDriver slowConnector
+
+func (d slowDriver) Open(string) (driver.Conn, error) { return slowConn(d), nil }
+
+// slowConn is a connection of slowConnector: it runs queries only.
+type slowConn slowConnector
+
+func (slowConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("slowConn: no statements")
+}
+
+func (slowConn) Begin() (driver.Tx, error) {
+	return nil, errors.New("slowConn: no transactions")
+}
+
+func (slowConn) Close() error { return nil }
+
+func (c slowConn) QueryContext(ctx context.Context, _ string, args []driver.NamedValue) (driver.Rows, error) {
+	timer := time.NewTimer(c.queryTime)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return &paramRows{params: args}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// paramRows are the rows of slowConn: (i, v) for the i-th parameter v.
+type paramRows struct {
+	params []driver.NamedValue
+	next   int
+}
+
+func (r *paramRows) Columns() []string { return []string{"i", "v"} }
+func (r *paramRows) Close() error      { return nil }
+
+func (r *paramRows) Next(dest []driver.Value) error {
+	if r.next == len(r.params) {
+		return io.EOF
+	}
+	dest[0], dest[1] = int64(r.next), r.params[r.next].Value
+	r.next++
+	return nil
 }
