@@ -84,7 +84,7 @@ func TestDecodeFinal(t *testing.T) {
 // lines, seeded with stored states.
 func FuzzDecodeFinal(f *testing.F) {
 	var full agent.State
-	fill(&testing.T{}, reflect.ValueOf(&full).Elem(), "State")
+	fill(f, reflect.ValueOf(&full).Elem(), "State")
 	for _, st := range []agent.State{full, trickyState(), {Index: 9, Status: agent.StatusFailed}} {
 		line, err := appendState(nil, &st)
 		if err != nil {

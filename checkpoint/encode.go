@@ -137,35 +137,46 @@ func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
 func appendToolCall(dst []byte, c *llm.ToolCall) ([]byte, error) {
 	dst = appendString(append(dst, `{"id":`...), c.ID, true)
 	dst = appendString(append(dst, `,"name":`...), c.Name, true)
-	switch {
-	case len(c.Arguments) == 0:
-		dst = append(dst, `,"arguments":null`...)
-	case json.Valid(c.Arguments):
-		var err error
-		if dst, err = appendRaw(append(dst, `,"arguments":`...), c.Arguments, true); err != nil {
-			return dst, err
-		}
-	default:
-		dst = appendString(append(dst, `,"arguments_text":`...), string(c.Arguments), true)
+	if len(c.Arguments) == 0 {
+		return append(dst, `,"arguments":null}`...), nil
 	}
-	return append(dst, '}'), nil
+	// Invalid JSON (appendRaw's only error: it validates as it compacts)
+	// is kept as text, as MarshalJSON keeps it.
+	out, err := appendRaw(append(dst, `,"arguments":`...), c.Arguments, true)
+	if err != nil {
+		out = appendString(append(dst, `,"arguments_text":`...), string(c.Arguments), true)
+	}
+	return append(out, '}'), nil
 }
 
 // appendRaw appends the JSON text raw compacted, as encoding/json embeds a
 // json.RawMessage; with html, <, >, &, U+2028 and U+2029 in strings are
-// escaped too.
+// escaped too. When raw is not valid JSON it returns dst as it was and the
+// syntax error.
 func appendRaw(dst []byte, raw []byte, html bool) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, raw); err != nil {
 		return dst, err
 	}
-	if !html {
+	compact := buf.Bytes()[len(dst):]
+	if !html || !needsHTMLEscape(compact) {
 		return buf.Bytes(), nil
 	}
-	compact := slices.Clone(buf.Bytes()[len(dst):])
+	compact = slices.Clone(compact)
 	buf.Truncate(len(dst))
 	json.HTMLEscape(buf, compact)
 	return buf.Bytes(), nil
+}
+
+// needsHTMLEscape reports whether json.HTMLEscape would change b: whether
+// it holds <, > or &, or the first byte of U+2028 or U+2029.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
 }
 
 // appendAny appends the JSON of a value decoded from an input: the types

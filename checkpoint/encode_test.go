@@ -47,7 +47,7 @@ func checkSame(t *testing.T, st *agent.State) {
 // field added to agent.State (or to a type it holds) shows up in the
 // comparison. A kind it does not know fails the test: teach appendState the
 // new field, then this function.
-func fill(t *testing.T, v reflect.Value, path string) {
+func fill(t testing.TB, v reflect.Value, path string) {
 	t.Helper()
 	switch v.Type() {
 	case reflect.TypeFor[json.RawMessage]():
@@ -88,13 +88,16 @@ func TestAppendStateMatchesEncodingJSON(t *testing.T) {
 	fill(t, reflect.ValueOf(&full).Elem(), "State")
 	checkSame(t, &full)
 
-	malformed := full
-	malformed.Messages = []llm.Message{{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+	// Tool arguments malformed, missing, needing HTML escapes or none.
+	calls := full
+	calls.Messages = []llm.Message{{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
 		{ID: "1", Name: "f", Arguments: json.RawMessage(`{"path": "a<b>", `)},
 		{ID: "2", Name: "g"},
 		{ID: "3", Name: "h", Arguments: json.RawMessage("\xff")},
+		{ID: "4", Name: "i", Arguments: json.RawMessage("{\"s\": \"\u2028\u2029 \u00e9 \\u003c\"}")},
+		{ID: "5", Name: "j", Arguments: json.RawMessage(` {"plain": [1, 2.5, null]} `)},
 	}}}
-	checkSame(t, &malformed)
+	checkSame(t, &calls)
 
 	for name, st := range map[string]agent.State{
 		"zero":        {},

@@ -208,6 +208,48 @@ func TestOlderFormatRefused(t *testing.T) {
 	}
 }
 
+// TestForeignFileRefused checks that a SQLite file of some other program
+// is refused, untouched, instead of gaining the store's tables, while an
+// empty file becomes a store.
+func TestForeignFileRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	execSQL(t, path, `CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX users_by_name ON users (name)`)
+	_, err := checkpoint.Open(path, checkpoint.Config{})
+	if err == nil || !strings.Contains(err.Error(), path+": not a batchagent state file") || !strings.Contains(err.Error(), "users, users_by_name") {
+		t.Errorf("Open(foreign SQLite file) = %v, want an error naming the file as not a state file and its tables", err)
+	}
+	if n := query[int](t, path, `SELECT count(*) FROM sqlite_schema`); n != 2 {
+		t.Errorf("objects in the foreign file after Open = %d, want its 2", n)
+	}
+	if v := query[int](t, path, `PRAGMA user_version`); v != 0 {
+		t.Errorf("user_version of the foreign file after Open = %d, want 0", v)
+	}
+	if m := query[string](t, path, `PRAGMA journal_mode`); m != "delete" {
+		t.Errorf("journal mode of the foreign file after Open = %s, want delete (unchanged)", m)
+	}
+
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	execSQL(t, empty, `PRAGMA user_version = 0`)
+	s, err := checkpoint.Open(empty, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("Open(empty SQLite file) = %v, want a new store", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if m := query[string](t, empty, `PRAGMA journal_mode`); m != "wal" {
+		t.Errorf("journal mode of a new store = %s, want wal", m)
+	}
+	// Reopening the store it made is no foreign file.
+	s, err = checkpoint.Open(empty, checkpoint.Config{})
+	if err != nil {
+		t.Fatalf("reopen = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+}
+
 // TestFormat2Upgraded opens a file of format 2 (no runs.inputs): it is
 // upgraded in place and keeps its run and states.
 func TestFormat2Upgraded(t *testing.T) {

@@ -434,9 +434,7 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 		}
 		sm.Turns += c.Turns
 		sm.ModelCalls += c.ModelCalls
-		sm.Usage.PromptTokens += c.Usage.PromptTokens
-		sm.Usage.CompletionTokens += c.Usage.CompletionTokens
-		sm.Usage.CachedTokens += c.Usage.CachedTokens
+		sm.Usage = sm.Usage.Add(c.Usage)
 	}
 	switch {
 	case created.Valid:

@@ -17,7 +17,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +105,10 @@ type batch struct {
 	err   error
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bufPool holds *[]byte buffers for encoded states: appendState writes
+// straight into one, which goes back to the pool once its batch is
+// committed.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // formatVersion is the file format, kept in SQLite's user_version. Format 1
 // (one upserted row per agent for every state) had user_version 0 and a
@@ -168,13 +171,15 @@ func Open(path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
-	if err != nil {
+	ctx := context.Background()
+	// The file is checked (and a new one given its tables) before WAL mode
+	// is asked for: the mode is kept in the file, and a file that is not
+	// ours must be left as it was.
+	if err := prepareFile(ctx, abs); err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	ctx := context.Background()
-	if err := createSchema(ctx, db); err != nil {
-		db.Close()
+	db, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
 	w, err := newWriter(ctx, db)
@@ -193,6 +198,16 @@ func Open(path string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// prepareFile runs createSchema on the file at abs through a connection
+// of its own, which leaves the journal mode as it is.
+func prepareFile(ctx context.Context, abs string) error {
+	db, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return err
+	}
+	return errors.Join(createSchema(ctx, db), db.Close())
+}
+
 // createSchema creates the tables of a new file, in one transaction so
 // that Stores opening a new file at once do not interleave, and refuses a
 // file of another format.
@@ -206,13 +221,12 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return err
 	}
-	var v1 bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'states')`).Scan(&v1); err != nil {
-		return err
+	if version == 0 {
+		if err := checkNew(ctx, tx); err != nil {
+			return err
+		}
 	}
 	switch {
-	case version == 0 && v1:
-		return errors.New("the file was written by an older batchagent (state format 1); use a new state file")
 	case version == 2:
 		if err := upgradeFrom2(ctx, tx); err != nil {
 			return fmt.Errorf("upgrade from state format 2: %w", err)
@@ -224,6 +238,42 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// ourNames are the tables and indexes of schemaSQL.
+var ourNames = []string{"meta", "runs", "running", "finished", "finished_by_job"}
+
+// checkNew refuses a file of user_version 0 that holds tables of its own:
+// a file of format 1, or any SQLite database that is not a state file,
+// which schemaSQL would otherwise turn into one. Our own tables alone are
+// let through (not expected: schemaSQL sets the version in the same
+// transaction).
+func checkNew(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var foreign []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		if name == "states" {
+			return errors.New("the file was written by an older batchagent (state format 1); use a new state file")
+		}
+		if !slices.Contains(ourNames, name) {
+			foreign = append(foreign, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("not a batchagent state file (it holds %s)", strings.Join(foreign, ", "))
+	}
+	return nil
 }
 
 // upgradeFrom2 brings a file of format 2 to format 3: runs gains inputs,
@@ -273,20 +323,21 @@ func upgradeFrom2(ctx context.Context, tx *sql.Tx) error {
 }
 
 // dsn returns the file: URI for the absolute path abs, with the pragmas
-// every connection runs: WAL, synchronous=NORMAL (a commit survives a crash
-// of the process; the WAL is synced at checkpoints), a busy timeout, and
-// transactions that take the write lock at BEGIN.
-func dsn(abs string) string {
+// every connection runs: with wal, WAL mode; synchronous=NORMAL (a commit
+// survives a crash of the process; the WAL is synced at checkpoints), a
+// busy timeout, and transactions that take the write lock at BEGIN.
+func dsn(abs string, wal bool) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // a Windows drive letter: file:///C:/x.db
 	}
+	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis)}
+	if wal {
+		pragmas = append(pragmas, "journal_mode(WAL)")
+	}
+	pragmas = append(pragmas, "synchronous(NORMAL)")
 	q := url.Values{
-		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis),
-			"journal_mode(WAL)",
-			"synchronous(NORMAL)",
-		},
+		"_pragma": pragmas,
 		"_txlock": {"immediate"},
 	}
 	return "file://" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
@@ -336,14 +387,13 @@ func saveError(jobID string, idx int, err error) error {
 
 // enqueue encodes st and adds it to the open batch, which it returns.
 func (s *Store) enqueue(st *agent.State, done func(error)) (*batch, error) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	line, err := appendState(buf.AvailableBuffer(), st)
+	buf := bufPool.Get().(*[]byte)
+	line, err := appendState((*buf)[:0], st)
+	*buf = line // the pool gets the buffer back as grown
 	if err != nil {
 		bufPool.Put(buf)
 		return nil, saveError(st.JobID, st.Index, err)
 	}
-	buf.Write(line)
 	it := item{
 		jobID:   st.JobID,
 		idx:     st.Index,

@@ -37,6 +37,28 @@ func benchState(idx int) agent.State {
 	}
 }
 
+// benchToolState is the final state of an agent that called tools over
+// three turns (~1.4 KB of JSON): its tool calls' arguments are embedded
+// raw, one of them with a character that HTML escaping rewrites.
+func benchToolState(idx int) agent.State {
+	st := benchState(idx)
+	args := []string{
+		`{"path": "docs/report-2024.txt", "max_bytes": 4096}`,
+		`{"query": "quarterly revenue by region", "limit": 10, "filters": {"year": 2024, "currency": "EUR"}}`,
+		`{"sql": "SELECT name FROM t WHERE a > 1 & b < 2"}`,
+	}
+	msgs := []llm.Message{st.Messages[0]}
+	for i, a := range args {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "lookup", Arguments: json.RawMessage(a)}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Name: "lookup", Content: "42 rows"})
+	}
+	st.Messages = append(msgs, st.Messages[1])
+	st.Turns, st.ModelCalls, st.ToolCalls = 4, 4, 3
+	return st
+}
+
 // BenchmarkSave measures saves from many goroutines at once, as an engine
 // running thousands of agents makes them, and reports saves/s.
 func BenchmarkSave(b *testing.B) {
@@ -102,6 +124,17 @@ func BenchmarkEncodeState(b *testing.B) {
 		for b.Loop() {
 			var err error
 			if buf, err = checkpoint.AppendState(buf[:0], &st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	tools := benchToolState(12345)
+	b.Run("appendState/tool-calls", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = checkpoint.AppendState(buf[:0], &tools); err != nil {
 				b.Fatal(err)
 			}
 		}

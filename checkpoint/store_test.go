@@ -37,7 +37,6 @@ func open(t *testing.T, cfg checkpoint.Config) (*checkpoint.Store, string) {
 	return s, path
 }
 
-// fullState returns a state with every field set.
 // asLoaded returns states as Load returns them: final ones without their
 // conversation.
 func asLoaded(states ...agent.State) []agent.State {
@@ -74,6 +73,7 @@ func checkStates(t *testing.T, s *checkpoint.Store, jobID string, want ...agent.
 	}
 }
 
+// fullState returns a state of agent idx of jobID with every field set.
 func fullState(jobID string, idx int) agent.State {
 	return agent.State{
 		JobID:   jobID,

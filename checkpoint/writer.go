@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -15,15 +14,15 @@ import (
 type item struct {
 	jobID   string
 	idx     int
-	final   bool          // done or failed: appended to finished
-	updated int64         // when Save was called, Unix ns
-	buf     *bytes.Buffer // the state's JSON plus a newline
-	done    func(error)   // for SaveAsync: called after the commit
+	final   bool        // done or failed: appended to finished
+	updated int64       // when Save was called, Unix ns
+	buf     *[]byte     // the state's JSON plus a newline; from bufPool
+	done    func(error) // for SaveAsync: called after the commit
 }
 
 // json returns the item's state without the encoder's newline.
 func (it *item) json() []byte {
-	data := it.buf.Bytes()
+	data := *it.buf
 	return data[:len(data)-1]
 }
 
@@ -213,7 +212,7 @@ func (w *writer) writeFinished(ctx context.Context, tx *sql.Tx, items []item, ke
 				continue
 			}
 			pending[i] = false
-			line := it.buf.Bytes()
+			line := *it.buf
 			if n > 0 && len(seg)+len(line) > segmentBytes {
 				if err := flush(); err != nil {
 					return 0, err

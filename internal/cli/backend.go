@@ -41,6 +41,9 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		return llm.Secret(getenv(keyEnv))
 	}
+	// shown names the backend in errors: not the URL itself, whose query
+	// or user info may hold a key.
+	shown := u.Scheme + "://" + u.Host + u.EscapedPath()
 	switch scheme := u.Scheme; scheme {
 	case "sim":
 		cfg, err := sim.ParseURL(raw)
@@ -55,7 +58,7 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		cfg.APIKey = key("OPENAI_API_KEY")
 		if scheme == "openai" && cfg.APIKey == "" {
-			return nil, fmt.Errorf("backend %s: no API key: set %s", raw, keyEnv)
+			return nil, fmt.Errorf("backend %s: no API key: set %s", shown, keyEnv)
 		}
 		if cfg.Model == "" {
 			cfg.Model = model
@@ -68,7 +71,7 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		cfg.APIKey = key("ANTHROPIC_API_KEY")
 		if scheme == "anthropic" && cfg.APIKey == "" {
-			return nil, fmt.Errorf("backend %s: no API key: set %s", raw, keyEnv)
+			return nil, fmt.Errorf("backend %s: no API key: set %s", shown, keyEnv)
 		}
 		if cfg.Model == "" {
 			cfg.Model = model
@@ -84,7 +87,8 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		return bedrock.New(ctx, cfg) // credentials: the AWS default chain
 	default:
-		return nil, fmt.Errorf("backend %q: unsupported scheme %q (supported: %s)", raw, scheme, strings.Join(schemes, ", "))
+		// Not the URL itself: its query may hold a key.
+		return nil, fmt.Errorf("backend: unsupported scheme %q (supported: %s)", scheme, strings.Join(schemes, ", "))
 	}
 }
 

@@ -178,7 +178,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"no job", []string{"run"}, []string{"exactly one job file"}},
 		{"bad job file", []string{"run", bad, "--inputs", in}, []string{"bad.yaml:3:14:", "bad.yaml:4:3:", `did you mean "max_turns"`, "bad.yaml:5:1:"}},
 		{"missing job", []string{"run", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
-		{"unknown backend", []string{"run", job, "--inputs", in, "--backend", "carrier-pigeon://x"}, []string{`unsupported scheme "carrier-pigeon"`}},
+		{"unknown backend", []string{"run", job, "--inputs", in, "--backend", "carrier-pigeon://x?key=sk-secret"}, []string{`unsupported scheme "carrier-pigeon"`}},
 		{"bad sim parameter", []string{"run", job, "--inputs", in, "--backend", "sim://?latncy=1s"}, []string{`unknown parameter "latncy"`}},
 		{"no inputs", []string{"run", job}, []string{"no inputs"}},
 		{"openai without a key", []string{"run", job, "--inputs", in, "--backend", "openai://"}, []string{"no API key: set OPENAI_API_KEY"}},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/internal/sink"
 )
 
 // Progress cadence: a live line on a terminal, a plain line otherwise.
@@ -21,8 +19,7 @@ const (
 	plainEvery = 5 * time.Second
 )
 
-// reporter prints progress while a run goes on and flushes the output so
-// results reach the file while the run is quiet. Its goroutine is owned by
+// reporter prints progress while a run goes on. Its goroutine is owned by
 // the reporter: stop ends it and waits.
 type reporter struct {
 	done chan struct{}
@@ -31,7 +28,7 @@ type reporter struct {
 	w    io.Writer
 }
 
-func startReporter(e *batchagent.Engine, out *sink.JSONL, total int, w io.Writer) *reporter {
+func startReporter(e *batchagent.Engine, total int, w io.Writer) *reporter {
 	r := &reporter{done: make(chan struct{}), w: w}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		r.tty = true
@@ -42,19 +39,13 @@ func startReporter(e *batchagent.Engine, out *sink.JSONL, total int, w io.Writer
 	}
 	start := time.Now()
 	r.wg.Go(func() {
-		tick := time.NewTicker(min(every, time.Second))
+		tick := time.NewTicker(every)
 		defer tick.Stop()
-		last := start
 		for {
 			select {
 			case <-r.done:
 				return
 			case now := <-tick.C:
-				_ = out.Flush() // a write error surfaces on the next Write or Close
-				if now.Sub(last) < every {
-					continue
-				}
-				last = now
 				line := progressLine(e.Stats(), total, now.Sub(start))
 				if r.tty {
 					fmt.Fprintf(w, "\r\033[K%s", line)
@@ -121,8 +112,7 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 	}
 	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls requested %d, executed %d\n", st.ModelCalls, st.Turns, st.ToolRequested, st.ToolExecuted)
 	if len(st.Tools) > 1 {
-		tools := slices.Clone(st.Tools)
-		for _, t := range tools {
+		for _, t := range st.Tools {
 			fmt.Fprintf(w, "    %s: requested %d, executed %d, coalesced %d, cache hits %d, errors %d\n", t.Name, t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors)
 		}
 	}

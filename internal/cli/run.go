@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -49,7 +51,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
 	fs.BoolVar(&f.noState, "no-state", false, "no checkpoint store")
 	fs.BoolVar(&f.force, "force", false, "resume even though the job changed since the state was written")
-	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again")
+	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	pos, err := parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,7 +69,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
 	}
-	defer r.close()
+	defer func() { _ = r.close() }() // a no-op once run has closed and reported
 	return r.run(ctx, f.quiet, stderr)
 }
 
@@ -76,14 +78,14 @@ type runner struct {
 	name    string
 	engine  *batchagent.Engine
 	inputs  batchagent.Inputs
-	total   int // inputs expected (lines of the input file), 0 if unknown
+	total   int // inputs expected, 0 if unknown
 	out     *sink.JSONL
 	outPath string
-	closers []io.Closer
-	tools   *builtTools // closed with the runner
+	closers []namedCloser // closed in order by close
+	tools   *builtTools   // closed with the runner
 
 	statePath    string // the checkpoint store, or ""
-	resumedLines int    // result lines found in the output on resume
+	resumedLines int    // result lines kept in the output on resume
 
 	job       batchagent.Job     // as built, for the reduce step
 	reduce    *batchagent.Reduce // nil: no reduce step
@@ -91,8 +93,17 @@ type runner struct {
 	stdout    io.Writer
 }
 
+// namedCloser is a file the runner closes, with what it is for errors.
+type namedCloser struct {
+	name string // "inputs", "state", "output"
+	c    io.Closer
+}
+
 // prepare loads the job file and opens everything the run needs. Every
-// error it returns is a usage error (exit status 2).
+// error it returns is a usage error (exit status 2). The checkpoint store
+// is opened, and the run recorded in it, only once every other step that
+// can fail has passed, so that a failed invocation leaves no run record
+// behind (and no state file, where it created one).
 func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*runner, error) {
 	cj, err := config.Load(path)
 	if err != nil {
@@ -103,9 +114,13 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		r.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	ok := false
+	newState := "" // a state file this invocation creates: removed if it fails
 	defer func() {
 		if !ok {
-			r.close()
+			_ = r.close() // the setup error is the one to report
+			if newState != "" {
+				removeState(newState)
+			}
 		}
 	}()
 	backend := cj.Backend
@@ -161,30 +176,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.outPath == "-" {
 		r.outPath = ""
 	}
-	statePath := f.state
-	if statePath == "" && r.outPath != "" && !f.noState {
-		statePath = r.outPath + ".state.db"
-	}
-	resumed := false
-	var store *checkpoint.Store
-	if statePath != "" {
-		store, err = checkpoint.Open(statePath, checkpoint.Config{})
-		if err != nil {
-			return nil, fmt.Errorf("state: %w", err)
-		}
-		r.closers = append(r.closers, store)
-		fp := j.Fingerprint()
-		fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
-		if resumed, err = store.Begin(ctx, j.ID, fp, f.force); err != nil {
-			return nil, fmt.Errorf("%s: %w", statePath, err)
-		}
-		j.Checkpoint, j.RetryFailed = store, f.retryFailed
-		r.statePath = statePath
-	}
-	if r.engine, err = batchagent.New(j); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	r.job, r.stdout = j, stdout
+	r.stdout = stdout
 	if red := cj.Reduce; red != nil {
 		r.reduce = &batchagent.Reduce{Task: red.Task, System: red.System, OutputSchema: red.OutputSchema.JSON,
 			GroupSize: red.GroupSize, MaxBytes: red.MaxBytes}
@@ -204,10 +196,41 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return nil, err
 	}
-	if store != nil && r.total > 0 {
-		// For `batchagent status`: inputs without a state are pending.
-		if err := store.SetInputs(ctx, j.ID, r.total); err != nil {
+
+	statePath := f.state
+	if statePath == "" && r.outPath != "" && !f.noState {
+		statePath = r.outPath + ".state.db"
+	}
+	var store *checkpoint.Store
+	if statePath != "" {
+		if _, err := os.Stat(statePath); errors.Is(err, os.ErrNotExist) {
+			newState = statePath
+		}
+		if store, err = checkpoint.Open(statePath, checkpoint.Config{}); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		r.closers = append(r.closers, namedCloser{"state", store})
+		j.Checkpoint, j.RetryFailed = store, f.retryFailed
+		r.statePath = statePath
+	}
+	if r.engine, err = batchagent.New(j); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.job = j
+
+	// Nothing but the output can fail from here: record the run.
+	resumed := false
+	if store != nil {
+		fp := j.Fingerprint()
+		fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
+		if resumed, err = store.Begin(ctx, j.ID, fp, f.force); err != nil {
 			return nil, fmt.Errorf("%s: %w", statePath, err)
+		}
+		if r.total > 0 {
+			// For `batchagent status`: inputs without a state are pending.
+			if err := store.SetInputs(ctx, j.ID, r.total); err != nil {
+				return nil, fmt.Errorf("%s: %w", statePath, err)
+			}
 		}
 	}
 
@@ -216,11 +239,11 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		written map[int]bool
 	)
 	if r.outPath != "" {
-		of, idx, err := openOutput(r.outPath, resumed)
+		of, idx, err := openOutput(r.outPath, resumed, f.retryFailed)
 		if err != nil {
 			return nil, fmt.Errorf("output: %w", err)
 		}
-		r.closers = append(r.closers, of)
+		r.closers = append(r.closers, namedCloser{"output", of})
 		w, written = of, idx
 	}
 	r.out = sink.NewJSONL(w, f.ordered)
@@ -230,11 +253,19 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	return r, nil
 }
 
+// removeState removes a state file and SQLite's files beside it.
+func removeState(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Remove(p) // best effort: the invocation is failing already
+	}
+}
+
 // openOutput opens the results file. A fresh run truncates it. A resumed
 // run keeps the complete lines already there (a line torn by a kill is cut
 // off) and appends, returning the indexes those lines hold, so that every
-// input ends with exactly one line.
-func openOutput(path string, resumed bool) (*os.File, map[int]bool, error) {
+// input ends with exactly one line. With retryFailed, the lines of failed
+// results are removed too: those inputs run again and get new lines.
+func openOutput(path string, resumed, retryFailed bool) (*os.File, map[int]bool, error) {
 	if !resumed {
 		f, err := os.Create(path)
 		return f, nil, err
@@ -243,72 +274,110 @@ func openOutput(path string, resumed bool) (*os.File, map[int]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := io.ReadAll(f)
+	written, err := trimOutput(f, path, retryFailed)
 	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	keep := bytes.LastIndexByte(data, '\n') + 1
-	written := map[int]bool{}
-	for line := range bytes.SplitSeq(data[:keep], []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v struct {
-			Index *int `json:"index"`
-		}
-		if json.Unmarshal(line, &v) != nil || v.Index == nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("%s: a line is not a result; remove the file or pick another --out", path)
-		}
-		written[*v.Index] = true
-	}
-	if err := f.Truncate(int64(keep)); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if _, err := f.Seek(int64(keep), io.SeekStart); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	return f, written, nil
 }
 
+// trimOutput reads the results file f, cuts off a torn last line and, with
+// dropFailed, removes the lines of failed results, leaving f positioned at
+// its end. It returns the indexes of the lines kept.
+func trimOutput(f *os.File, path string, dropFailed bool) (map[int]bool, error) {
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	written := map[int]bool{}
+	var kept []byte // with dropFailed: the lines kept
+	for line := range bytes.Lines(data) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v struct {
+			Index *int            `json:"index"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &v) != nil || v.Index == nil {
+			return nil, fmt.Errorf("%s: a line is not a result; remove the file or pick another --out", path)
+		}
+		if dropFailed {
+			if len(v.Error) > 0 && string(v.Error) != "null" {
+				continue
+			}
+			kept = append(kept, line...)
+		}
+		written[*v.Index] = true
+	}
+	if dropFailed && len(kept) < len(data) {
+		// Emptied first: a kill midway leaves a prefix of the kept lines,
+		// and the inputs of the lines lost are restored from the state file
+		// by the next resume.
+		data = kept
+		if err := f.Truncate(0); err != nil {
+			return nil, err
+		}
+		if _, err := f.WriteAt(data, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Truncate(int64(len(data))); err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(int64(len(data)), io.SeekStart); err != nil {
+		return nil, err
+	}
+	return written, nil
+}
+
 // openInputs opens an input file, choosing the format by its extension,
-// and counts its lines for the progress estimate.
+// and counts its inputs for the progress estimate.
 func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
-	var decode func(io.Reader, string) batchagent.Inputs
+	var (
+		decode func(io.Reader, string) batchagent.Inputs
+		count  func(io.Reader) (int, error)
+	)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
-		decode = batchagent.JSONL
+		decode, count = batchagent.JSONL, countJSONL
 	case ".csv":
-		decode = batchagent.CSV
+		decode, count = batchagent.CSV, countCSV
 	default:
 		return nil, 0, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
-	}
-	total, err := countLines(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("inputs: %w", err)
-	}
-	if strings.EqualFold(filepath.Ext(path), ".csv") {
-		total = max(total-1, 0) // header row
 	}
 	in, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
-	r.closers = append(r.closers, in)
+	r.closers = append(r.closers, namedCloser{"inputs", in})
+	total, err := count(in)
+	if err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
 	return decode(in, filepath.Base(path)), total, nil
 }
 
-func (r *runner) close() {
-	for _, c := range r.closers {
-		c.Close()
+// close closes what the runner opened, once, and returns the errors met,
+// each labelled with what failed.
+func (r *runner) close() error {
+	var errs []error
+	for _, nc := range r.closers {
+		if err := nc.c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", nc.name, err))
+		}
 	}
 	r.closers = nil
 	if r.tools != nil {
 		r.tools.close()
+		r.tools = nil
 	}
+	return errors.Join(errs...)
 }
 
 // run streams results to the output and reports progress and a summary.
@@ -316,7 +385,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	start := time.Now()
 	var rep *reporter
 	if !quiet {
-		rep = startReporter(r.engine, r.out, r.total, stderr)
+		rep = startReporter(r.engine, r.total, stderr)
 	}
 	var (
 		notWritten int
@@ -340,6 +409,9 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 			cancel()
 		}
 	}
+	if rep != nil {
+		rep.stop() // before the reduce step, which prints too
+	}
 	if err := r.out.Close(); err != nil && writeErr == nil {
 		writeErr = err
 	}
@@ -348,14 +420,8 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
 	}
 	stopSignals()
-	for _, c := range r.closers {
-		if err := c.Close(); err != nil && writeErr == nil {
-			writeErr = fmt.Errorf("output: %w", err)
-		}
-	}
-	r.closers = nil
-	if rep != nil {
-		rep.stop()
+	if err := r.close(); err != nil && writeErr == nil {
+		writeErr = err
 	}
 	st := r.engine.Stats()
 	if !quiet {
@@ -456,25 +522,32 @@ func (r *runner) handleSignals(cancel context.CancelFunc, interrupted *atomic.Bo
 	}
 }
 
-// countLines counts the non-empty lines of a file.
-func countLines(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
+// countJSONL counts the inputs of a JSONL file as batchagent.JSONL reads
+// them: the lines that hold more than spaces, tabs and carriage returns (a
+// byte order mark at the start is not content).
+func countJSONL(r io.Reader) (int, error) {
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM)) // cannot fail: the bytes were just peeked
 	}
-	defer f.Close()
-	buf := make([]byte, 256<<10)
-	n, last := 0, byte('\n')
+	buf := make([]byte, 256<<10) // larger than br's: reads bypass its buffer
+	n, content := 0, false
 	for {
-		k, err := f.Read(buf)
+		k, err := br.Read(buf)
 		for _, c := range buf[:k] {
-			if c == '\n' && last != '\n' {
-				n++
+			switch c {
+			case '\n':
+				if content {
+					n++
+				}
+				content = false
+			case ' ', '\t', '\r':
+			default:
+				content = true
 			}
-			last = c
 		}
 		if err == io.EOF {
-			if last != '\n' {
+			if content {
 				n++
 			}
 			return n, nil
@@ -482,5 +555,35 @@ func countLines(path string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+	}
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// countCSV counts the inputs of a CSV file as batchagent.CSV reads them:
+// one per record after the header, a record that fails to parse included
+// (it is an input error). A quoted field may span lines.
+func countCSV(r io.Reader) (int, error) {
+	cr := csv.NewReader(bufio.NewReaderSize(r, 256<<10))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	if _, err := cr.Read(); err != nil {
+		// No header (an empty file) or one that does not parse: the
+		// reader yields this one error and stops.
+		if _, parse := errors.AsType[*csv.ParseError](err); parse || err == io.EOF {
+			return 1, nil
+		}
+		return 0, err
+	}
+	n := 0
+	for {
+		_, err := cr.Read()
+		if err == io.EOF {
+			return n, nil
+		}
+		if _, parse := errors.AsType[*csv.ParseError](err); err != nil && !parse {
+			return 0, err
+		}
+		n++
 	}
 }

@@ -161,14 +161,15 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "batchagent export:", err)
 		return exitFailed
 	}
-	var w io.Writer = stdout
+	var (
+		w io.Writer = stdout
+		f *os.File
+	)
 	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
+		if f, err = os.Create(*out); err != nil {
 			fmt.Fprintln(stderr, "batchagent export:", err)
 			return exitUsage
 		}
-		defer f.Close()
 		w = f
 	}
 	js := sink.NewJSONL(w, false)
@@ -178,12 +179,20 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			unfinished++
 			continue
 		}
-		if err := js.Write(batchagent.StateResult(id, st)); err != nil {
-			fmt.Fprintln(stderr, "batchagent export:", err)
-			return exitFailed
+		if err = js.Write(batchagent.StateResult(id, st)); err != nil {
+			break
 		}
 	}
-	if err := js.Close(); err != nil {
+	if cerr := js.Close(); err == nil {
+		err = cerr
+	}
+	if f != nil {
+		// The file's close error (a write that failed late) counts too.
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "batchagent export:", err)
 		return exitFailed
 	}

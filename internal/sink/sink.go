@@ -4,6 +4,7 @@ package sink
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,30 +14,36 @@ import (
 	"github.com/batchagent/batchagent"
 )
 
+// ErrClosed is returned by [JSONL.Write] after [JSONL.Close].
+var ErrClosed = errors.New("sink: closed")
+
 // flushEvery bounds how long a written result may sit in the buffer.
 const flushEvery = 100 * time.Millisecond
 
 // JSONL writes one JSON object per result and line. It is safe for
-// concurrent use, so a progress ticker may call Flush while results are
-// written.
+// concurrent use. Lines are buffered and reach the underlying writer at
+// most 100ms after they are written, however quiet the run is afterwards:
+// a timer armed by the first line of an empty buffer flushes it.
 type JSONL struct {
-	mu        sync.Mutex // protects the fields below
-	bw        *bufio.Writer
-	ordered   bool
-	pending   map[int]batchagent.Result // ordered mode: results waiting for earlier ones
-	next      int                       // ordered mode: next index to write
-	written   int
-	lastFlush time.Time
-	err       error        // first write error; later writes are refused
-	skip      map[int]bool // indexes already in the output (a resumed run)
+	mu      sync.Mutex // protects the fields below
+	bw      *bufio.Writer
+	ordered bool
+	pending map[int]batchagent.Result // ordered mode: results waiting for earlier ones
+	next    int                       // ordered mode: next index to write
+	written int
+	flush   *time.Timer  // armed while lines wait in bw; nil when none is armed
+	closed  bool         // Close was called: the timer must not touch bw
+	err     error        // first write error; later writes are refused
+	skip    map[int]bool // indexes already in the output (a resumed run)
 }
 
 // NewJSONL returns a writer to w. With ordered, results are buffered and
 // written in input order (memory grows with how far completion runs ahead
 // of the slowest earlier input); otherwise each is written as soon as it is
-// given. The caller keeps ownership of w and closes it after Close.
+// given. The caller keeps ownership of w and closes it after Close; w is
+// written from a timer's goroutine too, never concurrently.
 func NewJSONL(w io.Writer, ordered bool) *JSONL {
-	return &JSONL{bw: bufio.NewWriterSize(w, 64<<10), ordered: ordered, pending: map[int]batchagent.Result{}, lastFlush: time.Now()}
+	return &JSONL{bw: bufio.NewWriterSize(w, 64<<10), ordered: ordered, pending: map[int]batchagent.Result{}}
 }
 
 // Skip marks indexes already present in the output, as a resumed run
@@ -52,13 +59,17 @@ func (s *JSONL) Skip(indexes map[int]bool) {
 }
 
 // Write writes r (or, in ordered mode, buffers it until the results before
-// it are written). Buffered output is flushed at least every 100ms of
-// writes; call Flush to force it. It returns the first error met writing.
+// it are written). The line reaches the underlying writer within 100ms;
+// call Flush to force it sooner. It returns the first error met writing,
+// by this call or an earlier write or flush, or [ErrClosed] after Close.
 func (s *JSONL) Write(r batchagent.Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
+	}
+	if s.closed {
+		return ErrClosed
 	}
 	if s.skip[r.Index] {
 		return nil
@@ -80,10 +91,24 @@ func (s *JSONL) Write(r batchagent.Result) error {
 			s.writeLocked(p)
 		}
 	}
-	if s.err == nil && time.Since(s.lastFlush) >= flushEvery {
-		s.flushLocked()
+	if s.err == nil && s.flush == nil && s.bw.Buffered() > 0 {
+		s.armFlushLocked()
 	}
 	return s.err
+}
+
+// armFlushLocked starts the timer that flushes the lines now buffered.
+func (s *JSONL) armFlushLocked() {
+	var t *time.Timer
+	t = time.AfterFunc(flushEvery, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.flush != t || s.closed {
+			return // flushed already (stopped too late to stay silent) or closed
+		}
+		s.flushLocked() // an error is returned by the next Write or Close
+	})
+	s.flush = t
 }
 
 func (s *JSONL) writeLocked(r batchagent.Result) {
@@ -106,7 +131,8 @@ func (s *JSONL) writeLocked(r batchagent.Result) {
 	s.written++
 }
 
-// Flush writes buffered lines to the underlying writer.
+// Flush writes buffered lines to the underlying writer. It returns the
+// first error met writing.
 func (s *JSONL) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,8 +140,13 @@ func (s *JSONL) Flush() error {
 	return s.err
 }
 
+// flushLocked flushes bw and disarms the flush timer; a timer already
+// firing finds nothing to do.
 func (s *JSONL) flushLocked() {
-	s.lastFlush = time.Now()
+	if s.flush != nil {
+		s.flush.Stop()
+		s.flush = nil
+	}
 	if s.err != nil {
 		return
 	}
@@ -126,10 +157,13 @@ func (s *JSONL) flushLocked() {
 
 // Close writes what is still buffered, in ordered mode including results
 // whose predecessors never arrived (a cancelled run), in index order, and
-// flushes. It does not close the underlying writer.
+// flushes. Once it has returned the underlying writer is not written again
+// (a later Write returns [ErrClosed]), so the caller may close it. It
+// returns the first error met writing.
 func (s *JSONL) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if len(s.pending) > 0 {
 		idx := make([]int, 0, len(s.pending))
 		for i := range s.pending {

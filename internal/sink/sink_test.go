@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/sink"
@@ -107,5 +111,78 @@ func TestSkipResumed(t *testing.T) {
 		if diff := cmp.Diff(want, indexes(t, buf.String())); diff != "" {
 			t.Errorf("ordered=%v: lines (-want +got):\n%s", ordered, diff)
 		}
+	}
+}
+
+// lockedWriter is a writer safe to read while the sink's timer writes.
+type lockedWriter struct {
+	mu     sync.Mutex // protects buf and writes
+	buf    bytes.Buffer
+	writes int
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.buf.Write(p)
+}
+
+// lines returns the indexes of the lines written so far, and the number of
+// writes they took.
+func (w *lockedWriter) lines(t *testing.T) ([]int, int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() == 0 {
+		return nil, w.writes
+	}
+	return indexes(t, w.buf.String()), w.writes
+}
+
+// TestFlushesWithoutFurtherWrites checks that a line reaches the writer
+// 100ms after it is written although nothing else happens, as in the quiet
+// tail of a run with no progress reporter, and that Close stops the timer.
+func TestFlushesWithoutFurtherWrites(t *testing.T) {
+	for _, ordered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var w lockedWriter
+				s := sink.NewJSONL(&w, ordered)
+				for _, i := range []int{0, 1} {
+					if err := s.Write(result(i)); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(30 * time.Millisecond)
+				}
+				synctest.Wait()
+				if got, _ := w.lines(t); got != nil {
+					t.Fatalf("lines 60ms after the first write = %v, want none yet (buffered)", got)
+				}
+				time.Sleep(40 * time.Millisecond) // 100ms after the first write
+				synctest.Wait()
+				got, writes := w.lines(t)
+				if diff := cmp.Diff([]int{0, 1}, got); diff != "" || writes != 1 {
+					t.Fatalf("100ms after the first write: %d writes, lines (-want +got):\n%s", writes, diff)
+				}
+				// A later line arms the timer again; Close flushes it at
+				// once and stops the timer.
+				if err := s.Write(result(2)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatalf("Close() = %v", err)
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				got, writes = w.lines(t)
+				if diff := cmp.Diff([]int{0, 1, 2}, got); diff != "" || writes != 2 {
+					t.Errorf("after Close: %d writes, want 2; lines (-want +got):\n%s", writes, diff)
+				}
+				if err := s.Write(result(3)); !errors.Is(err, sink.ErrClosed) {
+					t.Errorf("Write after Close = %v, want %v", err, sink.ErrClosed)
+				}
+			})
+		})
 	}
 }

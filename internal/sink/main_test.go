@@ -1,0 +1,12 @@
+package sink_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The sink flushes from timers: no goroutine may outlive a test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
