@@ -99,7 +99,7 @@ var schemes = []string{"sim", "sim+http", "openai", "openai+http", "openai+https
 var environ = os.Getenv
 
 // builtTools are a job file's tools, their policies, and what must be
-// closed after the run (MCP sessions, databases).
+// closed after the run (MCP sessions, databases, the roots of file tools).
 type builtTools struct {
 	tools    []tool.Tool
 	policies map[string]tool.Policy
@@ -119,7 +119,7 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 	b := &builtTools{policies: map[string]tool.Policy{}}
 	defer func() {
 		if err != nil {
-			b.close()
+			_ = b.close() // the build error is the one to report
 		}
 	}()
 	cacheable := func(p *bool, def bool) bool {
@@ -162,6 +162,9 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 		}
 		b.tools = append(b.tools, t)
 		b.policies[t.Spec().Name] = policy(s.Policy)
+		if c, ok := t.(io.Closer); ok {
+			b.closers = append(b.closers, c)
+		}
 	}
 	for i, m := range cj.MCP {
 		c, err := mcptool.Connect(ctx, mcptool.ServerConfig{
@@ -180,9 +183,13 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 	return b, nil
 }
 
-func (b *builtTools) close() {
+// close closes the tools' resources, last opened first, and returns their
+// errors (an MCP server's exit status, say).
+func (b *builtTools) close() error {
+	var errs []error
 	for _, c := range slices.Backward(b.closers) {
-		c.Close()
+		errs = append(errs, c.Close())
 	}
 	b.closers = nil
+	return errors.Join(errs...)
 }

@@ -128,6 +128,9 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 	if outPath != "" {
 		fmt.Fprintf(w, "  results: %s (%d lines written)\n", outPath, written)
 	}
+	if st.CheckpointErrors > 0 {
+		fmt.Fprintf(w, "  checkpoint: %d saves failed; those agents' progress may be redone on resume\n", st.CheckpointErrors)
+	}
 }
 
 // count renders a number compactly: 950, 12.3k, 4.5M.

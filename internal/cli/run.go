@@ -83,6 +83,9 @@ type runner struct {
 	outPath string
 	closers []namedCloser // closed in order by close
 	tools   *builtTools   // closed with the runner
+	// toolsErr is what closing the tools reported (an MCP server's exit
+	// status, say): a warning, not the run's failure.
+	toolsErr error
 
 	statePath    string // the checkpoint store, or ""
 	resumedLines int    // result lines kept in the output on resume
@@ -374,7 +377,8 @@ func (r *runner) close() error {
 	}
 	r.closers = nil
 	if r.tools != nil {
-		r.tools.close()
+		// Not the run's failure: its results are written by now.
+		r.toolsErr = r.tools.close()
 		r.tools = nil
 	}
 	return errors.Join(errs...)
@@ -422,6 +426,9 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	stopSignals()
 	if err := r.close(); err != nil && writeErr == nil {
 		writeErr = err
+	}
+	if r.toolsErr != nil {
+		fmt.Fprintln(stderr, "batchagent run: closing tools:", r.toolsErr)
 	}
 	st := r.engine.Stats()
 	if !quiet {

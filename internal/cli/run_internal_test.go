@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
 )
 
 type closeFunc func() error
@@ -24,5 +30,39 @@ func TestRunnerCloseLabelsErrors(t *testing.T) {
 	}
 	if err := r.close(); err != nil || closed != 3 {
 		t.Errorf("second close() = %v after %d closes, want nil after 3", err, closed)
+	}
+}
+
+// TestToolsClosedWithTheRunner checks that a file tool's roots are among
+// what the runner closes, and that a tool's close error is kept as a
+// warning, not the run's error.
+func TestToolsClosedWithTheRunner(t *testing.T) {
+	b, err := buildTools(t.Context(), &config.Job{Tools: []config.Tool{{Name: "read_file", Roots: []string{t.TempDir()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.closers) != 1 {
+		t.Fatalf("%d closers for one read_file tool, want its roots", len(b.closers))
+	}
+	b.closers = append(b.closers, closeFunc(func() error { return errors.New("server exited with status 1") }))
+	r := &runner{tools: b}
+	if err := r.close(); err != nil || r.toolsErr == nil || !strings.Contains(r.toolsErr.Error(), "status 1") {
+		t.Errorf("close() = %v, tools error %v; want nil and the server's status", err, r.toolsErr)
+	}
+	if _, err := b.tools[0].Call(t.Context(), json.RawMessage(`{"path":"x"}`)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("read_file after close: %v, want a closed error", err)
+	}
+}
+
+func TestSummaryShowsCheckpointErrors(t *testing.T) {
+	var b strings.Builder
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3, CheckpointErrors: 2}, time.Second, 0, 3, "out.jsonl")
+	if !strings.Contains(b.String(), "checkpoint: 2 saves failed") {
+		t.Errorf("summary lacks the failed saves:\n%s", b.String())
+	}
+	b.Reset()
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3}, time.Second, 0, 3, "out.jsonl")
+	if strings.Contains(b.String(), "checkpoint:") {
+		t.Errorf("summary of a run without failed saves mentions them:\n%s", b.String())
 	}
 }
