@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"iter"
 	"slices"
 	"strings"
 	"unicode"
@@ -30,26 +31,25 @@ var ErrNoJSON = errors.New("schema: no JSON value found")
 // very large number of unbalanced braces) it gives up after a bounded amount
 // of work and returns [ErrNoJSON]. Extract is safe for concurrent use.
 func Extract(text string) (json.RawMessage, error) {
-	_, _, b, ok := extract(text)
+	_, b, ok := extract(text)
 	if !ok {
 		return nil, ErrNoJSON
 	}
 	return b, nil
 }
 
-// extract returns the JSON text found in text both as a substring of text,
-// starting at byte offset start, and as a fresh byte slice holding a copy of
-// it.
-func extract(text string) (start int, s string, b []byte, ok bool) {
+// extract returns a fresh copy of the JSON text found in text and its byte
+// offset in text.
+func extract(text string) (start int, b []byte, ok bool) {
 	// 1. The whole answer is the JSON value: the common, cheap case.
 	if t := strings.TrimSpace(text); isOpen(t) {
 		if b := []byte(t); json.Valid(b) {
-			return offset(text, strings.TrimLeftFunc(text, unicode.IsSpace)), t, b, true
+			return offset(text, strings.TrimLeftFunc(text, unicode.IsSpace)), b, true
 		}
 	}
 	// 2. Fenced code blocks.
-	if start, s, b, ok := extractFenced(text); ok {
-		return start, s, b, ok
+	if start, b, ok := extractFenced(text); ok {
+		return start, b, ok
 	}
 	// 3 and 4. Balanced spans in prose.
 	sc := scanner{text: text, budget: 16*len(text) + 1<<16}
@@ -68,44 +68,66 @@ func isOpen(s string) bool {
 
 // extractFenced returns the content of the first ```json or plain ``` fenced
 // block of text that is a JSON object or array, and its offset in text.
-func extractFenced(text string) (int, string, []byte, bool) {
-	const fence = "```"
-	rest := text
-	for {
-		i := strings.Index(rest, fence)
-		if i < 0 {
-			return 0, "", nil, false
+func extractFenced(text string) (int, []byte, bool) {
+	for f := range fences(text) {
+		body := text[f.body.start:f.body.end]
+		if t := strings.TrimSpace(body); isOpen(t) {
+			if b := []byte(t); json.Valid(b) {
+				return f.body.start + offset(body, strings.TrimLeftFunc(body, unicode.IsSpace)), b, true
+			}
 		}
-		rest = strings.TrimLeft(rest[i:], "`")
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return 0, "", nil, false
-		}
-		info := strings.TrimSpace(rest[:nl])
-		if strings.Contains(info, fence) {
-			// A one-line fence such as ```{"a":1}```: the prose scan finds it.
-			rest = rest[nl+1:]
-			continue
-		}
-		body := rest[nl+1:]
-		end := strings.Index(body, fence)
-		if end < 0 {
-			// An unclosed fence (a truncated answer): take what is there.
-			end = len(body)
-		}
-		lang, _, _ := strings.Cut(info, " ")
-		if lang == "" || strings.EqualFold(lang, "json") {
-			if t := strings.TrimSpace(body[:end]); isOpen(t) {
-				if b := []byte(t); json.Valid(b) {
-					return offset(text, strings.TrimLeftFunc(body, unicode.IsSpace)), t, b, true
+	}
+	return 0, nil, false
+}
+
+// fence is one fenced code block of a text: the offset of its opening
+// backticks, its body, and the offset just past its closing backticks (the
+// end of the text for an unclosed fence).
+type fence struct {
+	open  int
+	body  span
+	close int
+}
+
+// fences yields the ```json and plain ``` fenced blocks of text, in order.
+// A one-line fence such as ```{"a":1}``` is not a block (the prose scan
+// finds its content), and an unclosed fence (a truncated answer) runs to the
+// end of the text.
+func fences(text string) iter.Seq[fence] {
+	return func(yield func(fence) bool) {
+		const marker = "```"
+		rest := text
+		for {
+			i := strings.Index(rest, marker)
+			if i < 0 {
+				return
+			}
+			open := offset(text, rest) + i
+			rest = strings.TrimLeft(rest[i:], "`")
+			nl := strings.IndexByte(rest, '\n')
+			if nl < 0 {
+				return
+			}
+			info := strings.TrimSpace(rest[:nl])
+			if strings.Contains(info, marker) {
+				rest = rest[nl+1:]
+				continue
+			}
+			body := rest[nl+1:]
+			end := strings.Index(body, marker)
+			if end < 0 {
+				end = len(body)
+			}
+			// After an unclosed fence rest is empty, which ends the loop.
+			rest = strings.TrimLeft(body[end:], "`")
+			lang, _, _ := strings.Cut(info, " ")
+			if lang == "" || strings.EqualFold(lang, "json") {
+				start := offset(text, body)
+				if !yield(fence{open: open, body: span{start, start + end}, close: offset(text, rest)}) {
+					return
 				}
 			}
 		}
-		if end == len(body) {
-			return 0, "", nil, false
-		}
-		rest = body[end+len(fence):]
-		rest = strings.TrimLeft(rest, "`")
 	}
 }
 
@@ -128,9 +150,9 @@ type scanner struct {
 // else the first valid array span, with its offset. The bytes returned are a
 // copy of just the span, so that a caller keeping them does not keep the whole
 // text.
-func (sc *scanner) find() (int, string, []byte, bool) {
+func (sc *scanner) find() (int, []byte, bool) {
 	if !strings.ContainsAny(sc.text, "{[") {
-		return 0, "", nil, false
+		return 0, nil, false
 	}
 	sc.bytes = []byte(sc.text)
 	sc.closeAt = make([]int32, len(sc.text))
@@ -142,9 +164,9 @@ func (sc *scanner) find() (int, string, []byte, bool) {
 			start, end = as, ae
 		}
 	} else if start, end, ok = sc.first('[', len(sc.text), 0); !ok {
-		return 0, "", nil, false
+		return 0, nil, false
 	}
-	return start, sc.text[start:end], slices.Clone(sc.bytes[start:end]), true
+	return start, slices.Clone(sc.bytes[start:end]), true
 }
 
 // first returns the first span [start, end) of valid JSON that starts with the

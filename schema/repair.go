@@ -152,14 +152,32 @@ type candidate struct {
 }
 
 // candidates yields the candidates of text in the order Repair tries them:
-// the fenced blocks, then each opening bracket that can start JSON, in
-// order, skipping past the region of the one before. When inside is not
-// empty, it yields only the regions that strictly contain it.
+// the fenced blocks whose body starts with a bracket (the first
+// maxRepairCandidates of them), then each opening bracket that can start
+// JSON, in order, skipping past the region of the one before. When inside
+// is not empty, it yields only the regions that strictly contain it.
 func candidates(text string, inside span) iter.Seq[candidate] {
 	return func(yield func(candidate) bool) {
-		for _, f := range fences(text) {
+		n := 0 // fences whose body starts with a bracket
+		for f := range fences(text) {
 			body := text[f.body.start:f.body.end]
-			start := f.body.start + offset(body, strings.TrimLeftFunc(body, unicode.IsSpace))
+			trimmed := strings.TrimLeftFunc(body, unicode.IsSpace)
+			if !isOpen(trimmed) {
+				continue
+			}
+			if n == maxRepairCandidates {
+				break
+			}
+			n++
+			start := f.body.start + offset(body, trimmed)
+			if !inside.empty() && start >= inside.start {
+				// As in the prose loop below: a region that starts after
+				// inside cannot contain it, nor can the one that starts
+				// where it does (it ends where inside does, or sooner at
+				// the closing fence). Fences come in order, so no later
+				// one can either.
+				break
+			}
 			region := span{start, f.body.start + regionEnd(body, start-f.body.start)}
 			if !inside.empty() && !region.contains(inside) {
 				continue
@@ -252,57 +270,6 @@ func regionEnd(s string, start int) int {
 		}
 	}
 	return len(s)
-}
-
-// fence is one fenced code block of a text: the offset of its opening
-// backticks, its body, and the offset just past its closing backticks (the
-// end of the text for an unclosed fence).
-type fence struct {
-	open  int
-	body  span
-	close int
-}
-
-// fences returns the ```json and plain ``` fenced blocks of text whose body
-// starts with an opening bracket, at most maxRepairCandidates of them.
-func fences(text string) []fence {
-	const marker = "```"
-	var out []fence
-	rest := text
-	for len(out) < maxRepairCandidates {
-		i := strings.Index(rest, marker)
-		if i < 0 {
-			return out
-		}
-		open := offset(text, rest) + i
-		rest = strings.TrimLeft(rest[i:], "`")
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return out
-		}
-		info := strings.TrimSpace(rest[:nl])
-		if strings.Contains(info, marker) {
-			// A one-line fence such as ```{"a":1}```: the prose scan finds it.
-			rest = rest[nl+1:]
-			continue
-		}
-		body := rest[nl+1:]
-		end := strings.Index(body, marker)
-		if end < 0 {
-			end = len(body)
-		}
-		f := fence{open: open, body: span{offset(text, body), offset(text, body) + end}}
-		rest = strings.TrimLeft(body[end:], "`")
-		f.close = offset(text, rest)
-		lang, _, _ := strings.Cut(info, " ")
-		if (lang == "" || strings.EqualFold(lang, "json")) && isOpen(strings.TrimLeftFunc(body[:end], unicode.IsSpace)) {
-			out = append(out, f)
-		}
-		if end == len(body) {
-			return out
-		}
-	}
-	return out
 }
 
 // repairValue repairs s, the text of one JSON object or array from its

@@ -124,16 +124,11 @@ func (s *Schema) Validate(doc json.RawMessage) error {
 	return s.validate(v, string(doc))
 }
 
-// decode decodes JSON the way the validator expects: numbers as json.Number,
-// so that integers stay exact.
+// decode decodes JSON the way the validator expects, with the validator's
+// own decoder: numbers as json.Number, so that integers stay exact, and
+// nothing but white space after the value.
 func decode(doc []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 }
 
 // validate validates a decoded value; raw is the text reported on failure.
@@ -197,7 +192,7 @@ func (s *Schema) Parse(text string) (json.RawMessage, error) {
 // the answer holds nothing that looks like JSON, it is "no JSON object found
 // in the answer".
 func (s *Schema) ParseRepaired(text string) (out json.RawMessage, repairs []string, err error) {
-	start, _, b, found := extract(text)
+	start, b, found := extract(text)
 	if found && len(b) == len(strings.TrimSpace(text)) {
 		// The whole answer is valid JSON: the common, cheap case.
 		return s.parsed(b, text)
@@ -208,11 +203,11 @@ func (s *Schema) ParseRepaired(text string) (out json.RawMessage, repairs []stri
 	}
 	r, broken, ok := repair(text, inside)
 	if ok {
-		out, _, err := s.parsed(r.out, text)
-		if err != nil {
+		// r.out is compact already, and a new slice.
+		if err := s.validateJSON(r.out, text); err != nil {
 			return nil, nil, err
 		}
-		return out, r.repairs, nil
+		return r.out, r.repairs, nil
 	}
 	switch {
 	case broken != "":
@@ -227,17 +222,23 @@ func (s *Schema) ParseRepaired(text string) (out json.RawMessage, repairs []stri
 	}
 }
 
-// parsed validates b, valid JSON, and returns it as compact JSON; text is the
-// answer it comes from.
+// parsed validates b, valid JSON, and returns it as compact JSON in a new
+// slice; text is the answer it comes from.
 func (s *Schema) parsed(b []byte, text string) (json.RawMessage, []string, error) {
-	v, err := decode(b)
-	if err != nil {
-		return nil, nil, &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
-	}
-	if err := s.validate(v, text); err != nil {
+	if err := s.validateJSON(b, text); err != nil {
 		return nil, nil, err
 	}
 	return compact(b), nil, nil
+}
+
+// validateJSON decodes and validates b, valid JSON; text is the answer it
+// comes from.
+func (s *Schema) validateJSON(b []byte, text string) error {
+	v, err := decode(b)
+	if err != nil {
+		return &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
+	}
+	return s.validate(v, text)
 }
 
 // Instructions returns the text that tells the model to answer with a single
