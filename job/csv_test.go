@@ -102,7 +102,7 @@ func TestCSV(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.CSV(strings.NewReader(tt.input), "in.csv"))
+			got := collect(t, job.CSV(strings.NewReader(tt.input), "in.csv"), nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CSV(%q) mismatch (-want +got):\n%s", tt.input, diff)
 			}
@@ -162,19 +162,7 @@ func TestCSVReadError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var got []row
-			for in, err := range job.CSV(tt.r, "in.csv") {
-				if err != nil {
-					if !errors.Is(err, boom) {
-						t.Errorf("CSV error = %v, want it to wrap %v", err, boom)
-					}
-					var ie *job.InputError
-					errors.As(err, &ie)
-					got = append(got, row{Line: ie.Line, Err: err.Error()})
-					continue
-				}
-				got = append(got, row{In: in})
-			}
+			got := collect(t, job.CSV(tt.r, "in.csv"), boom)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CSV mismatch (-want +got):\n%s", diff)
 			}

@@ -61,7 +61,7 @@ func JSONL(r io.Reader, source string) iter.Seq2[Input, error] {
 			if line == 1 {
 				b = bytes.TrimPrefix(b, utf8BOM)
 			}
-			if b = trimSpace(b); len(b) > 0 {
+			if b = bytes.Trim(b, " \t\r\n"); len(b) > 0 {
 				in, derr := decodeLine(b)
 				if derr != nil {
 					if !yield(nil, &InputError{Source: source, Line: line, Err: derr}) {
@@ -80,19 +80,6 @@ func JSONL(r io.Reader, source string) iter.Seq2[Input, error] {
 		}
 	}
 }
-
-// trimSpace trims JSON whitespace (space, tab, CR, LF) from both ends of b.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // decodeLine decodes line, which is non-empty and trimmed, as one JSON
 // object, numbers as json.Number so that large integers stay exact.

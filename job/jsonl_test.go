@@ -21,8 +21,9 @@ type row struct {
 	Err  string // err.Error(), or ""
 }
 
-// collect drains seq, checking that every error is an *InputError.
-func collect(t *testing.T, seq iter.Seq2[job.Input, error]) []row {
+// collect drains seq, checking that every error is an *InputError, that it
+// wraps cause when cause is not nil, and that no Input comes with it.
+func collect(t *testing.T, seq iter.Seq2[job.Input, error], cause error) []row {
 	t.Helper()
 	var rows []row
 	for in, err := range seq {
@@ -33,14 +34,19 @@ func collect(t *testing.T, seq iter.Seq2[job.Input, error]) []row {
 			rows = append(rows, row{In: in})
 			continue
 		}
-		var ie *job.InputError
-		if !errors.As(err, &ie) {
-			t.Errorf("sequence yielded error %T %v, want *job.InputError", err, err)
-		}
 		if in != nil {
 			t.Errorf("sequence yielded Input %v with error %v, want nil", in, err)
 		}
-		rows = append(rows, row{Line: ie.Line, Err: err.Error()})
+		if cause != nil && !errors.Is(err, cause) {
+			t.Errorf("sequence yielded error %v, want it to wrap %v", err, cause)
+		}
+		r := row{Err: err.Error()}
+		if ie, ok := errors.AsType[*job.InputError](err); ok {
+			r.Line = ie.Line
+		} else {
+			t.Errorf("sequence yielded error %T %v, want *job.InputError", err, err)
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }
@@ -168,7 +174,7 @@ func TestJSONL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.JSONL(strings.NewReader(tt.input), "in.jsonl"))
+			got := collect(t, job.JSONL(strings.NewReader(tt.input), "in.jsonl"), nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("JSONL(%q) mismatch (-want +got):\n%s", tt.input, diff)
 			}
@@ -178,7 +184,7 @@ func TestJSONL(t *testing.T) {
 
 func TestJSONLNoSource(t *testing.T) {
 	t.Parallel()
-	got := collect(t, job.JSONL(strings.NewReader("{}\n{\n"), ""))
+	got := collect(t, job.JSONL(strings.NewReader("{}\n{\n"), ""), nil)
 	want := []row{{In: job.Input{}}, {Line: 2, Err: "line 2: invalid JSON: unexpected end of JSON input"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSONL without source mismatch (-want +got):\n%s", diff)
@@ -200,7 +206,7 @@ func TestJSONLLongLine(t *testing.T) {
 	long := strings.Repeat("x", 3<<20) // longer than any internal buffer
 	input := `{"a":"1"}` + "\n" + `{"big":"` + long + `"}` + "\n" + `{"a":"3"}` + "\n" +
 		`{"bad":"` + long + "\n" + `{"a":"5"}` + "\n"
-	got := collect(t, job.JSONL(strings.NewReader(input), "in.jsonl"))
+	got := collect(t, job.JSONL(strings.NewReader(input), "in.jsonl"), nil)
 	want := []row{
 		{In: job.Input{"a": "1"}},
 		{In: job.Input{"big": long}},
@@ -287,19 +293,7 @@ func TestJSONLReadError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var got []row
-			for in, err := range job.JSONL(tt.r, "in.jsonl") {
-				if err != nil {
-					if !errors.Is(err, boom) {
-						t.Errorf("JSONL error = %v, want it to wrap %v", err, boom)
-					}
-					var ie *job.InputError
-					errors.As(err, &ie)
-					got = append(got, row{Line: ie.Line, Err: err.Error()})
-					continue
-				}
-				got = append(got, row{In: in})
-			}
+			got := collect(t, job.JSONL(tt.r, "in.jsonl"), boom)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("JSONL mismatch (-want +got):\n%s", diff)
 			}

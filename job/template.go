@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -346,7 +347,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 
 var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[interface{ MarshalText() ([]byte, error) }]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
 func implementsMarshaler(t reflect.Type) bool {
