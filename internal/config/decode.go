@@ -24,8 +24,7 @@ var (
 // A decoder walks a yaml.Node tree against a Go type, filling the value and
 // recording every problem it meets. It is used by one goroutine.
 type decoder struct {
-	dir      string              // absolute directory of the job file
-	tools    map[string]toolSpec // the tools a job may name
+	dir      string // absolute directory of the job file
 	problems []Problem
 	// nodes maps the path of every value visited to its node (aliases
 	// resolved), for the positions of semantic problems.

@@ -265,23 +265,19 @@ func Load(path string) (*Job, error) {
 // in Job.Path; dir is the directory against which relative paths (inputs,
 // output, schema file, tool roots) are resolved, and may be relative to the
 // working directory. Parse reads the schema file and checks the tool roots
-// on disk.
+// on disk. It parses the task templates and compiles the output schemas as
+// the engine does, so that a mistake in one is reported at its position in
+// the file before any agent runs.
 //
 // Parse returns an *Error listing every problem of the file, sorted by
 // position, and a Job only when there are none. It is safe for concurrent
 // use.
 func Parse(data []byte, name, dir string) (*Job, error) {
-	return parse(data, name, dir, builtinTools)
-}
-
-// parse is Parse with the table of known tools as a parameter.
-func parse(data []byte, name, dir string, tools map[string]toolSpec) (*Job, error) {
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("config: resolve job directory: %w", err)
 	}
 	d := newDecoder(absDir)
-	d.tools = tools
 	j := &Job{Dir: absDir, Path: name}
 	if root := d.document(data); root != nil {
 		d.value(root, "", reflect.ValueOf(j).Elem())

@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/schema"
 )
 
 // toolSpec says which options a built-in tool takes. Every tool takes
@@ -45,9 +48,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		case strings.TrimSpace(j.Task) == "":
 			d.report(n, "task", "must not be empty")
 		default:
-			if err := checkTemplate(j.Task); err != nil {
-				d.report(n, "task", "invalid template: %v", err)
-			}
+			d.checkTemplate(n, "task", j.Task)
 		}
 	}
 
@@ -68,6 +69,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		j.Output = d.resolve(j.Output)
 	}
 
+	d.checkSchema("output_schema", j.OutputSchema)
 	d.validateLimits(&j.Limits)
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
@@ -84,10 +86,9 @@ func (d *decoder) validateReduce(r *Reduce) {
 	case r.Task == "":
 		d.report(d.at("reduce"), "reduce.task", "required key is missing (the prompt that combines outputs; {outputs} is their JSON array)")
 	default:
-		if err := checkTemplate(r.Task); err != nil {
-			d.report(d.at("reduce.task"), "reduce.task", "%v", err)
-		}
+		d.checkTemplate(d.at("reduce.task"), "reduce.task", r.Task)
 	}
+	d.checkSchema("reduce.output_schema", r.OutputSchema)
 	if r.GroupSize == 1 || r.GroupSize < 0 {
 		if d.ok("reduce.group_size") {
 			d.report(d.at("reduce.group_size"), "reduce.group_size", "must be at least 2, got %d", r.GroupSize)
@@ -126,7 +127,11 @@ func (d *decoder) validateLimits(l *Limits) {
 }
 
 func (d *decoder) validateTools(tools []Tool) {
+	if len(tools) == 0 {
+		return
+	}
 	seen := make(map[string]*yaml.Node)
+	toolFields := fieldsOf(reflect.TypeFor[Tool]())
 	for i := range tools {
 		t := &tools[i]
 		path := fmt.Sprintf("tools[%d]", i)
@@ -152,9 +157,9 @@ func (d *decoder) validateTools(tools []Tool) {
 			}
 			continue
 		}
-		spec, known := d.tools[t.Name]
+		spec, known := builtinTools[t.Name]
 		if !known {
-			d.report(d.at(namePath), namePath, "%s", unknownTool(t.Name, d.tools))
+			d.report(d.at(namePath), namePath, "%s", unknownTool(t.Name))
 			continue
 		}
 		if first := seen[t.Name]; first != nil {
@@ -163,11 +168,10 @@ func (d *decoder) validateTools(tools []Tool) {
 			seen[t.Name] = d.at(namePath)
 		}
 
-		fs := fieldsOf(reflect.TypeFor[Tool]())
 		tv := reflect.ValueOf(*t)
-		for _, key := range fs.names {
+		for _, key := range toolFields.names {
 			kp := path + "." + key
-			set := d.nodes[kp] != nil && !tv.FieldByIndex(fs.index[key]).IsZero()
+			set := d.nodes[kp] != nil && !tv.FieldByIndex(toolFields.index[key]).IsZero()
 			if set && d.ok(kp) && !slices.Contains(commonToolKeys, key) && !slices.Contains(spec.options, key) {
 				d.report(d.at(kp), kp, "tool %q does not take %s", t.Name, key)
 			}
@@ -284,8 +288,8 @@ func (d *decoder) checkRoot(r, path string) {
 	}
 }
 
-func unknownTool(name string, tools map[string]toolSpec) string {
-	known := slices.Sorted(maps.Keys(tools))
+func unknownTool(name string) string {
+	known := slices.Sorted(maps.Keys(builtinTools))
 	msg := fmt.Sprintf("unknown tool %s", quote(name))
 	if s := suggest(name, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
@@ -338,33 +342,31 @@ func derefInt(p *int) int {
 	return *p
 }
 
-// checkTemplate checks the braces of a task template: placeholders are
-// {name}, and {{ and }} stand for literal braces. The job package parses the
-// template fully when the job is compiled; this catches the common mistakes
-// early, with a position in the file.
-func checkTemplate(s string) error {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '{':
-			if i+1 < len(s) && s[i+1] == '{' {
-				i++
-				continue
-			}
-			end := strings.IndexAny(s[i+1:], "{}")
-			if end < 0 || s[i+1+end] == '{' {
-				return fmt.Errorf(`"{" at offset %d is not closed (write "{{" for a literal brace)`, i)
-			}
-			if strings.TrimSpace(s[i+1:i+1+end]) == "" {
-				return fmt.Errorf(`empty placeholder "{}" at offset %d`, i)
-			}
-			i += 1 + end
-		case '}':
-			if i+1 < len(s) && s[i+1] == '}' {
-				i++
-				continue
-			}
-			return fmt.Errorf(`"}" at offset %d has no matching "{" (write "}}" for a literal brace)`, i)
-		}
+// checkSchema reports at path an output schema that does not compile, so
+// that it is found before any agent runs.
+func (d *decoder) checkSchema(path string, s Schema) {
+	if s.JSON == nil || !d.ok(path) {
+		return
 	}
-	return nil
+	if _, err := schema.Compile(s.JSON); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "schema: ")
+		if s.File != "" {
+			msg = "schema file " + s.File + ": " + msg
+		}
+		d.report(d.at(path), path, "%s", msg)
+	}
+}
+
+// checkTemplate reports at node n, the value of path, a template that the
+// job package refuses, so that a bad template is found before any agent runs.
+func (d *decoder) checkTemplate(n *yaml.Node, path, text string) {
+	_, err := job.ParseTemplate(text)
+	if err == nil {
+		return
+	}
+	if se, ok := errors.AsType[*job.TemplateSyntaxError](err); ok {
+		d.report(n, path, "invalid template (line %d, col %d of the template): %s", se.Line, se.Col, se.Msg)
+		return
+	}
+	d.report(n, path, "invalid template: %v", err)
 }

@@ -16,6 +16,7 @@ func TestParseSemanticProblems(t *testing.T) {
 	writeFile(t, dir, "bad.json", "{\n  \"type\": \"object\",\n}\n")
 	writeFile(t, dir, "bad.yaml", "type: object\ntype: string\n")
 	writeFile(t, dir, "list.json", "[1, 2]")
+	writeFile(t, dir, "min_length.json", `{"type": "string", "minLength": 1.5}`)
 	writeFile(t, dir, "syntax.yaml", "type: object\nproperties: {a: b: c}\n")
 	mkdir(t, dir, "docs")
 
@@ -38,17 +39,37 @@ func TestParseSemanticProblems(t *testing.T) {
 		{
 			name: "unclosed placeholder",
 			in:   "task: 'Summarise {doc'\n",
-			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: "{" at offset 10 is not closed (write "{{" for a literal brace)`}},
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template (line 1, col 11 of the template): unclosed "{" (write "{{" for a literal brace)`}},
 		},
 		{
 			name: "stray closing brace",
 			in:   "task: 'a {b}} c'\n",
-			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: "}" at offset 5 has no matching "{" (write "}}" for a literal brace)`}},
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template (line 1, col 6 of the template): unexpected "}" (write "}}" for a literal brace)`}},
 		},
 		{
 			name: "empty placeholder",
 			in:   "task: 'a { } c'\n",
-			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template: empty placeholder "{}" at offset 2`}},
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template (line 1, col 4 of the template): unexpected ' ' in placeholder (write "{{" for a literal brace)`}},
+		},
+		{
+			name: "placeholder starting with a digit",
+			in:   "task: 'Summarise {1x}'\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template (line 1, col 12 of the template): invalid placeholder {1x}: a field name must start with a letter or underscore`}},
+		},
+		{
+			name: "placeholder with an empty segment",
+			in:   "task: |\n  Summarise\n  {doc..title}\n",
+			want: []config.Problem{{Line: 1, Col: 7, Path: "task", Msg: `invalid template (line 2, col 6 of the template): invalid placeholder {doc..title}: empty name segment`}},
+		},
+		{
+			name: "bad reduce task",
+			in:   "task: x\nreduce:\n  task: 'Combine {outputs'\n",
+			want: []config.Problem{{Line: 3, Col: 9, Path: "reduce.task", Msg: `invalid template (line 1, col 9 of the template): unclosed "{" (write "{{" for a literal brace)`}},
+		},
+		{
+			name: "reduce task with a space in a placeholder",
+			in:   "task: x\nreduce: {task: '{a b}'}\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "reduce.task", Msg: `invalid template (line 1, col 3 of the template): unexpected ' ' in placeholder (write "{{" for a literal brace)`}},
 		},
 		{
 			name: "negative limits",
@@ -136,6 +157,29 @@ func TestParseSemanticProblems(t *testing.T) {
 			name: "schema directory",
 			in:   "task: x\noutput_schema: docs\n",
 			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "cannot read schema file: read $DIR/docs: is a directory"}},
+		},
+		{
+			name: "schema that does not compile",
+			in:   "task: x\noutput_schema: {type: object, properties: {a: {pattern: '('}}}\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: "invalid schema: $.properties.a.pattern: \"(\" is not a valid regex: error parsing regexp: missing closing ): `(`"}},
+		},
+		{
+			name: "schema file that does not compile",
+			in:   "task: x\noutput_schema: min_length.json\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "output_schema", Msg: `schema file $DIR/min_length.json: invalid schema: $.minLength: got number, want integer`}},
+		},
+		{
+			name: "reduce schema that does not compile",
+			in:   "task: x\nreduce:\n  task: '{outputs}'\n  output_schema: {$ref: 'https://example.com/s.json'}\n",
+			want: []config.Problem{{Line: 4, Col: 18, Path: "reduce.output_schema", Msg: `invalid schema: failing loading "https://example.com/s.json": only references within the schema document are supported`}},
+		},
+		{
+			name: "option a tool does not take",
+			in:   "task: x\ntools:\n  - name: http_get\n    roots: [docs]\n    max_entries: 10\n",
+			want: []config.Problem{
+				{Line: 4, Col: 12, Path: "tools[0].roots", Msg: `tool "http_get" does not take roots`},
+				{Line: 5, Col: 18, Path: "tools[0].max_entries", Msg: `tool "http_get" does not take max_entries`},
+			},
 		},
 		{
 			name: "inline schema that is a list",
