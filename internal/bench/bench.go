@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,7 +35,8 @@ type Options struct {
 	// means a temporary directory, removed afterwards.
 	Dir string
 	// State adds an engine run that checkpoints every agent into a SQLite
-	// store (mode "engine+state"), to measure the store's cost.
+	// store (mode "engine+state"), to measure the store's cost. The dedup
+	// scenario, whose modes are all engine runs, refuses it.
 	State bool
 	// Count runs every mode Count times, in rounds (each mode once per
 	// round), and reports for each mode its run of median throughput, so
@@ -96,7 +98,10 @@ var Scenarios = []string{"fair", "slots", "scale", "server", "dedup"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
-	var wl workload
+	var (
+		wl    workload
+		known = []string{"engine", "naive"} // the scenario's modes, in order
+	)
 	switch scenario {
 	case "fair":
 		wl = workload{name: "fair", n: 200, latency: 60 * time.Millisecond, toolDelay: 200 * time.Millisecond, fail: opt.Fail}
@@ -107,7 +112,8 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	case "server":
 		wl = workload{name: "server", n: 100, server: true}
 	case "dedup":
-		return runDedup(ctx, opt, w)
+		wl = workload{name: "dedup", n: dedupN, latency: dedupLatency, fail: opt.Fail, dedup: true}
+		known = dedupModes
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}
@@ -123,22 +129,30 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	}
 	modes := opt.Modes
 	if len(modes) == 0 {
-		modes = []string{"engine", "naive"}
+		modes = known
 	}
-	if opt.State && !slices.Contains(modes, "engine+state") {
-		// Right after engine, which it is compared with.
-		at := len(modes)
-		if i := slices.Index(modes, "engine"); i >= 0 {
-			at = i + 1
+	if wl.dedup {
+		if opt.State {
+			return nil, errors.New("bench: -state does not apply to dedup")
 		}
-		modes = slices.Insert(modes, at, "engine+state")
-	}
-	for _, m := range modes {
-		if m == "engine+state" {
-			continue
+		for _, m := range modes {
+			if !slices.Contains(dedupModes, m) {
+				return nil, fmt.Errorf("bench: unknown mode %q for dedup (known: %s)", m, strings.Join(dedupModes, ", "))
+			}
 		}
-		if m != "engine" && m != "naive" {
-			return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive, engine+state)", m)
+	} else {
+		if opt.State && !slices.Contains(modes, "engine+state") {
+			// Right after engine, which it is compared with.
+			at := len(modes)
+			if i := slices.Index(modes, "engine"); i >= 0 {
+				at = i + 1
+			}
+			modes = slices.Insert(slices.Clone(modes), at, "engine+state")
+		}
+		for _, m := range modes {
+			if m != "engine" && m != "naive" && m != "engine+state" {
+				return nil, fmt.Errorf("bench: unknown mode %q (known: engine, naive, engine+state)", m)
+			}
 		}
 	}
 	env, err := newEnv(opt.Dir, wl)

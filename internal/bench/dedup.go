@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"runtime"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/batchagent/batchagent"
@@ -40,55 +36,25 @@ const (
 // dedupModes lists the modes of the dedup scenario in order.
 var dedupModes = []string{"cache", "coalesce", "batch"}
 
-// runDedup runs the dedup scenario's modes and writes their reports to w.
-func runDedup(ctx context.Context, opt Options, w io.Writer) ([]Report, error) {
-	if opt.N < 0 || opt.Fail < 0 || opt.Fail > 1 {
-		return nil, fmt.Errorf("bench: -n must be positive and -fail within [0, 1]")
+// dedupIdeal is the physical limit of a dedup mode: two forward passes
+// per agent, plus one tool execution on the critical path; in cache mode
+// the waves of agents run one after the other.
+func dedupIdeal(wl workload, mode string) time.Duration {
+	switch mode {
+	case "cache":
+		active := max(1, wl.n/dedupWaves)
+		waves := (wl.n + active - 1) / active
+		// The first wave reads the file; every later wave only thinks.
+		return time.Duration(2*waves)*wl.latency + dedupCacheDelay
+	case "coalesce":
+		return 2*wl.latency + dedupToolDelay
+	default: // batch
+		return 2*wl.latency + tool.DefaultBatchWindow + dedupBatchDelay
 	}
-	modes := opt.Modes
-	if len(modes) == 0 {
-		modes = dedupModes
-	}
-	for _, m := range modes {
-		if !slices.Contains(dedupModes, m) {
-			return nil, fmt.Errorf("bench: unknown mode %q for dedup (known: %s)", m, strings.Join(dedupModes, ", "))
-		}
-	}
-	wl := workload{name: "dedup", n: dedupN, latency: dedupLatency, fail: opt.Fail, seed: opt.Seed}
-	if opt.N > 0 {
-		wl.n = opt.N
-	}
-	if wl.seed == 0 {
-		wl.seed = 1
-	}
-	env, err := newEnv(opt.Dir, wl)
-	if err != nil {
-		return nil, err
-	}
-	defer env.close()
-
-	if !opt.JSON {
-		fmt.Fprintln(w, tableHeader)
-	}
-	var reports []Report
-	for _, mode := range modes {
-		rep, err := measureDedup(ctx, env, wl, mode)
-		if err != nil {
-			return reports, err
-		}
-		reports = append(reports, rep)
-		if opt.JSON {
-			b, _ := json.Marshal(rep)
-			fmt.Fprintln(w, string(b))
-		} else {
-			fmt.Fprintln(w, tableRow(rep))
-		}
-	}
-	return reports, nil
 }
 
-// measureDedup runs one mode of the dedup scenario and reports it.
-func measureDedup(ctx context.Context, e *env, wl workload, mode string) (Report, error) {
+// runDedup runs one mode of the dedup scenario through the engine.
+func runDedup(ctx context.Context, e *env, wl workload, mode string) (tally, error) {
 	j := batchagent.Job{
 		ID:           "dedup-" + mode,
 		System:       system,
@@ -96,81 +62,50 @@ func measureDedup(ctx context.Context, e *env, wl workload, mode string) (Report
 		OutputSchema: json.RawMessage(outSchema),
 		MaxActive:    wl.n, // all agents at once
 	}
-	var ideal time.Duration
 	switch mode {
 	case "cache":
 		wl.toolDelay = dedupCacheDelay
 		j.MaxActive = max(1, wl.n/dedupWaves)
-		// The first wave reads the file; every later wave only thinks.
-		waves := (wl.n + j.MaxActive - 1) / j.MaxActive
-		ideal = time.Duration(2*waves)*wl.latency + wl.toolDelay
 	case "coalesce":
 		wl.toolDelay = dedupToolDelay
 		j.ToolPool = tool.PoolConfig{CacheSize: -1}
-		ideal = 2*wl.latency + wl.toolDelay
 	case "batch":
 		j.Task = lookupTask
-		ideal = 2*wl.latency + tool.DefaultBatchWindow + dedupBatchDelay
 	}
 	if mode == "batch" {
 		j.Tools = []tool.Tool{lookupTool()}
 	} else {
 		rt, err := e.readTool(wl)
 		if err != nil {
-			return Report{}, err
+			return tally{}, err
 		}
 		j.Tools = []tool.Tool{rt}
 	}
 	m, err := sim.New(sim.Config{Latency: wl.latency, FailRate: wl.fail, Seed: wl.seed, ToolTurns: 1})
 	if err != nil {
-		return Report{}, err
+		return tally{}, err
 	}
 	j.Model = m
 	eng, err := batchagent.New(j)
 	if err != nil {
-		return Report{}, err
+		return tally{}, err
 	}
-	ins := make([]batchagent.Input, wl.n)
-	for i := range ins {
-		ins[i] = batchagent.Input{"id": fmt.Sprint(i), "key": fmt.Sprintf("k%d", i%dedupKeys)}
+	ins := ids(wl.n)
+	for i, in := range ins {
+		in["key"] = fmt.Sprintf("k%d", i%dedupKeys)
 	}
-
-	runtime.GC()
-	resetPeakRSS()
-	cpu0 := cpuTime()
-	start := time.Now()
 	var t tally
 	for r := range eng.Stream(ctx, batchagent.Slice(ins)) {
 		t.count(r)
 	}
-	wall := time.Since(start)
-	if err := ctx.Err(); err != nil {
-		return Report{}, fmt.Errorf("bench dedup %s: %w", mode, err)
-	}
 	st := eng.Stats()
-	rep := Report{
-		Scenario:      "dedup",
-		Mode:          mode,
-		N:             wl.n,
-		WallS:         round(wall.Seconds(), 4),
-		IdealS:        round(ideal.Seconds(), 4),
-		Ratio:         round(wall.Seconds()/ideal.Seconds(), 3),
-		AgentsPerS:    round(float64(wl.n)/wall.Seconds(), 0),
-		OK:            t.ok,
-		Failed:        t.failed,
-		ToolRequested: t.toolReq,
-		ToolExecuted:  st.ToolExecuted,
-		LLMCalls:      t.llmCalls,
-		PeakRSSMB:     round(peakRSSMB(), 1),
-		CPUS:          round((cpuTime() - cpu0).Seconds(), 3),
-		MaxRetried:    t.maxRetried,
-	}
+	t.toolExec = st.ToolExecuted
 	for _, ts := range st.Tools {
-		rep.ToolCacheHits += ts.CacheHits
-		rep.ToolCoalesced += ts.Coalesced
-		rep.ToolBatches += ts.Batches
+		t.cacheHits += ts.CacheHits
+		t.coalesced += ts.Coalesced
+		t.batches += ts.Batches
 	}
-	return rep, nil
+	return t, ctx.Err()
 }
 
 // lookupTool is a batchable keyed lookup over an in-memory table of

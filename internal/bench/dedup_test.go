@@ -71,14 +71,18 @@ func TestDedup(t *testing.T) {
 
 func TestDedupModes(t *testing.T) {
 	tests := []struct {
-		name    string
-		opt     bench.Options
-		want    []string
-		wantErr string
+		name     string
+		opt      bench.Options
+		want     []string
+		wantRuns int // Report.Runs of every report
+		wantErr  string
 	}{
 		{name: "one mode", opt: bench.Options{N: 10, Modes: []string{"batch"}, JSON: true}, want: []string{"batch"}},
+		{name: "counted", opt: bench.Options{N: 10, Modes: []string{"coalesce"}, Count: 2, JSON: true}, want: []string{"coalesce"}, wantRuns: 2},
 		{name: "unknown mode", opt: bench.Options{Modes: []string{"engine"}}, wantErr: `bench: unknown mode "engine" for dedup (known: cache, coalesce, batch)`},
-		{name: "negative n", opt: bench.Options{N: -1}, wantErr: "bench: -n must be positive and -fail within [0, 1]"},
+		{name: "negative n", opt: bench.Options{N: -1}, wantErr: "bench: -n and -count must be positive and -fail within [0, 1]"},
+		{name: "negative count", opt: bench.Options{Count: -1}, wantErr: "bench: -n and -count must be positive and -fail within [0, 1]"},
+		{name: "state", opt: bench.Options{State: true}, wantErr: "bench: -state does not apply to dedup"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +100,9 @@ func TestDedupModes(t *testing.T) {
 			var modes []string
 			for _, r := range reports {
 				modes = append(modes, r.Mode)
+				if r.Runs != tt.wantRuns || r.OK != tt.opt.N {
+					t.Errorf("%s: runs %d, ok %d; want %d and %d", r.Mode, r.Runs, r.OK, tt.wantRuns, tt.opt.N)
+				}
 			}
 			if diff := cmp.Diff(tt.want, modes); diff != "" {
 				t.Errorf("modes (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -48,13 +49,18 @@ type workload struct {
 	server      bool          // against the HTTP simulator
 	serverIdeal time.Duration // one request alone on a fresh server
 	state       bool          // engine mode checkpoints into a SQLite store
+	dedup       bool          // the dedup scenario, whose modes are its own
 }
 
-// ideal is the scenario's physical limit: one agent's critical path, or the
-// total forward-pass work divided by the slots when that is longer.
-func (wl workload) ideal(maxRetried int) time.Duration {
-	if wl.server {
+// ideal is the physical limit of the scenario in mode: one agent's
+// critical path, or the total forward-pass work divided by the slots when
+// that is longer.
+func (wl workload) ideal(mode string, maxRetried int) time.Duration {
+	switch {
+	case wl.server:
 		return wl.serverIdeal
+	case wl.dedup:
+		return dedupIdeal(wl, mode)
 	}
 	turns := 1
 	if wl.toolDelay > 0 {
@@ -145,6 +151,8 @@ type tally struct {
 	maxRetried        int
 	toolReq, toolExec int64
 	llmCalls          int64
+	// How the tool calls that did not execute were saved (dedup only).
+	cacheHits, coalesced, batches int64
 }
 
 // measure runs one mode and reports it.
@@ -166,6 +174,8 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		sr, wall, err = runServer(ctx, wl, mode)
 		t = sr.tally
 		start = time.Now().Add(-wall) // the server's own start is not the clients' work
+	case wl.dedup:
+		t, err = runDedup(ctx, e, wl, mode)
 	case mode == "engine", mode == "engine+state":
 		ewl := wl
 		ewl.state = mode == "engine+state"
@@ -177,7 +187,7 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 	if err != nil {
 		return Report{}, fmt.Errorf("bench %s %s: %w", wl.name, mode, err)
 	}
-	ideal := wl.ideal(t.maxRetried)
+	ideal := wl.ideal(mode, t.maxRetried)
 	rep := Report{
 		Scenario:      wl.name,
 		Mode:          mode,
@@ -195,6 +205,9 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		CPUS:          round((cpuTime() - cpu0).Seconds(), 3),
 		MaxRetried:    t.maxRetried,
 		MaxInflight:   wl.maxInflight,
+		ToolCacheHits: t.cacheHits,
+		ToolCoalesced: t.coalesced,
+		ToolBatches:   t.batches,
 	}
 	if wl.server {
 		p50 := round(percentile(sr.ttfts, 0.50).Seconds(), 4)
@@ -288,11 +301,7 @@ func (t *tally) count(r batchagent.Result) {
 // io opens the scenario's inputs and, for file scenarios, its output.
 func (e *env) io(wl workload) (batchagent.Inputs, *sink.JSONL, func() error, error) {
 	if !wl.files {
-		ins := make([]batchagent.Input, wl.n)
-		for i := range ins {
-			ins[i] = batchagent.Input{"id": fmt.Sprint(i)}
-		}
-		return batchagent.Slice(ins), nil, func() error { return nil }, nil
+		return batchagent.Slice(ids(wl.n)), nil, func() error { return nil }, nil
 	}
 	in, err := os.Open(filepath.Join(e.dir, scaleInput))
 	if err != nil {
@@ -414,7 +423,16 @@ func naiveAgent(ctx context.Context, m *sim.Model, sch *schema.Schema, tmpl *job
 			if err == nil || !llm.IsTransient(err) || attempt == 2 {
 				break
 			}
-			time.Sleep(time.Duration(attempt+1) * time.Second)
+			t := time.NewTimer(time.Duration(attempt+1) * time.Second)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			if ctx.Err() != nil {
+				err = ctx.Err()
+				break
+			}
 		}
 		if err != nil {
 			r.Err = err
@@ -441,12 +459,10 @@ func naiveAgent(ctx context.Context, m *sim.Model, sch *schema.Schema, tmpl *job
 	return r
 }
 
+// round rounds v to digits decimal places.
 func round(v float64, digits int) float64 {
-	p := 1.0
-	for range digits {
-		p *= 10
-	}
-	return float64(int64(v*p+0.5)) / p
+	p := math.Pow10(digits)
+	return math.Round(v*p) / p
 }
 
 // cpuTime returns the process's user and system CPU time.
