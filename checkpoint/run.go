@@ -172,7 +172,7 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 			return st.Index, st, err
 		}
 		var st agent.State
-		err := json.Unmarshal(data, &st)
+		err := unmarshalState(data, &st)
 		return st.Index, st, err
 	})
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Store) State(ctx context.Context, jobID string, index int) (agent.State
 			return head.Index, nil, err
 		}
 		st := new(agent.State)
-		err := json.Unmarshal(data, st)
+		err := unmarshalState(data, st)
 		return st.Index, st, err
 	})
 	if err != nil {
@@ -476,7 +476,7 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 // decodeFinal decodes a final state without its conversation.
 func decodeFinal(line []byte, buf *[]byte) (agent.State, error) {
 	var st withoutMessages // for a line without messages, or with two
-	err := json.Unmarshal(cutMessages(line, buf), &st)
+	err := unmarshalState(cutMessages(line, buf), &st)
 	return st.State, err
 }
 
