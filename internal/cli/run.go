@@ -82,6 +82,7 @@ type runner struct {
 	out     *sink.JSONL
 	outPath string
 	closers []namedCloser // closed in order by close
+	locks   []namedCloser // the output's and state file's locks, released after closers
 	tools   *builtTools   // closed with the runner
 	// toolsErr is what closing the tools reported (an MCP server's exit
 	// status, say): a warning, not the run's failure.
@@ -203,6 +204,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	statePath := f.state
 	if statePath == "" && r.outPath != "" && !f.noState {
 		statePath = r.outPath + ".state.db"
+	}
+	if err := r.lockRun(path, statePath); err != nil {
+		return nil, err
 	}
 	var store *checkpoint.Store
 	if statePath != "" {
@@ -376,6 +380,12 @@ func (r *runner) close() error {
 		}
 	}
 	r.closers = nil
+	for _, nc := range r.locks {
+		if err := nc.c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", nc.name, err))
+		}
+	}
+	r.locks = nil
 	if r.tools != nil {
 		// Not the run's failure: its results are written by now.
 		r.toolsErr = r.tools.close()
