@@ -90,7 +90,7 @@ type runner struct {
 
 	statePath    string      // the checkpoint store, or ""
 	saved        *savedStore // the checkpoint store as the engine sees it, or nil
-	resumedLines int    // result lines kept in the output on resume
+	resumedLines int         // result lines kept in the output on resume
 
 	job       batchagent.Job     // as built, for the reduce step
 	reduce    *batchagent.Reduce // nil: no reduce step
