@@ -21,8 +21,14 @@ type child struct {
 // re-executed); wait reaps it.
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startChildEnv(t, nil, args...)
+}
+
+// startChildEnv is startChild with env added to the process's environment.
+func startChildEnv(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(os.Args[0])}
-	c.cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\x1f"))
+	c.cmd.Env = append(append(os.Environ(), env...), childEnv+"="+strings.Join(args, "\x1f"))
 	c.cmd.Stderr = &c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
