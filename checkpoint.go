@@ -21,8 +21,12 @@ type Checkpointer interface {
 	// Save records one agent's latest state.
 	Save(ctx context.Context, s agent.State) error
 	// Load returns the saved states of a job. The engine reads only the
-	// results and counters of final states (done, failed), so those may
-	// come without their Messages, as *checkpoint.Store returns them.
+	// input, results and counters of final states (done, failed), so those
+	// may come without their Messages, as *checkpoint.Store returns them.
+	// A state is used only for the input it holds: one whose Input differs
+	// from the current input at its Index (the inputs were edited or
+	// reordered) is ignored, and that input runs afresh; so Input must come
+	// back as saved, numbers included (decode with UseNumber).
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
 

@@ -105,6 +105,9 @@ func (r *runner) lockRun(jobPath, statePath string) error {
 		if t.path == "" {
 			continue
 		}
+		if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
+			continue // a device or a pipe (--out /dev/stdout): nothing to guard, and no room for a sidecar
+		}
 		l, err := lockFile(t.path, t.what, holder)
 		if err != nil {
 			return err
