@@ -50,7 +50,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or summary on stderr")
 	fs.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
 	fs.BoolVar(&f.noState, "no-state", false, "no checkpoint store")
-	fs.BoolVar(&f.force, "force", false, "resume even though the job changed since the state was written")
+	fs.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	pos, err := parse(fs, args)
 	if err != nil {
