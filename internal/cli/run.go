@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
@@ -244,11 +245,13 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 
 	var plan *outputPlan // a resumed run's: which lines of the output stay
-	if resumed {
-		states, err := r.saved.loadSaved(ctx, j.ID, statePath)
-		if err != nil {
+	var states []agent.State
+	if store != nil {
+		if states, err = r.saved.loadSaved(ctx, j.ID, statePath); err != nil {
 			return nil, err
 		}
+	}
+	if resumed {
 		chk, err := checkInputs(inPath, states)
 		if err != nil {
 			return nil, err
