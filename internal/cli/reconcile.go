@@ -29,16 +29,17 @@ type savedStore struct {
 	*checkpoint.Store // Save and SaveAsync (the engine's asynchronous path) wrapped below
 
 	mu      sync.Mutex    // protects the fields below
-	states  []agent.State // for the first Load, when loaded already
+	states  []agent.State // for the first Load of job, when loaded already
+	job     string        // the job of states
 	loaded  bool          // states holds the job's states
 	saveErr error         // the first failed save
 }
 
-// Load returns the states loaded by the CLI the first time, then reads the
-// store.
+// Load returns the states loaded by the CLI the first time the job is
+// loaded, then reads the store.
 func (s *savedStore) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 	s.mu.Lock()
-	if s.loaded {
+	if s.loaded && jobID == s.job {
 		st := s.states
 		s.states, s.loaded = nil, false
 		s.mu.Unlock()
@@ -90,7 +91,7 @@ func (s *savedStore) loadSaved(ctx context.Context, jobID, statePath string) ([]
 		return nil, fmt.Errorf("state file %s cannot be read: %w; nothing was run or written: repair the file, remove it, or pass another --state", statePath, err)
 	}
 	s.mu.Lock()
-	s.states, s.loaded = states, true
+	s.states, s.job, s.loaded = states, jobID, true
 	s.mu.Unlock()
 	return states, nil
 }
