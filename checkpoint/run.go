@@ -254,6 +254,18 @@ const maxSegment = 1 << 30
 func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func(data []byte, final bool) (int, T, error)) (map[int]versioned[T], span, error) {
 	latest := make(map[int]versioned[T])
 	var sp span
+	// Read in one transaction, so that a commit landing in between cannot
+	// move an agent from running to finished unseen.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, sp, err
+	}
+	defer tx.Rollback()
+	forgotten, err := readForgotten(ctx, tx, jobID)
+	if err != nil {
+		return nil, sp, err
+	}
+
 	// put decodes the state numbered seq; stored, when not negative, is
 	// the agent index the row was stored under.
 	put := func(seq int64, data []byte, stored int) error {
@@ -264,19 +276,14 @@ func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode fun
 		case stored >= 0 && idx != stored:
 			return fmt.Errorf("state %d: index %d stored as agent %d", seq, idx, stored)
 		}
+		if before, ok := forgotten[idx]; ok && seq < before {
+			return nil
+		}
 		if old, ok := latest[idx]; !ok || seq > old.seq {
 			latest[idx] = versioned[T]{seq, v}
 		}
 		return nil
 	}
-
-	// Read in one transaction, so that a commit landing in between cannot
-	// move an agent from running to finished unseen.
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, sp, err
-	}
-	defer tx.Rollback()
 
 	rows, err := tx.QueryContext(ctx, `SELECT seq, n, states, updated FROM finished WHERE job_id = ? ORDER BY seq`, jobID)
 	if err != nil {

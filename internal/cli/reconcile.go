@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,26 @@ func (s *savedStore) loadSaved(ctx context.Context, jobID, statePath string) ([]
 	s.states, s.job, s.loaded = states, jobID, true
 	s.mu.Unlock()
 	return states, nil
+}
+
+// forget discards the saved states of the inputs in changed (changed
+// since the last run, accepted with --force), in the store and among the
+// states preloaded for the engine, so that status and export no longer
+// report them and a later resume does not find them changed again.
+func (s *savedStore) forget(ctx context.Context, jobID string, changed map[int]bool) error {
+	if len(changed) == 0 {
+		return nil
+	}
+	indexes := slices.Sorted(maps.Keys(changed))
+	if err := s.Store.Forget(ctx, jobID, indexes); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded && s.job == jobID {
+		s.states = slices.DeleteFunc(s.states, func(st agent.State) bool { return changed[st.Index] })
+	}
+	return nil
 }
 
 // inputCheck compares the inputs of a resumed run with those its saved

@@ -273,6 +273,12 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		r.closers = append(r.closers, namedCloser{"output", of})
 		w, written = of, idx
 	}
+	if plan != nil {
+		// Their lines are gone: discard the states of changed inputs too.
+		if err := r.saved.forget(ctx, j.ID, plan.drop); err != nil {
+			return nil, fmt.Errorf("%s: %w", statePath, err)
+		}
+	}
 	r.out = sink.NewJSONL(w, f.ordered)
 	r.out.Skip(written)
 	r.resumedLines = len(written)
