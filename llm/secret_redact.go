@@ -233,6 +233,42 @@ func Origin(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
+// URLSecrets returns the parts of a backend's URL that may hold a secret,
+// for [NewRedactor]: its path (unless it is empty, "/" or "/v1"), query,
+// user information and password, each as written and unescaped, leaving out
+// those shorter than [MinRedactLen], which cannot be told from ordinary
+// text. A server may echo them, as in "Cannot POST
+// /TOKEN/v1/chat/completions". It returns nil for a text that does not
+// parse.
+func URLSecrets(raw string) []Secret {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []Secret
+	add := func(ss ...string) {
+		for _, s := range ss {
+			if len(s) >= MinRedactLen && !slices.Contains(out, Secret(s)) {
+				out = append(out, Secret(s))
+			}
+		}
+	}
+	if p := strings.TrimRight(u.Path, "/"); p != "" && p != "/v1" {
+		add(u.EscapedPath(), u.Path)
+	}
+	if u.RawQuery != "" {
+		q, _ := url.QueryUnescape(u.RawQuery)
+		add(u.RawQuery, q)
+	}
+	if u.User != nil {
+		add(u.User.String())
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+		}
+	}
+	return out
+}
+
 // HideURLs rewrites, in place, the URL of every [*url.Error] in err's tree
 // to its [Origin] ("[URL]" when it has none), and returns err. An *url.Error
 // of net/http quotes the whole request URL (`Post

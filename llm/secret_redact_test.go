@@ -157,6 +157,19 @@ func TestOrigin(t *testing.T) {
 	}
 }
 
+func TestURLSecrets(t *testing.T) {
+	got := llm.URLSecrets("http://u:PASSWORD@127.0.0.1:1/PATH%2FTOKEN/v1?key=QUERY")
+	want := []llm.Secret{"/PATH%2FTOKEN/v1", "/PATH/TOKEN/v1", "key=QUERY", "u:PASSWORD", "PASSWORD"}
+	if !slices.Equal(got, want) {
+		t.Errorf("URLSecrets = %q, want %q", got, want)
+	}
+	for _, raw := range []string{"http://127.0.0.1:1", "http://127.0.0.1:1/", "http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1/", "http://u:pw@h/abc?a=b", "%zz"} {
+		if got := llm.URLSecrets(raw); got != nil {
+			t.Errorf("URLSecrets(%q) = %q, want none", raw, got)
+		}
+	}
+}
+
 // TestHideURLs sends a request to a closed port: net/http's error quotes
 // the whole URL, and HideURLs leaves only its scheme and host.
 func TestHideURLs(t *testing.T) {
