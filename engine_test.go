@@ -314,7 +314,13 @@ func TestAgentTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range res {
+		if len(res) != 3 {
+			t.Fatalf("Run returned %d results, want 3", len(res))
+		}
+		for i, r := range res {
+			if r.Index != i || r.Output != nil {
+				t.Errorf("result %d: index %d output %s, want index %d and no output", i, r.Index, r.Output, i)
+			}
 			if k := batchagent.KindOf(r.Err); k != batchagent.KindTimeout {
 				t.Errorf("result %d kind = %q (%v), want timeout", r.Index, k, r.Err)
 			}

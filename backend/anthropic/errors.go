@@ -73,6 +73,7 @@ func (b *watchedBody) Close() error { return b.rc.Close() }
 // what callers get: ctx's own error once ctx is done, else an
 // *llm.APIError.
 func (m *Model) callError(ctx context.Context, x *exchange, err error) error {
+	llm.HideURLs(err) // net/http quotes the request URL, which may hold a token
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -201,11 +202,11 @@ func isContextMessage(msg string) bool {
 	return false
 }
 
-// newError returns an *llm.APIError whose message never holds the API key.
+// newError returns an *llm.APIError whose message never holds the API key
+// (in any of the forms llm.Redactor knows) nor the secret parts of the base
+// URL.
 func (m *Model) newError(status int, msg string, class error, wait time.Duration) *llm.APIError {
-	if k := string(*m.apiKey); k != "" {
-		msg = strings.ReplaceAll(msg, k, "[REDACTED]")
-	}
+	msg = m.redact.Redact(msg)
 	return &llm.APIError{Backend: backendName, StatusCode: status, Message: msg, RetryAfter: wait, Err: class}
 }
 

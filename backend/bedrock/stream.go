@@ -35,7 +35,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			InferenceConfig: p.inference,
 		})
 		if err != nil {
-			yield(llm.Event{}, classify(ctx, err))
+			yield(llm.Event{}, m.classify(ctx, err))
 			return
 		}
 		stream := out.GetStream()
@@ -61,7 +61,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(llm.Event{}, classify(ctx, fmt.Errorf("event stream: %w", err)))
+			yield(llm.Event{}, m.classify(ctx, fmt.Errorf("event stream: %w", llm.HideURLs(err))))
 			return
 		}
 		if err := ctx.Err(); err != nil {

@@ -41,9 +41,9 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		return llm.Secret(getenv(keyEnv))
 	}
-	// shown names the backend in errors: not the URL itself, whose query
-	// or user info may hold a key.
-	shown := u.Scheme + "://" + u.Host + u.EscapedPath()
+	// shown names the backend in errors by scheme and host alone: the
+	// URL's path, query or user info may hold a key.
+	shown := u.Scheme + "://" + u.Host
 	switch scheme := u.Scheme; scheme {
 	case "sim":
 		cfg, err := sim.ParseURL(raw)
