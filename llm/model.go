@@ -64,6 +64,15 @@ type ToolCallDelta struct {
 // An Accumulator reassembles streamed events into a [Response]. The zero
 // value is ready to use. It is not safe for concurrent use.
 type Accumulator struct {
+	// Limit caps the bytes of text and tool-call arguments held, so that a
+	// server streaming without end cannot exhaust memory; see
+	// [AnswerLimit]. Zero means no cap.
+	Limit int
+	// MaxTokens is the token cap of the request, named in the error of a
+	// reached Limit.
+	MaxTokens int
+
+	size   int // bytes of text and arguments held
 	text   []byte
 	calls  []toolCallBuf
 	usage  Usage
@@ -77,8 +86,17 @@ type toolCallBuf struct {
 	args     []byte
 }
 
-// Add folds one event into the response being built.
-func (a *Accumulator) Add(ev Event) {
+// Add folds one event into the response being built. Once the text and
+// tool-call arguments would exceed Limit, it keeps nothing of the event
+// and returns a *[SizeError] (wrapping [ErrTruncated]): the caller should
+// stop reading the stream.
+func (a *Accumulator) Add(ev Event) error {
+	if n := len(ev.Text) + len(ev.ToolCall.Arguments); a.Limit > 0 && n > 0 {
+		if a.size+n > a.Limit {
+			return &SizeError{Limit: int64(a.Limit), MaxTokens: a.MaxTokens}
+		}
+		a.size += n
+	}
 	switch ev.Type {
 	case EventText:
 		a.text = append(a.text, ev.Text...)
@@ -109,6 +127,7 @@ func (a *Accumulator) Add(ev Event) {
 	case EventRateLimit:
 		a.limit = ev.RateLimit
 	}
+	return nil
 }
 
 // Response returns the response assembled so far. A missing finish reason
