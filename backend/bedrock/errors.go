@@ -65,6 +65,9 @@ func classify(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
+	if te := truncated(err); te != nil {
+		return te
+	}
 	ae := &llm.APIError{Backend: backendName}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
