@@ -64,7 +64,7 @@ type ToolCallDelta struct {
 // An Accumulator reassembles streamed events into a [Response]. The zero
 // value is ready to use. It is not safe for concurrent use.
 type Accumulator struct {
-	// Limit caps the bytes of text and tool-call arguments held, so that a
+	// Limit caps the bytes of text and tool calls held, so that a
 	// server streaming without end cannot exhaust memory; see
 	// [AnswerLimit]. Zero means no cap.
 	Limit int
@@ -72,7 +72,7 @@ type Accumulator struct {
 	// reached Limit.
 	MaxTokens int
 
-	size   int // bytes of text and arguments held
+	size   int // bytes of text, arguments and calls held; see Add
 	text   []byte
 	calls  []toolCallBuf
 	usage  Usage
@@ -80,18 +80,44 @@ type Accumulator struct {
 	limit  *RateLimitInfo
 }
 
+// callOverhead is what a tool call counts against Accumulator.Limit
+// beyond its ID, name and arguments.
+const callOverhead = 64
+
 type toolCallBuf struct {
 	index    int
 	id, name string
 	args     []byte
 }
 
-// Add folds one event into the response being built. Once the text and
-// tool-call arguments would exceed Limit, it keeps nothing of the event
-// and returns a *[SizeError] (wrapping [ErrTruncated]): the caller should
-// stop reading the stream.
+// Add folds one event into the response being built. Once the text,
+// tool-call arguments and calls held would exceed Limit, it keeps nothing
+// of the event and returns a *[SizeError] (wrapping [ErrTruncated]): the
+// caller should stop reading the stream. Each call counts its ID and name
+// and a fixed overhead of 64 bytes, so that endless empty calls are
+// capped too.
 func (a *Accumulator) Add(ev Event) error {
-	if n := len(ev.Text) + len(ev.ToolCall.Arguments); a.Limit > 0 && n > 0 {
+	var (
+		b *toolCallBuf
+		n int // bytes the event adds
+	)
+	switch ev.Type {
+	case EventText:
+		n = len(ev.Text)
+	case EventToolCall:
+		d := ev.ToolCall
+		for i := range a.calls {
+			if a.calls[i].index == d.Index {
+				b = &a.calls[i]
+				break
+			}
+		}
+		n = len(d.Arguments)
+		if b == nil {
+			n += len(d.ID) + len(d.Name) + callOverhead
+		}
+	}
+	if a.Limit > 0 && n > 0 {
 		if a.size+n > a.Limit {
 			return &SizeError{Limit: int64(a.Limit), MaxTokens: a.MaxTokens}
 		}
@@ -102,13 +128,6 @@ func (a *Accumulator) Add(ev Event) error {
 		a.text = append(a.text, ev.Text...)
 	case EventToolCall:
 		d := ev.ToolCall
-		var b *toolCallBuf
-		for i := range a.calls {
-			if a.calls[i].index == d.Index {
-				b = &a.calls[i]
-				break
-			}
-		}
 		if b == nil {
 			a.calls = append(a.calls, toolCallBuf{index: d.Index})
 			b = &a.calls[len(a.calls)-1]
