@@ -90,7 +90,10 @@ type Job struct {
 	// MaxRetries, and an answer still cut fails with KindTruncated. The
 	// client also stops reading an answer larger than
 	// llm.AnswerLimit(MaxTokens) bytes (a server that ignores the cap),
-	// which fails with KindTruncated at once.
+	// which fails with KindTruncated at once. Servers that count the cap
+	// against the context window (vLLM, OpenAI, batchagent sim serve)
+	// refuse a prompt plus MaxTokens over it: lower MaxTokens for a model
+	// with a small window.
 	MaxTokens int
 	// MaxTokensLimit caps the token cap of a truncated answer's retries.
 	// Defaults to 4×MaxTokens; set it to MaxTokens to keep the cap and
