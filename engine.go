@@ -60,6 +60,12 @@ func New(j Job) (*Engine, error) {
 		return nil, badJob("negative limit (max turns %d, max inflight %d, max active %d, timeout %v, max tokens %d)",
 			j.MaxTurns, j.MaxInflight, j.MaxActive, j.Timeout, j.MaxTokens)
 	}
+	if j.MaxTokensLimit < 0 {
+		return nil, badJob("negative max tokens limit %d", j.MaxTokensLimit)
+	}
+	if j.MaxTokens == 0 {
+		j.MaxTokens = DefaultMaxTokens
+	}
 	if j.MaxActive == 0 {
 		j.MaxActive = DefaultMaxActive
 	}
@@ -111,6 +117,7 @@ func New(j Job) (*Engine, error) {
 		MaxTokens:  j.MaxTokens,
 		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
 	}
+	cfg.MaxTokensLimit = j.MaxTokensLimit
 	if e.gated {
 		cfg.Gate = e.adm
 	}
@@ -312,7 +319,7 @@ func resultOf(i int, in Input, st *agent.State) Result {
 	t := st.Timings
 	return Result{
 		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
-		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Usage: st.Usage,
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
 		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT},
 	}
 }

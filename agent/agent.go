@@ -80,7 +80,16 @@ type Config struct {
 	// Defaults to DefaultMaxRetries; negative means no retries.
 	MaxRetries int
 	// MaxTokens caps each generation; zero means the backend's default.
+	// An answer cut off at it (finish reason length) is asked again, with
+	// a request for a shorter answer and the cap doubled up to
+	// MaxTokensLimit; these retries count as corrections (MaxRetries). The
+	// streamed answer is also cut by the client at llm.AnswerLimit(MaxTokens)
+	// bytes, whatever the server does.
 	MaxTokens int
+	// MaxTokensLimit caps the raised token cap of a truncated answer's
+	// retries. Defaults to 4×MaxTokens; set it to MaxTokens to retry with
+	// the request for a shorter answer alone.
+	MaxTokensLimit int
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -120,6 +129,13 @@ func New(cfg Config) (*Runner, error) {
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
 	}
+	if cfg.MaxTokens < 0 || cfg.MaxTokensLimit < 0 {
+		return nil, fmt.Errorf("agent: negative max tokens %d or max tokens limit %d", cfg.MaxTokens, cfg.MaxTokensLimit)
+	}
+	if cfg.MaxTokensLimit == 0 {
+		cfg.MaxTokensLimit = 4 * cfg.MaxTokens
+	}
+	cfg.MaxTokensLimit = max(cfg.MaxTokensLimit, cfg.MaxTokens)
 	r := &Runner{cfg: cfg}
 	r.stream, _ = cfg.Model.(llm.Streamer)
 	system := cfg.System
@@ -171,6 +187,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
 	}
+	var cut cuts // the answers of this run cut off at the token cap
 	for {
 		if st.Turns >= r.cfg.MaxTurns {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
@@ -184,6 +201,12 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		}
 		turn := st.Turns
 		st.Turns++
+		if r.cut(resp) {
+			if err := r.retryCut(ctx, st, &cut, turn, resp); err != nil {
+				return err
+			}
+			continue
+		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
 		if len(msg.ToolCalls) > 0 {
@@ -256,7 +279,7 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Messages:  r.messages(st),
 		Tools:     r.tools,
 		Output:    r.output,
-		MaxTokens: r.cfg.MaxTokens,
+		MaxTokens: r.maxTokens(st),
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := r.call(ctx, st, req)
@@ -342,7 +365,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 // consume runs a streamed call and reassembles the response; first is when
 // the first event arrived.
 func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Response, first time.Time, err error) {
-	var acc llm.Accumulator
+	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
 			return nil, first, err
@@ -350,7 +373,9 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Respo
 		if first.IsZero() {
 			first = time.Now()
 		}
-		acc.Add(ev)
+		if err := acc.Add(ev); err != nil {
+			return nil, first, err // leaving the loop closes the stream
+		}
 	}
 	if first.IsZero() {
 		first = time.Now()

@@ -44,6 +44,12 @@ type State struct {
 	// Repairs counts fixes made to broken JSON answers (a trailing comma,
 	// a fence, brackets left open by a cut-off answer).
 	Repairs int `json:"repairs,omitempty"`
+	// Truncations counts answers cut off at the token cap (finish reason
+	// length), each asked again or, the last, failed.
+	Truncations int `json:"truncations,omitempty"`
+	// MaxTokens is the token cap raised after a truncated answer, used by
+	// the agent's later calls; zero means the configured one.
+	MaxTokens int `json:"max_tokens,omitempty"`
 	// Usage sums the tokens of all model calls.
 	Usage llm.Usage `json:"usage"`
 	// Timings accumulates where the agent's time went.

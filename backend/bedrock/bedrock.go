@@ -345,7 +345,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		System:          p.system,
 		ToolConfig:      p.toolConfig,
 		InferenceConfig: p.inference,
-	})
+	}, limitBody(int(aws.ToInt32(p.inference.MaxTokens))))
 	if err != nil {
 		return nil, m.classify(ctx, err)
 	}

@@ -67,6 +67,9 @@ func (m *Model) classify(ctx context.Context, err error) error {
 		return ctxErr
 	}
 	llm.HideURLs(err) // net/http quotes the request URL
+	if te := truncated(err); te != nil {
+		return te
+	}
 	ae := &llm.APIError{Backend: backendName}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {

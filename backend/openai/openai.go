@@ -300,7 +300,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, m.callError(ctx, raw, err)
 	}
 	defer raw.Body.Close()
-	resp, err := m.readCompletion(ctx, raw)
+	resp, err := m.readCompletion(ctx, raw, req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
