@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -27,28 +26,6 @@ func openState(path string) (*checkpoint.Store, error) {
 	return checkpoint.Open(path, checkpoint.Config{})
 }
 
-// openStateArg parses the flags of a command on a state file and opens the
-// file, its one argument. On failure it returns nil and the exit status.
-func openStateArg(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (*checkpoint.Store, int) {
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK
-		}
-		return nil, exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage:", usage)
-		return nil, exitUsage
-	}
-	store, err := openState(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "batchagent %s: %v\n", fs.Name(), err)
-		return nil, exitUsage
-	}
-	return store, exitOK
-}
-
 // pickJob returns id, or, when id is empty, the store's only job.
 func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, error) {
 	if id != "" {
@@ -66,18 +43,15 @@ func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, e
 
 // statusCmd prints the counts of a checkpointed run: `batchagent status
 // run.db`; with --agent N, the state of one agent, conversation included.
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	agentIdx := fs.Int("agent", -1, "print this agent's saved state (input index, from 0) as JSON, conversation included")
-	jobID := fs.String("job", "", "job of --agent (default: the store's only job)")
-	store, code := openStateArg(fs, args, "batchagent status STATE.db [--agent N [--job ID]]", stderr)
-	if store == nil {
-		return code
+func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr io.Writer) int {
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
 	}
 	defer store.Close()
-	if *agentIdx >= 0 {
-		return agentState(ctx, store, *jobID, *agentIdx, stdout, stderr)
+	if f.agent >= 0 {
+		return agentState(ctx, store, f.job, f.agent, stdout, stderr)
 	}
 	jobs, err := store.Jobs(ctx)
 	if err != nil {
@@ -141,17 +115,14 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 
 // exportCmd writes a checkpointed run's results in input order:
 // `batchagent export run.db --out results.jsonl`.
-func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "output file (default stdout)")
-	jobID := fs.String("job", "", "job to export (default: the store's only job)")
-	store, code := openStateArg(fs, args, "batchagent export STATE.db [--out FILE] [--job ID]", stderr)
-	if store == nil {
-		return code
+func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
 	}
 	defer store.Close()
-	id, err := pickJob(ctx, store, *jobID)
+	id, err := pickJob(ctx, store, f.job)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent export:", err)
 		return exitUsage
@@ -162,15 +133,15 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	var (
-		w io.Writer = stdout
-		f *os.File
+		w  io.Writer = stdout
+		of *os.File
 	)
-	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
+	if f.out != "" && f.out != "-" {
+		if of, err = os.Create(f.out); err != nil {
 			fmt.Fprintln(stderr, "batchagent export:", err)
 			return exitUsage
 		}
-		w = f
+		w = of
 	}
 	js := sink.NewJSONL(w, false)
 	unfinished := 0
@@ -186,9 +157,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if cerr := js.Close(); err == nil {
 		err = cerr
 	}
-	if f != nil {
+	if of != nil {
 		// The file's close error (a write that failed late) counts too.
-		if cerr := f.Close(); err == nil {
+		if cerr := of.Close(); err == nil {
 			err = cerr
 		}
 	}
