@@ -86,7 +86,9 @@ func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string 
 
 // writeSummary prints the end-of-run summary.
 func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath string) {
-	ran := st.Done - st.Restored
+	// Agents this run finished: the agents stopped mid-flight by an
+	// interrupt are delivered (canceled) but did not finish.
+	ran := st.Done - st.Restored - int64(notWritten)
 	fmt.Fprintf(w, "batchagent: %s: %d results in %s (", name, st.Done-int64(notWritten), wall.Round(time.Millisecond))
 	if st.Restored > 0 {
 		fmt.Fprintf(w, "%d restored from the state file; %d run, ", st.Restored, ran)

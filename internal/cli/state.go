@@ -18,12 +18,13 @@ import (
 	"github.com/batchagent/batchagent/internal/sink"
 )
 
-// openState opens an existing checkpoint store.
+// openState opens an existing checkpoint store read-only: status and
+// export never change it, and work on a file they cannot write.
 func openState(path string) (*checkpoint.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	return checkpoint.Open(path, checkpoint.Config{})
+	return checkpoint.OpenReadOnly(path)
 }
 
 // pickJob returns id, or, when id is empty, the store's only job.
@@ -58,33 +59,49 @@ func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr i
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
+	sums := make([]checkpoint.Summary, 0, len(jobs))
 	for _, id := range jobs {
 		s, err := store.Summary(ctx, id)
 		if err != nil {
 			fmt.Fprintln(stderr, "batchagent status:", err)
 			return exitFailed
 		}
-		fmt.Fprintf(stdout, "job %s: ", id)
-		if s.Inputs >= 0 {
-			fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
+		sums = append(sums, s)
+	}
+	if f.json {
+		if err := writeStatusJSON(stdout, path, sums); err != nil {
+			fmt.Fprintln(stderr, "batchagent status:", err)
+			return exitFailed
 		}
-		fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
-			s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
-		var kinds []string
-		for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
-		}
-		if len(kinds) > 0 {
-			fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
-		}
-		fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
-			s.ModelCalls, s.Turns, count(s.Usage.PromptTokens), count(s.Usage.CachedTokens), count(s.Usage.CompletionTokens))
-		if span := s.Last.Sub(s.First); span > 0 {
-			fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
-				float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
-		}
+		return exitOK
+	}
+	for _, s := range sums {
+		writeStatus(stdout, s)
 	}
 	return exitOK
+}
+
+// writeStatus prints one job's summary as text.
+func writeStatus(stdout io.Writer, s checkpoint.Summary) {
+	fmt.Fprintf(stdout, "job %s: ", s.JobID)
+	if s.Inputs >= 0 {
+		fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
+	}
+	fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
+		s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
+	}
+	if len(kinds) > 0 {
+		fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
+		s.ModelCalls, s.Turns, count(s.Usage.PromptTokens), count(s.Usage.CachedTokens), count(s.Usage.CompletionTokens))
+	if span := s.Last.Sub(s.First); span > 0 {
+		fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
+			float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
+	}
 }
 
 // agentState prints the saved state of agent idx of job id as indented
@@ -106,7 +123,7 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(st); err != nil {
+	if err := enc.Encode(stateView{State: st, Timings: timingsOf(st.Timings)}); err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
@@ -174,3 +191,29 @@ func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr i
 	fmt.Fprintln(stderr)
 	return exitOK
 }
+
+// stateView is an agent's state as `status --agent` prints it: its
+// timings in seconds, as result lines have them (queue_s, ...), not in the
+// nanoseconds of the state file.
+type stateView struct {
+	agent.State
+	Timings timingsView `json:"timings"` // hides State.Timings
+}
+
+// timingsView are agent timings in seconds, keyed as in result lines.
+type timingsView struct {
+	Queue     float64 `json:"queue_s"`
+	Inference float64 `json:"inference_s"`
+	Tools     float64 `json:"tools_s"`
+	Backoff   float64 `json:"backoff_s,omitempty"`
+	TTFT      float64 `json:"ttft_s"`
+	Total     float64 `json:"total_s,omitempty"`
+}
+
+func timingsOf(t agent.Timings) timingsView {
+	return timingsView{Queue: secs(t.Queue), Inference: secs(t.Inference), Tools: secs(t.Tools),
+		Backoff: secs(t.Backoff), TTFT: secs(t.TTFT), Total: secs(t.Total)}
+}
+
+// secs rounds d to microseconds, in seconds, as result lines do.
+func secs(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }
