@@ -225,3 +225,30 @@ func TestLogFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryConcurrency: the summary names the limit on model calls in
+// flight and where it comes from: the openai+http flavor's default of 16,
+// or the job file's limits.max_inflight.
+func TestSummaryConcurrency(t *testing.T) {
+	addr, _ := startSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
+		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond})
+	dir, job := newJob(t, "")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--backend", "openai+http://"+addr+"/v1")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if want := "concurrency: adaptive, start 16 (max 16: openai+http default; limits.max_inflight sets it)"; !strings.Contains(stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stderr)
+	}
+
+	dir, job = newJob(t, "limits:\n  max_inflight: 3\n  fixed_inflight: true\n")
+	in = writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	code, _, stderr = run(t, t.Context(), "run", job, "--inputs", in)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if want := "concurrency: fixed 3 (max 3: limits.max_inflight)"; !strings.Contains(stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stderr)
+	}
+}

@@ -68,6 +68,9 @@ type runner struct {
 	reduce    *batchagent.Reduce // nil: no reduce step
 	reduceOut string             // where the reduce output goes; "" for stdout
 	stdout    io.Writer
+	// limitSource says where the limit on model calls in flight comes
+	// from, for the summary.
+	limitSource string
 }
 
 // namedCloser is a file the runner closes, with what it is for errors.
@@ -195,6 +198,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.job = j
+	r.limitSource = concurrencySource(backend, j)
 
 	// Nothing but the output can fail from here: record the run.
 	resumed := false
@@ -407,7 +411,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	}
 	st := r.engine.Stats()
 	if !quiet {
-		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath)
+		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
 		if r.statePath != "" {
 			fmt.Fprintf(stderr, "  state: %s", r.statePath)
 			if r.resumedLines > 0 {
