@@ -252,3 +252,13 @@ func TestSummaryConcurrency(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, stderr)
 	}
 }
+
+// TestSimURLModel: sim:// takes ?model= like every backend URL.
+func TestSimURLModel(t *testing.T) {
+	dir, job := newJob(t, "")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	code, stdout, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--quiet", "--backend", "sim://?model=sim-7b&seed=2")
+	if code != 0 || len(readLines(t, stdout)) != 1 {
+		t.Errorf("run with sim://?model=: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+}
