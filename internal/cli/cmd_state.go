@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 )
@@ -34,6 +36,12 @@ status works on a read-only file or filesystem, and while the run goes on.`,
   batchagent status results.jsonl.state.db --agent 7`,
 		Args: exactArgs(1, "exactly one state file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("agent") && f.agent < 0 {
+				return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--agent %d: want an input index, from 0", f.agent)}
+			}
+			if f.json && f.agent >= 0 {
+				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--json and --agent contradict each other: --agent prints JSON already")}
+			}
 			return withSignals(cmd.Context(), func(ctx context.Context) int {
 				return statusCmd(ctx, args[0], f, a.stdout, a.stderr)
 			})
@@ -41,7 +49,7 @@ status works on a read-only file or filesystem, and while the run goes on.`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.agent, "agent", -1, "print this agent's saved state (input index, from 0) as JSON, conversation included")
-	fl.StringVar(&f.job, "job", "", "job of --agent (default: the store's only job)")
+	fl.StringVar(&f.job, "job", "", "job of --agent, or the one job to summarize (default: the store's only job, or all for the summary)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	return cmd
 }

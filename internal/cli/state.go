@@ -59,11 +59,17 @@ func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr i
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
+	if f.job != "" {
+		jobs = []string{f.job}
+	}
 	sums := make([]checkpoint.Summary, 0, len(jobs))
 	for _, id := range jobs {
 		s, err := store.Summary(ctx, id)
 		if err != nil {
 			fmt.Fprintln(stderr, "batchagent status:", err)
+			if errors.Is(err, checkpoint.ErrUnknownJob) {
+				return exitUsage
+			}
 			return exitFailed
 		}
 		sums = append(sums, s)
