@@ -31,16 +31,26 @@ type reporter struct {
 	bar  *mpb.Bar
 	done chan struct{}
 	wg   sync.WaitGroup
+	// unroute sends stderr's writes to stderr again; nil when they were
+	// not routed through the display.
+	unroute func()
 }
 
 // startReporter starts the progress line on w when w is a terminal; it
 // returns nil otherwise.
+// While it runs, what else is written to w (log lines, messages) goes
+// through the display when w is the commands' stderrWriter.
 func startReporter(e *batchagent.Engine, total int, w io.Writer) *reporter {
-	f, ok := w.(*os.File)
+	f, ok := baseWriter(w).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return newReporter(e.Stats, total, w, 0, nil)
+	r := newReporter(e.Stats, total, f, 0, nil)
+	if sw, ok := w.(*stderrWriter); ok {
+		sw.route(r.p)
+		r.unroute = func() { sw.route(nil) }
+	}
+	return r
 }
 
 // newReporter draws stats on w: at the terminal's width, or width when w
@@ -90,6 +100,9 @@ func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width in
 
 // stop ends the reporter's goroutines and removes the progress line.
 func (r *reporter) stop() {
+	if r.unroute != nil {
+		r.unroute()
+	}
 	close(r.done)
 	r.wg.Wait()
 	r.bar.Abort(true)

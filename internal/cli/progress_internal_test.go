@@ -89,3 +89,43 @@ func TestProgressNotOnPipes(t *testing.T) {
 		t.Fatal("startReporter on a buffer started a progress display, want none")
 	}
 }
+
+// TestProgressKeepsLogLines: a line written to stderr while the progress
+// display is drawn is printed above it, whole, and not to the raw stderr
+// under the display.
+func TestProgressKeepsLogLines(t *testing.T) {
+	var out, raw syncBuffer
+	refresh := make(chan any)
+	r := newReporter(func() batchagent.Stats { return batchagent.Stats{Started: 2} }, 10, &out, 60, refresh)
+	sw := &stderrWriter{base: &raw}
+	sw.route(r.p)
+	r.unroute = func() { sw.route(nil) }
+	refresh <- time.Now()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := sw.Write([]byte("level=WARN msg=\"queue probe failed\"\n"))
+		wrote <- err
+	}()
+	for done := false; !done; {
+		select {
+		case err := <-wrote:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case refresh <- time.Now():
+		}
+	}
+	refresh <- time.Now()
+	r.stop()
+	if _, err := sw.Write([]byte("after\n")); err != nil {
+		t.Fatal(err)
+	}
+	text := ansi.ReplaceAllString(out.String(), "")
+	if !strings.Contains(text, "level=WARN msg=\"queue probe failed\"\n") {
+		t.Errorf("display output lacks the log line:\n%q", text)
+	}
+	if raw.String() != "after\n" {
+		t.Errorf("raw stderr = %q, want only what was written after the display stopped", raw.String())
+	}
+}

@@ -27,7 +27,7 @@ type app struct {
 // newRoot builds the command tree. Each subcommand's definition (flags,
 // help) lives in a cmd_*.go file and calls the function that does the work.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &app{stdout: stdout, stderr: &stderrWriter{base: stderr}}
 	root := &cobra.Command{
 		Use:   "batchagent",
 		Short: "Run many LLM agents in parallel: input list in, structured result list out",
