@@ -109,6 +109,7 @@ func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
 // recordOutcome fills st's status and failure from a finished agent's
 // result.
 func recordOutcome(st *agent.State, r Result) {
+	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
 	if r.Err == nil {
 		st.Status = agent.StatusDone
 		return

@@ -314,13 +314,14 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
-// state: output, counters, usage and timings (Total left zero).
+// state: output, counters, usage and timings (Total as saved with a final
+// state; the engine sets it for the agents it runs).
 func resultOf(i int, in Input, st *agent.State) Result {
 	t := st.Timings
 	return Result{
 		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
-		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT},
+		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 	}
 }
 

@@ -83,6 +83,9 @@ type Timings struct {
 	// TTFT is the time from being ready for the first model call (slot
 	// wait included) to its first token.
 	TTFT time.Duration `json:"ttft"`
+	// Total is the agent's wall time in the run that finished it, set by
+	// the engine with its final state. Zero while the agent runs.
+	Total time.Duration `json:"total,omitempty"`
 }
 
 // Clone returns a deep copy of the conversation and counters of st.

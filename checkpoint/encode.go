@@ -91,6 +91,9 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	dst = appendIntField(dst, `,"tools":`, int64(t.Tools))
 	dst = appendIntField(dst, `,"backoff":`, int64(t.Backoff))
 	dst = appendIntField(dst, `,"ttft":`, int64(t.TTFT))
+	if t.Total != 0 {
+		dst = appendIntField(dst, `,"total":`, int64(t.Total))
+	}
 	dst = append(dst, '}')
 	if len(st.Output) > 0 {
 		if dst, err = appendRaw(append(dst, `,"output":`...), st.Output, false); err != nil {

@@ -50,6 +50,9 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		if err != nil {
 			return nil, fmt.Errorf("backend: %w", err)
 		}
+		if cfg.Model == "" {
+			cfg.Model = model
+		}
 		return sim.New(cfg)
 	case "openai", "openai+http", "openai+https", "vllm", "sglang", "llamacpp", "ollama", "sim+http":
 		cfg, err := openai.ParseURL(raw)

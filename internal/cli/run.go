@@ -7,9 +7,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,38 +33,12 @@ type runFlags struct {
 	inputs, out, backend, state string
 	ordered, quiet              bool
 	force, retryFailed, noState bool
+	logger                      *slog.Logger // the engine's; nil: silent
 }
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: batchagent run JOB.yaml [flags]\n\nRuns one agent per input and writes one JSON result per line.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	var f runFlags
-	fs.StringVar(&f.inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
-	fs.StringVar(&f.out, "out", "", "output file for JSONL results (default: the job's output, else stdout)")
-	fs.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms; overrides the job's backend")
-	fs.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress or summary on stderr")
-	fs.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
-	fs.BoolVar(&f.noState, "no-state", false, "no checkpoint store")
-	fs.BoolVar(&f.force, "force", false, "resume even though the job changed since the state was written")
-	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "batchagent run: want exactly one job file")
-		fs.Usage()
-		return exitUsage
-	}
-	r, err := prepare(ctx, pos[0], f, stdout)
+// runJob runs the job file at path with the flags f: `batchagent run`.
+func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
+	r, err := prepare(ctx, path, f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
@@ -94,6 +68,9 @@ type runner struct {
 	reduce    *batchagent.Reduce // nil: no reduce step
 	reduceOut string             // where the reduce output goes; "" for stdout
 	stdout    io.Writer
+	// limitSource says where the limit on model calls in flight comes
+	// from, for the summary.
+	limitSource string
 }
 
 // namedCloser is a file the runner closes, with what it is for errors.
@@ -157,6 +134,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		Backpressure:  batchagent.Backpressure{MaxQueued: max(cj.Limits.MaxQueued, 0), Disabled: cj.Limits.MaxQueued < 0},
 		WarmPrefix:    cj.WarmPrefix,
 	}
+	j.Logger = f.logger
 	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
 		// Token pacing (configured, or learnt from the backend's headers)
 		// needs real token counts.
@@ -220,6 +198,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.job = j
+	r.limitSource = concurrencySource(backend, j)
 
 	// Nothing but the output can fail from here: record the run.
 	resumed := false
@@ -432,7 +411,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	}
 	st := r.engine.Stats()
 	if !quiet {
-		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath)
+		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
 		if r.statePath != "" {
 			fmt.Fprintf(stderr, "  state: %s", r.statePath)
 			if r.resumedLines > 0 {
