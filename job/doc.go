@@ -31,5 +31,9 @@
 // sequence. The package never opens files: callers pass readers in and close
 // them.
 //
-// The package imports only the standard library.
+// JSONL lines are read with the jsontext package of
+// github.com/go-json-experiment/json, which refuses what encoding/json would
+// silently drop or replace: a repeated key ([ErrDuplicateKey]) and text that
+// is not UTF-8 ([ErrInvalidUTF8]). CSV fields are checked for UTF-8 too.
+// Apart from that package, job imports only the standard library.
 package job
