@@ -234,7 +234,7 @@ func TestJSONL(t *testing.T) {
 		},
 		{
 			"surrogate pairs, escaped backslashes and U+FFFD itself are fine",
-			`{"e":"\ud83d\ude00","b":"\\ud800","r":"\ufffd","l":"`+"\uFFFD"+`"}`,
+			`{"e":"\ud83d\ude00","b":"\\ud800","r":"\ufffd","l":"` + "\uFFFD" + `"}`,
 			[]row{{In: job.Input{"e": "\U0001F600", "b": `\ud800`, "r": "\uFFFD", "l": "\uFFFD"}}},
 		},
 		{
