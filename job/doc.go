@@ -8,7 +8,10 @@
 // arrays; "{{" and "}}" are literal braces. [Template.Render] fills the
 // placeholders from an [Input]: strings go in as they are, numbers as decimal
 // text, objects and arrays as compact JSON. A missing field is a
-// *[MissingFieldError], so a bad row fails alone.
+// *[MissingFieldError], so a bad row fails alone. [Template.MissingFields]
+// compares a template's fields with what an input source provides (the
+// names [CSVHeader] reads, the keys of a first row), so that a misspelt
+// placeholder is found before any row is rendered.
 //
 // # Inputs
 //

@@ -199,6 +199,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return nil, err
 	}
+	if err := checkPlaceholders(path, cj.Task, inPath); err != nil {
+		return nil, err
+	}
 
 	statePath := f.state
 	if statePath == "" && r.outPath != "" && !f.noState {
