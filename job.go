@@ -81,6 +81,14 @@ type Job struct {
 	Backoff Backoff
 	// MaxTokens caps each generation. Zero means the backend's default.
 	MaxTokens int
+	// Temperature and TopP, when set, override the backend's sampling
+	// defaults; Seed, when set, asks for deterministic sampling where the
+	// backend supports it (OpenAI-compatible servers); Stop lists sequences
+	// that end a generation. Nil and empty mean the backend's defaults. See
+	// [llm.Request] for how each backend sends them.
+	Temperature, TopP *float64
+	Seed              *int64
+	Stop              []string
 	// ToolPool configures the shared tool pool (cache size and TTL, result
 	// size cap, per-call timeout).
 	ToolPool tool.PoolConfig

@@ -81,6 +81,11 @@ type Config struct {
 	MaxRetries int
 	// MaxTokens caps each generation; zero means the backend's default.
 	MaxTokens int
+	// Temperature, TopP, Seed and StopSequences (llm.Request's Stop) go
+	// into every request; nil and empty mean the backend's defaults.
+	Temperature, TopP *float64
+	Seed              *int64
+	StopSequences     []string
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -257,6 +262,11 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Tools:     r.tools,
 		Output:    r.output,
 		MaxTokens: r.cfg.MaxTokens,
+
+		Temperature: r.cfg.Temperature,
+		TopP:        r.cfg.TopP,
+		Seed:        r.cfg.Seed,
+		Stop:        r.cfg.StopSequences,
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := r.call(ctx, st, req)

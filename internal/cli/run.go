@@ -157,6 +157,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		Backpressure:  batchagent.Backpressure{MaxQueued: max(cj.Limits.MaxQueued, 0), Disabled: cj.Limits.MaxQueued < 0},
 		WarmPrefix:    cj.WarmPrefix,
 	}
+	applyKnobs(&j, cj)
 	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
 		// Token pacing (configured, or learnt from the backend's headers)
 		// needs real token counts.
