@@ -116,6 +116,11 @@ func New(j Job) (*Engine, error) {
 		MaxRetries: j.MaxRetries,
 		MaxTokens:  j.MaxTokens,
 		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
+
+		Temperature:   j.Temperature,
+		TopP:          j.TopP,
+		Seed:          j.Seed,
+		StopSequences: j.Stop,
 	}
 	cfg.MaxTokensLimit = j.MaxTokensLimit
 	if e.gated {

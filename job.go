@@ -99,6 +99,14 @@ type Job struct {
 	// Defaults to 4×MaxTokens; set it to MaxTokens to keep the cap and
 	// only ask for a shorter answer (some models refuse a larger one).
 	MaxTokensLimit int
+	// Temperature and TopP, when set, override the backend's sampling
+	// defaults; Seed, when set, asks for deterministic sampling where the
+	// backend supports it (OpenAI-compatible servers); Stop lists sequences
+	// that end a generation. Nil and empty mean the backend's defaults. See
+	// [llm.Request] for how each backend sends them.
+	Temperature, TopP *float64
+	Seed              *int64
+	Stop              []string
 	// ToolPool configures the shared tool pool (cache size and TTL, result
 	// size cap, per-call timeout).
 	ToolPool tool.PoolConfig

@@ -90,6 +90,11 @@ type Config struct {
 	// retries. Defaults to 4×MaxTokens; set it to MaxTokens to retry with
 	// the request for a shorter answer alone.
 	MaxTokensLimit int
+	// Temperature, TopP, Seed and StopSequences (llm.Request's Stop) go
+	// into every request; nil and empty mean the backend's defaults.
+	Temperature, TopP *float64
+	Seed              *int64
+	StopSequences     []string
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -280,6 +285,11 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Tools:     r.tools,
 		Output:    r.output,
 		MaxTokens: r.maxTokens(st),
+
+		Temperature: r.cfg.Temperature,
+		TopP:        r.cfg.TopP,
+		Seed:        r.cfg.Seed,
+		Stop:        r.cfg.StopSequences,
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := r.call(ctx, st, req)

@@ -135,6 +135,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		WarmPrefix:    cj.WarmPrefix,
 	}
 	j.Logger = f.logger
+	applyKnobs(&j, cj)
 	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
 		// Token pacing (configured, or learnt from the backend's headers)
 		// needs real token counts.
@@ -175,6 +176,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", path)
 	}
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
+		return nil, err
+	}
+	if err := checkPlaceholders(path, cj.Task, inPath); err != nil {
 		return nil, err
 	}
 
