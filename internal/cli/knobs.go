@@ -12,7 +12,7 @@ import (
 // interval and the tool pool's cache, result cap and timeout. Zero values
 // in the file leave the engine's defaults.
 func applyKnobs(j *batchagent.Job, cj *config.Job) {
-	j.MaxTokens = cj.MaxTokens
+	j.MaxTokens, j.MaxTokensLimit = cj.MaxTokens, cj.MaxTokensLimit
 	j.Temperature, j.TopP, j.Seed, j.Stop = cj.Temperature, cj.TopP, cj.Seed, cj.Stop
 	j.Backoff.Base = time.Duration(cj.Limits.Backoff.Base)
 	j.Backoff.RateLimitBase = time.Duration(cj.Limits.Backoff.RateLimitBase)

@@ -17,6 +17,7 @@ import (
 func TestApplyKnobs(t *testing.T) {
 	cj, err := config.Parse([]byte(`task: x
 max_tokens: 300
+max_tokens_limit: 900
 temperature: 0
 top_p: 0.5
 seed: -7
@@ -36,14 +37,15 @@ tool_pool: {cache_size: 12, cache_ttl: 1m, max_result_bytes: -1, timeout: 4s}
 	}
 	applyKnobs(&j, cj)
 	want := batchagent.Job{
-		Task:         "x",
-		MaxTokens:    300,
-		Temperature:  new(0.0),
-		TopP:         new(0.5),
-		Seed:         new(int64(-7)),
-		Stop:         []string{"END"},
-		Backoff:      batchagent.Backoff{Base: 10 * time.Millisecond, RateLimitBase: 3 * time.Second, Max: 20 * time.Second},
-		Backpressure: batchagent.Backpressure{MaxQueued: 9, Interval: time.Second},
+		Task:           "x",
+		MaxTokens:      300,
+		MaxTokensLimit: 900,
+		Temperature:    new(0.0),
+		TopP:           new(0.5),
+		Seed:           new(int64(-7)),
+		Stop:           []string{"END"},
+		Backoff:        batchagent.Backoff{Base: 10 * time.Millisecond, RateLimitBase: 3 * time.Second, Max: 20 * time.Second},
+		Backpressure:   batchagent.Backpressure{MaxQueued: 9, Interval: time.Second},
 		ToolPool: tool.PoolConfig{CacheSize: 12, CacheTTL: time.Minute, MaxResultBytes: -1, Timeout: 4 * time.Second,
 			Policies: map[string]tool.Policy{"t": {Rate: 1}}},
 	}

@@ -30,6 +30,7 @@
 // out keeps the engine's default ([Job] documents each):
 //
 //	max_tokens: 1024              # batchagent.Job.MaxTokens
+//	max_tokens_limit: 4096        # Job.MaxTokensLimit: cap for retries of cut answers
 //	temperature: 0                # Job.Temperature (sent even when 0)
 //	top_p: 0.9                    # Job.TopP, 0 to 1
 //	seed: 42                      # Job.Seed (OpenAI-compatible backends)

@@ -60,6 +60,11 @@ type Job struct {
 	// MaxTokens caps the tokens of each generation. Zero means the engine's
 	// default.
 	MaxTokens int `yaml:"max_tokens"`
+	// MaxTokensLimit caps the raised token cap with which an answer cut off
+	// at max_tokens is asked again. Zero means the engine's default (4×
+	// max_tokens); equal to max_tokens keeps the cap and only asks for a
+	// shorter answer.
+	MaxTokensLimit int `yaml:"max_tokens_limit"`
 	// Temperature is the sampling temperature, from 0 (most likely tokens)
 	// up; backends accept up to 1 (Anthropic) or 2 (OpenAI). Nil means the
 	// backend's default.

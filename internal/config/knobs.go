@@ -43,6 +43,12 @@ func (d *decoder) validateKnobs(j *Job) {
 	if j.MaxTokens < 0 && d.ok("max_tokens") {
 		d.report(d.at("max_tokens"), "max_tokens", "must not be negative, got %d", j.MaxTokens)
 	}
+	if j.MaxTokensLimit < 0 && d.ok("max_tokens_limit") {
+		d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must not be negative, got %d", j.MaxTokensLimit)
+	}
+	if j.MaxTokensLimit > 0 && j.MaxTokens > j.MaxTokensLimit && d.ok("max_tokens_limit") {
+		d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must be at least max_tokens (%d), got %d", j.MaxTokens, j.MaxTokensLimit)
+	}
 	if p := j.Temperature; p != nil && (*p < 0 || math.IsInf(*p, 0) || math.IsNaN(*p)) && d.ok("temperature") {
 		d.report(d.at("temperature"), "temperature", "must be a number from 0 up, got %v", *p)
 	}

@@ -82,13 +82,21 @@ func TestParseKnobProblems(t *testing.T) {
 	runProblemCases(t, t.TempDir(), []problemCase{
 		{
 			name: "sampling out of range",
-			in:   "task: x\nmax_tokens: -1\ntemperature: -0.5\ntop_p: 1.5\nseed: 1.5\nstop: [a, '']\n",
+			in:   "task: x\nmax_tokens: -1\nmax_tokens_limit: -2\ntemperature: -0.5\ntop_p: 1.5\nseed: 1.5\nstop: [a, '']\n",
 			want: []config.Problem{
 				{Line: 2, Col: 13, Path: "max_tokens", Msg: "must not be negative, got -1"},
-				{Line: 3, Col: 14, Path: "temperature", Msg: "must be a number from 0 up, got -0.5"},
-				{Line: 4, Col: 8, Path: "top_p", Msg: "must be a number from 0 to 1, got 1.5"},
-				{Line: 5, Col: 7, Path: "seed", Msg: "expected an integer, got 1.5"},
-				{Line: 6, Col: 11, Path: "stop[1]", Msg: "must not be empty"},
+				{Line: 3, Col: 19, Path: "max_tokens_limit", Msg: "must not be negative, got -2"},
+				{Line: 4, Col: 14, Path: "temperature", Msg: "must be a number from 0 up, got -0.5"},
+				{Line: 5, Col: 8, Path: "top_p", Msg: "must be a number from 0 to 1, got 1.5"},
+				{Line: 6, Col: 7, Path: "seed", Msg: "expected an integer, got 1.5"},
+				{Line: 7, Col: 11, Path: "stop[1]", Msg: "must not be empty"},
+			},
+		},
+		{
+			name: "token limit below the cap",
+			in:   "task: x\nmax_tokens: 512\nmax_tokens_limit: 256\n",
+			want: []config.Problem{
+				{Line: 3, Col: 19, Path: "max_tokens_limit", Msg: "must be at least max_tokens (512), got 256"},
 			},
 		},
 		{
