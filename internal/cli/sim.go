@@ -69,6 +69,9 @@ func simCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Model.FailRate, "fail", 0, "share of requests answered 503")
 	fs.StringVar(&apiKeyEnv, "api-key-env", "", "environment variable holding the API key requests must carry (default: no key)")
 	fs.StringVar(&fault, "fault", "", "fault injected into every request: rate_limited, overloaded, server_error, bad_request, stream_cut, malformed")
+	fs.DurationVar(&cfg.FaultAfter, "fault-after", 0, "inject --fault only into requests that arrive this long after the start")
+	fs.DurationVar(&cfg.FaultFor, "fault-for", 0, "inject --fault for this long from --fault-after, then serve normally (0: forever)")
+	fs.DurationVar(&cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
 	fs.BoolVar(&verbose, "v", false, "log every request")
 	pos, err := parse(fs, args[1:])
 	if err != nil {
