@@ -1,0 +1,189 @@
+package batchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// DefaultOutageBudget is the default of [Job.OutageBudget].
+const DefaultOutageBudget = 5 * time.Minute
+
+// DefaultStartWindow is how long connection failures may last, from the
+// first, before any model call got an answer, until the engine declares the
+// backend unavailable ([ErrBackendUnavailable]); a shorter
+// [Job.OutageBudget] shortens it.
+const DefaultStartWindow = 10 * time.Second
+
+// maxConnPause caps the global pause after connection failures, so that
+// admission tries the backend again at least this often while it is down.
+const maxConnPause = 5 * time.Second
+
+// ErrBackendUnavailable ends a run whose backend never answered: no model
+// call got an answer and connections to the backend failed for the start
+// window ([DefaultStartWindow], or [Job.OutageBudget] when shorter). The
+// agents it stops, and the inputs not started, get results of kind
+// [KindCanceled] whose error wraps it (errors.Is): with a Checkpoint they
+// stay pending, to be run again by the next run. Its message names the last
+// connection failure.
+var ErrBackendUnavailable = errors.New("batchagent: backend unavailable")
+
+// outage is the admission gate's view of the backend's health: a global
+// pause after rate-limit and overload answers that ask for a wait
+// (Retry-After) and after connection failures, and the detection of a
+// backend that is unreachable from the start.
+type outage struct {
+	base, max time.Duration // back-off of the pause after connection failures
+	window    time.Duration // start window; zero: no detection
+
+	mu        sync.Mutex    // protects the fields below
+	until     time.Time     // admission paused until then
+	gen       uint64        // connection pauses begun so far
+	connFails int           // consecutive connection pauses, for the back-off
+	answered  bool          // some call got an answer from the backend
+	firstFail time.Time     // first connection failure while !answered
+	down      chan struct{} // closed once downErr is set
+	downErr   error         // wraps ErrBackendUnavailable once the backend is declared down
+}
+
+// newOutage returns the outage state of a job's admission.
+func newOutage(j Job) *outage {
+	base, maxd := j.Backoff.Base, j.Backoff.Max
+	if base <= 0 {
+		base = retry.DefaultBase
+	}
+	if maxd <= 0 {
+		maxd = retry.DefaultMax
+	}
+	o := &outage{base: base, max: maxd, down: make(chan struct{})}
+	budget := j.OutageBudget
+	if budget == 0 {
+		budget = DefaultOutageBudget
+	}
+	if budget > 0 {
+		o.window = min(DefaultStartWindow, budget)
+	}
+	return o
+}
+
+// reset forgets a backend declared down, so that a new run tries it again.
+func (o *outage) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.downErr != nil {
+		o.downErr, o.down, o.firstFail = nil, make(chan struct{}), time.Time{}
+	}
+}
+
+// unavailable returns the error that declared the backend down, or nil.
+func (o *outage) unavailable() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.downErr
+}
+
+// downed returns a channel closed once the backend is declared down.
+func (o *outage) downed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.down
+}
+
+// generation identifies the connection pauses so far, for calls admitted
+// now: a failure of a call admitted before the last pause began does not
+// lengthen the next one.
+func (o *outage) generation() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gen
+}
+
+// pausedFor returns how long admission stays paused from now, or zero.
+func (o *outage) pausedFor() time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return time.Until(o.until)
+}
+
+// wait blocks while admission is paused. It returns the unavailability
+// error once the backend is declared down, or ctx's error.
+func (o *outage) wait(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		d, down, err := time.Until(o.until), o.down, o.downErr
+		o.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-down:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// observe records the outcome of a call admitted in generation gen: an
+// answer, a rate-limit or overload answer asking for a wait, or a
+// connection failure.
+func (o *outage) observe(gen uint64, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the caller gave up: nothing learnt about the backend
+	}
+	if _, ok := errors.AsType[*llm.APIError](err); err != nil && !ok {
+		return // not the backend's answer (a stopped agent, a misuse)
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !errors.Is(err, llm.ErrConnection) {
+		o.answered = true
+		o.connFails = 0
+		o.firstFail = time.Time{}
+		if ra := llm.RetryAfter(err); ra > 0 && (errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)) {
+			o.pauseLocked(now.Add(min(ra, o.max)))
+		}
+		return
+	}
+	if gen == o.gen {
+		// The first failure since the last pause began: pause everyone,
+		// twice as long as last time.
+		o.gen++
+		o.connFails++
+		pause := o.max
+		if n := o.connFails - 1; n < 32 && o.base<<n > 0 && o.base<<n < pause {
+			pause = o.base << n
+		}
+		o.pauseLocked(now.Add(min(pause, maxConnPause)))
+	}
+	if o.answered || o.window == 0 || o.downErr != nil {
+		return
+	}
+	if o.firstFail.IsZero() {
+		o.firstFail = now
+	}
+	if since := now.Sub(o.firstFail); since >= o.window {
+		o.downErr = fmt.Errorf("%w: no answer in %v since the first connection failure, and none before: %v",
+			ErrBackendUnavailable, since.Round(time.Millisecond), err)
+		close(o.down)
+	}
+}
+
+// pauseLocked pauses admission until t, or longer if it already is.
+func (o *outage) pauseLocked(t time.Time) {
+	if t.After(o.until) {
+		o.until = t
+	}
+}
