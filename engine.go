@@ -109,9 +109,9 @@ func New(j Job) (*Engine, error) {
 		MaxTurns:   j.MaxTurns,
 		MaxRetries: j.MaxRetries,
 		MaxTokens:  j.MaxTokens,
+		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
 
 		OutageBudget: j.OutageBudget,
-		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
 	}
 	if e.gated {
 		cfg.Gate = e.adm
