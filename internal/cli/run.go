@@ -166,6 +166,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 		j.RateLimit.CountTokens = counter.Count
 	}
+	j.OutageBudget = time.Duration(cj.Limits.OutageBudget)
 	if cj.Limits.MaxRetries != nil {
 		j.MaxRetries = *cj.Limits.MaxRetries
 		if j.MaxRetries == 0 {

@@ -209,6 +209,10 @@ type Limits struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// Timeout bounds the run time of one agent. Zero means no timeout.
 	Timeout Duration `yaml:"timeout"`
+	// OutageBudget is how long one model request is retried while the
+	// backend cannot answer (rate limits, overload, connection failures,
+	// timeouts) before the agent fails. Zero means the engine default (5m).
+	OutageBudget Duration `yaml:"outage_budget"`
 	// FixedInflight keeps the inflight limit at max_inflight instead of
 	// adapting it to the backend's throttling.
 	FixedInflight bool `yaml:"fixed_inflight"`
