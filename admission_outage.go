@@ -175,10 +175,33 @@ func (o *outage) observe(gen uint64, err error) {
 		o.firstFail = now
 	}
 	if since := now.Sub(o.firstFail); since >= o.window {
-		o.downErr = fmt.Errorf("%w: no answer in %v since the first connection failure, and none before: %v",
-			ErrBackendUnavailable, since.Round(time.Millisecond), err)
-		close(o.down)
+		o.declareLocked(now, err)
 	}
+}
+
+// gaveUp is told that an agent failed with err after its outage budget:
+// if err is a connection failure and no call ever got an answer, the
+// backend is declared down at once, so that the agent's input stays
+// pending like the others'.
+func (o *outage) gaveUp(err error) {
+	if !errors.Is(err, llm.ErrConnection) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.answered && o.window > 0 && o.downErr == nil {
+		o.declareLocked(time.Now(), err)
+	}
+}
+
+func (o *outage) declareLocked(now time.Time, err error) {
+	since := time.Duration(0)
+	if !o.firstFail.IsZero() {
+		since = now.Sub(o.firstFail)
+	}
+	o.downErr = fmt.Errorf("%w: no answer in %v since the first connection failure, and none before: %v",
+		ErrBackendUnavailable, since.Round(time.Millisecond), err)
+	close(o.down)
 }
 
 // pauseLocked pauses admission until t, or longer if it already is.

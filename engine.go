@@ -321,6 +321,9 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		if e.gated { // the gate sees every call: it knows whether any was answered
+			e.adm.out.gaveUp(ae.Err)
+		}
 		if down := e.adm.out.unavailable(); down != nil {
 			// Stopped by the unavailable backend, whichever error it
 			// saw first: no answer came, so it stays pending.
