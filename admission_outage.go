@@ -166,7 +166,12 @@ func (o *outage) observe(gen uint64, err error) {
 		if n := o.connFails - 1; n < 32 && o.base<<n > 0 && o.base<<n < pause {
 			pause = o.base << n
 		}
-		o.pauseLocked(now.Add(min(pause, maxConnPause)))
+		pause = min(pause, maxConnPause)
+		if !o.answered && !o.firstFail.IsZero() && o.window > 0 {
+			// Try again when the start window ends, not later.
+			pause = max(min(pause, o.firstFail.Add(o.window).Sub(now)), time.Millisecond)
+		}
+		o.pauseLocked(now.Add(pause))
 	}
 	if o.answered || o.window == 0 || o.downErr != nil {
 		return
