@@ -220,7 +220,10 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	if congested {
 		a.throttl.Add(1)
 	}
-	a.out.observe(p.gen, err)
+	if pause := a.out.observe(p.gen, err); pause > 0 {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "backend cannot answer: admission paused for every agent",
+			slog.Duration("pause", pause), slog.Any("err", err))
+	}
 	if errors.Is(err, llm.ErrConnection) {
 		congested = true
 	}

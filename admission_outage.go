@@ -137,13 +137,14 @@ func (o *outage) wait(ctx context.Context) error {
 
 // observe records the outcome of a call admitted in generation gen: an
 // answer, a rate-limit or overload answer asking for a wait, or a
-// connection failure.
-func (o *outage) observe(gen uint64, err error) {
+// connection failure. It returns the pause that err began while
+// admission was open, or zero.
+func (o *outage) observe(gen uint64, err error) (began time.Duration) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return // the caller gave up: nothing learnt about the backend
+		return 0 // the caller gave up: nothing learnt about the backend
 	}
 	if _, ok := errors.AsType[*llm.APIError](err); err != nil && !ok {
-		return // not the backend's answer (a stopped agent, a misuse)
+		return 0 // not the backend's answer (a stopped agent, a misuse)
 	}
 	now := time.Now()
 	o.mu.Lock()
@@ -153,9 +154,9 @@ func (o *outage) observe(gen uint64, err error) {
 		o.connFails = 0
 		o.firstFail = time.Time{}
 		if ra := llm.RetryAfter(err); ra > 0 && (errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)) {
-			o.pauseLocked(now.Add(min(ra, o.max)))
+			return o.pauseLocked(now, now.Add(min(ra, o.max)))
 		}
-		return
+		return 0
 	}
 	if gen == o.gen {
 		// The first failure since the last pause began: pause everyone,
@@ -171,10 +172,10 @@ func (o *outage) observe(gen uint64, err error) {
 			// Try again when the start window ends, not later.
 			pause = max(min(pause, o.firstFail.Add(o.window).Sub(now)), time.Millisecond)
 		}
-		o.pauseLocked(now.Add(pause))
+		began = o.pauseLocked(now, now.Add(pause))
 	}
 	if o.answered || o.window == 0 || o.downErr != nil {
-		return
+		return began
 	}
 	if o.firstFail.IsZero() {
 		o.firstFail = now
@@ -182,6 +183,7 @@ func (o *outage) observe(gen uint64, err error) {
 	if since := now.Sub(o.firstFail); since >= o.window {
 		o.declareLocked(now, err)
 	}
+	return began
 }
 
 // gaveUp is told that an agent failed with err after its outage budget:
@@ -209,9 +211,15 @@ func (o *outage) declareLocked(now time.Time, err error) {
 	close(o.down)
 }
 
-// pauseLocked pauses admission until t, or longer if it already is.
-func (o *outage) pauseLocked(t time.Time) {
+// pauseLocked pauses admission until t, or longer if it already is. It
+// returns the pause when admission was open at now, else zero.
+func (o *outage) pauseLocked(now, t time.Time) time.Duration {
+	open := !o.until.After(now)
 	if t.After(o.until) {
 		o.until = t
 	}
+	if open {
+		return t.Sub(now)
+	}
+	return 0
 }

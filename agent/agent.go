@@ -280,10 +280,9 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 	var (
 		attempt int       // retries of failures other than outages
 		outage  int       // retries in the current outage
-		since   time.Time // when the current outage began: its first failed call
+		since   time.Time // when the current outage began: its first failure
 	)
 	for {
-		began := time.Now()
 		resp, err := r.call(ctx, st, req)
 		if err == nil {
 			return resp, nil
@@ -294,7 +293,9 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		var wait time.Duration
 		if r.cfg.OutageBudget > 0 && isOutage(err) {
 			if since.IsZero() {
-				since = began
+				// From the failure, not the call's start: the wait for a
+				// slot before it is not an outage.
+				since = time.Now()
 			}
 			elapsed := time.Since(since)
 			if elapsed >= r.cfg.OutageBudget {
