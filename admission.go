@@ -220,13 +220,14 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	if congested {
 		a.throttl.Add(1)
 	}
-	if pause := a.out.observe(p.gen, err); pause > 0 {
+	pause, firstConnFail := a.out.observe(p.gen, err)
+	if pause > 0 {
 		a.log.LogAttrs(context.Background(), slog.LevelWarn, "backend cannot answer: admission paused for every agent",
 			slog.Duration("pause", pause), slog.Any("err", err))
 	}
-	if errors.Is(err, llm.ErrConnection) {
-		congested = true
-	}
+	// A backend that went away lowers the limit once, not once per
+	// probe while it is away: the pauses hold the agents meanwhile.
+	congested = congested || firstConnFail
 	if a.aimd != nil && (err == nil || congested) {
 		a.aimd.Observe(p.epoch, congested)
 	}

@@ -138,13 +138,14 @@ func (o *outage) wait(ctx context.Context) error {
 // observe records the outcome of a call admitted in generation gen: an
 // answer, a rate-limit or overload answer asking for a wait, or a
 // connection failure. It returns the pause that err began while
-// admission was open, or zero.
-func (o *outage) observe(gen uint64, err error) (began time.Duration) {
+// admission was open, or zero, and whether err is the first connection
+// failure since the backend last answered.
+func (o *outage) observe(gen uint64, err error) (began time.Duration, first bool) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return 0 // the caller gave up: nothing learnt about the backend
+		return 0, false // the caller gave up: nothing learnt about the backend
 	}
 	if _, ok := errors.AsType[*llm.APIError](err); err != nil && !ok {
-		return 0 // not the backend's answer (a stopped agent, a misuse)
+		return 0, false // not the backend's answer (a stopped agent, a misuse)
 	}
 	now := time.Now()
 	o.mu.Lock()
@@ -154,15 +155,16 @@ func (o *outage) observe(gen uint64, err error) (began time.Duration) {
 		o.connFails = 0
 		o.firstFail = time.Time{}
 		if ra := llm.RetryAfter(err); ra > 0 && (errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)) {
-			return o.pauseLocked(now, now.Add(min(ra, o.max)))
+			return o.pauseLocked(now, now.Add(min(ra, o.max))), false
 		}
-		return 0
+		return 0, false
 	}
 	if gen == o.gen {
 		// The first failure since the last pause began: pause everyone,
 		// twice as long as last time.
 		o.gen++
 		o.connFails++
+		first = o.connFails == 1
 		pause := o.max
 		if n := o.connFails - 1; n < 32 && o.base<<n > 0 && o.base<<n < pause {
 			pause = o.base << n
@@ -175,7 +177,7 @@ func (o *outage) observe(gen uint64, err error) (began time.Duration) {
 		began = o.pauseLocked(now, now.Add(pause))
 	}
 	if o.answered || o.window == 0 || o.downErr != nil {
-		return began
+		return began, first
 	}
 	if o.firstFail.IsZero() {
 		o.firstFail = now
@@ -183,7 +185,7 @@ func (o *outage) observe(gen uint64, err error) (began time.Duration) {
 	if since := now.Sub(o.firstFail); since >= o.window {
 		o.declareLocked(now, err)
 	}
-	return began
+	return began, first
 }
 
 // gaveUp is told that an agent failed with err after its outage budget:
