@@ -13,13 +13,14 @@ import (
 )
 
 // flakyModel is a hand-written llm.Model fake of a hosted backend that
-// fails every call that starts in [down, up) with err and answers the
-// others after latency. It records when each call started and how it
-// ended.
+// fails every call that starts in [down, up), and the first failFirst
+// calls, with err and answers the others after latency. It records when
+// each call started and how it ended.
 type flakyModel struct {
-	down, up time.Time
-	err      error
-	latency  time.Duration
+	down, up  time.Time
+	failFirst int
+	err       error
+	latency   time.Duration
 
 	mu     sync.Mutex
 	starts []time.Time
@@ -31,11 +32,12 @@ func (m *flakyModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respo
 	now := time.Now()
 	m.mu.Lock()
 	m.starts = append(m.starts, now)
-	m.mu.Unlock()
-	if !now.Before(m.down) && now.Before(m.up) {
-		m.mu.Lock()
+	fail := !now.Before(m.down) && now.Before(m.up) || len(m.failed) < m.failFirst
+	if fail {
 		m.failed = append(m.failed, now)
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if fail {
 		return nil, m.err
 	}
 	t := time.NewTimer(m.latency)
@@ -188,6 +190,35 @@ func TestOutageAfterAnswerIsNotDeadBackend(t *testing.T) {
 		_, res := runAll(t, batchagent.Job{Model: m, Task: "{id}", OutageBudget: 2 * time.Second}, 10)
 		if took := time.Since(begin); took > 5*time.Second || !errors.Is(res[0].Err, batchagent.ErrBackendUnavailable) {
 			t.Errorf("run ended after %v with %v, want ErrBackendUnavailable after about the 2s budget", took, res[0].Err)
+		}
+	})
+}
+
+// TestSingleOverloadStaysShort checks that a lone 503 without Retry-After
+// (the 2 % of failures bench fair injects) neither pauses the other agents
+// nor delays its own agent by more than the short default back-off.
+func TestSingleOverloadStaysShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		m := &flakyModel{failFirst: 1, latency: 10 * time.Millisecond,
+			err: &llm.APIError{Backend: "fake", StatusCode: 503, Err: llm.ErrOverloaded}}
+		_, res := runAll(t, batchagent.Job{Model: m, Task: "{id}"}, 16)
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("result %d: %v", r.Index, r.Err)
+			}
+		}
+		if len(m.failed) != 1 {
+			t.Fatalf("%d calls failed, want the first only", len(m.failed))
+		}
+		// The 503 halves the limit (16 → 8) but pauses no one: the
+		// other calls went on at once, and the retry came within the
+		// first back-off ceiling (50ms).
+		if n := m.callsIn(begin, begin.Add(time.Nanosecond)); n < 8 {
+			t.Errorf("%d calls started at once, want at least the halved limit 8: a 503 without Retry-After pauses no one", n)
+		}
+		if took := time.Since(begin); took > 70*time.Millisecond {
+			t.Errorf("run took %v, want at most the 50ms back-off plus two 10ms calls", took)
 		}
 	})
 }
