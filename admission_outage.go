@@ -26,11 +26,15 @@ const maxConnPause = 5 * time.Second
 
 // ErrBackendUnavailable ends a run whose backend never answered: no model
 // call got an answer and connections to the backend failed for the start
-// window ([DefaultStartWindow], or [Job.OutageBudget] when shorter). The
-// agents it stops, and the inputs not started, get results of kind
-// [KindCanceled] whose error wraps it (errors.Is): with a Checkpoint they
-// stay pending, to be run again by the next run. Its message names the last
-// connection failure.
+// window ([DefaultStartWindow], or [Job.OutageBudget] when shorter), or an
+// agent spent its outage budget on connection failures. The agents it
+// stops get results of kind [KindCanceled] whose error wraps it
+// (errors.Is), as do the inputs not started under [Engine.Run] ([Stream]
+// yields nothing for those, as after a cancellation); nothing is
+// checkpointed for them, so with a Checkpoint they stay pending for the
+// next run. Its message names the last connection failure. The check
+// applies to the calls the engine gates: every backend that declares its
+// capabilities (all HTTP backends), or any with a limit set.
 var ErrBackendUnavailable = errors.New("batchagent: backend unavailable")
 
 // outage is the admission gate's view of the backend's health: a global

@@ -17,7 +17,7 @@ import (
 // Exit statuses.
 const (
 	exitOK          = 0
-	exitFailed      = 1 // some inputs failed
+	exitFailed      = 1 // some inputs failed, or the backend never answered (inputs left pending)
 	exitUsage       = 2 // bad job file or flags
 	exitInterrupted = 130
 )
