@@ -121,6 +121,7 @@ func New(j Job) (*Engine, error) {
 		TopP:          j.TopP,
 		Seed:          j.Seed,
 		StopSequences: j.Stop,
+		OutageBudget: j.OutageBudget,
 	}
 	cfg.MaxTokensLimit = j.MaxTokensLimit
 	if e.gated {
@@ -188,9 +189,13 @@ func (e *Engine) Stream(ctx context.Context, inputs Inputs) iter.Seq[Result] {
 // result each, so that every input has one.
 func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) iter.Seq[Result] {
 	return func(yield func(Result) bool) {
+		ctx, unavailable := context.WithCancelCause(ctx)
+		defer unavailable(nil)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
+		e.adm.out.reset()
+		wg.Go(func() { e.stopIfUnavailable(ctx, unavailable) })
 		if e.probe != nil {
 			wg.Go(func() { e.adm.probe(ctx, e.probe, e.job.Backpressure) })
 		}
@@ -215,6 +220,20 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 			<-tokens
 		}
 		wg.Wait()
+	}
+}
+
+// stopIfUnavailable ends the run, with the unavailability error as its
+// context's cause, once the backend is declared unavailable; or returns
+// when ctx ends.
+func (e *Engine) stopIfUnavailable(ctx context.Context, stop context.CancelCauseFunc) {
+	select {
+	case <-e.adm.out.downed():
+		err := e.adm.out.unavailable()
+		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
+			slog.String("job", e.job.ID), slog.Any("err", err))
+		stop(err)
+	case <-ctx.Done():
 	}
 }
 
@@ -312,7 +331,16 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
-		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil || errors.Is(err, agent.ErrStopped))
+		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		if e.gated { // the gate sees every call: it knows whether any was answered
+			e.adm.out.gaveUp(ae.Err)
+		}
+		if down := e.adm.out.unavailable(); down != nil {
+			// Stopped by the unavailable backend, whichever error it
+			// saw first: no answer came, so it stays pending.
+			ae.Err, canceled, timedOut = down, true, false
+		}
+		ae.Kind = classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.finish(ctx, st, r, deliver)

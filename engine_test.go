@@ -201,6 +201,7 @@ func TestFailureKinds(t *testing.T) {
 		{
 			name:     "backend",
 			cfg:      sim.Config{FailRate: 1},
+			job:      func(j *batchagent.Job) { j.OutageBudget = -1 }, // a 503 is an outage: retried by count only without a budget
 			inputs:   batchagent.Slice(inputs(1)),
 			wantKind: batchagent.KindBackend, wantOp: "generate", wantMsg: "HTTP 503",
 			attempts: 3,

@@ -79,6 +79,19 @@ type Job struct {
 	// separately, corrections of invalid output. Defaults to
 	// DefaultMaxRetries; negative means none.
 	MaxRetries int
+	// OutageBudget bounds how long one model call is retried while the
+	// backend cannot answer for transient reasons: rate limits, overload,
+	// failed or broken connections, timeouts. An agent fails on such a
+	// cause only once its failures have lasted this long without an answer
+	// in between; meanwhile each retry waits what the backend asked for
+	// (Retry-After) or a jittered back-off, a requested wait pauses
+	// admission for every agent, and connection failures lower the
+	// inflight limit and pause admission with a growing back-off. It also
+	// caps the start window of [ErrBackendUnavailable]. Other transient
+	// failures (server errors) get MaxRetries retries. Defaults to
+	// DefaultOutageBudget (5 minutes); negative means outages too get
+	// MaxRetries retries, and no unavailability check.
+	OutageBudget time.Duration
 	// Timeout bounds each agent. Zero means none.
 	Timeout time.Duration
 	// Backoff spaces the retries of failed model calls.

@@ -17,9 +17,16 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultMaxTurns   = 8
-	DefaultMaxRetries = 2
+	DefaultMaxTurns     = 8
+	DefaultMaxRetries   = 2
+	DefaultOutageBudget = 5 * time.Minute
 )
+
+// maxOutageAttempt caps the exponent of the back-off between retries
+// during an outage: with the default base of 50ms an agent tries again at
+// least every 1.6s (the gate's global pause spaces calls further), so it
+// notices quickly that the backend is back.
+const maxOutageAttempt = 5
 
 // ErrMaxTurns is returned when an agent used all its turns without a final
 // answer.
@@ -76,9 +83,18 @@ type Config struct {
 	// Defaults to DefaultMaxTurns.
 	MaxTurns int
 	// MaxRetries caps the retries of one model call after transient
-	// errors, and separately the corrections requested for invalid output.
-	// Defaults to DefaultMaxRetries; negative means no retries.
+	// errors other than outages (server errors), and separately the
+	// corrections requested for invalid output. Defaults to
+	// DefaultMaxRetries; negative means no retries.
 	MaxRetries int
+	// OutageBudget bounds, in time rather than in retries, how long one
+	// model call is retried while the backend cannot answer: rate limits,
+	// overload, failed or broken connections and timeouts. The call fails
+	// once such failures have lasted this long without an answer in
+	// between; each retry waits what the backend asked for (Retry-After),
+	// else a jittered back-off. Defaults to DefaultOutageBudget; negative
+	// means these failures are retried MaxRetries times like the others.
+	OutageBudget time.Duration
 	// MaxTokens caps each generation; zero means the backend's default.
 	// An answer cut off at it (finish reason length) is asked again, with
 	// a request for a shorter answer and the cap doubled up to
@@ -141,6 +157,9 @@ func New(cfg Config) (*Runner, error) {
 		cfg.MaxTokensLimit = 4 * cfg.MaxTokens
 	}
 	cfg.MaxTokensLimit = max(cfg.MaxTokensLimit, cfg.MaxTokens)
+	if cfg.OutageBudget == 0 {
+		cfg.OutageBudget = DefaultOutageBudget
+	}
 	r := &Runner{cfg: cfg}
 	r.stream, _ = cfg.Model.(llm.Streamer)
 	system := cfg.System
@@ -291,16 +310,40 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Seed:        r.cfg.Seed,
 		Stop:        r.cfg.StopSequences,
 	}
-	for attempt := 0; ; attempt++ {
+	var (
+		attempt int       // retries of failures other than outages
+		outage  int       // retries in the current outage
+		since   time.Time // when the current outage began: its first failure
+	)
+	for {
 		resp, err := r.call(ctx, st, req)
 		if err == nil {
 			return resp, nil
 		}
-		if !llm.IsTransient(err) || attempt >= r.cfg.MaxRetries {
+		if ctx.Err() != nil || !llm.IsTransient(err) {
 			return nil, err
 		}
+		var wait time.Duration
+		if r.cfg.OutageBudget > 0 && isOutage(err) {
+			if since.IsZero() {
+				// From the failure, not the call's start: the wait for a
+				// slot before it is not an outage.
+				since = time.Now()
+			}
+			elapsed := time.Since(since)
+			if elapsed >= r.cfg.OutageBudget {
+				return nil, fmt.Errorf("no answer for %v (outage budget %v): %w", elapsed.Round(time.Millisecond), r.cfg.OutageBudget, err)
+			}
+			wait = min(r.cfg.Backoff.Delay(min(outage, maxOutageAttempt), err), r.cfg.OutageBudget-elapsed)
+			outage++
+		} else {
+			if attempt >= r.cfg.MaxRetries {
+				return nil, err
+			}
+			wait = r.cfg.Backoff.Delay(attempt, err)
+			attempt++
+		}
 		st.Retries++
-		wait := r.cfg.Backoff.Delay(attempt, err)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -310,6 +353,14 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		}
 		st.Timings.Backoff += wait
 	}
+}
+
+// isOutage reports whether err says the backend could not answer for now
+// (rate limit, overload, connection, timeout), as opposed to a server
+// error or a bad answer.
+func isOutage(err error) bool {
+	return errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded) ||
+		errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout)
 }
 
 // messages returns the request's conversation: the shared prefix followed

@@ -13,7 +13,7 @@ import (
 // Exit statuses.
 const (
 	exitOK          = 0
-	exitFailed      = 1 // some inputs failed, or an I/O failure
+	exitFailed      = 1 // some inputs failed, an I/O failure, or the backend never answered (inputs left pending)
 	exitUsage       = 2 // bad job file or flags
 	exitInterrupted = 130
 )

@@ -76,6 +76,9 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.Float64Var(&f.cfg.Model.FailRate, "fail", 0, "share of requests answered 503")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key requests must carry (default: no key)")
 	fl.StringVar(&f.fault, "fault", "", "fault injected into every request: rate_limited, overloaded, server_error, bad_request, stream_cut, malformed")
+	fl.DurationVar(&f.cfg.FaultAfter, "fault-after", 0, "inject --fault only into requests that arrive this long after the start")
+	fl.DurationVar(&f.cfg.FaultFor, "fault-for", 0, "inject --fault for this long from --fault-after, then serve normally (0: forever)")
+	fl.DurationVar(&f.cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every request (same as --log-level debug)")
 	return cmd
 }

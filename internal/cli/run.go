@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,6 +62,7 @@ type runner struct {
 	// status, say): a warning, not the run's failure.
 	toolsErr error
 
+	backendAddr  string // the backend as scheme://host:port, for messages
 	statePath    string // the checkpoint store, or ""
 	resumedLines int    // result lines kept in the output on resume
 
@@ -107,6 +109,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if f.backend != "" {
 		backend = f.backend
 	}
+	r.backendAddr = backendAddr(backend)
 	model, err := openBackend(ctx, backend, cj.Model, cj.APIKeyEnv, environ)
 	if err != nil {
 		return nil, err
@@ -145,6 +148,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 		j.RateLimit.CountTokens = counter.Count
 	}
+	j.OutageBudget = time.Duration(cj.Limits.OutageBudget)
 	if cj.Limits.MaxRetries != nil {
 		j.MaxRetries = *cj.Limits.MaxRetries
 		if j.MaxRetries == 0 {
@@ -383,7 +387,16 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	var interrupted atomic.Bool
 	stopSignals := r.handleSignals(cancel, &interrupted, stderr)
 	var outputs []json.RawMessage // for the reduce step
+	var unavailable error         // why the engine stopped: the backend never answered
 	for res := range r.engine.Stream(runCtx, r.inputs) {
+		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+			// Stopped before the backend ever answered: pending, resumable.
+			notWritten++
+			if ae, ok := errors.AsType[*batchagent.AgentError](res.Err); ok && unavailable == nil {
+				unavailable = ae.Err
+			}
+			continue
+		}
 		if r.reduce != nil && res.Err == nil {
 			outputs = append(outputs, res.Output)
 		}
@@ -403,7 +416,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		writeErr = err
 	}
 	var reduceErr error
-	if r.reduce != nil && writeErr == nil && !interrupted.Load() && ctx.Err() == nil {
+	if r.reduce != nil && writeErr == nil && unavailable == nil && !interrupted.Load() && ctx.Err() == nil {
 		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
 	}
 	stopSignals()
@@ -430,6 +443,14 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	switch {
 	case writeErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", writeErr)
+		return exitFailed
+	case unavailable != nil:
+		pending := max(r.total-r.resumedLines-r.out.Written(), notWritten)
+		next := "run again to resume"
+		if r.statePath == "" {
+			next = "no state file: run again to run them"
+		}
+		fmt.Fprintf(stderr, "batchagent run: backend unreachable: %s: %v (%d inputs left pending; %s)\n", r.backendAddr, unavailable, pending, next)
 		return exitFailed
 	case reduceErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", reduceErr)
@@ -469,6 +490,16 @@ func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet
 			time.Since(start).Round(time.Millisecond), where)
 	}
 	return nil
+}
+
+// backendAddr returns a backend URL as scheme://host:port, without its
+// path, query or user info, which may hold secrets.
+func backendAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(backend URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // gracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns

@@ -246,6 +246,10 @@ type Limits struct {
 	// ProbeInterval is how often a self-hosted server's queue is read for
 	// max_queued. Zero means the engine default (200ms).
 	ProbeInterval Duration `yaml:"probe_interval"`
+	// OutageBudget is how long one model request is retried while the
+	// backend cannot answer (rate limits, overload, connection failures,
+	// timeouts) before the agent fails. Zero means the engine default (5m).
+	OutageBudget Duration `yaml:"outage_budget"`
 	// FixedInflight keeps the inflight limit at max_inflight instead of
 	// adapting it to the backend's throttling.
 	FixedInflight bool `yaml:"fixed_inflight"`

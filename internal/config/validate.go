@@ -125,6 +125,9 @@ func (d *decoder) validateLimits(l *Limits) {
 	if l.Timeout < 0 && d.ok("limits.timeout") {
 		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", l.Timeout)
 	}
+	if l.OutageBudget < 0 && d.ok("limits.outage_budget") {
+		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", l.OutageBudget)
+	}
 }
 
 func (d *decoder) validateTools(tools []Tool) {
