@@ -11,13 +11,14 @@ import (
 	"runtime/trace"
 
 	"github.com/batchagent/batchagent/internal/bench"
+	"github.com/batchagent/batchagent/llm"
 )
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: batchagent bench fair|slots|scale|server|dedup [flags]\n\nScenarios are defined in BENCHMARKS.md; each runs the engine and a naive baseline.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: batchagent bench fair|slots|scale|server|dedup [flags]\n       batchagent bench live --backend URL [--model NAME] [--max-tokens N] [flags]\n\nScenarios are defined in BENCHMARKS.md; each runs the engine and a naive baseline.\nlive runs them against a real OpenAI-compatible server (API key: $OPENAI_API_KEY, if set).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var opt bench.Options
@@ -30,6 +31,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&opt.State, "state", false, "also run the engine with a SQLite checkpoint store (mode engine+state)")
 	fs.IntVar(&opt.Count, "count", 1, "run each mode this many times, in rounds, and report each mode's run of median throughput")
 	fs.StringVar(&opt.Dir, "dir", "", "directory for the scenario's files (default: a temporary one)")
+	fs.StringVar(&opt.Backend, "backend", "", "live: the server's URL (openai+http://HOST:PORT/v1, ollama://HOST:PORT, vllm://...)")
+	fs.StringVar(&opt.Model, "model", "", "live: model name, when the URL names none")
+	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, fmt.Sprintf("live: cap on each answer's tokens (0: %d)", bench.DefaultLiveMaxTokens))
 	var cpuProfile, traceFile string
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&traceFile, "trace", "", "write an execution trace to this file")
@@ -45,6 +49,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	opt.Modes = modes
+	if opt.Backend != "" {
+		opt.APIKey = llm.Secret(environ("OPENAI_API_KEY"))
+	}
 	stopProfiles, err := startProfiles(cpuProfile, traceFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent:", err)
