@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -98,10 +99,18 @@ func newLiveBackend(opt Options) (*liveBackend, error) {
 	if cfg.Model == "" {
 		cfg.Model = opt.Model
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = 256 // every agent of a mode may hold one
-	base.ResponseHeaderTimeout = openai.DefaultResponseHeaderTimeout
-	tr := &countingTransport{base: base}
+	// The transport the backend would build for itself, counted.
+	tr := &countingTransport{base: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: openai.DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   256, // every agent of a mode may hold one
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   openai.DefaultTLSHandshakeTimeout,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: openai.DefaultResponseHeaderTimeout,
+	}}
 	cfg.HTTPClient = &http.Client{Transport: tr}
 	m, err := openai.New(cfg)
 	if err != nil {
