@@ -83,15 +83,16 @@ type Report struct {
 	// MaxInflight is the slot limit, when the scenario sets one.
 	MaxInflight int `json:"max_inflight,omitempty"`
 
-	// Fields of the server scenario (nil elsewhere). TTFT runs from the
-	// moment an agent is ready to call the model, local waits included, to
-	// its first streamed token. CachedShare is cached prompt tokens over
+	// Fields of the server and live scenarios (nil elsewhere). TTFT runs
+	// from the moment an agent is ready to call the model, local waits
+	// included, to its first streamed token. CachedShare is cached prompt tokens over
 	// prompt tokens; HTTP429 counts the requests the server refused.
 	TTFTP50S    *float64 `json:"ttft_p50_s,omitempty"`
 	TTFTP95S    *float64 `json:"ttft_p95_s,omitempty"`
 	CachedShare *float64 `json:"cached_share,omitempty"`
 	HTTP429     *int64   `json:"http_429,omitempty"`
-	// ServerRequests counts the HTTP requests the server received.
+	// ServerRequests counts the HTTP requests the server received (live:
+	// the requests the client sent).
 	ServerRequests int64 `json:"server_requests,omitempty"`
 	// Token counts the server reported (live), and the cap on each answer.
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
