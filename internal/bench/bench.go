@@ -85,8 +85,9 @@ type Report struct {
 
 	// Fields of the server and live scenarios (nil elsewhere). TTFT runs
 	// from the moment an agent is ready to call the model, local waits
-	// included, to its first streamed token. CachedShare is cached prompt tokens over
-	// prompt tokens; HTTP429 counts the requests the server refused.
+	// included, to its first streamed token. CachedShare is cached prompt
+	// tokens over prompt tokens; HTTP429 counts the requests the server
+	// refused.
 	TTFTP50S    *float64 `json:"ttft_p50_s,omitempty"`
 	TTFTP95S    *float64 `json:"ttft_p95_s,omitempty"`
 	CachedShare *float64 `json:"cached_share,omitempty"`

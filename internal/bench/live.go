@@ -138,8 +138,8 @@ func runLive(ctx context.Context, opt Options, w io.Writer) ([]Report, error) {
 	if opt.Backend == "" {
 		return nil, errors.New("bench live: --backend URL is required (an OpenAI-compatible server: openai+http://HOST:PORT/v1, ollama://HOST:PORT, vllm://...)")
 	}
-	if opt.Fail != 0 || opt.State {
-		return nil, errors.New("bench live: --fail and --state do not apply: the server is real")
+	if opt.Fail != 0 || opt.State || opt.Dir != "" {
+		return nil, errors.New("bench live: --fail, --state and --dir do not apply: the server is real and no files are written")
 	}
 	if opt.MaxTokens < 0 {
 		return nil, fmt.Errorf("bench live: --max-tokens %d is negative", opt.MaxTokens)

@@ -169,7 +169,8 @@ func TestLiveRefuses(t *testing.T) {
 		{"no backend", "live", bench.Options{}, "--backend URL is required"},
 		{"not openai", "live", bench.Options{Backend: "anthropic://"}, "--backend"},
 		{"bad mode", "live", bench.Options{Backend: "openai+http://" + dead + "/v1", Modes: []string{"fifo"}}, `unknown mode "fifo"`},
-		{"fail", "live", bench.Options{Backend: "openai+http://" + dead + "/v1", Fail: 0.1}, "--fail and --state do not apply"},
+		{"fail", "live", bench.Options{Backend: "openai+http://" + dead + "/v1", Fail: 0.1}, "--fail, --state and --dir do not apply"},
+		{"dir", "live", bench.Options{Backend: "openai+http://" + dead + "/v1", Dir: t.TempDir()}, "--fail, --state and --dir do not apply"},
 		{"backend elsewhere", "fair", bench.Options{Backend: "openai+http://" + dead + "/v1"}, "live scenario only"},
 		{"dead", "live", bench.Options{Backend: "openai+http://" + dead + "/v1?model=SECRET"}, "one agent alone against openai+http://" + dead + ":"},
 	}
