@@ -9,6 +9,7 @@ import (
 	"runtime/trace"
 
 	"github.com/batchagent/batchagent/internal/bench"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // benchFlags are the flags of `batchagent bench`.
@@ -21,6 +22,9 @@ type benchFlags struct {
 func benchCmd(ctx context.Context, scenario string, f benchFlags, stdout, stderr io.Writer) int {
 	opt := f.opt
 	cpuProfile, traceFile := f.cpuProfile, f.traceFile
+	if opt.Backend != "" {
+		opt.APIKey = llm.Secret(environ("OPENAI_API_KEY"))
+	}
 	stopProfiles, err := startProfiles(cpuProfile, traceFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent bench:", err)

@@ -21,10 +21,14 @@ coalescing) on the same workload and prints a table, or with --json one JSON
 object per mode (scenario, mode, n, wall_s, ideal_s, ratio, agents_per_s, ok,
 failed, tool_requested, tool_executed, llm_calls, peak_rss_mb, cpu_s, ...).
 
+live runs the same comparison against a real OpenAI-compatible server
+(--backend URL; API key from $OPENAI_API_KEY, if set).
+
 Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 		Example: `  batchagent bench fair -n 200 --json
   batchagent bench fair --fail 0.02 --mode engine,naive
-  batchagent bench slots --count 5`,
+  batchagent bench slots --count 5
+  batchagent bench live --backend openai+http://127.0.0.1:11434/v1 --model llama3 -n 48 --json`,
 		Args:      exactArgs(1, "one scenario ("+strings.Join(bench.Scenarios, ", ")+")"),
 		ValidArgs: bench.Scenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,6 +46,9 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.BoolVar(&f.opt.State, "state", false, "also run the engine with a SQLite checkpoint store (mode engine+state)")
 	fl.IntVar(&f.opt.Count, "count", 1, "run each mode this many times, in rounds, and report each mode's run of median throughput")
 	fl.StringVar(&f.opt.Dir, "dir", "", "directory for the scenario's files (default: a temporary one)")
+	fl.StringVar(&f.opt.Backend, "backend", "", "live: the server's URL (openai+http://HOST:PORT/v1, ollama://HOST:PORT, vllm://...)")
+	fl.StringVar(&f.opt.Model, "model", "", "live: model name, when the URL names none")
+	fl.IntVar(&f.opt.MaxTokens, "max-tokens", 0, fmt.Sprintf("live: cap on each answer's tokens (0: %d)", bench.DefaultLiveMaxTokens))
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace to this file")
 	return cmd
