@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,12 @@ func New(j Job) (*Engine, error) {
 	if j.MaxTurns < 0 || j.MaxInflight < 0 || j.MaxActive < 0 || j.Timeout < 0 || j.MaxTokens < 0 {
 		return nil, badJob("negative limit (max turns %d, max inflight %d, max active %d, timeout %v, max tokens %d)",
 			j.MaxTurns, j.MaxInflight, j.MaxActive, j.Timeout, j.MaxTokens)
+	}
+	if t := j.Temperature; t != nil && !(*t >= 0 && *t <= math.MaxFloat64) {
+		return nil, badJob("temperature %v: want a finite number from 0 up", *t)
+	}
+	if p := j.TopP; p != nil && !(*p >= 0 && *p <= 1) {
+		return nil, badJob("top_p %v: want a number from 0 to 1", *p)
 	}
 	if j.MaxTokensLimit < 0 {
 		return nil, badJob("negative max tokens limit %d", j.MaxTokensLimit)
@@ -121,7 +128,7 @@ func New(j Job) (*Engine, error) {
 		TopP:          j.TopP,
 		Seed:          j.Seed,
 		StopSequences: j.Stop,
-		OutageBudget: j.OutageBudget,
+		OutageBudget:  j.OutageBudget,
 	}
 	cfg.MaxTokensLimit = j.MaxTokensLimit
 	if e.gated {
