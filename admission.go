@@ -60,6 +60,7 @@ type admission struct {
 	slots *sched.Scheduler
 	aimd  *sched.AIMD // nil when the limit is fixed or unlimited
 	rate  *sched.Rate
+	out   *outage // global pauses and the dead-backend check
 	count func(*llm.Request) int
 	log   *slog.Logger
 
@@ -85,7 +86,7 @@ func capabilities(m llm.Model) (llm.Capabilities, bool) {
 // newAdmission builds j's admission: declared is the backend's default
 // concurrency (0: none), probed whether its queue is probed.
 func newAdmission(j Job, declared int, probed bool, log *slog.Logger) (*admission, error) {
-	a := &admission{log: log, count: j.RateLimit.CountTokens, warm: j.WarmPrefix, warmDone: make(chan struct{})}
+	a := &admission{log: log, out: newOutage(j), count: j.RateLimit.CountTokens, warm: j.WarmPrefix, warmDone: make(chan struct{})}
 	if a.count == nil {
 		a.count = estimateTokens
 	}
@@ -138,11 +139,15 @@ type permit struct {
 	a         *admission
 	estimated int
 	epoch     uint64 // the AIMD epoch the call was admitted in
+	gen       uint64 // the outage generation the call was admitted in
 	warming   bool
 }
 
 // Acquire waits, in order, for prefix warming, the backend's queue, the
-// rate budgets and a slot; none of these waits holds a slot.
+// rate budgets, a global pause (after Retry-After answers and connection
+// failures) and a slot; none of these waits holds a slot. Once the backend
+// is declared unavailable it returns an error wrapping
+// ErrBackendUnavailable.
 func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	p := &permit{a: a}
 	if a.warm {
@@ -168,11 +173,15 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
+		if err := a.out.wait(ctx); err != nil {
+			p.endWarm()
+			return nil, err
+		}
 		if err := a.slots.Acquire(ctx, priority); err != nil {
 			p.endWarm()
 			return nil, err
 		}
-		if !a.paused() {
+		if !a.paused() && a.out.pausedFor() <= 0 {
 			break
 		}
 		// Paused while this call waited for its slot: give it back.
@@ -181,6 +190,7 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 	if a.aimd != nil {
 		p.epoch = a.aimd.Epoch()
 	}
+	p.gen = a.out.generation()
 	return p, nil
 }
 
@@ -197,9 +207,11 @@ func (p *permit) endWarm() {
 	}
 }
 
-// Release frees the slot and feeds the outcome back: congestion halves the
-// limit, success grows it, the real usage corrects the token budget, and
-// limits the backend reported are learnt.
+// Release frees the slot and feeds the outcome back: congestion (a rate
+// limit, an overload, a failed connection) halves the limit, success grows
+// it, a requested wait or a failed connection pauses admission, the real
+// usage corrects the token budget, and limits the backend reported are
+// learnt.
 func (p *permit) Release(resp *llm.Response, err error) {
 	a := p.a
 	a.slots.Release()
@@ -208,6 +220,14 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	if congested {
 		a.throttl.Add(1)
 	}
+	pause, firstConnFail := a.out.observe(p.gen, err)
+	if pause > 0 {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "backend cannot answer: admission paused for every agent",
+			slog.Duration("pause", pause), slog.Any("err", err))
+	}
+	// A backend that went away lowers the limit once, not once per
+	// probe while it is away: the pauses hold the agents meanwhile.
+	congested = congested || firstConnFail
 	if a.aimd != nil && (err == nil || congested) {
 		a.aimd.Observe(p.epoch, congested)
 	}

@@ -51,9 +51,19 @@ func TestCheckAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range res {
-		if r.Err != nil || r.Attempts != 1 {
-			t.Errorf("result %d: err %v attempts %d, want success on the first call", r.Index, r.Err, r.Attempts)
+	if len(res) != 3 {
+		t.Fatalf("Run returned %d results, want 3", len(res))
+	}
+	for i, r := range res {
+		if r.Index != i || r.Err != nil || r.Attempts != 1 {
+			t.Errorf("result %d: index %d err %v attempts %d, want index %d and success on the first call", i, r.Index, r.Err, r.Attempts, i)
+		}
+		var out struct {
+			Value     *int    `json:"value"`
+			FirstWord *string `json:"first_word"`
+		}
+		if err := json.Unmarshal(r.Output, &out); err != nil || out.Value == nil || out.FirstWord == nil {
+			t.Errorf("result %d: output %s, want an object with value and first_word (%v)", i, r.Output, err)
 		}
 	}
 }

@@ -44,8 +44,11 @@ const saveTimeout = 5 * time.Second
 
 // Fingerprint returns the parts that identify the job for a checkpointed
 // run, each hashed: the system prompt, the task template, the output
-// schema, the tool definitions and the model name. A run resumed with
-// different parts would mix two jobs' outputs.
+// schema, the tool definitions and the model name, and, when any is set,
+// the sampling settings (temperature, top_p, seed, stop). A run resumed
+// with different parts would mix two jobs' outputs. A job that sets no
+// sampling setting has no "sampling" part, so its fingerprint is the one
+// that versions without these settings recorded.
 func (j Job) Fingerprint() map[string]string {
 	specs := make([]tool.Spec, len(j.Tools))
 	for i, t := range j.Tools {
@@ -60,6 +63,14 @@ func (j Job) Fingerprint() map[string]string {
 		"schema": j.OutputSchema,
 		"tools":  tools,
 		"model":  []byte(j.ModelName),
+	}
+	if j.Temperature != nil || j.TopP != nil || j.Seed != nil || len(j.Stop) > 0 {
+		// Marshal cannot fail on these types; NaN is refused by New.
+		parts["sampling"], _ = json.Marshal(struct {
+			Temperature, TopP *float64
+			Seed              *int64
+			Stop              []string
+		}{j.Temperature, j.TopP, j.Seed, j.Stop})
 	}
 	fp := make(map[string]string, len(parts))
 	for k, v := range parts {
@@ -123,6 +134,7 @@ func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
 // recordOutcome fills st's status and failure from a finished agent's
 // result.
 func recordOutcome(st *agent.State, r Result) {
+	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
 	if r.Err == nil {
 		st.Status = agent.StatusDone
 		return

@@ -321,7 +321,13 @@ func TestCheckpointLoadFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range res {
+	if len(res) != 3 {
+		t.Fatalf("Run returned %d results, want 3", len(res))
+	}
+	for i, r := range res {
+		if r.Index != i || r.Output != nil || batchagent.KindOf(r.Err) != batchagent.KindBackend {
+			t.Errorf("result %d: index %d output %s kind %q, want index %d, no output and a backend failure", i, r.Index, r.Output, batchagent.KindOf(r.Err), i)
+		}
 		if r.Err == nil || !strings.Contains(r.Err.Error(), "load checkpoint: checkpoint: load job \"ck\": segment") {
 			t.Errorf("result %d: %v; want the load's error", r.Index, r.Err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,18 @@ func New(j Job) (*Engine, error) {
 		return nil, badJob("negative limit (max turns %d, max inflight %d, max active %d, timeout %v, max tokens %d)",
 			j.MaxTurns, j.MaxInflight, j.MaxActive, j.Timeout, j.MaxTokens)
 	}
+	if t := j.Temperature; t != nil && !(*t >= 0 && *t <= math.MaxFloat64) {
+		return nil, badJob("temperature %v: want a finite number from 0 up", *t)
+	}
+	if p := j.TopP; p != nil && !(*p >= 0 && *p <= 1) {
+		return nil, badJob("top_p %v: want a number from 0 to 1", *p)
+	}
+	if j.MaxTokensLimit < 0 {
+		return nil, badJob("negative max tokens limit %d", j.MaxTokensLimit)
+	}
+	if j.MaxTokens == 0 {
+		j.MaxTokens = DefaultMaxTokens
+	}
 	if j.MaxActive == 0 {
 		j.MaxActive = DefaultMaxActive
 	}
@@ -110,7 +123,14 @@ func New(j Job) (*Engine, error) {
 		MaxRetries: j.MaxRetries,
 		MaxTokens:  j.MaxTokens,
 		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
+
+		Temperature:   j.Temperature,
+		TopP:          j.TopP,
+		Seed:          j.Seed,
+		StopSequences: j.Stop,
+		OutageBudget:  j.OutageBudget,
 	}
+	cfg.MaxTokensLimit = j.MaxTokensLimit
 	if e.gated {
 		cfg.Gate = e.adm
 	}
@@ -176,9 +196,13 @@ func (e *Engine) Stream(ctx context.Context, inputs Inputs) iter.Seq[Result] {
 // result each, so that every input has one.
 func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) iter.Seq[Result] {
 	return func(yield func(Result) bool) {
+		ctx, unavailable := context.WithCancelCause(ctx)
+		defer unavailable(nil)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
+		e.adm.out.reset()
+		wg.Go(func() { e.stopIfUnavailable(ctx, unavailable) })
 		if e.probe != nil {
 			wg.Go(func() { e.adm.probe(ctx, e.probe, e.job.Backpressure) })
 		}
@@ -203,6 +227,20 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 			<-tokens
 		}
 		wg.Wait()
+	}
+}
+
+// stopIfUnavailable ends the run, with the unavailability error as its
+// context's cause, once the backend is declared unavailable; or returns
+// when ctx ends.
+func (e *Engine) stopIfUnavailable(ctx context.Context, stop context.CancelCauseFunc) {
+	select {
+	case <-e.adm.out.downed():
+		err := e.adm.out.unavailable()
+		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
+			slog.String("job", e.job.ID), slog.Any("err", err))
+		stop(err)
+	case <-ctx.Done():
 	}
 }
 
@@ -306,20 +344,30 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
-		ae.Kind = classify(ae.Err, timedOut, ctx.Err() != nil || errors.Is(err, agent.ErrStopped))
+		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		if e.gated { // the gate sees every call: it knows whether any was answered
+			e.adm.out.gaveUp(ae.Err)
+		}
+		if down := e.adm.out.unavailable(); down != nil {
+			// Stopped by the unavailable backend, whichever error it
+			// saw first: no answer came, so it stays pending.
+			ae.Err, canceled, timedOut = down, true, false
+		}
+		ae.Kind = classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.finish(ctx, st, r, deliver)
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
-// state: output, counters, usage and timings (Total left zero).
+// state: output, counters, usage and timings (Total as saved with a final
+// state; the engine sets it for the agents it runs).
 func resultOf(i int, in Input, st *agent.State) Result {
 	t := st.Timings
 	return Result{
 		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
-		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Usage: st.Usage,
-		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT},
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
+		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 	}
 }
 

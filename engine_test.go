@@ -201,6 +201,7 @@ func TestFailureKinds(t *testing.T) {
 		{
 			name:     "backend",
 			cfg:      sim.Config{FailRate: 1},
+			job:      func(j *batchagent.Job) { j.OutageBudget = -1 }, // a 503 is an outage: retried by count only without a budget
 			inputs:   batchagent.Slice(inputs(1)),
 			wantKind: batchagent.KindBackend, wantOp: "generate", wantMsg: "HTTP 503",
 			attempts: 3,
@@ -314,7 +315,13 @@ func TestAgentTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range res {
+		if len(res) != 3 {
+			t.Fatalf("Run returned %d results, want 3", len(res))
+		}
+		for i, r := range res {
+			if r.Index != i || r.Output != nil {
+				t.Errorf("result %d: index %d output %s, want index %d and no output", i, r.Index, r.Output, i)
+			}
 			if k := batchagent.KindOf(r.Err); k != batchagent.KindTimeout {
 				t.Errorf("result %d kind = %q (%v), want timeout", r.Index, k, r.Err)
 			}

@@ -20,6 +20,10 @@ const (
 	DefaultMaxTurns   = agent.DefaultMaxTurns
 	DefaultMaxRetries = agent.DefaultMaxRetries
 	DefaultMaxActive  = 1024
+	// DefaultMaxTokens is the token cap sent with every model call of a
+	// job that sets none: a server left to its own default may generate
+	// until its context is full, or without end.
+	DefaultMaxTokens = 4096
 )
 
 // Job describes a batch: one task template run as one agent per input.
@@ -75,12 +79,47 @@ type Job struct {
 	// separately, corrections of invalid output. Defaults to
 	// DefaultMaxRetries; negative means none.
 	MaxRetries int
+	// OutageBudget bounds how long one model call is retried while the
+	// backend cannot answer for transient reasons: rate limits, overload,
+	// failed or broken connections, timeouts. An agent fails on such a
+	// cause only once its failures have lasted this long without an answer
+	// in between; meanwhile each retry waits what the backend asked for
+	// (Retry-After) or a jittered back-off, a requested wait pauses
+	// admission for every agent, and connection failures lower the
+	// inflight limit and pause admission with a growing back-off. It also
+	// caps the start window of [ErrBackendUnavailable]. Other transient
+	// failures (server errors) get MaxRetries retries. Defaults to
+	// DefaultOutageBudget (5 minutes); negative means outages too get
+	// MaxRetries retries, and no unavailability check.
+	OutageBudget time.Duration
 	// Timeout bounds each agent. Zero means none.
 	Timeout time.Duration
 	// Backoff spaces the retries of failed model calls.
 	Backoff Backoff
-	// MaxTokens caps each generation. Zero means the backend's default.
+	// MaxTokens caps each generation, and is sent with every call.
+	// Defaults to DefaultMaxTokens. An answer cut off at it (finish reason
+	// length) is asked again with the cap doubled, up to MaxTokensLimit,
+	// and a request for a shorter answer; these retries count against
+	// MaxRetries, and an answer still cut fails with KindTruncated. The
+	// client also stops reading an answer larger than
+	// llm.AnswerLimit(MaxTokens) bytes (a server that ignores the cap),
+	// which fails with KindTruncated at once. Servers that count the cap
+	// against the context window (vLLM, OpenAI, batchagent sim serve)
+	// refuse a prompt plus MaxTokens over it: lower MaxTokens for a model
+	// with a small window.
 	MaxTokens int
+	// MaxTokensLimit caps the token cap of a truncated answer's retries.
+	// Defaults to 4×MaxTokens; set it to MaxTokens to keep the cap and
+	// only ask for a shorter answer (some models refuse a larger one).
+	MaxTokensLimit int
+	// Temperature and TopP, when set, override the backend's sampling
+	// defaults; Seed, when set, asks for deterministic sampling where the
+	// backend supports it (OpenAI-compatible servers); Stop lists sequences
+	// that end a generation. Nil and empty mean the backend's defaults. See
+	// [llm.Request] for how each backend sends them.
+	Temperature, TopP *float64
+	Seed              *int64
+	Stop              []string
 	// ToolPool configures the shared tool pool (cache size and TTL, result
 	// size cap, per-call timeout).
 	ToolPool tool.PoolConfig

@@ -36,6 +36,10 @@ type Result struct {
 	ToolCalls int
 	// Repairs counts fixes made to broken JSON in the model's answers.
 	Repairs int
+	// Truncations counts answers cut off at the token cap (finish reason
+	// length) and asked again with a larger cap, or, the last of a failed
+	// result, given up on.
+	Truncations int
 	// Usage sums the tokens of all the agent's model calls.
 	Usage llm.Usage
 	// Timings says where the agent's time went.
@@ -89,13 +93,14 @@ const (
 	KindTemplate   Kind = "template"   // the task template could not be rendered for the input
 	KindInput      Kind = "input"      // the input could not be decoded
 	KindCanceled   Kind = "canceled"   // the run was cancelled before the agent finished
+	KindTruncated  Kind = "truncated"  // the answer was cut off: at the token cap (finish reason length) on every retry, or at the client's size cap
 )
 
 // Kinds lists every Kind, in a fixed order.
 var Kinds = kinds[:]
 
 // kinds is Kinds as an array, whose length sizes the engine's counters.
-var kinds = [...]Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled}
+var kinds = [...]Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled, KindTruncated}
 
 // AgentError reports the failure of one agent of a job.
 type AgentError struct {
@@ -164,6 +169,8 @@ func classify(err error, timedOut, canceled bool) Kind {
 		return KindTimeout
 	case errors.Is(err, agent.ErrMaxTurns):
 		return KindMaxTurns
+	case errors.Is(err, llm.ErrTruncated):
+		return KindTruncated
 	case errors.As(err, &verr):
 		return KindValidation
 	case errors.Is(err, tool.ErrFatal):

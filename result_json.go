@@ -20,6 +20,7 @@ type resultJSON struct {
 	Turns     int             `json:"turns"`
 	ToolCalls int             `json:"tool_calls"`
 	Repairs   int             `json:"repairs,omitempty"`
+	Truncated int             `json:"truncations,omitempty"`
 	Usage     llm.Usage       `json:"usage"`
 	Timings   timingsJSON     `json:"timings"`
 }
@@ -47,7 +48,7 @@ type timingsJSON struct {
 func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, Attempts: r.Attempts,
-		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Usage: r.Usage,
+		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Usage: r.Usage,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
 			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),

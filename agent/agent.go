@@ -17,9 +17,16 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultMaxTurns   = 8
-	DefaultMaxRetries = 2
+	DefaultMaxTurns     = 8
+	DefaultMaxRetries   = 2
+	DefaultOutageBudget = 5 * time.Minute
 )
+
+// maxOutageAttempt caps the exponent of the back-off between retries
+// during an outage: with the default base of 50ms an agent tries again at
+// least every 1.6s (the gate's global pause spaces calls further), so it
+// notices quickly that the backend is back.
+const maxOutageAttempt = 5
 
 // ErrMaxTurns is returned when an agent used all its turns without a final
 // answer.
@@ -76,11 +83,34 @@ type Config struct {
 	// Defaults to DefaultMaxTurns.
 	MaxTurns int
 	// MaxRetries caps the retries of one model call after transient
-	// errors, and separately the corrections requested for invalid output.
-	// Defaults to DefaultMaxRetries; negative means no retries.
+	// errors other than outages (server errors), and separately the
+	// corrections requested for invalid output. Defaults to
+	// DefaultMaxRetries; negative means no retries.
 	MaxRetries int
+	// OutageBudget bounds, in time rather than in retries, how long one
+	// model call is retried while the backend cannot answer: rate limits,
+	// overload, failed or broken connections and timeouts. The call fails
+	// once such failures have lasted this long without an answer in
+	// between; each retry waits what the backend asked for (Retry-After),
+	// else a jittered back-off. Defaults to DefaultOutageBudget; negative
+	// means these failures are retried MaxRetries times like the others.
+	OutageBudget time.Duration
 	// MaxTokens caps each generation; zero means the backend's default.
+	// An answer cut off at it (finish reason length) is asked again, with
+	// a request for a shorter answer and the cap doubled up to
+	// MaxTokensLimit; these retries count as corrections (MaxRetries). The
+	// streamed answer is also cut by the client at llm.AnswerLimit(MaxTokens)
+	// bytes, whatever the server does.
 	MaxTokens int
+	// MaxTokensLimit caps the raised token cap of a truncated answer's
+	// retries. Defaults to 4×MaxTokens; set it to MaxTokens to retry with
+	// the request for a shorter answer alone.
+	MaxTokensLimit int
+	// Temperature, TopP, Seed and StopSequences (llm.Request's Stop) go
+	// into every request; nil and empty mean the backend's defaults.
+	Temperature, TopP *float64
+	Seed              *int64
+	StopSequences     []string
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -119,6 +149,16 @@ func New(cfg Config) (*Runner, error) {
 		cfg.MaxRetries = DefaultMaxRetries
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
+	}
+	if cfg.MaxTokens < 0 || cfg.MaxTokensLimit < 0 {
+		return nil, fmt.Errorf("agent: negative max tokens %d or max tokens limit %d", cfg.MaxTokens, cfg.MaxTokensLimit)
+	}
+	if cfg.MaxTokensLimit == 0 {
+		cfg.MaxTokensLimit = 4 * cfg.MaxTokens
+	}
+	cfg.MaxTokensLimit = max(cfg.MaxTokensLimit, cfg.MaxTokens)
+	if cfg.OutageBudget == 0 {
+		cfg.OutageBudget = DefaultOutageBudget
 	}
 	r := &Runner{cfg: cfg}
 	r.stream, _ = cfg.Model.(llm.Streamer)
@@ -171,6 +211,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
 	}
+	var cut cuts // the answers of this run cut off at the token cap
 	for {
 		if st.Turns >= r.cfg.MaxTurns {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
@@ -184,6 +225,12 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		}
 		turn := st.Turns
 		st.Turns++
+		if r.cut(resp) {
+			if err := r.retryCut(ctx, st, &cut, turn, resp); err != nil {
+				return err
+			}
+			continue
+		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
 		if len(msg.ToolCalls) > 0 {
@@ -256,18 +303,47 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Messages:  r.messages(st),
 		Tools:     r.tools,
 		Output:    r.output,
-		MaxTokens: r.cfg.MaxTokens,
+		MaxTokens: r.maxTokens(st),
+
+		Temperature: r.cfg.Temperature,
+		TopP:        r.cfg.TopP,
+		Seed:        r.cfg.Seed,
+		Stop:        r.cfg.StopSequences,
 	}
-	for attempt := 0; ; attempt++ {
+	var (
+		attempt int       // retries of failures other than outages
+		outage  int       // retries in the current outage
+		since   time.Time // when the current outage began: its first failure
+	)
+	for {
 		resp, err := r.call(ctx, st, req)
 		if err == nil {
 			return resp, nil
 		}
-		if !llm.IsTransient(err) || attempt >= r.cfg.MaxRetries {
+		if ctx.Err() != nil || !llm.IsTransient(err) {
 			return nil, err
 		}
+		var wait time.Duration
+		if r.cfg.OutageBudget > 0 && isOutage(err) {
+			if since.IsZero() {
+				// From the failure, not the call's start: the wait for a
+				// slot before it is not an outage.
+				since = time.Now()
+			}
+			elapsed := time.Since(since)
+			if elapsed >= r.cfg.OutageBudget {
+				return nil, fmt.Errorf("no answer for %v (outage budget %v): %w", elapsed.Round(time.Millisecond), r.cfg.OutageBudget, err)
+			}
+			wait = min(r.cfg.Backoff.Delay(min(outage, maxOutageAttempt), err), r.cfg.OutageBudget-elapsed)
+			outage++
+		} else {
+			if attempt >= r.cfg.MaxRetries {
+				return nil, err
+			}
+			wait = r.cfg.Backoff.Delay(attempt, err)
+			attempt++
+		}
 		st.Retries++
-		wait := r.cfg.Backoff.Delay(attempt, err)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -277,6 +353,14 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		}
 		st.Timings.Backoff += wait
 	}
+}
+
+// isOutage reports whether err says the backend could not answer for now
+// (rate limit, overload, connection, timeout), as opposed to a server
+// error or a bad answer.
+func isOutage(err error) bool {
+	return errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded) ||
+		errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout)
 }
 
 // messages returns the request's conversation: the shared prefix followed
@@ -342,7 +426,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 // consume runs a streamed call and reassembles the response; first is when
 // the first event arrived.
 func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Response, first time.Time, err error) {
-	var acc llm.Accumulator
+	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
 			return nil, first, err
@@ -350,7 +434,9 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Respo
 		if first.IsZero() {
 			first = time.Now()
 		}
-		acc.Add(ev)
+		if err := acc.Add(ev); err != nil {
+			return nil, first, err // leaving the loop closes the stream
+		}
 	}
 	if first.IsZero() {
 		first = time.Now()

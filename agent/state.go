@@ -44,6 +44,12 @@ type State struct {
 	// Repairs counts fixes made to broken JSON answers (a trailing comma,
 	// a fence, brackets left open by a cut-off answer).
 	Repairs int `json:"repairs,omitempty"`
+	// Truncations counts answers cut off at the token cap (finish reason
+	// length), each asked again or, the last, failed.
+	Truncations int `json:"truncations,omitempty"`
+	// MaxTokens is the token cap raised after a truncated answer, used by
+	// the agent's later calls; zero means the configured one.
+	MaxTokens int `json:"max_tokens,omitempty"`
 	// Usage sums the tokens of all model calls.
 	Usage llm.Usage `json:"usage"`
 	// Timings accumulates where the agent's time went.
@@ -77,6 +83,9 @@ type Timings struct {
 	// TTFT is the time from being ready for the first model call (slot
 	// wait included) to its first token.
 	TTFT time.Duration `json:"ttft"`
+	// Total is the agent's wall time in the run that finished it, set by
+	// the engine with its final state. Zero while the agent runs.
+	Total time.Duration `json:"total,omitempty"`
 }
 
 // Clone returns a deep copy of the conversation and counters of st.

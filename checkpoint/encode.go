@@ -74,6 +74,12 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if st.Repairs != 0 {
 		dst = appendIntField(dst, `,"repairs":`, int64(st.Repairs))
 	}
+	if st.Truncations != 0 {
+		dst = appendIntField(dst, `,"truncations":`, int64(st.Truncations))
+	}
+	if st.MaxTokens != 0 {
+		dst = appendIntField(dst, `,"max_tokens":`, int64(st.MaxTokens))
+	}
 	dst = appendIntField(dst, `,"usage":{"prompt_tokens":`, st.Usage.PromptTokens)
 	dst = appendIntField(dst, `,"completion_tokens":`, st.Usage.CompletionTokens)
 	if st.Usage.CachedTokens != 0 {
@@ -85,6 +91,9 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	dst = appendIntField(dst, `,"tools":`, int64(t.Tools))
 	dst = appendIntField(dst, `,"backoff":`, int64(t.Backoff))
 	dst = appendIntField(dst, `,"ttft":`, int64(t.TTFT))
+	if t.Total != 0 {
+		dst = appendIntField(dst, `,"total":`, int64(t.Total))
+	}
 	dst = append(dst, '}')
 	if len(st.Output) > 0 {
 		if dst, err = appendRaw(append(dst, `,"output":`...), st.Output, false); err != nil {

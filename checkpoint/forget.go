@@ -44,8 +44,13 @@ ON CONFLICT (job_id, idx) DO UPDATE SET min_seq = excluded.min_seq`, jobID, idx,
 }
 
 // readForgotten returns, for the agents of jobID with discarded states,
-// the sequence number below which their states are discarded.
+// the sequence number below which their states are discarded. A file of
+// format 3 opened read-only has no table forgotten: nothing is.
 func readForgotten(ctx context.Context, tx *sql.Tx, jobID string) (map[int]int64, error) {
+	var has bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'forgotten')`).Scan(&has); err != nil || !has {
+		return nil, err
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT idx, min_seq FROM forgotten WHERE job_id = ?`, jobID)
 	if err != nil {
 		return nil, err

@@ -66,3 +66,25 @@ func TestFormat3Upgraded(t *testing.T) {
 	}
 	checkStates(t, s2, "j")
 }
+
+// TestFormat3ReadOnly reads a file of format 3 read-only, as `batchagent
+// status` does: it is read as it is, not upgraded.
+func TestFormat3ReadOnly(t *testing.T) {
+	s, path := open(t, checkpoint.Config{})
+	if err := s.Save(t.Context(), fullState("j", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, path, `DROP TABLE forgotten; PRAGMA user_version = 3`)
+	r, err := checkpoint.OpenReadOnly(path)
+	if err != nil {
+		t.Fatalf("OpenReadOnly(format 3 file) = %v", err)
+	}
+	defer r.Close()
+	checkStates(t, r, "j", fullState("j", 3))
+	if v := query[int](t, path, `PRAGMA user_version`); v != 3 {
+		t.Errorf("user_version after a read-only open = %d, want 3", v)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"unicode/utf8"
 )
 
 // CSV reads r as CSV (RFC 4180, as encoding/csv parses it): a header row
@@ -21,10 +22,12 @@ import (
 // source and the line the record starts on, and reading goes on with the next
 // record when the input allows it (an unterminated quote runs to the end of
 // the input). The error wraps [csv.ErrFieldCount], [csv.ErrBareQuote] or
-// [csv.ErrQuote].
+// [csv.ErrQuote]. So does a record with a field that is not valid UTF-8: its
+// error wraps [ErrInvalidUTF8] and names the column and its header name, and
+// the record is not yielded with U+FFFD in place of the bad bytes.
 //
-// An empty input, or a header that does not parse or has an empty or
-// repeated name, yields one *InputError and ends the sequence, as does a
+// An empty input, or a header that does not parse, is not valid UTF-8 or has
+// an empty or repeated name, yields one *InputError and ends the sequence, as does a
 // read error of r. Since csv.Reader reads ahead, the Line of a read error is
 // only an estimate: the line after the last record returned.
 //
@@ -73,6 +76,13 @@ func CSV(r io.Reader, source string) iter.Seq2[Input, error] {
 				}
 				continue
 			}
+			if i := invalidField(rec); i >= 0 {
+				err := fmt.Errorf("%w in column %d (%q)", ErrInvalidUTF8, i+1, header[i])
+				if !yield(nil, &InputError{Source: source, Line: line, Err: err}) {
+					return
+				}
+				continue
+			}
 			in := make(Input, len(header))
 			for i, name := range header {
 				in[name] = rec[i]
@@ -102,6 +112,9 @@ func readHeader(cr *csv.Reader) ([]string, *InputError) {
 	line, _ := cr.FieldPos(0)
 	header := make([]string, len(rec)) // rec is reused by the next Read
 	seen := make(map[string]int, len(rec))
+	if i := invalidField(rec); i >= 0 {
+		return nil, &InputError{Line: line, Err: fmt.Errorf("header: %w in column %d", ErrInvalidUTF8, i+1)}
+	}
 	for i, name := range rec {
 		if name == "" {
 			return nil, &InputError{Line: line, Err: fmt.Errorf("header: column %d has an empty name", i+1)}
@@ -114,6 +127,17 @@ func readHeader(cr *csv.Reader) ([]string, *InputError) {
 		header[i] = name
 	}
 	return header, nil
+}
+
+// invalidField returns the index of the first field of rec that is not
+// valid UTF-8, or -1.
+func invalidField(rec []string) int {
+	for i, f := range rec {
+		if !utf8.ValidString(f) {
+			return i
+		}
+	}
+	return -1
 }
 
 // parseError restates pe without its own "line N" prefix, which InputError

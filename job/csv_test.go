@@ -94,6 +94,26 @@ func TestCSV(t *testing.T) {
 			[]row{{Line: 2, Err: "in.csv:2: header: column 2 has an empty name"}},
 		},
 		{
+			"invalid UTF-8 fails that record only",
+			"id,name\n1,Ada\n2,B\xffb\n3,\"multi\nline \xc3\"\n4,Dan\n",
+			[]row{
+				{In: job.Input{"id": "1", "name": "Ada"}},
+				{Line: 3, Err: `in.csv:3: invalid UTF-8 in column 2 ("name")`},
+				{Line: 4, Err: `in.csv:4: invalid UTF-8 in column 2 ("name")`},
+				{In: job.Input{"id": "4", "name": "Dan"}},
+			},
+		},
+		{
+			"invalid UTF-8 in the header",
+			"id,n\xe9\n1,2\n",
+			[]row{{Line: 1, Err: "in.csv:1: header: invalid UTF-8 in column 2"}},
+		},
+		{
+			"U+FFFD itself is fine",
+			"a\n\uFFFD\n",
+			[]row{{In: job.Input{"a": "\uFFFD"}}},
+		},
+		{
 			"bad header quote",
 			"id,na\"me\n1,2\n",
 			[]row{{Line: 1, Err: "in.csv:1: header: invalid CSV at column 6: bare \" in non-quoted-field"}},
@@ -119,6 +139,8 @@ func TestCSVErrorsWrapSentinels(t *testing.T) {
 		{"a,b\n1\n", csv.ErrFieldCount},
 		{"a\nx\"y\n", csv.ErrBareQuote},
 		{"a\n\"x\"y\n", csv.ErrQuote},
+		{"a\n\xff\n", job.ErrInvalidUTF8},
+		{"\xff\n1\n", job.ErrInvalidUTF8},
 	}
 	for _, tt := range tests {
 		for _, err := range job.CSV(strings.NewReader(tt.input), "") {

@@ -8,7 +8,10 @@
 // arrays; "{{" and "}}" are literal braces. [Template.Render] fills the
 // placeholders from an [Input]: strings go in as they are, numbers as decimal
 // text, objects and arrays as compact JSON. A missing field is a
-// *[MissingFieldError], so a bad row fails alone.
+// *[MissingFieldError], so a bad row fails alone. [Template.MissingFields]
+// compares a template's fields with what an input source provides (the
+// names [CSVHeader] reads, the keys of a first row), so that a misspelt
+// placeholder is found before any row is rendered.
 //
 // # Inputs
 //
@@ -31,5 +34,9 @@
 // sequence. The package never opens files: callers pass readers in and close
 // them.
 //
-// The package imports only the standard library.
+// JSONL lines are read with the jsontext package of
+// github.com/go-json-experiment/json, which refuses what encoding/json would
+// silently drop or replace: a repeated key ([ErrDuplicateKey]) and text that
+// is not UTF-8 ([ErrInvalidUTF8]). CSV fields are checked for UTF-8 too.
+// Apart from that package, job imports only the standard library.
 package job

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -40,6 +41,17 @@ func FuzzJSONLInput(f *testing.F) {
 		`{"a":nulll}`,
 		`{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
 		"{\"tab\":\"a\tb\"}",
+		`{"name":"a","name":"EVIL"}`,
+		`{"a":{"b":1,"b":2}}`,
+		`{"a":[{"x":1},{"x":1,"x":2}]}`,
+		`{"a":1,"\u0061":2}`,
+		`{"a":{"a":1},"b":{"a":1}}`,
+		`{"a":"\ud800"}`,
+		`{"a":"\udc00\ud800"}`,
+		`{"a":"\\ud800"}`,
+		`{"a":"\ufffd"}`,
+		"{\"a\":\"\xed\xa0\x80\"}",
+		"{\"\xff\":1,\"\xff\":2}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -102,13 +114,146 @@ func checkLineLikeEncodingJSON(t *testing.T, data []byte) {
 		}
 		return
 	}
-	if errs[0] != nil {
+	// encoding/json accepts duplicate keys (last wins) and replaces invalid
+	// UTF-8 and lone surrogate escapes with U+FFFD; JSONL must refuse those
+	// lines, and only those.
+	dup := hasDuplicateKey(t, line)
+	badText := !utf8.Valid(line) ||
+		containsRune(wantMap, utf8.RuneError) && !bytes.Contains(line, []byte("\uFFFD")) &&
+			!bytes.Contains(bytes.ToLower(line), []byte(`\ufffd`))
+	switch {
+	case errs[0] == nil && (dup || badText):
+		t.Fatalf("JSONL(%q) = %v, nil, want an error (duplicate key %v, invalid UTF-8 %v)", data, rows[0], dup, badText)
+	case errors.Is(errs[0], job.ErrDuplicateKey) && !dup:
+		t.Fatalf("JSONL(%q) error %v, but the line has no duplicate key", data, errs[0])
+	case errors.Is(errs[0], job.ErrInvalidUTF8) && !containsRune(wantMap, utf8.RuneError) && utf8.Valid(line):
+		t.Fatalf("JSONL(%q) error %v, but the line's text is valid", data, errs[0])
+	case errs[0] != nil && (dup || badText):
+		if !errors.Is(errs[0], job.ErrDuplicateKey) && !errors.Is(errs[0], job.ErrInvalidUTF8) {
+			t.Fatalf("JSONL(%q) error %v, want one wrapping ErrDuplicateKey or ErrInvalidUTF8", data, errs[0])
+		}
+		return
+	case errs[0] != nil:
 		t.Fatalf("JSONL(%q) error %v, want %v as encoding/json decodes it", data, errs[0], wantMap)
 	}
 	// reflect.DeepEqual first: cmp.Diff can take exponential time on deep nesting.
 	if !reflect.DeepEqual(job.Input(wantMap), rows[0]) {
 		t.Fatalf("JSONL(%q) differs from encoding/json (-want +got):\n%s", data, cmp.Diff(job.Input(wantMap), rows[0]))
 	}
+}
+
+// hasDuplicateKey reports whether some object in line, which encoding/json
+// accepts, names a key twice. It walks encoding/json's token stream, apart
+// from the decoder JSONL uses.
+func hasDuplicateKey(t *testing.T, line []byte) bool {
+	t.Helper()
+	type frame struct {
+		object  bool
+		wantKey bool
+		keys    map[string]bool
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false // io.EOF; other errors cannot happen on a line encoding/json decoded
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.object && top.wantKey {
+			if top.keys[s] {
+				return true
+			}
+			top.keys[s] = true
+			top.wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, wantKey: true, keys: map[string]bool{}})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				top = stack[len(stack)-1]
+			} else {
+				top = nil
+			}
+		}
+		if top != nil && top.object {
+			top.wantKey = true // a value ended
+		}
+	}
+}
+
+// containsRune reports whether r occurs in a string (or key) within v.
+func containsRune(v any, r rune) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, r)
+	case map[string]any:
+		for k, x := range v {
+			if strings.ContainsRune(k, r) || containsRune(x, r) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if containsRune(x, r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func FuzzCSVInput(f *testing.F) {
+	for _, s := range []string{
+		"",
+		"a\n",
+		"a,b\n1,2\n",
+		"\xEF\xBB\xBFa\n1\n",
+		"a,a\n1,2\n",
+		"a,b\n1\n1,2,3\n",
+		"a\n\"x\ny\"\n",
+		"a\nx\"y\n",
+		"a\n\xff\n2\n",
+		"a,b\n1,\"\xc3\"\n",
+		"n\xe9\n1\n",
+		"a\r\n\r\n1\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for in, err := range job.CSV(bytes.NewReader(data), "fuzz.csv") {
+			if err != nil {
+				var ie *job.InputError
+				if !errors.As(err, &ie) || ie.Line < 1 || ie.Line > lines {
+					t.Fatalf("CSV(%q) error %v, want *InputError with line in 1..%d", data, err, lines)
+				}
+				if in != nil {
+					t.Fatalf("CSV(%q) yielded %v with error %v, want nil", data, in, err)
+				}
+				continue
+			}
+			if in == nil {
+				t.Fatalf("CSV(%q) yielded a nil Input with a nil error", data)
+			}
+			for k, v := range in {
+				if s, _ := v.(string); !utf8.ValidString(k) || !utf8.ValidString(s) {
+					t.Fatalf("CSV(%q) yielded %q: %q, want valid UTF-8 only", data, k, v)
+				}
+			}
+		}
+	})
 }
 
 func FuzzTemplateRender(f *testing.F) {

@@ -3,7 +3,6 @@ package job
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,11 @@ const maxKeptLine = 1 << 20
 // A line that is not valid JSON, or holds something other than one object
 // (an array, a number, an object followed by more data), yields
 // (nil, *[InputError]) naming source and the line, and reading goes on with
-// the next line. Every row yielded without an error is a non-nil map. A read
+// the next line. So does a line that encoding/json would decode only by
+// dropping or replacing data: an object (at any depth) naming a key twice
+// (wrapping [ErrDuplicateKey], naming the key and, below the top level, its
+// path such as $.a.b), and text that is not valid UTF-8, including an
+// escaped lone surrogate such as "\ud800" (wrapping [ErrInvalidUTF8]). Every row yielded without an error is a non-nil map. A read
 // error of r yields one *InputError wrapping it and ends the sequence.
 //
 // The caller may stop the loop early; the rest of r is then left unread.
@@ -36,6 +39,7 @@ const maxKeptLine = 1 << 20
 func JSONL(r io.Reader, source string) iter.Seq2[Input, error] {
 	return func(yield func(Input, error) bool) {
 		br := bufio.NewReaderSize(r, 64<<10)
+		ld := newLineDecoder()
 		var (
 			long []byte // holds lines longer than br's buffer
 			line int
@@ -62,7 +66,7 @@ func JSONL(r io.Reader, source string) iter.Seq2[Input, error] {
 				b = bytes.TrimPrefix(b, utf8BOM)
 			}
 			if b = bytes.Trim(b, " \t\r\n"); len(b) > 0 {
-				in, derr := decodeLine(b)
+				in, derr := ld.decode(b)
 				if derr != nil {
 					if !yield(nil, &InputError{Source: source, Line: line, Err: derr}) {
 						return
@@ -79,45 +83,4 @@ func JSONL(r io.Reader, source string) iter.Seq2[Input, error] {
 			}
 		}
 	}
-}
-
-// decodeLine decodes line, which is non-empty and trimmed, as one JSON
-// object, numbers as json.Number so that large integers stay exact.
-func decodeLine(line []byte) (Input, error) {
-	if line[0] == '{' {
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err == nil && dec.InputOffset() == int64(len(line)) {
-			if m, ok := v.(map[string]any); ok {
-				return m, nil
-			}
-		}
-	}
-	return nil, lineError(line)
-}
-
-// lineError reports why line is not a single JSON object.
-func lineError(line []byte) error {
-	var v any
-	if err := json.Unmarshal(line, &v); err != nil {
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-	var kind string
-	switch v.(type) {
-	case map[string]any:
-		// Unreachable: decodeLine decodes every line that is an object.
-		return errors.New("invalid JSON: object could not be decoded")
-	case []any:
-		kind = "an array"
-	case string:
-		kind = "a string"
-	case float64:
-		kind = "a number"
-	case bool:
-		kind = "a boolean"
-	default:
-		kind = "null"
-	}
-	return fmt.Errorf("not a JSON object: found %s", kind)
 }

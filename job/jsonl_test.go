@@ -161,9 +161,81 @@ func TestJSONL(t *testing.T) {
 			},
 		},
 		{
-			"duplicate keys keep the last",
-			`{"a":"1","a":"2"}`,
-			[]row{{In: job.Input{"a": "2"}}},
+			"duplicate key fails that line only",
+			"{\"name\":\"a\"}\n{\"name\":\"a\",\"name\":\"EVIL\"}\n{\"name\":\"c\"}\n",
+			[]row{
+				{In: job.Input{"name": "a"}},
+				{Line: 2, Err: `in.jsonl:2: duplicate key "name"`},
+				{In: job.Input{"name": "c"}},
+			},
+		},
+		{
+			"duplicate key spelled with an escape",
+			`{"a":"1","\u0061":"2"}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: duplicate key "a"`}},
+		},
+		{
+			"duplicate key in a nested object",
+			`{"a":{"b":{"c":1,"c":2}}}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: duplicate key "c" at $.a.b.c`}},
+		},
+		{
+			"duplicate key in an object in an array",
+			`{"list":[{"x":1},{"x":1,"y":2,"x":3}]}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: duplicate key "x" at $.list[1].x`}},
+		},
+		{
+			"duplicate key under a key that is not a plain name",
+			`{"a b":{"k":1,"k":1}}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: duplicate key "k" at $["a b"].k`}},
+		},
+		{
+			"same key in different objects is fine",
+			`{"a":{"a":1},"b":{"a":2},"c":[{"a":3},{"a":4}]}`,
+			[]row{{In: job.Input{
+				"a": map[string]any{"a": json.Number("1")},
+				"b": map[string]any{"a": json.Number("2")},
+				"c": []any{map[string]any{"a": json.Number("3")}, map[string]any{"a": json.Number("4")}},
+			}}},
+		},
+		{
+			"invalid UTF-8 in a value fails that line only",
+			"{\"a\":\"1\"}\n{\"a\":\"x\xffy\"}\n{\"a\":\"3\"}\n",
+			[]row{
+				{In: job.Input{"a": "1"}},
+				{Line: 2, Err: "in.jsonl:2: invalid UTF-8: byte 0xff at column 8"},
+				{In: job.Input{"a": "3"}},
+			},
+		},
+		{
+			"invalid UTF-8 in a nested key",
+			"{\"a\":{\"\xc3\":1}}",
+			[]row{{Line: 1, Err: "in.jsonl:1: invalid UTF-8: byte 0xc3 at column 8"}},
+		},
+		{
+			"lone high surrogate",
+			`{"a":"\ud800"}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: invalid UTF-8: lone surrogate escape \ud800 in a string at $.a`}},
+		},
+		{
+			"lone low surrogate in a nested array",
+			`{"a":{"b":["ok","x\uDC00"]}}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: invalid UTF-8: lone surrogate escape \uDC00 in a string at $.a.b[1]`}},
+		},
+		{
+			"high surrogate followed by a non-surrogate escape",
+			`{"a":"\ud83d\u0041"}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: invalid UTF-8: lone surrogate escape \ud83d in a string at $.a`}},
+		},
+		{
+			"lone surrogate in a key",
+			`{"\ud800":1}`,
+			[]row{{Line: 1, Err: `in.jsonl:1: invalid UTF-8: lone surrogate escape \ud800 in a string at $`}},
+		},
+		{
+			"surrogate pairs, escaped backslashes and U+FFFD itself are fine",
+			`{"e":"\ud83d\ude00","b":"\\ud800","r":"\ufffd","l":"` + "\uFFFD" + `"}`,
+			[]row{{In: job.Input{"e": "\U0001F600", "b": `\ud800`, "r": "\uFFFD", "l": "\uFFFD"}}},
 		},
 		{
 			"big numbers keep their text",
@@ -197,6 +269,32 @@ func TestJSONLErrorUnwraps(t *testing.T) {
 		var se *json.SyntaxError
 		if !errors.As(err, &se) {
 			t.Errorf("JSONL error = %v, want one wrapping *json.SyntaxError", err)
+		}
+	}
+}
+
+func TestJSONLErrorsWrapSentinels(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		input string
+		want  error
+	}{
+		{`{"name":"a","name":"EVIL"}`, job.ErrDuplicateKey},
+		{`{"a":[{"b":{"c":1,"c":1}}]}`, job.ErrDuplicateKey},
+		{"{\"a\":\"\xff\"}", job.ErrInvalidUTF8},
+		{`{"a":"\ud800"}`, job.ErrInvalidUTF8},
+		{`{"a":["\udfff"]}`, job.ErrInvalidUTF8},
+	}
+	for _, tt := range tests {
+		n := 0
+		for in, err := range job.JSONL(strings.NewReader(tt.input), "f") {
+			n++
+			if in != nil || !errors.Is(err, tt.want) {
+				t.Errorf("JSONL(%q) = %v, %v, want an error wrapping %v", tt.input, in, err, tt.want)
+			}
+		}
+		if n != 1 {
+			t.Errorf("JSONL(%q) yielded %d times, want 1", tt.input, n)
 		}
 	}
 }

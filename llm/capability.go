@@ -65,7 +65,9 @@ type RateLimitInfo struct {
 
 // Secret is a credential. It redacts itself when printed, formatted or
 // logged, so an API key never reaches logs, errors or results by accident.
-// Use string(s) only where the credential is sent.
+// Use string(s) only where the credential is sent. [Secret.Redact] and
+// [Redactor] remove it, in the forms a server may echo it in, from text
+// such as an error message.
 type Secret string
 
 // String returns a redacted form.

@@ -30,6 +30,11 @@ var (
 	ErrBadRequest = errors.New("llm: bad request")
 	// ErrAuth: the credentials were refused (HTTP 401, 403). Permanent.
 	ErrAuth = errors.New("llm: authentication failed")
+	// ErrTruncated: the answer was cut off before it ended, because it
+	// outgrew the size cap of [AnswerLimit] (a server that ignores
+	// max_tokens) and reading stopped. Not transient: resending the same
+	// request would be cut again.
+	ErrTruncated = errors.New("llm: answer truncated")
 )
 
 // APIError is a failure reported by a backend. It never contains

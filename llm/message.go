@@ -112,6 +112,18 @@ type Request struct {
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Temperature, when set, overrides the backend's default.
 	Temperature *float64 `json:"temperature,omitempty"`
+	// TopP, when set, overrides the backend's nucleus sampling default: the
+	// model samples from the smallest set of tokens whose probabilities
+	// add up to TopP.
+	TopP *float64 `json:"top_p,omitempty"`
+	// Seed, when set, asks the backend to sample deterministically, as far
+	// as it can. OpenAI-compatible servers take it; the Anthropic and
+	// Bedrock APIs have no such parameter, and those backends ignore it.
+	Seed *int64 `json:"seed,omitempty"`
+	// Stop lists sequences that end the generation when the model writes
+	// one; the sequence is not part of the answer. Empty means none beyond
+	// the backend's own. Backends limit their number (OpenAI: 4).
+	Stop []string `json:"stop,omitempty"`
 }
 
 // FinishReason says why a generation stopped.

@@ -64,6 +64,15 @@ type ToolCallDelta struct {
 // An Accumulator reassembles streamed events into a [Response]. The zero
 // value is ready to use. It is not safe for concurrent use.
 type Accumulator struct {
+	// Limit caps the bytes of text and tool calls held, so that a
+	// server streaming without end cannot exhaust memory; see
+	// [AnswerLimit]. Zero means no cap.
+	Limit int
+	// MaxTokens is the token cap of the request, named in the error of a
+	// reached Limit.
+	MaxTokens int
+
+	size   int // bytes of text, arguments and calls held; see Add
 	text   []byte
 	calls  []toolCallBuf
 	usage  Usage
@@ -71,26 +80,54 @@ type Accumulator struct {
 	limit  *RateLimitInfo
 }
 
+// callOverhead is what a tool call counts against Accumulator.Limit
+// beyond its ID, name and arguments.
+const callOverhead = 64
+
 type toolCallBuf struct {
 	index    int
 	id, name string
 	args     []byte
 }
 
-// Add folds one event into the response being built.
-func (a *Accumulator) Add(ev Event) {
+// Add folds one event into the response being built. Once the text,
+// tool-call arguments and calls held would exceed Limit, it keeps nothing
+// of the event and returns a *[SizeError] (wrapping [ErrTruncated]): the
+// caller should stop reading the stream. Each call counts its ID and name
+// and a fixed overhead of 64 bytes, so that endless empty calls are
+// capped too.
+func (a *Accumulator) Add(ev Event) error {
+	var (
+		b *toolCallBuf
+		n int // bytes the event adds
+	)
 	switch ev.Type {
 	case EventText:
-		a.text = append(a.text, ev.Text...)
+		n = len(ev.Text)
 	case EventToolCall:
 		d := ev.ToolCall
-		var b *toolCallBuf
 		for i := range a.calls {
 			if a.calls[i].index == d.Index {
 				b = &a.calls[i]
 				break
 			}
 		}
+		n = len(d.Arguments)
+		if b == nil {
+			n += len(d.ID) + len(d.Name) + callOverhead
+		}
+	}
+	if a.Limit > 0 && n > 0 {
+		if a.size+n > a.Limit {
+			return &SizeError{Limit: int64(a.Limit), MaxTokens: a.MaxTokens}
+		}
+		a.size += n
+	}
+	switch ev.Type {
+	case EventText:
+		a.text = append(a.text, ev.Text...)
+	case EventToolCall:
+		d := ev.ToolCall
 		if b == nil {
 			a.calls = append(a.calls, toolCallBuf{index: d.Index})
 			b = &a.calls[len(a.calls)-1]
@@ -109,6 +146,7 @@ func (a *Accumulator) Add(ev Event) {
 	case EventRateLimit:
 		a.limit = ev.RateLimit
 	}
+	return nil
 }
 
 // Response returns the response assembled so far. A missing finish reason

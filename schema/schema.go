@@ -30,8 +30,10 @@ const schemaURL = "batchagent:///output.schema.json"
 // Compile reads nothing from files or the network: references inside the
 // document ("#/$defs/x", "#anchor") work, and any other reference fails to
 // compile. The returned error names what is wrong: the offset of a JSON syntax
-// error (wrapping the [*encoding/json.SyntaxError]), or each keyword of the
-// document that breaks the meta-schema, with its path.
+// error (wrapping the [*encoding/json.SyntaxError]), each keyword of the
+// document that breaks the meta-schema, with its path, or a reference cycle
+// that would never let validation finish (a *[RefCycleError] naming the
+// loop; see [ErrRefCycle]).
 func Compile(raw json.RawMessage) (*Schema, error) {
 	if !json.Valid(raw) {
 		var v any
@@ -56,6 +58,17 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	compiled, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, compileError(err, doc)
+	}
+	roots := []*jsonschema.Schema{compiled}
+	for _, frag := range definitions(doc) {
+		// A definition that does not compile on its own is not a schema
+		// (draft 7 ignores "$defs"); one nothing refers to is never used.
+		if def, err := c.Compile(schemaURL + frag); err == nil {
+			roots = append(roots, def)
+		}
+	}
+	if cycle := findCycle(roots...); cycle != nil {
+		return nil, fmt.Errorf("schema: invalid schema: %w", cycle)
 	}
 
 	s := &Schema{raw: slices.Clone(raw), compiled: compiled}

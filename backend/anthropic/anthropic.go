@@ -144,9 +144,12 @@ func defaultHTTPClient() *http.Client {
 // [llm.Streamer] and an [llm.Capable]. It is immutable after New and safe
 // for concurrent use.
 type Model struct {
-	client    sdk.Client
-	apiKey    *llm.Secret // a pointer: printing a Model shows no key
-	baseURL   string      // scheme and host, for String
+	client sdk.Client
+	apiKey *llm.Secret // a pointer: printing a Model shows no key
+	// redact removes the key and the secret parts of the base URL (see
+	// llm.URLSecrets) from the text of errors.
+	redact    *llm.Redactor
+	baseURL   string // scheme and host, for String
 	model     string
 	maxTokens int
 	caps      llm.Capabilities
@@ -177,6 +180,7 @@ func New(cfg Config) (*Model, error) {
 	return &Model{
 		client:    sdk.NewClient(opts...),
 		apiKey:    &cfg.APIKey,
+		redact:    llm.NewRedactor(append(llm.URLSecrets(cfg.BaseURL), cfg.APIKey)...),
 		baseURL:   base.Scheme + "://" + base.Host,
 		model:     cfg.Model,
 		maxTokens: cfg.MaxTokens,

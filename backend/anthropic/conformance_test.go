@@ -42,6 +42,12 @@ var errorStatus = map[backendtest.Scenario]int{
 func fixture(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checkRequest(t, s, stream, r)
+		if s == backendtest.KeyEcho {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": backendtest.KeyEchoMessage}})
+			return
+		}
 		if status, ok := errorStatus[s]; ok {
 			if s == backendtest.RateLimited {
 				w.Header().Set("Retry-After", "2")

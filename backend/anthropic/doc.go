@@ -37,7 +37,11 @@
 // error type: 429 and rate_limit_error are [llm.ErrRateLimited]; 503, 529 and
 // overloaded_error are [llm.ErrOverloaded]; "prompt is too long" and 413 are
 // [llm.ErrContextLength]; 401 and 403 are [llm.ErrAuth]. A stream that ends
-// before message_stop is [llm.ErrConnection]. A cancelled context yields the
+// before message_stop is [llm.ErrConnection]. A non-streamed body over
+// [llm.BodyLimit], or a streamed structured answer (held back until it
+// ends) over [llm.AnswerLimit], of the request's token cap is
+// [llm.ErrTruncated]: a server that ignores max_tokens. stop_reason
+// max_tokens is [llm.FinishLength]. A cancelled context yields the
 // context's error. The SDK's own retries are off: the caller retries.
 //
 // # Addressing

@@ -24,9 +24,12 @@ import (
 // headers, and whether reading its body failed. That tells a broken
 // connection from a malformed body, which the SDK reports alike.
 type exchange struct {
-	sent bool
-	resp *http.Response
-	body *watchedBody
+	// limit caps the bytes read of the response body; zero means none.
+	limit     int64
+	maxTokens int // the request's token cap, for the error of limit
+	sent      bool
+	resp      *http.Response
+	body      *watchedBody
 }
 
 func (x *exchange) option() option.RequestOption {
@@ -36,7 +39,7 @@ func (x *exchange) option() option.RequestOption {
 		if resp != nil {
 			x.resp = resp
 			if resp.Body != nil {
-				x.body = &watchedBody{rc: resp.Body}
+				x.body = &watchedBody{rc: resp.Body, limit: x.limit, maxTokens: x.maxTokens}
 				resp.Body = x.body
 			}
 		}
@@ -53,14 +56,31 @@ func (x *exchange) readFailed() error {
 }
 
 // watchedBody records the first read error of a response body other than
-// io.EOF.
+// io.EOF. With a limit, reading past limit bytes fails with an
+// *llm.SizeError.
 type watchedBody struct {
-	rc  io.ReadCloser
-	err error
+	rc        io.ReadCloser
+	limit     int64
+	maxTokens int
+	n         int64 // bytes read
+	err       error
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
+	if b.limit > 0 && len(p) > 0 {
+		if b.n >= b.limit {
+			// Only more data past the limit is an error, not its end.
+			var one [1]byte
+			if n, err := b.rc.Read(one[:]); n == 0 {
+				return 0, err
+			}
+			b.err = &llm.SizeError{Limit: b.limit, MaxTokens: b.maxTokens}
+			return 0, b.err
+		}
+		p = p[:min(int64(len(p)), b.limit-b.n)]
+	}
 	n, err := b.rc.Read(p)
+	b.n += int64(n)
 	if err != nil && err != io.EOF && b.err == nil {
 		b.err = err
 	}
@@ -73,6 +93,7 @@ func (b *watchedBody) Close() error { return b.rc.Close() }
 // what callers get: ctx's own error once ctx is done, else an
 // *llm.APIError.
 func (m *Model) callError(ctx context.Context, x *exchange, err error) error {
+	llm.HideURLs(err) // net/http quotes the request URL, which may hold a token
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -83,6 +104,8 @@ func (m *Model) callError(ctx context.Context, x *exchange, err error) error {
 	case !x.sent:
 		// The SDK failed before sending anything: the request itself.
 		return m.newError(0, "build request: "+err.Error(), llm.ErrBadRequest, 0)
+	case errors.Is(x.readFailed(), llm.ErrTruncated):
+		return m.newError(0, x.readFailed().Error(), llm.ErrTruncated, 0)
 	case isTimeout(err) || isTimeout(x.readFailed()):
 		return m.newError(0, "timeout: "+err.Error(), llm.ErrTimeout, 0)
 	case x.resp == nil || x.readFailed() != nil:
@@ -201,11 +224,11 @@ func isContextMessage(msg string) bool {
 	return false
 }
 
-// newError returns an *llm.APIError whose message never holds the API key.
+// newError returns an *llm.APIError whose message never holds the API key
+// (in any of the forms llm.Redactor knows) nor the secret parts of the base
+// URL.
 func (m *Model) newError(status int, msg string, class error, wait time.Duration) *llm.APIError {
-	if k := string(*m.apiKey); k != "" {
-		msg = strings.ReplaceAll(msg, k, "[REDACTED]")
-	}
+	msg = m.redact.Redact(msg)
 	return &llm.APIError{Backend: backendName, StatusCode: status, Message: msg, RetryAfter: wait, Err: class}
 }
 

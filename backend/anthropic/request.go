@@ -47,6 +47,13 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 	if req.Temperature != nil {
 		c.params.Temperature = param.NewOpt(*req.Temperature)
 	}
+	if req.TopP != nil {
+		c.params.TopP = param.NewOpt(*req.TopP)
+	}
+	// req.Seed has no counterpart in the Messages API.
+	if len(req.Stop) > 0 {
+		c.params.StopSequences = req.Stop
+	}
 	c.params.System, c.params.Messages = conversation(req.Messages)
 
 	for _, t := range req.Tools {

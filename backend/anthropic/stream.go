@@ -37,7 +37,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 				}
 			}
 		}
-		s := streamState{call: &c, blocks: make(map[int64]*block)}
+		s := streamState{call: &c, blocks: make(map[int64]*block), maxTokens: int(c.params.MaxTokens)}
 		for stream.Next() {
 			done, ok := s.handle(stream.Current(), yield)
 			if !ok || done {
@@ -89,6 +89,23 @@ type streamState struct {
 	output *block
 	usage  struct{ input, cacheRead, cacheCreation, output int64 }
 	stop   sdk.StopReason
+	// maxTokens is the request's token cap; holding is the size of held and
+	// of the output tool's input, capped at llm.AnswerLimit(maxTokens).
+	maxTokens, holding int
+}
+
+// hold reports whether n more bytes may be held back; when not, it
+// yields an error wrapping llm.ErrTruncated: the server did not stop at
+// the token cap.
+func (s *streamState) hold(n int, yield func(llm.Event, error) bool) bool {
+	limit := llm.AnswerLimit(s.maxTokens)
+	if s.holding+n > limit {
+		se := &llm.SizeError{Limit: int64(limit), MaxTokens: s.maxTokens}
+		yield(llm.Event{}, &llm.APIError{Backend: backendName, Message: se.Error(), Err: llm.ErrTruncated})
+		return false
+	}
+	s.holding += n
+	return true
 }
 
 // handle folds one event into s and yields what it completes. done says
@@ -115,6 +132,9 @@ func (s *streamState) handle(ev sdk.MessageStreamEventUnion, yield func(llm.Even
 			}
 			switch b.kind {
 			case outputBlock:
+				if !s.hold(len(ev.Delta.PartialJSON), yield) {
+					return false, false
+				}
 				if !b.deltas {
 					b.input = b.input[:0]
 				}
@@ -192,6 +212,9 @@ func (s *streamState) text(b *block, t string, yield func(llm.Event, error) bool
 		return true
 	}
 	if s.call.output != "" {
+		if !s.hold(len(t), yield) {
+			return false
+		}
 		s.held = append(s.held, t...)
 		return true
 	}

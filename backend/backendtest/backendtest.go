@@ -10,13 +10,18 @@ package backendtest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,9 +32,58 @@ import (
 )
 
 // APIKey is the key every backend under test is configured with. It must
-// never appear in an error, nor when the Model is printed with fmt or
-// log/slog; fixtures may quote it in the Auth error (see Auth).
+// never appear, in any of the forms Leak looks for, in an error, nor when
+// the Model is printed with fmt or log/slog; fixtures may quote it in the
+// Auth error (see Auth) and must echo it in KeyEcho.
 const APIKey = "sk-test-secret-0123456789"
+
+// PathToken is a secret in the path of the base URL every backend under
+// test is given: New receives the server's URL plus "/" + PathToken, and
+// the suite strips that prefix before the fixture's Handler sees a request.
+// Like APIKey, it must never appear in an error or a printed Model.
+const PathToken = "pt-path-token-9876543210"
+
+// KeyEchoMessage is the error message fixtures answer KeyEcho with: APIKey
+// and PathToken in the forms a server or proxy may echo them in.
+var KeyEchoMessage = "invalid credential: " + strings.Join(slices.Sorted(maps.Values(keyForms(APIKey))), " | ") +
+	" for POST /" + PathToken + "/v1/chat/completions"
+
+// keyForms returns the forms of key a server may echo, by name: cases, URL
+// escapes, hex and base64 (alone and of "user:KEY", ":KEY", as in HTTP
+// Basic authentication).
+func keyForms(key string) map[string]string {
+	forms := map[string]string{
+		"verbatim":                   key,
+		"upper-cased":                strings.ToUpper(key),
+		"lower-cased":                strings.ToLower(key),
+		"query-escaped":              url.QueryEscape(key),
+		"path-escaped":               url.PathEscape(key),
+		"query-escaped, upper-cased": strings.ToUpper(url.QueryEscape(key)),
+		"hex":                        hex.EncodeToString([]byte(key)),
+		"upper-case hex":             strings.ToUpper(hex.EncodeToString([]byte(key))),
+	}
+	for name, enc := range map[string]*base64.Encoding{"base64": base64.StdEncoding, "base64url": base64.URLEncoding, "raw base64": base64.RawStdEncoding, "raw base64url": base64.RawURLEncoding} {
+		forms[name] = enc.EncodeToString([]byte(key))
+		forms[name+` of "user:KEY"`] = enc.EncodeToString([]byte("user:" + key))
+		forms[name+` of ":KEY"`] = enc.EncodeToString([]byte(":" + key))
+	}
+	return forms
+}
+
+// Leak returns what s shows of APIKey or PathToken (such as "APIKey
+// base64 of \":KEY\""), or "" when it shows neither in any form Leak knows:
+// any case, URL-escaped, hex, base64 (alone or of a Basic credential), and
+// APIKey without its "sk-test-" prefix.
+func Leak(s string) string {
+	for _, secret := range []struct{ name, value string }{{"APIKey", APIKey}, {"APIKey", APIKey[len("sk-test-"):]}, {"PathToken", PathToken}} {
+		for _, name := range slices.Sorted(maps.Keys(keyForms(secret.value))) {
+			if strings.Contains(s, keyForms(secret.value)[name]) {
+				return secret.name + " " + name
+			}
+		}
+	}
+	return ""
+}
 
 // Scenario names a wire-level situation a backend must handle.
 type Scenario string
@@ -72,11 +126,18 @@ const (
 	// Cancel (streaming only): one text chunk, then the server waits until
 	// the client goes away.
 	Cancel Scenario = "cancel"
+	// KeyEcho: HTTP 400 with the provider's bad-request body whose message
+	// is KeyEchoMessage, which echoes APIKey and PathToken in many forms.
+	KeyEcho Scenario = "key_echo"
+	// Unreachable: nothing listens at the base URL (the Handler is not
+	// called); the call fails with ErrConnection, and the error, whose
+	// net/http cause quotes the request URL, must not show PathToken.
+	Unreachable Scenario = "unreachable"
 )
 
 // Scenarios lists every scenario in order.
 var Scenarios = []Scenario{Plain, ToolCall, ToolResult, Structured, RateLimited, Overloaded, ServerError,
-	BadRequest, ContextLength, Auth, StreamCut, Malformed, Cancel}
+	BadRequest, ContextLength, Auth, StreamCut, Malformed, Cancel, KeyEcho, Unreachable}
 
 // The values of the requests the suite sends and of the answers fixtures
 // return.
@@ -121,8 +182,8 @@ var ToolResultMessages = []llm.Message{
 type Backend struct {
 	// Name is the backend's name, as in llm.APIError.Backend.
 	Name string
-	// New returns the backend's real client pointed at baseURL and
-	// configured with APIKey.
+	// New returns the backend's real client pointed at baseURL (which ends
+	// in "/" + PathToken) and configured with APIKey.
 	New func(t *testing.T, baseURL string) llm.Model
 	// Handler serves one scenario in the provider's exact wire format.
 	// stream says whether the call is a streaming one. The handler should
@@ -190,14 +251,25 @@ func Run(t *testing.T, b Backend) {
 }
 
 func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
-	var requests atomic.Int64
-	h := b.Handler(t, s, stream)
+	var (
+		requests atomic.Int64
+		h        http.Handler = http.NotFoundHandler()
+	)
+	if s != Unreachable {
+		h = http.StripPrefix("/"+PathToken, b.Handler(t, s, stream))
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
+		if !strings.HasPrefix(r.URL.Path, "/"+PathToken+"/") {
+			t.Errorf("%s: request path %q does not start with the base URL's /%s/", s, r.URL.Path, PathToken)
+		}
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	m := b.New(t, srv.URL)
+	m := b.New(t, srv.URL+"/"+PathToken)
+	if s == Unreachable {
+		srv.Close() // nothing listens any more
+	}
 	checkPrint(t, m)
 	st, isStreamer := m.(llm.Streamer)
 	if stream && !isStreamer {
@@ -238,18 +310,13 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 			resp = acc.Response()
 		}
 	}
-	if n := requests.Load(); n != 1 {
-		t.Errorf("%s made %d HTTP requests, want exactly 1 (SDK retries must be off)", s, n)
+	if n, want := requests.Load(), int64(1); s == Unreachable && n != 0 || s != Unreachable && n != want {
+		t.Errorf("%s made %d HTTP requests, want exactly 1 (SDK retries must be off; 0 when unreachable)", s, n)
 	}
 	check(t, b, s, stream, resp, err, gotEvents, time.Since(start))
 }
 
-// leaksKey reports whether s shows APIKey, whole or without its prefix.
-func leaksKey(s string) bool {
-	return strings.Contains(s, APIKey) || strings.Contains(s, APIKey[len("sk-test-"):])
-}
-
-// checkPrint fails t when printing m shows APIKey: through fmt, as m and
+// checkPrint fails t when printing m shows APIKey or PathToken (see Leak): through fmt, as m and
 // as the struct m points to, and through log/slog's text and JSON
 // handlers. fmt prints a struct's unexported fields without calling their
 // String methods, so a Model must hold an llm.Secret behind a pointer (and
@@ -266,8 +333,31 @@ func checkPrint(t *testing.T, m llm.Model) {
 	slog.New(slog.NewJSONHandler(&js, nil)).Info("model", "model", m)
 	printed["slog text"], printed["slog JSON"] = text.String(), js.String()
 	for how, out := range printed {
-		if leaksKey(out) {
-			t.Errorf("%s shows the API key: %.300s", how, out)
+		if what := Leak(out); what != "" {
+			t.Errorf("%s shows the %s: %.300s", how, what, out)
+		}
+	}
+}
+
+// checkErrorPrint fails t when err, printed through fmt or log/slog, shows
+// APIKey or PathToken (see Leak).
+func checkErrorPrint(t *testing.T, s Scenario, err error) {
+	t.Helper()
+	var text, js bytes.Buffer
+	slog.New(slog.NewTextHandler(&text, nil)).Error("call failed", "err", err)
+	slog.New(slog.NewJSONHandler(&js, nil)).Error("call failed", "err", err)
+	printed := map[string]string{
+		"the error's text": err.Error(),
+		"fmt of the error": fmt.Sprintf("%v %+v %#v %s", err, err, err, err),
+		"slog text":        text.String(),
+		"slog JSON":        js.String(),
+	}
+	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+		printed["APIError.Message"] = ae.Message
+	}
+	for how, out := range printed {
+		if what := Leak(out); what != "" {
+			t.Errorf("%s: %s shows the %s: %.500s", s, how, what, out)
 		}
 	}
 }
@@ -278,6 +368,10 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		RateLimited: llm.ErrRateLimited, Overloaded: llm.ErrOverloaded, ServerError: llm.ErrServer,
 		BadRequest: llm.ErrBadRequest, ContextLength: llm.ErrContextLength, Auth: llm.ErrAuth,
 		StreamCut: llm.ErrConnection, Malformed: llm.ErrServer,
+		KeyEcho: llm.ErrBadRequest, Unreachable: llm.ErrConnection,
+	}
+	if err != nil {
+		checkErrorPrint(t, s, err)
 	}
 	if class, ok := wantClass[s]; ok {
 		if err == nil {
@@ -290,9 +384,6 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		if !errors.As(err, &ae) || ae.Backend != b.Name {
 			t.Errorf("%s: error %#v is not an *llm.APIError of backend %q", s, err, b.Name)
 		}
-		if leaksKey(err.Error()) {
-			t.Errorf("%s: error text leaks the API key: %v", s, err)
-		}
 		wantWait := b.RetryAfter
 		if wantWait == 0 {
 			wantWait = 2 * time.Second
@@ -302,6 +393,9 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		}
 		if s == BadRequest && llm.IsTransient(err) {
 			t.Errorf("%s: a 400 must not be transient", s)
+		}
+		if s == KeyEcho && !strings.Contains(err.Error(), "invalid credential") {
+			t.Errorf("%s: error %q, want the server's message (redacted)", s, err)
 		}
 		if s == StreamCut && events == 0 {
 			t.Errorf("%s: no event before the cut, want the first text chunk", s)

@@ -146,6 +146,9 @@ type Model struct {
 	maxTokens   int
 	concurrency int
 	cachePoints bool
+	// secrets removes the credentials in use and the secret parts of the
+	// endpoint (see llm.URLSecrets) from the text of errors.
+	secrets *secrets
 }
 
 var (
@@ -191,12 +194,13 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 	if awsCfg.Region == "" {
 		return nil, errors.New("bedrock: no region: set Config.Region, AWS_REGION or a profile's region")
 	}
+	sec := newSecrets(llm.URLSecrets(cfg.Endpoint))
 	switch c := awsCfg.Credentials.(type) {
 	case aws.AnonymousCredentials, nil:
 	case *aws.CredentialsCache:
-		awsCfg.Credentials = credentialsTagger{c}
+		awsCfg.Credentials = credentialsTagger{c, sec}
 	default:
-		awsCfg.Credentials = aws.NewCredentialsCache(credentialsTagger{c})
+		awsCfg.Credentials = aws.NewCredentialsCache(credentialsTagger{c, sec})
 	}
 	client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
 		if cfg.Endpoint != "" {
@@ -212,19 +216,24 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		maxTokens:   cfg.MaxTokens,
 		concurrency: cfg.Concurrency,
 		cachePoints: !cfg.DisableCachePoints,
+		secrets:     sec,
 	}, nil
 }
 
 // credentialsTagger marks the failures of a credentials provider, which
 // the SDK reports as untyped errors, so that they are classed as
-// authentication failures.
-type credentialsTagger struct{ aws.CredentialsProvider }
+// authentication failures, and tells secrets the credentials it retrieves.
+type credentialsTagger struct {
+	aws.CredentialsProvider
+	secrets *secrets
+}
 
 func (c credentialsTagger) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	creds, err := c.CredentialsProvider.Retrieve(ctx)
 	if err != nil {
 		return creds, &credentialsError{err: err}
 	}
+	c.secrets.use(creds)
 	return creds, nil
 }
 
@@ -336,9 +345,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		System:          p.system,
 		ToolConfig:      p.toolConfig,
 		InferenceConfig: p.inference,
-	})
+	}, limitBody(int(aws.ToInt32(p.inference.MaxTokens))))
 	if err != nil {
-		return nil, classify(ctx, err)
+		return nil, m.classify(ctx, err)
 	}
 	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
 	if !ok {

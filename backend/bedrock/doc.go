@@ -35,7 +35,10 @@
 // ValidationException about the input's length is [llm.ErrContextLength],
 // other ones, other 4xx and a model's refusal of cache points are
 // [llm.ErrBadRequest]; refused or missing credentials are [llm.ErrAuth]; a broken connection, or an event stream
-// that ends before its messageStop event, is [llm.ErrConnection]. The
+// that ends before its messageStop event, is [llm.ErrConnection]. A
+// Converse body over [llm.BodyLimit], or a streamed structured answer
+// (held back until it ends) over [llm.AnswerLimit], of maxTokens is
+// [llm.ErrTruncated]; stopReason max_tokens is [llm.FinishLength]. The
 // SDK's own retries are off: batchagent's agent loop owns retries.
 //
 // # Addressing

@@ -60,10 +60,15 @@ var contextLengthText = []string{
 }
 
 // classify turns an error of the SDK, for a call made with ctx, into an
-// *llm.APIError; a done ctx yields ctx's error instead.
-func classify(ctx context.Context, err error) error {
+// *llm.APIError whose message holds neither the credentials nor more of the
+// endpoint than its scheme and host; a done ctx yields ctx's error instead.
+func (m *Model) classify(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	llm.HideURLs(err) // net/http quotes the request URL
+	if te := truncated(err); te != nil {
+		return te
 	}
 	ae := &llm.APIError{Backend: backendName}
 	var re *smithyhttp.ResponseError
@@ -96,6 +101,7 @@ func classify(ctx context.Context, err error) error {
 	if errors.Is(ae.Err, llm.ErrAuth) {
 		ae.Message = "authentication failed: " + authHint + ": " + ae.Message
 	}
+	ae.Message = m.secrets.redact(ae.Message)
 	return ae
 }
 

@@ -138,6 +138,8 @@ func scenarioError(s backendtest.Scenario) (status int, code, msg string) {
 		return http.StatusBadRequest, "ValidationException", "Input is too long for requested model."
 	case backendtest.Auth:
 		return http.StatusForbidden, "UnrecognizedClientException", "The security token included in the request is invalid."
+	case backendtest.KeyEcho:
+		return http.StatusBadRequest, "ValidationException", backendtest.KeyEchoMessage
 	}
 	return 0, "", ""
 }

@@ -56,6 +56,13 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 	if req.Temperature != nil {
 		p.inference.Temperature = aws.Float32(float32(*req.Temperature))
 	}
+	if req.TopP != nil {
+		p.inference.TopP = aws.Float32(float32(*req.TopP))
+	}
+	// req.Seed has no counterpart in the Converse API.
+	if len(req.Stop) > 0 {
+		p.inference.StopSequences = req.Stop
+	}
 
 	for _, msg := range req.Messages {
 		if msg.Role == llm.RoleSystem {

@@ -35,12 +35,12 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			InferenceConfig: p.inference,
 		})
 		if err != nil {
-			yield(llm.Event{}, classify(ctx, err))
+			yield(llm.Event{}, m.classify(ctx, err))
 			return
 		}
 		stream := out.GetStream()
 		defer stream.Close()
-		s := streamState{output: p.output, calls: make(map[int32]int), outputBlock: -1}
+		s := streamState{output: p.output, calls: make(map[int32]int), outputBlock: -1, maxTokens: int(aws.ToInt32(p.inference.MaxTokens))}
 		events := stream.Events()
 		for {
 			var (
@@ -61,7 +61,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(llm.Event{}, classify(ctx, fmt.Errorf("event stream: %w", err)))
+			yield(llm.Event{}, m.classify(ctx, fmt.Errorf("event stream: %w", llm.HideURLs(err))))
 			return
 		}
 		if err := ctx.Err(); err != nil {
@@ -92,6 +92,22 @@ type streamState struct {
 	text, outputArgs []byte
 	stop             types.StopReason
 	stopped          bool // messageStop arrived
+	// maxTokens is the request's token cap; holding counts the bytes of
+	// text and outputArgs, capped at llm.AnswerLimit(maxTokens).
+	maxTokens, holding int
+}
+
+// hold reports whether n more bytes may be held back; when not, it
+// yields an error wrapping llm.ErrTruncated: the server did not stop at
+// the token cap.
+func (s *streamState) hold(n int, yield func(llm.Event, error) bool) bool {
+	limit := llm.AnswerLimit(s.maxTokens)
+	if s.holding+n > limit {
+		yield(llm.Event{}, truncated(&llm.SizeError{Limit: int64(limit), MaxTokens: s.maxTokens}))
+		return false
+	}
+	s.holding += n
+	return true
 }
 
 // handle folds one event in, yielding what it carries. It returns false
@@ -117,6 +133,9 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 		switch d := ev.Value.Delta.(type) {
 		case *types.ContentBlockDeltaMemberText:
 			if s.output != "" {
+				if !s.hold(len(d.Value), yield) {
+					return false
+				}
 				s.text = append(s.text, d.Value...)
 				return true
 			}
@@ -127,6 +146,9 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 		case *types.ContentBlockDeltaMemberToolUse:
 			frag := aws.ToString(d.Value.Input)
 			if block == s.outputBlock {
+				if !s.hold(len(frag), yield) {
+					return false
+				}
 				s.outputArgs = append(s.outputArgs, frag...)
 				return true
 			}

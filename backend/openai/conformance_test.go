@@ -53,6 +53,12 @@ var errorStatus = map[backendtest.Scenario]int{
 func fixture(t *testing.T, flavor openai.Flavor, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checkRequest(t, flavor, s, stream, r)
+		if s == backendtest.KeyEcho {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": backendtest.KeyEchoMessage, "type": "invalid_request_error"}})
+			return
+		}
 		if status, ok := errorStatus[s]; ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("x-request-id", "req_fixture")

@@ -29,6 +29,10 @@
 // (prompt_tokens_details.cached_tokens, or llama.cpp's timings.cache_n when
 // the details are absent). The x-ratelimit-* headers become
 // [llm.Response.RateLimit] and, in a stream, a first [llm.EventRateLimit].
+// finish_reason "length" (Ollama, llama.cpp, vLLM) is [llm.FinishLength].
+// A non-streamed body is read no further than [llm.BodyLimit] of the
+// request's token cap: past it the call fails with [llm.ErrTruncated] (a
+// server that ignores max_tokens); streams are capped by their consumer.
 //
 // # Errors
 //
@@ -39,7 +43,7 @@
 // 403 [llm.ErrAuth]; 4xx saying the prompt exceeds the context window
 // [llm.ErrContextLength]; other 4xx [llm.ErrBadRequest]; refused, reset or
 // cut connections, and streams that end before "data: [DONE]",
-// [llm.ErrConnection]. RetryAfter comes from retry-after-ms or Retry-After.
+// [llm.ErrConnection]; a body over its size cap [llm.ErrTruncated]. RetryAfter comes from retry-after-ms or Retry-After.
 //
 // One deliberate exception: llama.cpp answers a request body it cannot
 // parse with HTTP 500 and a "[json.exception..." message. Resending the

@@ -35,6 +35,7 @@ func (m *Model) errorf(status int, class error, format string, args ...any) *llm
 // Generate and Stream report. raw is the HTTP response, if one came back:
 // for statuses of 400 and above the SDK has already buffered its body.
 func (m *Model) callError(ctx context.Context, raw *http.Response, err error) error {
+	llm.HideURLs(err) // net/http quotes the request URL, which may hold a token
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", m.name, ctx.Err())
 	}
@@ -53,6 +54,7 @@ func (m *Model) callError(ctx context.Context, raw *http.Response, err error) er
 // response: a timeout (other than ctx's) is ErrTimeout, an oversized SSE
 // line ErrServer, anything else (refused, reset, cut) ErrConnection.
 func (m *Model) transportError(ctx context.Context, err error) error {
+	llm.HideURLs(err)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", m.name, ctx.Err())
 	}

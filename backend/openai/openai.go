@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	oa "github.com/openai/openai-go/v3"
@@ -127,9 +126,12 @@ func caps(promptCaching bool, concurrency int) llm.Capabilities {
 // [llm.QueueProber] that speaks the OpenAI chat-completions API. It is
 // immutable after [New] and safe for concurrent use.
 type Model struct {
-	name       string // llm.APIError.Backend
-	model      string
-	apiKey     *llm.Secret // a pointer: printing a Model shows no key
+	name   string // llm.APIError.Backend
+	model  string
+	apiKey *llm.Secret // a pointer: printing a Model shows no key
+	// redact removes the key and the secret parts of the URLs (see
+	// llm.URLSecrets) from the text of errors.
+	redact     *llm.Redactor
 	httpClient *http.Client
 	client     oa.Client
 	baseURL    *url.URL
@@ -169,6 +171,7 @@ func New(cfg Config) (*Model, error) {
 		name:        backendName(cfg.Flavor),
 		model:       cfg.Model,
 		apiKey:      &cfg.APIKey,
+		redact:      llm.NewRedactor(append(append(llm.URLSecrets(cfg.BaseURL), llm.URLSecrets(cfg.MetricsURL)...), cfg.APIKey)...),
 		httpClient:  cfg.HTTPClient,
 		baseURL:     base,
 		metricsURL:  cfg.MetricsURL,
@@ -271,9 +274,10 @@ func defaultHTTPClient() *http.Client {
 	}}
 }
 
-// String describes m by flavor and base URL, never showing the API key.
+// String describes m by flavor and the scheme and host of its base URL,
+// never showing the API key nor the URL's path, which may hold a token.
 func (m *Model) String() string {
-	return fmt.Sprintf("openai.Model(%s %s)", m.name, m.baseURL.Redacted())
+	return fmt.Sprintf("openai.Model(%s %s://%s)", m.name, m.baseURL.Scheme, m.baseURL.Host)
 }
 
 // GoString is String, so that %#v shows no API key either.
@@ -296,7 +300,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, m.callError(ctx, raw, err)
 	}
 	defer raw.Body.Close()
-	resp, err := m.readCompletion(ctx, raw)
+	resp, err := m.readCompletion(ctx, raw, req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -304,10 +308,6 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	return resp, nil
 }
 
-// scrub removes the API key from text that reaches an error.
-func (m *Model) scrub(s string) string {
-	if *m.apiKey == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, string(*m.apiKey), "[REDACTED]")
-}
+// scrub removes the API key, in any of the forms llm.Redactor knows, and
+// the secret parts of the URLs from text that reaches an error.
+func (m *Model) scrub(s string) string { return m.redact.Redact(s) }

@@ -61,11 +61,11 @@ func (m *Model) QueueDepth(ctx context.Context) (llm.QueueDepth, error) {
 	}
 	resp, err := m.httpClient.Do(req)
 	if err != nil {
-		return llm.QueueDepth{}, fmt.Errorf("%s: queue depth: %w", m.name, err)
+		return llm.QueueDepth{}, fmt.Errorf("%s: queue depth: %w", m.name, llm.HideURLs(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return llm.QueueDepth{}, fmt.Errorf("%s: queue depth: GET %s: HTTP %d", m.name, req.URL.Redacted(), resp.StatusCode)
+		return llm.QueueDepth{}, fmt.Errorf("%s: queue depth: GET %s: HTTP %d", m.name, llm.Origin(m.metricsURL), resp.StatusCode)
 	}
 	return m.parseQueueDepth(io.LimitReader(resp.Body, maxMetricsBytes))
 }

@@ -78,6 +78,15 @@ func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParam
 	if req.Temperature != nil {
 		p.Temperature = oa.Float(*req.Temperature)
 	}
+	if req.TopP != nil {
+		p.TopP = oa.Float(*req.TopP)
+	}
+	if req.Seed != nil {
+		p.Seed = oa.Int(*req.Seed)
+	}
+	if len(req.Stop) > 0 {
+		p.Stop.OfStringArray = req.Stop
+	}
 	if stream {
 		// Servers that ignore it simply send no usage chunk.
 		p.StreamOptions.IncludeUsage = oa.Bool(true)

@@ -15,19 +15,19 @@ import (
 	"github.com/batchagent/batchagent/llm"
 )
 
-// maxResponseBytes caps a non-streamed response body.
-const maxResponseBytes = 64 << 20
-
-// readCompletion reads the body of raw, a non-streamed chat completion
-// answered under ctx, and decodes it. A failed read is classified as
-// transportError does; a body over maxResponseBytes is ErrServer.
-func (m *Model) readCompletion(ctx context.Context, raw *http.Response) (*llm.Response, error) {
-	body, err := io.ReadAll(io.LimitReader(raw.Body, maxResponseBytes+1))
+// readCompletion reads the body of raw, a non-streamed chat completion to
+// a request with the token cap maxTokens, answered under ctx, and decodes
+// it. A failed read is classified as transportError does. A body over
+// llm.BodyLimit(maxTokens) is not read further: its error wraps
+// llm.ErrTruncated (a server that ignored the token cap).
+func (m *Model) readCompletion(ctx context.Context, raw *http.Response, maxTokens int) (*llm.Response, error) {
+	limit := llm.BodyLimit(maxTokens)
+	body, err := io.ReadAll(io.LimitReader(raw.Body, limit+1))
 	if err != nil {
 		return nil, m.transportError(ctx, err)
 	}
-	if len(body) > maxResponseBytes {
-		return nil, m.errorf(raw.StatusCode, llm.ErrServer, "response larger than %d bytes", maxResponseBytes)
+	if int64(len(body)) > limit {
+		return nil, &llm.APIError{Backend: m.name, StatusCode: raw.StatusCode, Message: (&llm.SizeError{Limit: limit, MaxTokens: maxTokens}).Error(), Err: llm.ErrTruncated}
 	}
 	return m.decodeCompletion(raw.StatusCode, body)
 }

@@ -43,7 +43,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		if mt, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type")); mt == "application/json" {
 			// A server that ignored "stream": one whole completion.
-			m.replayCompletion(ctx, raw, yield)
+			m.replayCompletion(ctx, raw, req.MaxTokens, yield)
 			return
 		}
 		m.readStream(ctx, raw, yield)
@@ -202,8 +202,8 @@ func (m *Model) chunkEvents(st *streamState, c *chunk, yield func(llm.Event, err
 
 // replayCompletion yields the events of a non-streamed completion that
 // came back in answer to a streamed request.
-func (m *Model) replayCompletion(ctx context.Context, raw *http.Response, yield func(llm.Event, error) bool) {
-	resp, err := m.readCompletion(ctx, raw)
+func (m *Model) replayCompletion(ctx context.Context, raw *http.Response, maxTokens int, yield func(llm.Event, error) bool) {
+	resp, err := m.readCompletion(ctx, raw, maxTokens)
 	if err != nil {
 		yield(llm.Event{}, err)
 		return

@@ -55,8 +55,9 @@ func ParseURL(raw string) (Config, error) {
 	if u.User != nil {
 		return Config{}, errors.New("openai: backend URL: credentials in the URL; pass the API key separately")
 	}
-	// Errors name the URL without its query, which may hold a secret.
-	where := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, Opaque: u.Opaque}).String()
+	// Errors name the URL by scheme and host alone: its path and query may
+	// hold a secret.
+	where := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 	var cfg Config
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {

@@ -2,6 +2,8 @@ package openai_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -311,23 +313,55 @@ func TestQueueDepthExplicitMetricsURL(t *testing.T) {
 }
 
 // TestCapturesCopied checks that the captures this package replays are
-// byte-identical to the shared recordings, when those are present.
+// byte-identical to the shared recordings they were copied from: each file
+// under testdata/wire must have the SHA-256 digest that
+// testdata/wire/SHA256SUMS (written by sha256sum in the recordings'
+// directory) gives it, and every file listed there must be present. It
+// reads nothing outside the module, so it runs in a clean clone.
 func TestCapturesCopied(t *testing.T) {
-	const shared = "../../../shared/testdata/wire"
-	if _, err := os.Stat(shared); err != nil {
-		t.Skip("shared captures not present")
+	dir := filepath.Join("testdata", "wire")
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join("testdata", "wire", "*", "*"))
+	want := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != sha256.Size*2 || name == "" {
+			t.Fatalf("SHA256SUMS line %d: %q, want \"DIGEST  NAME\"", i+1, line)
+		}
+		want[name] = sum
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(dir, "README.md"))
+	if len(files) < 2 || len(files) != len(want) {
+		t.Errorf("%d files under testdata/wire, SHA256SUMS lists %d", len(files), len(want))
+	}
 	for _, f := range files {
-		rel, _ := filepath.Rel(filepath.Join("testdata", "wire"), f)
-		orig, err := os.ReadFile(filepath.Join(shared, rel))
+		rel, err := filepath.Rel(dir, f)
 		if err != nil {
-			t.Errorf("%s: %v", rel, err)
-			continue
+			t.Fatal(err)
 		}
-		if mine, _ := os.ReadFile(f); !bytes.Equal(mine, orig) {
-			t.Errorf("testdata/wire/%s differs from the shared capture", rel)
+		rel = filepath.ToSlash(rel)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		sum, ok := want[rel]
+		digest := sha256.Sum256(b)
+		switch got := hex.EncodeToString(digest[:]); {
+		case !ok:
+			t.Errorf("testdata/wire/%s is not in SHA256SUMS: not a copied capture", rel)
+		case got != sum:
+			t.Errorf("testdata/wire/%s has SHA-256 %s, want %s: it differs from the shared capture", rel, got, sum)
+		}
+		delete(want, rel)
+	}
+	for name := range want {
+		t.Errorf("testdata/wire/%s is listed in SHA256SUMS but missing", name)
 	}
 }
 

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
@@ -30,6 +31,15 @@ func TestConformance(t *testing.T) {
 			return m
 		},
 		Handler: func(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
+			if s == backendtest.KeyEcho {
+				// The simulator quotes no key: answer as an OpenAI-compatible
+				// server that does.
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": backendtest.KeyEchoMessage}})
+				})
+			}
 			cfg := sim.ServerConfig{
 				Model:           sim.Config{Seed: 1},
 				APIKey:          backendtest.APIKey,

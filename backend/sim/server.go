@@ -44,9 +44,11 @@ type Fault string
 // The faults.
 const (
 	FaultNone Fault = ""
-	// FaultRateLimited answers 429 with "Retry-After: 1".
+	// FaultRateLimited answers 429 with "Retry-After: 1" (or
+	// ServerConfig.RetryAfter).
 	FaultRateLimited Fault = "rate_limited"
-	// FaultOverloaded answers 503.
+	// FaultOverloaded answers 503, with a Retry-After only when
+	// ServerConfig.RetryAfter is set.
 	FaultOverloaded Fault = "overloaded"
 	// FaultServerError answers 500.
 	FaultServerError Fault = "server_error"
@@ -105,9 +107,23 @@ type ServerConfig struct {
 	// APIKey, when set, is the bearer token requests to /v1/ must carry;
 	// others get 401. Empty means no authentication.
 	APIKey string
-	// Fault is injected into every chat-completion request. Zero means
+	// Fault is injected into every chat-completion request that arrives
+	// within the fault window (see FaultAfter and FaultFor). Zero means
 	// none.
 	Fault Fault
+	// FaultAfter delays the fault window: Fault is injected only into
+	// requests that arrive at least FaultAfter after NewServer. Zero means
+	// from the start.
+	FaultAfter time.Duration
+	// FaultFor is the length of the fault window: requests that arrive
+	// FaultAfter+FaultFor or later after NewServer are served normally
+	// again. Zero means the window never ends.
+	FaultFor time.Duration
+	// RetryAfter is the wait the rate_limited and overloaded faults ask
+	// for (Retry-After in whole seconds, rounded up, plus retry-after-ms
+	// when it is not whole). Zero means 1s for rate_limited and no
+	// Retry-After for overloaded.
+	RetryAfter time.Duration
 	// Logger receives a line per request at Debug level. Nil means no
 	// logging.
 	Logger *slog.Logger
@@ -158,6 +174,14 @@ func (c ServerConfig) validate() error {
 	}
 	if c.ContextWindow < 0 {
 		errs = append(errs, fmt.Errorf("sim: context_window = %d, want > 0", c.ContextWindow))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"fault_after", c.FaultAfter}, {"fault_for", c.FaultFor}, {"retry_after", c.RetryAfter}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("sim: %s = %v, want a duration >= 0", d.name, d.v))
+		}
 	}
 	if c.Fault != FaultNone && !slices.Contains(Faults, c.Fault) {
 		names := make([]string, len(Faults))
@@ -228,6 +252,7 @@ func (c ServerConfig) validate() error {
 type Server struct {
 	cfg   ServerConfig // cfg.Logger is never nil
 	model *Model
+	start time.Time // when NewServer made it: the fault window's origin
 
 	ids atomic.Uint64 // request IDs
 
@@ -272,7 +297,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, model: m, wake: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, model: m, start: time.Now(), wake: make(chan struct{}, 1)}
 	if !cfg.NoPrefixCache {
 		s.cache = newPrefixCache(cacheBlocks)
 	}
@@ -368,6 +393,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, errNotFound)
 	}
+}
+
+// fault returns the fault to inject into a request that arrives at now:
+// the configured one inside its window, else none.
+func (s *Server) fault(now time.Time) Fault {
+	since := now.Sub(s.start)
+	if since < s.cfg.FaultAfter || s.cfg.FaultFor > 0 && since >= s.cfg.FaultAfter+s.cfg.FaultFor {
+		return FaultNone
+	}
+	return s.cfg.Fault
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -78,7 +78,7 @@ type apiError struct {
 	status     int
 	typ, code  string
 	message    string
-	retryAfter bool // send "Retry-After: 1"
+	retryAfter time.Duration // sent as Retry-After when > 0
 }
 
 var (
@@ -86,12 +86,12 @@ var (
 	errNotFound   = &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: "no such endpoint"}
 	errAuth       = &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", message: "incorrect API key provided"}
 	errNotRunning = &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "overloaded", message: "server is not running"}
-	errFull       = &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "server queue is full, retry later", retryAfter: true}
+	errFull       = &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "server queue is full, retry later", retryAfter: time.Second}
 )
 
 // faultErrors are the answers of the faults that fail at once.
 var faultErrors = map[Fault]*apiError{
-	FaultRateLimited: {status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "simulated rate limit", retryAfter: true},
+	FaultRateLimited: {status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "simulated rate limit", retryAfter: time.Second},
 	FaultOverloaded:  {status: http.StatusServiceUnavailable, typ: "server_error", code: "overloaded", message: "simulated overload"},
 	FaultServerError: {status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "simulated server error"},
 	FaultBadRequest:  {status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_value", message: "simulated bad request"},
@@ -104,8 +104,11 @@ func badRequest(format string, args ...any) *apiError {
 func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	if e.retryAfter {
-		h.Set("Retry-After", "1")
+	if d := e.retryAfter; d > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+		if d%time.Second != 0 {
+			h.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
+		}
 	}
 	w.WriteHeader(e.status)
 	b := []byte(`{"error":{"message":`)
@@ -515,6 +518,7 @@ type job struct {
 	includeUsage bool
 	ans          answer
 	q            *seq
+	fault        Fault // injected into the answer: stream_cut, malformed or none
 }
 
 // prepare decodes a chat request, generates its answer with the
@@ -581,7 +585,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid JSON body: %v", err))
 		return
 	}
-	if e := faultErrors[s.cfg.Fault]; e != nil {
+	fault := s.fault(time.Now())
+	if e := faultErrors[fault]; e != nil {
+		if s.cfg.RetryAfter > 0 && (fault == FaultRateLimited || fault == FaultOverloaded) {
+			c := *e
+			c.retryAfter = s.cfg.RetryAfter
+			e = &c
+		}
 		writeError(w, e)
 		return
 	}
@@ -593,6 +603,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr)
 		return
 	}
+	j.fault = fault
 	switch err := s.enqueue(j.q); {
 	case errors.Is(err, errQueueFull):
 		writeError(w, errFull)
@@ -647,7 +658,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job) {
 	body = append(body, '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	switch s.cfg.Fault {
+	switch j.fault {
 	case FaultMalformed:
 		w.Write(body[:len(body)/2])
 	case FaultStreamCut:
@@ -687,7 +698,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job) {
 			to := j.ans.cursor(k)
 			buf = j.ans.appendDeltas(buf, c, sent, to)
 			sent = to
-			if k == 1 && s.cfg.Fault == FaultMalformed {
+			if k == 1 && j.fault == FaultMalformed {
 				buf = append(buf, c.head[:len(c.head)/2]...)
 				buf = append(buf, "\n\ndata: [DONE]\n\n"...)
 				w.Write(buf)
@@ -697,7 +708,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job) {
 			if _, err := w.Write(buf); err != nil || rc.Flush() != nil {
 				return
 			}
-			if k == 1 && s.cfg.Fault == FaultStreamCut {
+			if k == 1 && j.fault == FaultStreamCut {
 				cut(w)
 				return
 			}

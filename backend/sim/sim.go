@@ -49,6 +49,10 @@ type Config struct {
 	Tools []string
 	// Seed makes answers, arguments, jitter and failures reproducible.
 	Seed uint64
+	// Model is the model name the simulator stands for (a URL's
+	// ?model=NAME, as every backend URL takes). It changes no behaviour.
+	// Empty means none.
+	Model string
 }
 
 func (c Config) validate() error {
@@ -170,8 +174,10 @@ func ParseURL(raw string) (Config, error) {
 				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
 			}
 			cfg.Seed = n
+		case "model":
+			cfg.Model = v
 		default:
-			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, tool_turns, tools, seed)", key)
+			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, tool_turns, tools, seed, model)", key)
 		}
 	}
 	return cfg, cfg.validate()

@@ -35,6 +35,7 @@ func TestParseURL(t *testing.T) {
 		{name: "tools trimmed", url: "sim://?tools=%20a%20,,b,", want: sim.Config{Tools: []string{"a", "b"}}},
 		{name: "empty tools", url: "sim://?tools=", want: sim.Config{}},
 		{name: "last value wins", url: "sim://?seed=1&seed=2", want: sim.Config{Seed: 2}},
+		{name: "model", url: "sim://?model=sim-7b&seed=3", want: sim.Config{Model: "sim-7b", Seed: 3}},
 		{name: "probability bounds", url: "sim://?jitter=1&fail=0&invalid=1", want: sim.Config{Jitter: 1, InvalidRate: 1}},
 		{name: "zero durations", url: "sim://?latency=0s&per_token=0", want: sim.Config{}},
 		{name: "max seed", url: "sim://?seed=18446744073709551615", want: sim.Config{Seed: math.MaxUint64}},

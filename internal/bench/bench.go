@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Options configures a scenario run. The zero value runs the scenario's
@@ -43,6 +45,19 @@ type Options struct {
 	// that comparisons between modes survive a noisy machine. Zero means
 	// once.
 	Count int
+
+	// Backend is the URL of the OpenAI-compatible server the live scenario
+	// runs against (openai+http://HOST:PORT/v1, ollama://HOST:PORT, ...).
+	// Required by live; other scenarios refuse it.
+	Backend string
+	// Model is the model name sent to Backend when its URL names none.
+	// Empty means the server's default.
+	Model string
+	// APIKey is sent to Backend as a bearer token. Empty means none.
+	APIKey llm.Secret
+	// MaxTokens caps each answer of the live scenario. Defaults to
+	// DefaultLiveMaxTokens.
+	MaxTokens int
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -68,16 +83,22 @@ type Report struct {
 	// MaxInflight is the slot limit, when the scenario sets one.
 	MaxInflight int `json:"max_inflight,omitempty"`
 
-	// Fields of the server scenario (nil elsewhere). TTFT runs from the
-	// moment an agent is ready to call the model, local waits included, to
-	// its first streamed token. CachedShare is cached prompt tokens over
-	// prompt tokens; HTTP429 counts the requests the server refused.
+	// Fields of the server and live scenarios (nil elsewhere). TTFT runs
+	// from the moment an agent is ready to call the model, local waits
+	// included, to its first streamed token. CachedShare is cached prompt
+	// tokens over prompt tokens; HTTP429 counts the requests the server
+	// refused.
 	TTFTP50S    *float64 `json:"ttft_p50_s,omitempty"`
 	TTFTP95S    *float64 `json:"ttft_p95_s,omitempty"`
 	CachedShare *float64 `json:"cached_share,omitempty"`
 	HTTP429     *int64   `json:"http_429,omitempty"`
-	// ServerRequests counts the HTTP requests the server received.
+	// ServerRequests counts the HTTP requests the server received (live:
+	// the requests the client sent).
 	ServerRequests int64 `json:"server_requests,omitempty"`
+	// Token counts the server reported (live), and the cap on each answer.
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
+	MaxTokens        int   `json:"max_tokens,omitempty"`
 
 	// StateShare is, for mode engine+state, its throughput over that of
 	// mode engine measured in the same invocation.
@@ -94,7 +115,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -114,8 +135,16 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	case "dedup":
 		wl = workload{name: "dedup", n: dedupN, latency: dedupLatency, fail: opt.Fail, dedup: true}
 		known = dedupModes
+	case "live":
+		if opt.N < 0 || opt.Count < 0 {
+			return nil, fmt.Errorf("bench: -n and -count must be positive")
+		}
+		return runLive(ctx, opt, w)
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
+	}
+	if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 {
+		return nil, fmt.Errorf("bench: --backend, --model and --max-tokens apply to the live scenario only, not %s", scenario)
 	}
 	if opt.N < 0 || opt.Count < 0 || opt.Fail < 0 || opt.Fail > 1 {
 		return nil, fmt.Errorf("bench: -n and -count must be positive and -fail within [0, 1]")

@@ -41,14 +41,17 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		return llm.Secret(getenv(keyEnv))
 	}
-	// shown names the backend in errors: not the URL itself, whose query
-	// or user info may hold a key.
-	shown := u.Scheme + "://" + u.Host + u.EscapedPath()
+	// shown names the backend in errors by scheme and host alone: the
+	// URL's path, query or user info may hold a key.
+	shown := u.Scheme + "://" + u.Host
 	switch scheme := u.Scheme; scheme {
 	case "sim":
 		cfg, err := sim.ParseURL(raw)
 		if err != nil {
 			return nil, fmt.Errorf("backend: %w", err)
+		}
+		if cfg.Model == "" {
+			cfg.Model = model
 		}
 		return sim.New(cfg)
 	case "openai", "openai+http", "openai+https", "vllm", "sglang", "llamacpp", "ollama", "sim+http":
@@ -141,7 +144,7 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 			t, err = tool.ListDir(tool.ListDirConfig{Roots: s.Roots, MaxEntries: s.MaxEntries, Cacheable: cacheable(s.Cacheable, true)})
 		case "http_get":
 			t, err = tool.HTTPGet(tool.HTTPGetConfig{AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate, MaxBytes: s.MaxBytes,
-				Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
+				Timeout: time.Duration(s.Timeout), MaxRedirects: s.MaxRedirects, Cacheable: cacheable(s.Cacheable, true)})
 		case "sql_query", "sql_lookup":
 			db, derr := sqltool.OpenSQLite(s.Database, true)
 			if derr != nil {
@@ -151,7 +154,7 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 			if s.Name == "sql_query" {
 				t, err = sqltool.Query(sqltool.QueryConfig{DB: db, MaxRows: s.MaxRows, Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
 			} else {
-				t, err = sqltool.Lookup(sqltool.LookupConfig{DB: db, Table: s.Table, Key: s.Key, Columns: s.Columns,
+				t, err = sqltool.Lookup(sqltool.LookupConfig{DB: db, Table: s.Table, Key: s.Key, Columns: s.Columns, MaxRows: s.MaxRows,
 					Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
 			}
 		default:
@@ -169,7 +172,7 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 	for i, m := range cj.MCP {
 		c, err := mcptool.Connect(ctx, mcptool.ServerConfig{
 			Name: m.Name, Command: m.Command, Env: m.Env, URL: m.URL, Tools: m.Tools,
-			Cacheable: m.Cacheable, Timeout: time.Duration(m.Timeout),
+			Cacheable: m.Cacheable, Timeout: time.Duration(m.Timeout), ConnectTimeout: time.Duration(m.ConnectTimeout),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("mcp[%d] %s: %w", i, m.Name, err)

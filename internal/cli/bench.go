@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,48 +9,30 @@ import (
 	"runtime/trace"
 
 	"github.com/batchagent/batchagent/internal/bench"
+	"github.com/batchagent/batchagent/llm"
 )
 
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: batchagent bench fair|slots|scale|server|dedup [flags]\n\nScenarios are defined in BENCHMARKS.md; each runs the engine and a naive baseline.\n\nFlags:\n")
-		fs.PrintDefaults()
+// benchFlags are the flags of `batchagent bench`.
+type benchFlags struct {
+	opt                   bench.Options
+	cpuProfile, traceFile string
+}
+
+// benchCmd runs a bench scenario: `batchagent bench fair --json`.
+func benchCmd(ctx context.Context, scenario string, f benchFlags, stdout, stderr io.Writer) int {
+	opt := f.opt
+	cpuProfile, traceFile := f.cpuProfile, f.traceFile
+	if opt.Backend != "" {
+		opt.APIKey = llm.Secret(environ("OPENAI_API_KEY"))
 	}
-	var opt bench.Options
-	var modes stringList
-	fs.IntVar(&opt.N, "n", 0, "number of agents (0: the scenario's default)")
-	fs.Float64Var(&opt.Fail, "fail", 0, "share of model calls that fail transiently")
-	fs.Uint64Var(&opt.Seed, "seed", 1, "simulator seed")
-	fs.BoolVar(&opt.JSON, "json", false, "print one JSON object per mode")
-	fs.Var(&modes, "mode", "modes to run, comma-separated: engine,naive (dedup: cache,coalesce,batch); default all")
-	fs.BoolVar(&opt.State, "state", false, "also run the engine with a SQLite checkpoint store (mode engine+state)")
-	fs.IntVar(&opt.Count, "count", 1, "run each mode this many times, in rounds, and report each mode's run of median throughput")
-	fs.StringVar(&opt.Dir, "dir", "", "directory for the scenario's files (default: a temporary one)")
-	var cpuProfile, traceFile string
-	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
-	fs.StringVar(&traceFile, "trace", "", "write an execution trace to this file")
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	opt.Modes = modes
 	stopProfiles, err := startProfiles(cpuProfile, traceFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "batchagent:", err)
+		fmt.Fprintln(stderr, "batchagent bench:", err)
 		return exitUsage
 	}
 	defer stopProfiles()
-	if _, err := bench.Run(ctx, pos[0], opt, stdout); err != nil {
-		fmt.Fprintln(stderr, "batchagent:", err)
+	if _, err := bench.Run(ctx, scenario, opt, stdout); err != nil {
+		fmt.Fprintln(stderr, "batchagent bench:", err)
 		if ctx.Err() != nil {
 			return exitInterrupted
 		}

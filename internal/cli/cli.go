@@ -1,101 +1,73 @@
-// Package cli implements the batchagent command: run, bench and help.
-// Flags use the standard library's flag syntax (-json and --json alike, as
-// BENCHMARKS.md writes them) and may follow positional arguments.
+// Package cli implements the batchagent command on spf13/cobra: run,
+// status, export, bench, sim serve, version, completion and help. Flags are
+// GNU-style (--json, -n N) and may follow positional arguments.
 package cli
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 )
 
 // Exit statuses.
 const (
 	exitOK          = 0
-	exitFailed      = 1 // some inputs failed
+	exitFailed      = 1 // some inputs failed, an I/O failure, or the backend never answered (inputs left pending)
 	exitUsage       = 2 // bad job file or flags
 	exitInterrupted = 130
 )
 
-const usage = `batchagent runs many LLM agents in parallel: input list in, structured result list out.
-
-Usage:
-  batchagent run JOB.yaml [--inputs FILE] [--out FILE] [--backend URL] [--ordered] [--state FILE] [--force] [--retry-failed]
-  batchagent status STATE.db [--agent N [--job ID]]
-  batchagent export STATE.db [--out FILE]
-  batchagent bench fair|slots|scale|server|dedup [-n N] [-fail P] [-json] [-mode engine|naive]
-  batchagent sim serve [--addr 127.0.0.1:8000] [--max-seqs N] [--max-queue N] [--prefill-per-token D] [--decode-step D] [--no-prefix-cache] [--seed N] [--tool-turns N] [--api-key-env NAME]
-  batchagent help
-
-Run "batchagent COMMAND -h" for a command's flags.
-`
-
-// Main runs the command line args and returns the process exit status.
-// SIGINT and SIGTERM cancel the run: finished results are kept and the
-// status is 130.
+// Main runs the command line args and returns the process exit status:
+// 0 when everything succeeded, 1 when some inputs failed or I/O failed, 2
+// for a usage error (bad flags, arguments or job file) and 130 when SIGINT
+// or SIGTERM interrupted it (finished results are kept).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		root.SetOut(stderr)
+		_ = root.Usage() // writes to stderr; it cannot fail
 		return exitUsage
 	}
-	if args[0] == "run" {
-		// run stops in two phases and handles its signals itself.
-		return runCmd(ctx, args[1:], stdout, stderr)
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch args[0] {
-	case "status":
-		return statusCmd(ctx, args[1:], stdout, stderr)
-	case "export":
-		return exportCmd(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return benchCmd(ctx, args[1:], stdout, stderr)
-	case "sim":
-		return simCmd(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
 		return exitOK
-	default:
-		fmt.Fprintf(stderr, "batchagent: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
 	}
+	if ee, ok := errors.AsType[exitError](err); ok {
+		return ee.code
+	}
+	// A usage error found by cobra or by the commands' argument checks.
+	cmd := "batchagent"
+	if ue, ok := errors.AsType[*usageError](err); ok {
+		cmd = ue.cmd
+	} else if c, _, ferr := root.Find(args); ferr == nil {
+		cmd = c.CommandPath()
+	}
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd, err, cmd)
+	return exitUsage
 }
 
-// parse parses flags that may come before, between or after positional
-// arguments, and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+// exitError carries a command's exit status, once the command has printed
+// what went wrong.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitWith returns nil for exitOK, else an exitError carrying code.
+func exitWith(code int) error {
+	if code == exitOK {
+		return nil
 	}
+	return exitError{code}
 }
 
-// stringList is a comma-separated list flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error {
-	for v := range strings.SplitSeq(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			*l = append(*l, v)
-		}
-	}
-	return nil
+// usageError is a bad flag or argument of the command cmd ("batchagent
+// run"): Main prints it with a pointer to the command's help, exit 2.
+type usageError struct {
+	cmd string
+	err error
 }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }

@@ -294,7 +294,7 @@ func TestBenchUsage(t *testing.T) {
 // TestBenchFairSmall runs the fair scenario at a small N through the CLI and
 // checks the JSON fields BENCHMARKS.md defines. Timing is not asserted.
 func TestBenchFairSmall(t *testing.T) {
-	code, stdout, stderr := run(t, t.Context(), "bench", "fair", "-n", "20", "-json")
+	code, stdout, stderr := run(t, t.Context(), "bench", "fair", "-n", "20", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}

@@ -6,67 +6,112 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
 	"github.com/batchagent/batchagent"
 )
 
-// Progress cadence: a live line on a terminal, a plain line otherwise.
-const (
-	ttyEvery   = 200 * time.Millisecond
-	plainEvery = 5 * time.Second
-)
+// progressEvery is how often the progress display reads the engine's
+// counters and redraws.
+const progressEvery = 200 * time.Millisecond
 
-// reporter prints progress while a run goes on. Its goroutine is owned by
-// the reporter: stop ends it and waits.
+// reporter draws a live progress line with vbauerster/mpb while a run goes
+// on: only on a terminal (elsewhere the summary alone is printed). mpb
+// sizes the line to the terminal's width, truncating what does not fit,
+// and redraws it in place, so a narrow terminal neither wraps it nor keeps
+// stale copies. The reporter owns its goroutine and mpb's: stop ends both
+// and removes the line.
 type reporter struct {
+	p    *mpb.Progress
+	bar  *mpb.Bar
 	done chan struct{}
 	wg   sync.WaitGroup
-	tty  bool
-	w    io.Writer
+	// unroute sends stderr's writes to stderr again; nil when they were
+	// not routed through the display.
+	unroute func()
 }
 
+// startReporter starts the progress line on w when w is a terminal; it
+// returns nil otherwise.
+// While it runs, what else is written to w (log lines, messages) goes
+// through the display when w is the commands' stderrWriter.
 func startReporter(e *batchagent.Engine, total int, w io.Writer) *reporter {
-	r := &reporter{done: make(chan struct{}), w: w}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		r.tty = true
+	f, ok := baseWriter(w).(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
 	}
-	every := plainEvery
-	if r.tty {
-		every = ttyEvery
+	r := newReporter(e.Stats, total, f, 0, nil)
+	if sw, ok := w.(*stderrWriter); ok {
+		sw.route(r.p)
+		r.unroute = func() { sw.route(nil) }
 	}
+	return r
+}
+
+// newReporter draws stats on w: at the terminal's width, or width when w
+// is not a terminal; refreshed every progressEvery, or when refresh
+// receives (for tests) if it is not nil.
+func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width int, refresh <-chan any) *reporter {
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(progressEvery)}
+	if width > 0 {
+		opts = append(opts, mpb.WithWidth(width))
+	}
+	if refresh != nil {
+		opts = append(opts, mpb.WithManualRefresh(refresh))
+	}
+	r := &reporter{p: mpb.New(opts...), done: make(chan struct{})}
+	var snap atomic.Pointer[batchagent.Stats]
+	st := stats()
+	snap.Store(&st)
 	start := time.Now()
+	text := decor.Any(func(decor.Statistics) string {
+		return progressLine(*snap.Load(), total, time.Since(start))
+	})
+	filler := mpb.NopStyle()
+	if total > 0 {
+		filler = mpb.BarStyle()
+	}
+	// The bar's total is the inputs; with no known total it never
+	// completes by itself (stop removes it).
+	r.bar = r.p.New(int64(max(total, 0)), filler, mpb.AppendDecorators(text), mpb.BarWidth(24), mpb.BarRemoveOnComplete())
 	r.wg.Go(func() {
-		tick := time.NewTicker(every)
+		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		for {
 			select {
 			case <-r.done:
 				return
-			case now := <-tick.C:
-				line := progressLine(e.Stats(), total, now.Sub(start))
-				if r.tty {
-					fmt.Fprintf(w, "\r\033[K%s", line)
-				} else {
-					fmt.Fprintln(w, line)
-				}
+			case <-tick.C:
+			}
+			st := stats()
+			snap.Store(&st)
+			if total > 0 {
+				r.bar.SetCurrent(min(st.Done, int64(total)-1)) // complete only at stop
 			}
 		}
 	})
 	return r
 }
 
+// stop ends the reporter's goroutines and removes the progress line.
 func (r *reporter) stop() {
+	if r.unroute != nil {
+		r.unroute()
+	}
 	close(r.done)
 	r.wg.Wait()
-	if r.tty {
-		fmt.Fprint(r.w, "\r\033[K")
-	}
+	r.bar.Abort(true)
+	r.p.Wait()
 }
 
-// progressLine renders done/failed/active, agents/s, ETA and tokens.
+// progressLine renders done/failed, agents admitted and model calls in
+// flight (with the concurrency limit), agents/s, ETA and tokens: the most
+// useful first, since a narrow terminal truncates the end.
 func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string {
 	rate := float64(st.Done-st.Restored) / elapsed.Seconds()
 	var b strings.Builder
@@ -75,7 +120,19 @@ func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string 
 	} else {
 		fmt.Fprintf(&b, "done %d", st.Done)
 	}
-	fmt.Fprintf(&b, " · failed %d · active %d · %.1f agents/s", st.Failed, st.Started-st.Done, rate)
+	fmt.Fprintf(&b, " · failed %d · agents %d", st.Failed, st.Started-st.Done)
+	// Calls in flight are counted where admission gates them (a limit,
+	// rate limits, a hosted backend); an ungated run has no such count.
+	if st.Limit > 0 || st.Inflight > 0 || st.Waiting > 0 {
+		fmt.Fprintf(&b, " · calls %d", st.Inflight)
+		if st.Limit > 0 {
+			fmt.Fprintf(&b, "/%d", st.Limit)
+		}
+		if st.Waiting > 0 {
+			fmt.Fprintf(&b, " (+%d waiting)", st.Waiting)
+		}
+	}
+	fmt.Fprintf(&b, " · %.1f agents/s", rate)
 	if total > 0 && rate > 0 && int(st.Done) < total {
 		eta := time.Duration(float64(total-int(st.Done)) / rate * float64(time.Second))
 		fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
@@ -85,8 +142,12 @@ func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string 
 }
 
 // writeSummary prints the end-of-run summary.
-func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath string) {
-	ran := st.Done - st.Restored
+// limitSource says where the limit on model calls in flight comes from
+// (concurrencySource).
+func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath, limitSource string) {
+	// Agents this run finished: the agents stopped mid-flight by an
+	// interrupt are delivered (canceled) but did not finish.
+	ran := st.Done - st.Restored - int64(notWritten)
 	fmt.Fprintf(w, "batchagent: %s: %d results in %s (", name, st.Done-int64(notWritten), wall.Round(time.Millisecond))
 	if st.Restored > 0 {
 		fmt.Fprintf(w, "%d restored from the state file; %d run, ", st.Restored, ran)
@@ -118,8 +179,9 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 	}
 	fmt.Fprintf(w, "  tokens: prompt %s (cached %s, %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
 		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
-	if st.Limit > 0 || st.Throttles > 0 || st.Pauses > 0 {
-		fmt.Fprintf(w, "  inflight limit %s · throttled calls %d · backpressure pauses %d", limitPath(st), st.Throttles, st.Pauses)
+	fmt.Fprintf(w, "  concurrency: %s\n", concurrencyLine(st, limitSource))
+	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 {
+		fmt.Fprintf(w, "  throttled calls %d · backpressure pauses %d", st.Throttles, st.Pauses)
 		if rl := st.RateLimits; rl.RPM > 0 || rl.TPM > 0 {
 			fmt.Fprintf(w, " · rate limits %d rpm, %d tpm", rl.RPM, rl.TPM)
 		}
@@ -150,21 +212,4 @@ func share(part, whole int64) string {
 		return "0%"
 	}
 	return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
-}
-
-// limitPath renders the adaptive limit over time: its start, its range and
-// where it ended ("16 → 4..16 → 9"), or the fixed limit.
-func limitPath(st batchagent.Stats) string {
-	h := st.LimitHistory
-	if len(h) <= 1 {
-		if st.Limit == 0 {
-			return "unlimited"
-		}
-		return fmt.Sprint(st.Limit)
-	}
-	lo, hi := h[0].Limit, h[0].Limit
-	for _, c := range h {
-		lo, hi = min(lo, c.Limit), max(hi, c.Limit)
-	}
-	return fmt.Sprintf("%d → %d..%d over %d changes → %d", h[0].Limit, lo, hi, len(h)-1, h[len(h)-1].Limit)
 }

@@ -7,9 +7,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,38 +35,12 @@ type runFlags struct {
 	inputs, out, backend, state string
 	ordered, quiet              bool
 	force, retryFailed, noState bool
+	logger                      *slog.Logger // the engine's; nil: silent
 }
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: batchagent run JOB.yaml [flags]\n\nRuns one agent per input and writes one JSON result per line.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	var f runFlags
-	fs.StringVar(&f.inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
-	fs.StringVar(&f.out, "out", "", "output file for JSONL results (default: the job's output, else stdout)")
-	fs.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms; overrides the job's backend")
-	fs.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress or summary on stderr")
-	fs.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
-	fs.BoolVar(&f.noState, "no-state", false, "no checkpoint store")
-	fs.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
-	fs.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "batchagent run: want exactly one job file")
-		fs.Usage()
-		return exitUsage
-	}
-	r, err := prepare(ctx, pos[0], f, stdout)
+// runJob runs the job file at path with the flags f: `batchagent run`.
+func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
+	r, err := prepare(ctx, path, f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
@@ -89,6 +64,7 @@ type runner struct {
 	// status, say): a warning, not the run's failure.
 	toolsErr error
 
+	backendAddr  string      // the backend as scheme://host:port, for messages
 	statePath    string      // the checkpoint store, or ""
 	saved        *savedStore // the checkpoint store as the engine sees it, or nil
 	resumedLines int         // result lines kept in the output on resume
@@ -97,6 +73,9 @@ type runner struct {
 	reduce    *batchagent.Reduce // nil: no reduce step
 	reduceOut string             // where the reduce output goes; "" for stdout
 	stdout    io.Writer
+	// limitSource says where the limit on model calls in flight comes
+	// from, for the summary.
+	limitSource string
 }
 
 // namedCloser is a file the runner closes, with what it is for errors.
@@ -133,6 +112,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if f.backend != "" {
 		backend = f.backend
 	}
+	r.backendAddr = backendAddr(backend)
 	model, err := openBackend(ctx, backend, cj.Model, cj.APIKeyEnv, environ)
 	if err != nil {
 		return nil, err
@@ -160,6 +140,8 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		Backpressure:  batchagent.Backpressure{MaxQueued: max(cj.Limits.MaxQueued, 0), Disabled: cj.Limits.MaxQueued < 0},
 		WarmPrefix:    cj.WarmPrefix,
 	}
+	j.Logger = f.logger
+	applyKnobs(&j, cj)
 	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
 		// Token pacing (configured, or learnt from the backend's headers)
 		// needs real token counts.
@@ -169,6 +151,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 		j.RateLimit.CountTokens = counter.Count
 	}
+	j.OutageBudget = time.Duration(cj.Limits.OutageBudget)
 	if cj.Limits.MaxRetries != nil {
 		j.MaxRetries = *cj.Limits.MaxRetries
 		if j.MaxRetries == 0 {
@@ -202,6 +185,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return nil, err
 	}
+	if err := checkPlaceholders(path, cj.Task, inPath); err != nil {
+		return nil, err
+	}
 
 	statePath := f.state
 	if statePath == "" && r.outPath != "" && !f.noState {
@@ -227,6 +213,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.job = j
+	r.limitSource = concurrencySource(backend, j)
 
 	// Nothing but the output can fail from here: record the run.
 	resumed := false
@@ -384,7 +371,16 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	var interrupted atomic.Bool
 	stopSignals := r.handleSignals(cancel, &interrupted, stderr)
 	var outputs []json.RawMessage // for the reduce step
+	var unavailable error         // why the engine stopped: the backend never answered
 	for res := range r.engine.Stream(runCtx, r.inputs) {
+		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+			// Stopped before the backend ever answered: pending, resumable.
+			notWritten++
+			if ae, ok := errors.AsType[*batchagent.AgentError](res.Err); ok && unavailable == nil {
+				unavailable = ae.Err
+			}
+			continue
+		}
 		if r.reduce != nil && res.Err == nil {
 			outputs = append(outputs, res.Output)
 		}
@@ -411,7 +407,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		writeErr = err
 	}
 	var reduceErr error
-	if r.reduce != nil && writeErr == nil && !interrupted.Load() && ctx.Err() == nil {
+	if r.reduce != nil && writeErr == nil && unavailable == nil && !interrupted.Load() && ctx.Err() == nil {
 		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
 	}
 	stopSignals()
@@ -423,7 +419,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	}
 	st := r.engine.Stats()
 	if !quiet {
-		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath)
+		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
 		if r.statePath != "" {
 			fmt.Fprintf(stderr, "  state: %s", r.statePath)
 			if r.resumedLines > 0 {
@@ -438,6 +434,14 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	switch {
 	case writeErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", writeErr)
+		return exitFailed
+	case unavailable != nil:
+		pending := max(r.total-r.resumedLines-r.out.Written(), notWritten)
+		next := "run again to resume"
+		if r.statePath == "" {
+			next = "no state file: run again to run them"
+		}
+		fmt.Fprintf(stderr, "batchagent run: backend unreachable: %s: %v (%d inputs left pending; %s)\n", r.backendAddr, unavailable, pending, next)
 		return exitFailed
 	case reduceErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", reduceErr)
@@ -477,6 +481,16 @@ func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet
 			time.Since(start).Round(time.Millisecond), where)
 	}
 	return nil
+}
+
+// backendAddr returns a backend URL as scheme://host:port, without its
+// path, query or user info, which may hold secrets.
+func backendAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(backend URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // gracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns

@@ -56,13 +56,26 @@ func TestToolsClosedWithTheRunner(t *testing.T) {
 
 func TestSummaryShowsCheckpointErrors(t *testing.T) {
 	var b strings.Builder
-	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3, CheckpointErrors: 2}, time.Second, 0, 3, "out.jsonl")
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3, CheckpointErrors: 2}, time.Second, 0, 3, "out.jsonl", "test")
 	if !strings.Contains(b.String(), "checkpoint: 2 saves failed") {
 		t.Errorf("summary lacks the failed saves:\n%s", b.String())
 	}
 	b.Reset()
-	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3}, time.Second, 0, 3, "out.jsonl")
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3}, time.Second, 0, 3, "out.jsonl", "test")
 	if strings.Contains(b.String(), "checkpoint:") {
 		t.Errorf("summary of a run without failed saves mentions them:\n%s", b.String())
+	}
+}
+
+// TestInterruptedSummaryRate: agents stopped by an interrupt are not
+// results and do not count in agents/s.
+func TestInterruptedSummaryRate(t *testing.T) {
+	var b strings.Builder
+	st := batchagent.Stats{Started: 10, Done: 10, OK: 4, Failed: 6, ByKind: map[batchagent.Kind]int64{batchagent.KindCanceled: 6}}
+	writeSummary(&b, "job", st, 2*time.Second, 6, 4, "out.jsonl", "test")
+	for _, want := range []string{"4 results in 2s (2.0 agents/s)", "ok 4 · failed 0", "interrupted: 6 agents"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
 	}
 }

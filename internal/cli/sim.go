@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,67 +19,20 @@ import (
 // after a stop signal before it closes their connections.
 const shutdownGrace = 5 * time.Second
 
-const simUsage = `Usage: batchagent sim serve [flags]
+// simFlags are the flags of `batchagent sim serve`.
+type simFlags struct {
+	cfg       sim.ServerConfig
+	addr      string
+	toolTurns int
+	apiKeyEnv string
+	fault     string
+	verbose   bool
+}
 
-Serves the simulator as an OpenAI-compatible chat-completions server
-(POST /v1/chat/completions, GET /v1/models, /metrics, /health) whose timing
-models a continuous-batching GPU server (vLLM-like): a running batch of
---max-seqs sequences, a waiting queue of --max-queue requests (then 429),
-chunked prefill of the uncached prompt tokens, and a prefix cache.
-
-Flags:
-`
-
-func simCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "serve" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, simUsage)
-			return exitOK
-		}
-		fmt.Fprint(stderr, simUsage)
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("sim serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, simUsage)
-		fs.PrintDefaults()
-	}
-	var (
-		cfg       sim.ServerConfig
-		addr      string
-		toolTurns int
-		apiKeyEnv string
-		fault     string
-		verbose   bool
-	)
-	fs.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (port 0: any free port)")
-	fs.IntVar(&cfg.MaxSeqs, "max-seqs", sim.DefaultMaxSeqs, "sequences in the running batch")
-	fs.IntVar(&cfg.MaxQueue, "max-queue", sim.DefaultMaxQueue, "requests that may wait for a slot before the server answers 429 (negative: unbounded)")
-	fs.DurationVar(&cfg.PrefillPerToken, "prefill-per-token", sim.DefaultPrefillPerToken, "prefill time per uncached prompt token")
-	fs.DurationVar(&cfg.DecodeStep, "decode-step", sim.DefaultDecodeStep, "time of a decode step with a batch of one")
-	fs.DurationVar(&cfg.DecodeStepPerSeq, "decode-step-per-seq", sim.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
-	fs.BoolVar(&cfg.NoPrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
-	fs.IntVar(&cfg.ContextWindow, "context-window", sim.DefaultContextWindow, "context window in tokens")
-	fs.StringVar(&cfg.ModelName, "model", sim.DefaultModelName, "model name to list and answer as")
-	fs.Uint64Var(&cfg.Model.Seed, "seed", 0, "simulator seed")
-	fs.IntVar(&toolTurns, "tool-turns", sim.DefaultToolTurns, "turns that call tools before the model answers (0: never)")
-	fs.Float64Var(&cfg.Model.InvalidRate, "invalid", 0, "share of answers that violate the output schema")
-	fs.Float64Var(&cfg.Model.FailRate, "fail", 0, "share of requests answered 503")
-	fs.StringVar(&apiKeyEnv, "api-key-env", "", "environment variable holding the API key requests must carry (default: no key)")
-	fs.StringVar(&fault, "fault", "", "fault injected into every request: rate_limited, overloaded, server_error, bad_request, stream_cut, malformed")
-	fs.BoolVar(&verbose, "v", false, "log every request")
-	pos, err := parse(fs, args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if len(pos) != 0 {
-		fmt.Fprintf(stderr, "batchagent sim serve: unexpected arguments %q\n", pos)
-		return exitUsage
-	}
+// simServe serves the HTTP simulator until ctx is done: `batchagent sim
+// serve`. logger is the global one; --v lowers its level to Debug.
+func simServe(ctx context.Context, f simFlags, logger *slog.Logger, stderr io.Writer) int {
+	cfg, addr, toolTurns, apiKeyEnv, fault := f.cfg, f.addr, f.toolTurns, f.apiKeyEnv, f.fault
 	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
 		fmt.Fprintf(stderr, "batchagent sim serve: --addr %q: want HOST:PORT\n", addr)
 		return exitUsage
@@ -96,11 +48,7 @@ func simCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
 	s, err := sim.NewServer(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent sim serve:", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -19,34 +18,13 @@ import (
 	"github.com/batchagent/batchagent/internal/sink"
 )
 
-// openState opens an existing checkpoint store.
+// openState opens an existing checkpoint store read-only: status and
+// export never change it, and work on a file they cannot write.
 func openState(path string) (*checkpoint.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	return checkpoint.Open(path, checkpoint.Config{})
-}
-
-// openStateArg parses the flags of a command on a state file and opens the
-// file, its one argument. On failure it returns nil and the exit status.
-func openStateArg(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (*checkpoint.Store, int) {
-	pos, err := parse(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK
-		}
-		return nil, exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage:", usage)
-		return nil, exitUsage
-	}
-	store, err := openState(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "batchagent %s: %v\n", fs.Name(), err)
-		return nil, exitUsage
-	}
-	return store, exitOK
+	return checkpoint.OpenReadOnly(path)
 }
 
 // pickJob returns id, or, when id is empty, the store's only job.
@@ -66,51 +44,70 @@ func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, e
 
 // statusCmd prints the counts of a checkpointed run: `batchagent status
 // run.db`; with --agent N, the state of one agent, conversation included.
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	agentIdx := fs.Int("agent", -1, "print this agent's saved state (input index, from 0) as JSON, conversation included")
-	jobID := fs.String("job", "", "job of --agent (default: the store's only job)")
-	store, code := openStateArg(fs, args, "batchagent status STATE.db [--agent N [--job ID]]", stderr)
-	if store == nil {
-		return code
+func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr io.Writer) int {
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
 	}
 	defer store.Close()
-	if *agentIdx >= 0 {
-		return agentState(ctx, store, *jobID, *agentIdx, stdout, stderr)
+	if f.agent >= 0 {
+		return agentState(ctx, store, f.job, f.agent, stdout, stderr)
 	}
 	jobs, err := store.Jobs(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
+	if f.job != "" {
+		jobs = []string{f.job}
+	}
+	sums := make([]checkpoint.Summary, 0, len(jobs))
 	for _, id := range jobs {
 		s, err := store.Summary(ctx, id)
 		if err != nil {
 			fmt.Fprintln(stderr, "batchagent status:", err)
+			if errors.Is(err, checkpoint.ErrUnknownJob) {
+				return exitUsage
+			}
 			return exitFailed
 		}
-		fmt.Fprintf(stdout, "job %s: ", id)
-		if s.Inputs >= 0 {
-			fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
+		sums = append(sums, s)
+	}
+	if f.json {
+		if err := writeStatusJSON(stdout, path, sums); err != nil {
+			fmt.Fprintln(stderr, "batchagent status:", err)
+			return exitFailed
 		}
-		fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
-			s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
-		var kinds []string
-		for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
-		}
-		if len(kinds) > 0 {
-			fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
-		}
-		fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
-			s.ModelCalls, s.Turns, count(s.Usage.PromptTokens), count(s.Usage.CachedTokens), count(s.Usage.CompletionTokens))
-		if span := s.Last.Sub(s.First); span > 0 {
-			fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
-				float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
-		}
+		return exitOK
+	}
+	for _, s := range sums {
+		writeStatus(stdout, s)
 	}
 	return exitOK
+}
+
+// writeStatus prints one job's summary as text.
+func writeStatus(stdout io.Writer, s checkpoint.Summary) {
+	fmt.Fprintf(stdout, "job %s: ", s.JobID)
+	if s.Inputs >= 0 {
+		fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
+	}
+	fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
+		s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
+	}
+	if len(kinds) > 0 {
+		fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
+		s.ModelCalls, s.Turns, count(s.Usage.PromptTokens), count(s.Usage.CachedTokens), count(s.Usage.CompletionTokens))
+	if span := s.Last.Sub(s.First); span > 0 {
+		fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
+			float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
+	}
 }
 
 // agentState prints the saved state of agent idx of job id as indented
@@ -132,7 +129,7 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(st); err != nil {
+	if err := enc.Encode(stateView{State: st, Timings: timingsOf(st.Timings)}); err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
@@ -141,17 +138,14 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 
 // exportCmd writes a checkpointed run's results in input order:
 // `batchagent export run.db --out results.jsonl`.
-func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "output file (default stdout)")
-	jobID := fs.String("job", "", "job to export (default: the store's only job)")
-	store, code := openStateArg(fs, args, "batchagent export STATE.db [--out FILE] [--job ID]", stderr)
-	if store == nil {
-		return code
+func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
 	}
 	defer store.Close()
-	id, err := pickJob(ctx, store, *jobID)
+	id, err := pickJob(ctx, store, f.job)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent export:", err)
 		return exitUsage
@@ -162,15 +156,15 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	var (
-		w io.Writer = stdout
-		f *os.File
+		w  io.Writer = stdout
+		of *os.File
 	)
-	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
+	if f.out != "" && f.out != "-" {
+		if of, err = os.Create(f.out); err != nil {
 			fmt.Fprintln(stderr, "batchagent export:", err)
 			return exitUsage
 		}
-		w = f
+		w = of
 	}
 	js := sink.NewJSONL(w, false)
 	unfinished := 0
@@ -186,9 +180,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if cerr := js.Close(); err == nil {
 		err = cerr
 	}
-	if f != nil {
+	if of != nil {
 		// The file's close error (a write that failed late) counts too.
-		if cerr := f.Close(); err == nil {
+		if cerr := of.Close(); err == nil {
 			err = cerr
 		}
 	}
@@ -203,3 +197,29 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintln(stderr)
 	return exitOK
 }
+
+// stateView is an agent's state as `status --agent` prints it: its
+// timings in seconds, as result lines have them (queue_s, ...), not in the
+// nanoseconds of the state file.
+type stateView struct {
+	agent.State
+	Timings timingsView `json:"timings"` // hides State.Timings
+}
+
+// timingsView are agent timings in seconds, keyed as in result lines.
+type timingsView struct {
+	Queue     float64 `json:"queue_s"`
+	Inference float64 `json:"inference_s"`
+	Tools     float64 `json:"tools_s"`
+	Backoff   float64 `json:"backoff_s,omitempty"`
+	TTFT      float64 `json:"ttft_s"`
+	Total     float64 `json:"total_s,omitempty"`
+}
+
+func timingsOf(t agent.Timings) timingsView {
+	return timingsView{Queue: secs(t.Queue), Inference: secs(t.Inference), Tools: secs(t.Tools),
+		Backoff: secs(t.Backoff), TTFT: secs(t.TTFT), Total: secs(t.Total)}
+}
+
+// secs rounds d to microseconds, in seconds, as result lines do.
+func secs(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }

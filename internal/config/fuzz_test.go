@@ -3,6 +3,7 @@ package config_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ func FuzzJobSpecDecode(f *testing.F) {
 		"task: '{a'\n",
 		"task: x\noutput_schema: {a: .nan, 1: b, c: [1, 2.5, ~, true]}\n",
 		"task: x\n---\ntask: y\n",
+		knobsJob,
+		"task: x\nmax_tokens: -1\ntemperature: .inf\ntop_p: 2\nseed: 1e3\nstop: [a, '', {b: c}]\n",
+		"task: x\nlimits: {backoff: {base: 1h, max: 1s, rate_limit_base: x}, probe_interval: -1s}\ntool_pool: {cache_size: -9, cache_ttl: 3, max_result_bytes: x}\n",
 		"{task: x model: y}\n",
 		"task: x\nlimits:\n\tmax_turns: 1\n",
 		"- a\n",
@@ -84,6 +88,15 @@ func FuzzJobSpecDecode(f *testing.F) {
 		}
 		if j.Backend == "" || j.Dir != dir || j.Path != "job.yaml" {
 			t.Errorf("Parse(%q) = Backend %q, Dir %q, Path %q, want a backend, %q, %q", data, j.Backend, j.Dir, j.Path, dir, "job.yaml")
+		}
+		if p := j.Temperature; j.MaxTokens < 0 || p != nil && !(*p >= 0 && *p <= math.MaxFloat64) || j.TopP != nil && !(*j.TopP >= 0 && *j.TopP <= 1) {
+			t.Errorf("Parse(%q) accepted max_tokens %d, temperature %v, top_p %v", data, j.MaxTokens, j.Temperature, j.TopP)
+		}
+		if b := j.Limits.Backoff; b.Base < 0 || b.RateLimitBase < 0 || b.Max < 0 || j.ToolPool.CacheSize < -1 || j.ToolPool.MaxResultBytes < -1 || j.ToolPool.CacheTTL < 0 {
+			t.Errorf("Parse(%q) accepted back-off %+v, tool pool %+v", data, b, j.ToolPool)
+		}
+		if slices.Contains(j.Stop, "") {
+			t.Errorf("Parse(%q) accepted an empty stop sequence", data)
 		}
 		if s := j.OutputSchema.JSON; s != nil && (!json.Valid(s) || s[0] != '{') {
 			t.Errorf("Parse(%q).OutputSchema.JSON = %s, want a JSON object", data, s)

@@ -57,6 +57,30 @@ type Job struct {
 	MCP []MCPServer `yaml:"mcp"`
 	// Limits are the engine limits. Zero fields mean the engine defaults.
 	Limits Limits `yaml:"limits"`
+	// MaxTokens caps the tokens of each generation. Zero means the engine's
+	// default.
+	MaxTokens int `yaml:"max_tokens"`
+	// MaxTokensLimit caps the raised token cap with which an answer cut off
+	// at max_tokens is asked again. Zero means the engine's default (4×
+	// max_tokens); equal to max_tokens keeps the cap and only asks for a
+	// shorter answer.
+	MaxTokensLimit int `yaml:"max_tokens_limit"`
+	// Temperature is the sampling temperature, from 0 (most likely tokens)
+	// up; backends accept up to 1 (Anthropic) or 2 (OpenAI). Nil means the
+	// backend's default.
+	Temperature *float64 `yaml:"temperature"`
+	// TopP is the nucleus sampling mass, in [0, 1]. Nil means the backend's
+	// default.
+	TopP *float64 `yaml:"top_p"`
+	// Seed asks for deterministic sampling where the backend supports it
+	// (OpenAI-compatible servers; Anthropic and Bedrock ignore it). Nil
+	// means none.
+	Seed *int64 `yaml:"seed"`
+	// Stop lists sequences that end a generation. Empty means none.
+	Stop []string `yaml:"stop"`
+	// ToolPool configures the pool all tools run in: result cache, result
+	// size cap and default timeout. Zero fields mean the defaults.
+	ToolPool ToolPool `yaml:"tool_pool"`
 	// WarmPrefix sends one request first and the rest only when it
 	// returns, so the server's prefix cache holds the shared prefix.
 	WarmPrefix bool `yaml:"warm_prefix"`
@@ -126,8 +150,12 @@ type Tool struct {
 	// Database is the SQLite file of sql_query and sql_lookup, opened read
 	// only (absolute after parsing).
 	Database string `yaml:"database"`
-	// MaxRows caps the rows sql_query returns. Zero means its default.
+	// MaxRows caps the rows sql_query returns, and those sql_lookup
+	// returns for one key. Zero means the tool's default.
 	MaxRows int `yaml:"max_rows"`
+	// MaxRedirects caps the redirects http_get follows; -1 follows none.
+	// Zero means its default.
+	MaxRedirects int `yaml:"max_redirects"`
 	// Table, Key and Columns define sql_lookup: rows of Table whose Key
 	// column equals the argument; Columns empty means all.
 	Table   string   `yaml:"table"`
@@ -190,6 +218,9 @@ type MCPServer struct {
 	Tools []string `yaml:"tools"`
 	// Cacheable marks the server's tools cacheable.
 	Cacheable bool `yaml:"cacheable"`
+	// ConnectTimeout bounds starting the server, the handshake and listing
+	// its tools. Zero means the default.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// Policy limits each of the server's tools.
 	Policy `yaml:",inline"`
 }
@@ -209,6 +240,16 @@ type Limits struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// Timeout bounds the run time of one agent. Zero means no timeout.
 	Timeout Duration `yaml:"timeout"`
+	// Backoff spaces the retries of failed model calls. Zero fields mean
+	// the engine defaults.
+	Backoff Backoff `yaml:"backoff"`
+	// ProbeInterval is how often a self-hosted server's queue is read for
+	// max_queued. Zero means the engine default (200ms).
+	ProbeInterval Duration `yaml:"probe_interval"`
+	// OutageBudget is how long one model request is retried while the
+	// backend cannot answer (rate limits, overload, connection failures,
+	// timeouts) before the agent fails. Zero means the engine default (5m).
+	OutageBudget Duration `yaml:"outage_budget"`
 	// FixedInflight keeps the inflight limit at max_inflight instead of
 	// adapting it to the backend's throttling.
 	FixedInflight bool `yaml:"fixed_inflight"`

@@ -205,6 +205,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		strings.ReplaceAll(fullJob, "$OTHER", other),
 		"task: x\noutput_schema: schema.json\n",
 		"task: x\n",
+		knobsJob,
 	} {
 		first, err := config.Parse([]byte(in), "job.yaml", dir)
 		if err != nil {

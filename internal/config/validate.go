@@ -29,9 +29,9 @@ type toolSpec struct {
 var builtinTools = map[string]toolSpec{
 	"read_file":  {roots: true, options: []string{"roots", "max_bytes"}},
 	"list_dir":   {roots: true, options: []string{"roots", "max_entries"}},
-	"http_get":   {options: []string{"allow_hosts", "allow_private", "max_bytes"}},
+	"http_get":   {options: []string{"allow_hosts", "allow_private", "max_bytes", "max_redirects"}},
 	"sql_query":  {database: true, options: []string{"database", "max_rows"}},
-	"sql_lookup": {database: true, options: []string{"database", "table", "key", "columns"}},
+	"sql_lookup": {database: true, options: []string{"database", "table", "key", "columns", "max_rows"}},
 }
 
 // commonToolKeys are taken by every tool.
@@ -71,6 +71,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 
 	d.checkSchema("output_schema", j.OutputSchema)
 	d.validateLimits(&j.Limits)
+	d.validateKnobs(j)
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
 	d.validateReduce(j.Reduce)
@@ -123,6 +124,9 @@ func (d *decoder) validateLimits(l *Limits) {
 	}
 	if l.Timeout < 0 && d.ok("limits.timeout") {
 		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", l.Timeout)
+	}
+	if l.OutageBudget < 0 && d.ok("limits.outage_budget") {
+		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", l.OutageBudget)
 	}
 }
 

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run JOB.yaml [flags]",
+		Short: "Run one agent per input of a job file",
+		Long: `Run the job file JOB.yaml: one agent per input (a .jsonl file with one JSON
+object per line, or a .csv file with a header row), one JSON result per line
+on --out (default: the job's output, else stdout), a progress display and a
+summary on stderr.
+
+With an output file, progress is checkpointed in a SQLite state file
+(OUT.state.db unless --state names another): running the same command again
+resumes, keeping the finished inputs and continuing the unfinished agents.
+The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
+stops at once.`,
+		Example: `  batchagent run examples/review/job.yaml
+  batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
+  batchagent run job.yaml --out results.jsonl --retry-failed`,
+		Args: exactArgs(1, "exactly one job file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd.Flags().Changed("state")); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			f.logger = a.logger
+			// run stops in two phases and handles its signals itself.
+			return exitWith(runJob(cmd.Context(), args[0], f, a.stdout, a.stderr))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
+	fl.StringVar(&f.out, "out", "", "output file for JSONL results (default: the job's output, else stdout; - for stdout)")
+	fl.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms or openai+http://host:8000/v1?model=m; overrides the job's backend")
+	fl.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")
+	fl.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
+	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
+	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
+	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
+	return cmd
+}
+
+// check rejects contradictory flags, naming both. stateSet says whether
+// --state was given (even as an empty string).
+func (f runFlags) check(stateSet bool) error {
+	if !f.noState {
+		return nil
+	}
+	switch {
+	case stateSet:
+		return fmt.Errorf("--state %q and --no-state contradict each other: drop one", f.state)
+	case f.retryFailed:
+		return fmt.Errorf("--retry-failed needs a state file to find the failed inputs, and --no-state turns it off: drop one")
+	case f.force:
+		return fmt.Errorf("--force resumes from a state file, and --no-state turns it off: drop one")
+	}
+	return nil
+}

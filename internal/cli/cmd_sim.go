@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent/backend/sim"
+)
+
+func (a *app) simCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulator tools: serve the simulator as an OpenAI-compatible server",
+		Long: `Simulator tools. "batchagent sim serve" serves the deterministic simulator as
+an OpenAI-compatible chat-completions server whose timing models a
+continuous-batching GPU server (vLLM-like), for tests and benchmarks without
+a GPU.`,
+		Example: `  batchagent sim serve --addr 127.0.0.1:8000 --max-seqs 16
+  batchagent run job.yaml --backend openai+http://127.0.0.1:8000/v1`,
+		// A command of its own, so that "sim bogus" is an error and "sim"
+		// alone prints its help.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown command %q (known: serve)", args[0])}
+			}
+			return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("want a command: serve")}
+		},
+	}
+	cmd.AddCommand(a.simServeCommand())
+	return cmd
+}
+
+func (a *app) simServeCommand() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the simulator as an OpenAI-compatible chat-completions server",
+		Long: `Serve the simulator as an OpenAI-compatible chat-completions server
+(POST /v1/chat/completions, GET /v1/models, /metrics, /health) whose timing
+models a continuous-batching GPU server (vLLM-like): a running batch of
+--max-seqs sequences, a waiting queue of --max-queue requests (then 429),
+chunked prefill of the uncached prompt tokens, and a prefix cache. It runs
+until SIGINT or SIGTERM, then lets requests in flight finish.`,
+		Example: `  batchagent sim serve --addr 127.0.0.1:0 --seed 7 --tool-turns 0
+  batchagent sim serve --fault rate_limited --log-level debug`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := a.logger
+			if f.verbose {
+				l, err := newLogger("debug", a.logFormat, a.stderr)
+				if err != nil {
+					return &usageError{cmd: cmd.CommandPath(), err: err}
+				}
+				logger = l
+			}
+			return withSignals(cmd.Context(), func(ctx context.Context) int {
+				return simServe(ctx, f, logger, a.stderr)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on (port 0: any free port)")
+	fl.IntVar(&f.cfg.MaxSeqs, "max-seqs", sim.DefaultMaxSeqs, "sequences in the running batch")
+	fl.IntVar(&f.cfg.MaxQueue, "max-queue", sim.DefaultMaxQueue, "requests that may wait for a slot before the server answers 429 (negative: unbounded)")
+	fl.DurationVar(&f.cfg.PrefillPerToken, "prefill-per-token", sim.DefaultPrefillPerToken, "prefill time per uncached prompt token")
+	fl.DurationVar(&f.cfg.DecodeStep, "decode-step", sim.DefaultDecodeStep, "time of a decode step with a batch of one")
+	fl.DurationVar(&f.cfg.DecodeStepPerSeq, "decode-step-per-seq", sim.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
+	fl.BoolVar(&f.cfg.NoPrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
+	fl.IntVar(&f.cfg.ContextWindow, "context-window", sim.DefaultContextWindow, "context window in tokens")
+	fl.StringVar(&f.cfg.ModelName, "model", sim.DefaultModelName, "model name to list and answer as")
+	fl.Uint64Var(&f.cfg.Model.Seed, "seed", 0, "simulator seed")
+	fl.IntVar(&f.toolTurns, "tool-turns", sim.DefaultToolTurns, "turns that call tools before the model answers (0: never)")
+	fl.Float64Var(&f.cfg.Model.InvalidRate, "invalid", 0, "share of answers that violate the output schema")
+	fl.Float64Var(&f.cfg.Model.FailRate, "fail", 0, "share of requests answered 503")
+	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key requests must carry (default: no key)")
+	fl.StringVar(&f.fault, "fault", "", "fault injected into every request: rate_limited, overloaded, server_error, bad_request, stream_cut, malformed")
+	fl.DurationVar(&f.cfg.FaultAfter, "fault-after", 0, "inject --fault only into requests that arrive this long after the start")
+	fl.DurationVar(&f.cfg.FaultFor, "fault-for", 0, "inject --fault for this long from --fault-after, then serve normally (0: forever)")
+	fl.DurationVar(&f.cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every request (same as --log-level debug)")
+	return cmd
+}
