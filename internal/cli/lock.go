@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -29,6 +30,9 @@ type runLock struct {
 // that process.
 func lockFile(target, what, holder string) (*runLock, error) {
 	path := target + ".lock"
+	if real, err := filepath.EvalSymlinks(target); err == nil {
+		path = real + ".lock" // two names of one file share its lock
+	}
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {

@@ -178,3 +178,26 @@ func TestStaleLockDoesNotBlock(t *testing.T) {
 	}
 	checkOneLineEach(t, out, 5)
 }
+
+// TestLockFollowsSymlinks runs on an output reached through a symbolic
+// link while a lock is held on the file it points to: refused.
+func TestLockFollowsSymlinks(t *testing.T) {
+	dir, job, in, _ := slowJob(t, 5)
+	real := filepath.Join(dir, "real.jsonl")
+	writeFile(t, dir, "real.jsonl", "")
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	a := startChild(t, "run", job, "--inputs", in, "--out", real, "--no-state", "--backend", "sim://?latency=1s&seed=4&tool_turns=0", "--quiet")
+	waitUntil(t, "the first run's lock", func() bool {
+		b, _ := os.ReadFile(real + ".lock")
+		return bytes.Contains(b, []byte("pid"))
+	})
+	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", link, "--no-state", "--backend", quickBackend, "--quiet")
+	if code != 2 || !strings.Contains(stderr, fmt.Sprintf("pid %d ", a.cmd.Process.Pid)) {
+		t.Errorf("run through the link: exit %d, stderr %q; want 2 naming pid %d", code, stderr, a.cmd.Process.Pid)
+	}
+	_ = a.cmd.Process.Kill()
+	a.wait()
+}
