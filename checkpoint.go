@@ -21,8 +21,12 @@ type Checkpointer interface {
 	// Save records one agent's latest state.
 	Save(ctx context.Context, s agent.State) error
 	// Load returns the saved states of a job. The engine reads only the
-	// results and counters of final states (done, failed), so those may
-	// come without their Messages, as *checkpoint.Store returns them.
+	// input, results and counters of final states (done, failed), so those
+	// may come without their Messages, as *checkpoint.Store returns them.
+	// A state is used only for the input it holds: one whose Input differs
+	// from the current input at its Index (the inputs were edited or
+	// reordered) is ignored, and that input runs afresh; so Input must come
+	// back as saved, numbers included (decode with UseNumber).
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
 
@@ -98,21 +102,31 @@ func (e *Engine) finished(st agent.State) bool {
 }
 
 // save writes st, surviving a cancelled run: final writes use a context
-// without its cancellation and a short timeout.
-func (e *Engine) save(ctx context.Context, st *agent.State) {
+// without its cancellation and a short timeout. It returns the save's
+// error, already counted and logged.
+func (e *Engine) save(ctx context.Context, st *agent.State) error {
 	if e.job.Checkpoint == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	if err := e.job.Checkpoint.Save(ctx, *st); err != nil {
+	err := e.job.Checkpoint.Save(ctx, *st)
+	if err != nil {
 		e.saveFailed(ctx, st.Index, err)
 	}
+	return err
 }
 
-// saveFailed counts and logs a failed checkpoint write of agent idx.
+// saveFailed counts and logs a failed checkpoint write of agent idx and,
+// under [Job.StopOnCheckpointError], drains the engine.
 func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
 	e.stats.ckptErrors.Add(1)
+	if e.job.StopOnCheckpointError {
+		e.Drain()
+		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: stopping the run",
+			slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
+		return
+	}
 	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
 		slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
 }

@@ -138,7 +138,7 @@ func New(j Job) (*Engine, error) {
 	if j.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result
-				e.save(ctx, st)
+				_ = e.save(ctx, st) // counted and logged; under StopOnCheckpointError it drains
 			}
 		}
 	}
@@ -286,6 +286,12 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 		}
 		prev, hasPrev := saved[i]
 		delete(saved, i) // what it holds is freed as the run moves on
+		if hasPrev && !sameInput(prev.Input, in) {
+			// The state of another input at this index: run this one fresh.
+			hasPrev = false
+			e.log.LogAttrs(ctx, slog.LevelWarn, "saved state is of a different input: running the input again",
+				slog.String("job", e.job.ID), slog.Int("agent", i))
+		}
 		if hasPrev && e.finished(prev) {
 			out <- outcome{Result: StateResult(e.job.ID, prev), prior: workOf(&prev), restored: true}
 			continue
@@ -380,12 +386,17 @@ func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, deliver 
 		as.SaveAsync(*st, func(err error) {
 			if err != nil {
 				e.saveFailed(ctx, st.Index, err)
+				if e.job.StopOnCheckpointError {
+					r = e.checkpointFailure(r, err)
+				}
 			}
 			deliver(r)
 		})
 		return
 	}
-	e.save(ctx, st)
+	if err := e.save(ctx, st); err != nil && e.job.StopOnCheckpointError {
+		r = e.checkpointFailure(r, err)
+	}
 	deliver(r)
 }
 

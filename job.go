@@ -136,6 +136,15 @@ type Job struct {
 	// RetryFailed, with Checkpoint, runs inputs whose saved result is a
 	// failure again.
 	RetryFailed bool
+	// StopOnCheckpointError, with Checkpoint, makes a failed save fatal:
+	// the engine drains (see [Engine.Drain]: no more inputs are admitted,
+	// agents stop after their turn in flight), and an agent whose final
+	// state could not be saved yields, instead of its outcome, a result of
+	// kind [KindCanceled] whose error wraps [ErrCheckpoint]; so every
+	// result delivered as done or failed is one a resumed run finds.
+	// Stats.CheckpointErrors counts the failed saves. False means a failed
+	// save is logged and counted, and the result delivered all the same.
+	StopOnCheckpointError bool
 	// Logger receives lifecycle events and warnings. Nil means silent.
 	Logger *slog.Logger
 }

@@ -2,11 +2,13 @@ package batchagent_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/checkpoint"
 )
 
 const summarySchema = `{"type":"object","properties":{"summary":{"type":"string"},"count":{"type":"integer"}},"required":["summary","count"]}`
@@ -43,7 +45,13 @@ func TestRunReduceHierarchical(t *testing.T) {
 // TestReduceResumes reduces with a checkpoint twice: the second time no
 // model is called, and the output is the same.
 func TestReduceResumes(t *testing.T) {
-	ck := &fakeCheckpointer{}
+	// A real store: each level is a job of its own, which the
+	// fakeCheckpointer (keyed by index alone) would mix up.
+	ck, err := checkpoint.Open(filepath.Join(t.TempDir(), "run.db"), checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
 	outs := make([]json.RawMessage, 30)
 	for i := range outs {
 		outs[i] = json.RawMessage(`{"summary":"s","count":1}`)

@@ -15,7 +15,7 @@ import (
 func checkDecodeFinal(t *testing.T, line []byte) {
 	t.Helper()
 	var want withoutMessages
-	if err := json.Unmarshal(line, &want); err != nil {
+	if err := unmarshalState(line, &want); err != nil {
 		var buf []byte
 		decodeFinal(line, &buf) // must not panic; the messages are not validated
 		return

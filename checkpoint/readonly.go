@@ -109,7 +109,7 @@ func checkFormat(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	switch version {
-	case formatVersion:
+	case formatVersion, 3: // format 3 lacks only the table forgotten, read as empty
 		return nil
 	case 0:
 		if err := checkNew(ctx, tx); err != nil {

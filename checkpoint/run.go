@@ -172,7 +172,7 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 			return st.Index, st, err
 		}
 		var st agent.State
-		err := json.Unmarshal(data, &st)
+		err := unmarshalState(data, &st)
 		return st.Index, st, err
 	})
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Store) State(ctx context.Context, jobID string, index int) (agent.State
 			return head.Index, nil, err
 		}
 		st := new(agent.State)
-		err := json.Unmarshal(data, st)
+		err := unmarshalState(data, st)
 		return st.Index, st, err
 	})
 	if err != nil {
@@ -254,6 +254,18 @@ const maxSegment = 1 << 30
 func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode func(data []byte, final bool) (int, T, error)) (map[int]versioned[T], span, error) {
 	latest := make(map[int]versioned[T])
 	var sp span
+	// Read in one transaction, so that a commit landing in between cannot
+	// move an agent from running to finished unseen.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, sp, err
+	}
+	defer tx.Rollback()
+	forgotten, err := readForgotten(ctx, tx, jobID)
+	if err != nil {
+		return nil, sp, err
+	}
+
 	// put decodes the state numbered seq; stored, when not negative, is
 	// the agent index the row was stored under.
 	put := func(seq int64, data []byte, stored int) error {
@@ -264,19 +276,14 @@ func scanLatest[T any](ctx context.Context, db *sql.DB, jobID string, decode fun
 		case stored >= 0 && idx != stored:
 			return fmt.Errorf("state %d: index %d stored as agent %d", seq, idx, stored)
 		}
+		if before, ok := forgotten[idx]; ok && seq < before {
+			return nil
+		}
 		if old, ok := latest[idx]; !ok || seq > old.seq {
 			latest[idx] = versioned[T]{seq, v}
 		}
 		return nil
 	}
-
-	// Read in one transaction, so that a commit landing in between cannot
-	// move an agent from running to finished unseen.
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, sp, err
-	}
-	defer tx.Rollback()
 
 	rows, err := tx.QueryContext(ctx, `SELECT seq, n, states, updated FROM finished WHERE job_id = ? ORDER BY seq`, jobID)
 	if err != nil {
@@ -476,7 +483,7 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 // decodeFinal decodes a final state without its conversation.
 func decodeFinal(line []byte, buf *[]byte) (agent.State, error) {
 	var st withoutMessages // for a line without messages, or with two
-	err := json.Unmarshal(cutMessages(line, buf), &st)
+	err := unmarshalState(cutMessages(line, buf), &st)
 	return st.State, err
 }
 

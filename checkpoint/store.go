@@ -112,9 +112,9 @@ var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // formatVersion is the file format, kept in SQLite's user_version. Format 1
 // (one upserted row per agent for every state) had user_version 0 and a
-// table named states. Format 2 lacked runs.inputs; such files are upgraded
-// when opened.
-const formatVersion = 3
+// table named states. Format 2 lacked runs.inputs, format 3 the table
+// forgotten; such files are upgraded when opened.
+const formatVersion = 4
 
 // schemaSQL creates the tables of an empty file.
 //
@@ -130,6 +130,8 @@ const formatVersion = 3
 //     JSON states shrink several times, and every byte not written is a
 //     byte SQLite copies, checksums and writes twice (WAL, then database)
 //     less.
+//   - forgotten holds, per agent, the sequence number before which its
+//     states are discarded ([Store.Forget]): those of an input that changed.
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS meta (
 	id       INTEGER PRIMARY KEY CHECK (id = 0),
@@ -159,7 +161,13 @@ CREATE TABLE IF NOT EXISTS finished (
 	updated INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS finished_by_job ON finished (job_id, seq);
-PRAGMA user_version = 3;`
+CREATE TABLE IF NOT EXISTS forgotten (
+	job_id TEXT NOT NULL,
+	idx    INTEGER NOT NULL,
+	min_seq INTEGER NOT NULL,
+	PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+PRAGMA user_version = 4;`
 
 // Open opens or creates the store at path, creating its tables when they
 // are missing, and starts the writer goroutine that [Store.Close] stops.
@@ -231,6 +239,8 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 		if err := upgradeFrom2(ctx, tx); err != nil {
 			return fmt.Errorf("upgrade from state format 2: %w", err)
 		}
+	case version == 3:
+		// Format 4 adds the table forgotten, which schemaSQL creates.
 	case version != 0 && version != formatVersion:
 		return fmt.Errorf("unknown state format %d (this batchagent reads format %d)", version, formatVersion)
 	}
@@ -241,7 +251,7 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 }
 
 // ourNames are the tables and indexes of schemaSQL.
-var ourNames = []string{"meta", "runs", "running", "finished", "finished_by_job"}
+var ourNames = []string{"meta", "runs", "running", "finished", "finished_by_job", "forgotten"}
 
 // checkNew refuses a file of user_version 0 that holds tables of its own:
 // a file of format 1, or any SQLite database that is not a state file,

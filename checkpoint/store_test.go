@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func fullState(jobID string, idx int) agent.State {
 	return agent.State{
 		JobID:   jobID,
 		Index:   idx,
-		Input:   job.Input{"name": "ada", "n": float64(idx)},
+		Input:   job.Input{"name": "ada", "n": json.Number(strconv.Itoa(idx))},
 		Status:  agent.StatusFailed,
 		ErrKind: "validation",
 		ErrMsg:  "output invalid",

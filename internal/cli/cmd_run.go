@@ -42,7 +42,7 @@ stops at once.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")
 	fl.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
 	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
-	fl.BoolVar(&f.force, "force", false, "resume even though the job changed since the state was written")
+	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	return cmd
 }

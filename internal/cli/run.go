@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
@@ -57,14 +58,16 @@ type runner struct {
 	out     *sink.JSONL
 	outPath string
 	closers []namedCloser // closed in order by close
+	locks   []namedCloser // the output's and state file's locks, released after closers
 	tools   *builtTools   // closed with the runner
 	// toolsErr is what closing the tools reported (an MCP server's exit
 	// status, say): a warning, not the run's failure.
 	toolsErr error
 
-	backendAddr  string // the backend as scheme://host:port, for messages
-	statePath    string // the checkpoint store, or ""
-	resumedLines int    // result lines kept in the output on resume
+	backendAddr  string      // the backend as scheme://host:port, for messages
+	statePath    string      // the checkpoint store, or ""
+	saved        *savedStore // the checkpoint store as the engine sees it, or nil
+	resumedLines int         // result lines kept in the output on resume
 
 	job       batchagent.Job     // as built, for the reduce step
 	reduce    *batchagent.Reduce // nil: no reduce step
@@ -190,6 +193,9 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if statePath == "" && r.outPath != "" && !f.noState {
 		statePath = r.outPath + ".state.db"
 	}
+	if err := r.lockRun(path, statePath); err != nil {
+		return nil, err
+	}
 	var store *checkpoint.Store
 	if statePath != "" {
 		if _, err := os.Stat(statePath); errors.Is(err, os.ErrNotExist) {
@@ -199,7 +205,8 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 			return nil, fmt.Errorf("state: %w", err)
 		}
 		r.closers = append(r.closers, namedCloser{"state", store})
-		j.Checkpoint, j.RetryFailed = store, f.retryFailed
+		r.saved = &savedStore{Store: store}
+		j.Checkpoint, j.RetryFailed, j.StopOnCheckpointError = r.saved, f.retryFailed, true
 		r.statePath = statePath
 	}
 	if r.engine, err = batchagent.New(j); err != nil {
@@ -224,17 +231,40 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 	}
 
+	var plan *outputPlan // a resumed run's: which lines of the output stay
+	var states []agent.State
+	if store != nil {
+		if states, err = r.saved.loadSaved(ctx, j.ID, statePath); err != nil {
+			return nil, err
+		}
+	}
+	if resumed {
+		chk, err := checkInputs(inPath, states)
+		if err != nil {
+			return nil, err
+		}
+		if chk.first >= 0 && !f.force {
+			return nil, chk.err(inPath, statePath)
+		}
+		plan = newOutputPlan(states, chk, f.ordered, f.retryFailed)
+	}
 	var (
 		w       io.Writer = stdout
 		written map[int]bool
 	)
 	if r.outPath != "" {
-		of, idx, err := openOutput(r.outPath, resumed, f.retryFailed)
+		of, idx, err := openOutput(r.outPath, plan)
 		if err != nil {
 			return nil, fmt.Errorf("output: %w", err)
 		}
 		r.closers = append(r.closers, namedCloser{"output", of})
 		w, written = of, idx
+	}
+	if plan != nil {
+		// Their lines are gone: discard the states of changed inputs too.
+		if err := r.saved.forget(ctx, j.ID, plan.drop); err != nil {
+			return nil, fmt.Errorf("%s: %w", statePath, err)
+		}
 	}
 	r.out = sink.NewJSONL(w, f.ordered)
 	r.out.Skip(written)
@@ -250,13 +280,12 @@ func removeState(path string) {
 	}
 }
 
-// openOutput opens the results file. A fresh run truncates it. A resumed
-// run keeps the complete lines already there (a line torn by a kill is cut
-// off) and appends, returning the indexes those lines hold, so that every
-// input ends with exactly one line. With retryFailed, the lines of failed
-// results are removed too: those inputs run again and get new lines.
-func openOutput(path string, resumed, retryFailed bool) (*os.File, map[int]bool, error) {
-	if !resumed {
+// openOutput opens the results file. A fresh run (plan nil) truncates it.
+// A resumed run keeps the lines already there that plan keeps (see
+// [outputPlan.reconcile]) and appends, returning the indexes those lines
+// hold, so that every input ends with exactly one line.
+func openOutput(path string, plan *outputPlan) (*os.File, map[int]bool, error) {
+	if plan == nil {
 		f, err := os.Create(path)
 		return f, nil, err
 	}
@@ -264,63 +293,12 @@ func openOutput(path string, resumed, retryFailed bool) (*os.File, map[int]bool,
 	if err != nil {
 		return nil, nil, err
 	}
-	written, err := trimOutput(f, path, retryFailed)
+	written, err := plan.reconcile(f, path)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	return f, written, nil
-}
-
-// trimOutput reads the results file f, cuts off a torn last line and, with
-// dropFailed, removes the lines of failed results, leaving f positioned at
-// its end. It returns the indexes of the lines kept.
-func trimOutput(f *os.File, path string, dropFailed bool) (map[int]bool, error) {
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
-	written := map[int]bool{}
-	var kept []byte // with dropFailed: the lines kept
-	for line := range bytes.Lines(data) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v struct {
-			Index *int            `json:"index"`
-			Error json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(line, &v) != nil || v.Index == nil {
-			return nil, fmt.Errorf("%s: a line is not a result; remove the file or pick another --out", path)
-		}
-		if dropFailed {
-			if len(v.Error) > 0 && string(v.Error) != "null" {
-				continue
-			}
-			kept = append(kept, line...)
-		}
-		written[*v.Index] = true
-	}
-	if dropFailed && len(kept) < len(data) {
-		// Emptied first: a kill midway leaves a prefix of the kept lines,
-		// and the inputs of the lines lost are restored from the state file
-		// by the next resume.
-		data = kept
-		if err := f.Truncate(0); err != nil {
-			return nil, err
-		}
-		if _, err := f.WriteAt(data, 0); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.Truncate(int64(len(data))); err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(int64(len(data)), io.SeekStart); err != nil {
-		return nil, err
-	}
-	return written, nil
 }
 
 // openInputs opens an input file, choosing the format by its extension,
@@ -363,6 +341,12 @@ func (r *runner) close() error {
 		}
 	}
 	r.closers = nil
+	for _, nc := range r.locks {
+		if err := nc.c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", nc.name, err))
+		}
+	}
+	r.locks = nil
 	if r.tools != nil {
 		// Not the run's failure: its results are written by now.
 		r.toolsErr = r.tools.close()
@@ -400,7 +384,11 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		if r.reduce != nil && res.Err == nil {
 			outputs = append(outputs, res.Output)
 		}
-		if (interrupted.Load() || ctx.Err() != nil) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+		if errors.Is(res.Err, batchagent.ErrCheckpoint) {
+			notWritten++ // its state could not be saved: not written, resume reruns it
+			continue
+		}
+		if batchagent.KindOf(res.Err) == batchagent.KindCanceled && (interrupted.Load() || ctx.Err() != nil || r.saveFailed()) {
 			notWritten++ // stopped mid-flight: not a result, resume reruns it
 			continue
 		}
@@ -413,6 +401,9 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		rep.stop() // before the reduce step, which prints too
 	}
 	if err := r.out.Close(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if err := r.saveError(); err != nil && writeErr == nil {
 		writeErr = err
 	}
 	var reduceErr error
