@@ -73,6 +73,10 @@ func New(j Job) (*Engine, error) {
 	if j.MaxTokens == 0 {
 		j.MaxTokens = DefaultMaxTokens
 	}
+	if j.MaxTokensLimit > 0 && j.MaxTokensLimit < j.MaxTokens {
+		// It would be raised to MaxTokens silently.
+		return nil, badJob("max tokens limit %d is below max tokens %d (the default when unset)", j.MaxTokensLimit, j.MaxTokens)
+	}
 	if j.MaxActive == 0 {
 		j.MaxActive = DefaultMaxActive
 	}

@@ -154,6 +154,8 @@ func TestBadJob(t *testing.T) {
 		{"bad template", batchagent.Job{Model: m, Task: "hello {name"}, "task"},
 		{"bad schema", batchagent.Job{Model: m, Task: "x", OutputSchema: json.RawMessage(`{"type":5}`)}, "output schema"},
 		{"negative", batchagent.Job{Model: m, Task: "x", MaxInflight: -1}, "negative"},
+		{"token limit below max tokens", batchagent.Job{Model: m, Task: "x", MaxTokens: 512, MaxTokensLimit: 256}, "max tokens limit 256"},
+		{"token limit below the default", batchagent.Job{Model: m, Task: "x", MaxTokensLimit: 1000}, "max tokens limit 1000"},
 		{"duplicate tools", batchagent.Job{Model: m, Task: "x", Tools: []tool.Tool{
 			echoNamed("a"), echoNamed("a")}}, "tools"},
 	}

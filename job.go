@@ -111,6 +111,7 @@ type Job struct {
 	// MaxTokensLimit caps the token cap of a truncated answer's retries.
 	// Defaults to 4×MaxTokens; set it to MaxTokens to keep the cap and
 	// only ask for a shorter answer (some models refuse a larger one).
+	// Below MaxTokens (or its default) it is an error.
 	MaxTokensLimit int
 	// Temperature and TopP, when set, override the backend's sampling
 	// defaults; Seed, when set, asks for deterministic sampling where the

@@ -48,7 +48,8 @@ type State struct {
 	// length), each asked again or, the last, failed.
 	Truncations int `json:"truncations,omitempty"`
 	// MaxTokens is the token cap raised after a truncated answer, used by
-	// the agent's later calls; zero means the configured one.
+	// the agent's later calls, kept between the configured MaxTokens and
+	// MaxTokensLimit; zero means the configured one.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Usage sums the tokens of all model calls.
 	Usage llm.Usage `json:"usage"`

@@ -83,10 +83,12 @@ func plural(n int, one, many string) string {
 }
 
 // maxTokens returns the token cap of st's next call: the one raised after
-// a truncated answer, else the configured one.
+// a truncated answer, else the configured one. A state saved under other
+// caps (a resumed run whose job changed them) keeps within the current
+// ones: never below MaxTokens, never above MaxTokensLimit.
 func (r *Runner) maxTokens(st *State) int {
-	if st.MaxTokens > 0 {
-		return st.MaxTokens
+	if st.MaxTokens > r.cfg.MaxTokens {
+		return min(st.MaxTokens, r.cfg.MaxTokensLimit)
 	}
 	return r.cfg.MaxTokens
 }

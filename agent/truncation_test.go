@@ -94,6 +94,27 @@ func TestTruncation(t *testing.T) {
 			wantCuts: 2, wantNotes: 1,
 		},
 		{
+			// The job's max_tokens was raised after the state was saved
+			// (it is not part of the job's fingerprint): the larger cap
+			// applies, not the one raised from the old cap.
+			name:     "resumed after max_tokens was raised",
+			cfg:      agent.Config{MaxTokens: 1000},
+			st:       &agent.State{Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}, MaxTokens: 200, Truncations: 1, Corrections: 1},
+			answers:  []any{text(`{"n":5}`)},
+			wantMax:  []int{1000},
+			wantOut:  `{"n":5}`,
+			wantCuts: 1,
+		},
+		{
+			name:     "resumed after the limit was lowered",
+			cfg:      agent.Config{MaxTokens: 100, MaxTokensLimit: 150},
+			st:       &agent.State{Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}, MaxTokens: 400, Truncations: 2, Corrections: 1},
+			answers:  []any{text(`{"n":5}`)},
+			wantMax:  []int{150},
+			wantOut:  `{"n":5}`,
+			wantCuts: 2,
+		},
+		{
 			name:     "no schema: cut text asked again",
 			cfg:      agent.Config{MaxTokens: 50},
 			answers:  []any{cutAt("Once upon a", 50), text("The end.")},

@@ -150,24 +150,26 @@ func keySegment(k string) string {
 // but jsontext refuses (duplicate keys, invalid UTF-8) wraps ErrDuplicateKey
 // or ErrInvalidUTF8.
 func lineError(line []byte, jerr error) error {
-	var v any
-	if err := json.Unmarshal(line, &v); err != nil {
+	// Only the syntax is checked, into a RawMessage: decoding into any
+	// would turn a number beyond float64's range (1e999), which is valid
+	// JSON, into a conversion error hiding the line's real problem.
+	if err := json.Unmarshal(line, new(json.RawMessage)); err != nil {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	var kind string
-	switch v.(type) {
-	case map[string]any:
+	switch line[0] { // line is trimmed valid JSON: its first byte tells the kind
+	case '{':
 		return semanticError(line, jerr)
-	case []any:
+	case '[':
 		kind = "an array"
-	case string:
+	case '"':
 		kind = "a string"
-	case float64:
-		kind = "a number"
-	case bool:
+	case 't', 'f':
 		kind = "a boolean"
-	default:
+	case 'n':
 		kind = "null"
+	default:
+		kind = "a number"
 	}
 	return fmt.Errorf("not a JSON object: found %s", kind)
 }

@@ -106,6 +106,14 @@ func TestJSONL(t *testing.T) {
 			},
 		},
 		{
+			"non-object lines with numbers beyond float64",
+			"1e999\n[1e999]\n",
+			[]row{
+				{Line: 1, Err: "in.jsonl:1: not a JSON object: found a number"},
+				{Line: 2, Err: "in.jsonl:2: not a JSON object: found an array"},
+			},
+		},
+		{
 			"invalid non-object line",
 			"[1,\n",
 			[]row{{Line: 1, Err: "in.jsonl:1: invalid JSON: unexpected end of JSON input"}},
@@ -284,6 +292,10 @@ func TestJSONLErrorsWrapSentinels(t *testing.T) {
 		{"{\"a\":\"\xff\"}", job.ErrInvalidUTF8},
 		{`{"a":"\ud800"}`, job.ErrInvalidUTF8},
 		{`{"a":["\udfff"]}`, job.ErrInvalidUTF8},
+		// A number beyond float64's range is legal JSON and kept as text
+		// (json.Number); it must not hide the line's real problem.
+		{`{"n":1e999,"name":"a","name":"EVIL"}`, job.ErrDuplicateKey},
+		{"{\"n\":1e999,\"a\":\"\xff\"}", job.ErrInvalidUTF8},
 	}
 	for _, tt := range tests {
 		n := 0

@@ -16,7 +16,9 @@ import (
 // anyOf, oneOf, not, if, then, else or dependentSchemas. Validating against
 // such a schema could never finish, so every document would fail. A schema
 // that recurses into the instance (a tree whose "children" items refer back
-// to "#") is not a cycle and compiles.
+// to "#") is not a cycle and compiles, nor is a loop through a $dynamicRef
+// or $recursiveRef that validation may resolve, in the dynamic scope, to
+// another schema with the same anchor.
 var ErrRefCycle = errors.New("reference cycle")
 
 // RefCycleError reports a reference cycle found by [Compile]. It wraps
@@ -41,6 +43,11 @@ func (e *RefCycleError) Unwrap() error { return ErrRefCycle }
 type edge struct {
 	kw string // keyword, with its index or name: "$ref", "allOf/1"
 	to *jsonschema.Schema
+	// dynamic says that to is only the initial target of a $dynamicRef
+	// or $recursiveRef: validation goes to the outermost schema in the
+	// dynamic scope with the same $dynamicAnchor (or $recursiveAnchor),
+	// which may be another one.
+	dynamic bool
 }
 
 // inPlace returns the subschemas that s applies to the same instance
@@ -49,13 +56,15 @@ func inPlace(s *jsonschema.Schema) []edge {
 	var es []edge
 	add := func(kw string, to *jsonschema.Schema) {
 		if to != nil {
-			es = append(es, edge{kw, to})
+			es = append(es, edge{kw: kw, to: to})
 		}
 	}
 	add("$ref", s.Ref)
-	add("$recursiveRef", s.RecursiveRef)
-	if s.DynamicRef != nil {
-		add("$dynamicRef", s.DynamicRef.Ref)
+	if to := s.RecursiveRef; to != nil {
+		es = append(es, edge{"$recursiveRef", to, to.RecursiveAnchor})
+	}
+	if d := s.DynamicRef; d != nil && d.Ref != nil {
+		es = append(es, edge{"$dynamicRef", d.Ref, d.Anchor != "" && d.Ref.DynamicAnchor == d.Anchor})
 	}
 	for _, l := range []struct {
 		kw string
@@ -108,9 +117,58 @@ func descending(s *jsonschema.Schema) []*jsonschema.Schema {
 	return ss
 }
 
+// reachable returns the schemas reachable from roots through both kinds
+// of edges, in breadth-first order.
+func reachable(roots []*jsonschema.Schema) []*jsonschema.Schema {
+	var all []*jsonschema.Schema
+	seen := map[*jsonschema.Schema]bool{}
+	queue := slices.Clone(roots)
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if s == nil || seen[s] {
+			continue
+		}
+		seen[s] = true
+		all = append(all, s)
+		for _, e := range inPlace(s) {
+			queue = append(queue, e.to)
+		}
+		queue = append(queue, descending(s)...)
+	}
+	return all
+}
+
 // findCycle returns the first reference cycle among the schemas reachable
-// from roots, or nil. A cycle is a loop of in-place edges only.
+// from roots, or nil. A cycle is a loop of in-place edges only. A dynamic
+// edge ($dynamicRef, $recursiveRef) counts only when its initial target is
+// the one schema with its anchor: otherwise validation may resolve it to
+// another one, and the loop is not certain.
 func findCycle(roots ...*jsonschema.Schema) *RefCycleError {
+	all := reachable(roots)
+	var (
+		dynamicAnchors  = map[string]int{} // schemas with each $dynamicAnchor
+		recursiveAnchor int                // schemas with $recursiveAnchor true
+	)
+	for _, s := range all {
+		if s.DynamicAnchor != "" {
+			dynamicAnchors[s.DynamicAnchor]++
+		}
+		if s.RecursiveAnchor {
+			recursiveAnchor++
+		}
+	}
+	certain := func(e edge) bool {
+		switch {
+		case !e.dynamic:
+			return true
+		case e.kw == "$recursiveRef":
+			return recursiveAnchor <= 1
+		default:
+			return dynamicAnchors[e.to.DynamicAnchor] <= 1
+		}
+	}
+
 	const (
 		unseen = iota
 		open   // on the in-place DFS stack
@@ -126,6 +184,9 @@ func findCycle(roots ...*jsonschema.Schema) *RefCycleError {
 		state[s] = open
 		stack = append(stack, s)
 		for _, e := range inPlace(s) {
+			if !certain(e) {
+				continue
+			}
 			kws = append(kws, e.kw)
 			switch state[e.to] {
 			case open:
@@ -148,24 +209,11 @@ func findCycle(roots ...*jsonschema.Schema) *RefCycleError {
 		return true
 	}
 
-	// Every reachable schema starts an in-place search; schemas are found
-	// through both kinds of edges.
-	seen := map[*jsonschema.Schema]bool{}
-	queue := slices.Clone(roots)
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		if s == nil || seen[s] {
-			continue
-		}
-		seen[s] = true
+	// Every reachable schema starts an in-place search.
+	for _, s := range all {
 		if state[s] == unseen && !visit(s) {
 			return cycle
 		}
-		for _, e := range inPlace(s) {
-			queue = append(queue, e.to)
-		}
-		queue = append(queue, descending(s)...)
 	}
 	return nil
 }

@@ -61,6 +61,11 @@ var refCycles = []struct {
 		[]string{"#/$defs/a", "allOf/0→", "#/$defs/a/allOf/0", "$ref→", "#/$defs/a"},
 	},
 	{
+		"dynamic reference with its anchor on one schema only",
+		`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$dynamicAnchor": "meta", "allOf": [{"$dynamicRef": "#meta"}]}`,
+		[]string{"#", "allOf/0→", "#/allOf/0", "$dynamicRef→", "#"},
+	},
+	{
 		"draft 7 definitions",
 		`{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"$ref": "#/definitions/a"}}}`,
 		[]string{"#/definitions/a", "$ref→", "#/definitions/a"},
@@ -122,6 +127,21 @@ func TestCompileAcceptsRecursion(t *testing.T) {
 			`{"$defs": {"o": {"type": "object", "additionalProperties": {"$ref": "#/$defs/a"}}, "a": {"type": "array", "prefixItems": [{"$ref": "#/$defs/o"}]}}, "$ref": "#/$defs/o"}`,
 			`{"x": [{"y": [{}]}]}`,
 			`{"x": [{"y": [1]}]}`,
+		},
+		{
+			// inner's $dynamicRef resolves to itself statically, but to
+			// the outermost schema with the anchor x in the dynamic scope
+			// (the root) when validating: it never loops.
+			"dynamic reference resolved in the dynamic scope",
+			`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/outer", "$dynamicAnchor": "x", "type": ["object", "string"], "properties": {"a": {"$ref": "inner"}}, "$defs": {"inner": {"$id": "inner", "$dynamicAnchor": "x", "allOf": [{"$dynamicRef": "#x"}]}}}`,
+			`{"a": "s"}`,
+			`{"a": 3}`,
+		},
+		{
+			"recursive reference resolved in the dynamic scope",
+			`{"$schema": "https://json-schema.org/draft/2019-09/schema", "$id": "https://example.com/outer", "$recursiveAnchor": true, "type": ["object", "string"], "properties": {"a": {"$ref": "inner"}}, "$defs": {"inner": {"$id": "inner", "$recursiveAnchor": true, "allOf": [{"$recursiveRef": "#"}]}}}`,
+			`{"a": "s"}`,
+			`{"a": 3}`,
 		},
 		{
 			"the same definition twice in place is not a cycle",

@@ -107,6 +107,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status"}, "want exactly one state file"},
 		{[]string{"export", "a", "b"}, "want exactly one state file"},
 		{[]string{"version", "x"}, `unknown command "x"`},
+		{[]string{"help", "frob"}, `unknown help topic "frob"`},
+		{[]string{"help", "sim", "frob"}, `unknown help topic "sim frob"`},
 		{[]string{"--log-level", "loud", "version"}, `--log-level "loud"`},
 		{[]string{"--log-format", "xml", "version"}, `--log-format "xml"`},
 	}

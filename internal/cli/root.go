@@ -57,6 +57,7 @@ failure), 2 a usage error (flags, arguments, job file), 130 interrupted.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{cmd: c.CommandPath(), err: err}
 	})
+	root.SetHelpCommand(helpCommand())
 	root.AddCommand(
 		a.runCommand(),
 		a.statusCommand(),
@@ -66,6 +67,37 @@ failure), 2 a usage error (flags, arguments, job file), 130 interrupted.`,
 		a.versionCommand(),
 	)
 	return root
+}
+
+// helpCommand is cobra's help command, except that an unknown topic is a
+// usage error (exit 2) rather than the root's usage with exit 0.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type batchagent help [path to command] for full details.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return &usageError{cmd: c.CommandPath(), err: fmt.Errorf("unknown help topic %q", strings.Join(args, " "))}
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // newLogger builds the logger of --log-level and --log-format, writing to w.

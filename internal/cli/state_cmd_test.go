@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -258,5 +259,34 @@ func TestStatusFlags(t *testing.T) {
 		if code, _, stderr := run(t, t.Context(), args...); code != 2 {
 			t.Errorf("Main(%q) = %d, want 2; stderr %q", args, code, stderr)
 		}
+	}
+}
+
+// TestStatusJSONNoSavedState: a run that began but saved no state (its
+// backend never answered) has a first time and no last one; `status
+// --json` leaves "last" out rather than printing year 1.
+func TestStatusJSONNoSavedState(t *testing.T) {
+	dir, job, in := outageJob(t, 3, "200ms")
+	out := filepath.Join(dir, "out.jsonl")
+	backend := fmt.Sprintf("openai+http://127.0.0.1:%d/v1", freePort(t)) // nothing listens there
+	if code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out, "--quiet", "--backend", backend); code != 1 {
+		t.Fatalf("run against a dead backend: exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	code, stdout, stderr := run(t, t.Context(), "status", out+".state.db", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d, stderr:\n%s", code, stderr)
+	}
+	var got struct {
+		Jobs []map[string]any `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Jobs) != 1 {
+		t.Fatalf("status --json = %s (%v), want one job", stdout, err)
+	}
+	j := got.Jobs[0]
+	if _, ok := j["first"]; !ok {
+		t.Errorf("status --json job = %v, want a first time (the run began)", j)
+	}
+	if last, ok := j["last"]; ok {
+		t.Errorf("status --json job last = %v, want none: no state was saved", last)
 	}
 }

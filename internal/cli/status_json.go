@@ -63,8 +63,14 @@ func writeStatusJSON(w io.Writer, path string, sums []checkpoint.Summary) error 
 			known = false
 		}
 		if !s.First.IsZero() {
-			first, last := s.First.UTC(), s.Last.UTC()
-			j.First, j.Last = &first, &last
+			first := s.First.UTC()
+			j.First = &first
+		}
+		if !s.Last.IsZero() { // zero: a run begun that saved no state yet
+			last := s.Last.UTC()
+			j.Last = &last
+		}
+		if !s.First.IsZero() && !s.Last.IsZero() {
 			if span := s.Last.Sub(s.First); span > 0 {
 				rate := float64(j.Done+j.Failed) / span.Seconds()
 				j.AgentsPerS = &rate

@@ -3,6 +3,9 @@ package config
 import (
 	"fmt"
 	"math"
+	"strconv"
+
+	"github.com/batchagent/batchagent"
 )
 
 // Backoff spaces the retries of failed model calls: exponential back-off
@@ -46,8 +49,16 @@ func (d *decoder) validateKnobs(j *Job) {
 	if j.MaxTokensLimit < 0 && d.ok("max_tokens_limit") {
 		d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must not be negative, got %d", j.MaxTokensLimit)
 	}
-	if j.MaxTokensLimit > 0 && j.MaxTokens > j.MaxTokensLimit && d.ok("max_tokens_limit") {
-		d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must be at least max_tokens (%d), got %d", j.MaxTokens, j.MaxTokensLimit)
+	if j.MaxTokensLimit > 0 && d.ok("max_tokens_limit") {
+		// Without max_tokens the default applies, and a limit below it
+		// would be raised to it silently.
+		tokens, what := j.MaxTokens, strconv.Itoa(j.MaxTokens)
+		if tokens == 0 {
+			tokens, what = batchagent.DefaultMaxTokens, "the default "+strconv.Itoa(batchagent.DefaultMaxTokens)
+		}
+		if tokens > j.MaxTokensLimit {
+			d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must be at least max_tokens (%s), got %d", what, j.MaxTokensLimit)
+		}
 	}
 	if p := j.Temperature; p != nil && (*p < 0 || math.IsInf(*p, 0) || math.IsNaN(*p)) && d.ok("temperature") {
 		d.report(d.at("temperature"), "temperature", "must be a number from 0 up, got %v", *p)

@@ -100,6 +100,13 @@ func TestParseKnobProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "token limit below the default cap",
+			in:   "task: x\nmax_tokens_limit: 1000\n",
+			want: []config.Problem{
+				{Line: 2, Col: 19, Path: "max_tokens_limit", Msg: "must be at least max_tokens (the default 4096), got 1000"},
+			},
+		},
+		{
 			name: "not a number",
 			in:   "task: x\ntemperature: .nan\ntop_p: hot\nstop: END\n",
 			want: []config.Problem{
