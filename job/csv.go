@@ -36,8 +36,10 @@ import (
 func CSV(r io.Reader, source string) iter.Seq2[Input, error] {
 	return func(yield func(Input, error) bool) {
 		br := bufio.NewReader(r)
-		if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
-			_, _ = br.Discard(len(utf8BOM)) // cannot fail: the bytes were just peeked
+		if err := skipBOM(br); err != nil {
+			err.Source = source
+			yield(nil, err)
+			return
 		}
 		cr := csv.NewReader(br)
 		cr.FieldsPerRecord = -1 // counts are checked here, against the header
@@ -92,6 +94,22 @@ func CSV(r io.Reader, source string) iter.Seq2[Input, error] {
 			}
 		}
 	}
+}
+
+// skipBOM skips a byte order mark at the start of br. A read error is
+// returned, not left to the reads that follow: Peek clears it in br, so
+// that the next read could see only the end of the input and report the
+// input as empty.
+func skipBOM(br *bufio.Reader) *InputError {
+	b, err := br.Peek(len(utf8BOM))
+	if bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM)) // cannot fail: the bytes were just peeked
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return &InputError{Line: 1, Err: fmt.Errorf("read: %w", err)}
+	}
+	return nil
 }
 
 // readHeader reads and checks the header row. The returned error lacks its

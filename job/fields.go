@@ -2,7 +2,6 @@ package job
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/csv"
 	"io"
 	"slices"
@@ -37,8 +36,9 @@ func (t *Template) MissingFields(have []string) []string {
 // repeated name) gives the *[InputError] that CSV would yield.
 func CSVHeader(r io.Reader, source string) ([]string, error) {
 	br := bufio.NewReader(r)
-	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
-		_, _ = br.Discard(len(utf8BOM)) // cannot fail: the bytes were just peeked
+	if err := skipBOM(br); err != nil {
+		err.Source = source
+		return nil, err
 	}
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1

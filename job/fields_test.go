@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -69,5 +70,46 @@ func TestCSVHeader(t *testing.T) {
 				t.Errorf("CSVHeader(%q) mismatch (-want +got):\n%s", tt.input, diff)
 			}
 		})
+	}
+}
+
+// failOnce is an io.Reader that returns data, then err once, then io.EOF:
+// a read error that a reader does not repeat.
+type failOnce struct {
+	data string
+	err  error
+}
+
+func (r *failOnce) Read(p []byte) (int, error) {
+	if r.data != "" {
+		n := copy(p, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	}
+	if err := r.err; err != nil {
+		r.err = nil
+		return 0, err
+	}
+	return 0, io.EOF
+}
+
+// TestCSVReadErrorAtStart reports a read error of the input at its start, which
+// bufio's Peek clears, as a read error: not as an empty input, nor as a
+// header of the bytes read before it.
+func TestCSVReadErrorAtStart(t *testing.T) {
+	t.Parallel()
+	errDisk := errors.New("disk gone")
+	for _, data := range []string{"", "id"} {
+		_, err := job.CSVHeader(&failOnce{data: data, err: errDisk}, "in.csv")
+		if _, ok := errors.AsType[*job.InputError](err); !ok || !errors.Is(err, errDisk) || err.Error() != "in.csv:1: read: disk gone" {
+			t.Errorf("CSVHeader of %q then a read error = %v; want *InputError %q", data, err, "in.csv:1: read: disk gone")
+		}
+		var errs []error
+		for _, err := range job.CSV(&failOnce{data: data, err: errDisk}, "in.csv") {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], errDisk) || errs[0].Error() != "in.csv:1: read: disk gone" {
+			t.Errorf("CSV of %q then a read error yields errors %v; want one %q", data, errs, "in.csv:1: read: disk gone")
+		}
 	}
 }

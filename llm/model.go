@@ -75,6 +75,7 @@ type Accumulator struct {
 	size   int // bytes of text, arguments and calls held; see Add
 	text   []byte
 	calls  []toolCallBuf
+	byIdx  map[int]int // tool-call index → position in calls
 	usage  Usage
 	finish FinishReason
 	limit  *RateLimitInfo
@@ -106,12 +107,7 @@ func (a *Accumulator) Add(ev Event) error {
 		n = len(ev.Text)
 	case EventToolCall:
 		d := ev.ToolCall
-		for i := range a.calls {
-			if a.calls[i].index == d.Index {
-				b = &a.calls[i]
-				break
-			}
-		}
+		b = a.call(d.Index)
 		n = len(d.Arguments)
 		if b == nil {
 			n += len(d.ID) + len(d.Name) + callOverhead
@@ -129,6 +125,10 @@ func (a *Accumulator) Add(ev Event) error {
 	case EventToolCall:
 		d := ev.ToolCall
 		if b == nil {
+			if a.byIdx == nil {
+				a.byIdx = make(map[int]int)
+			}
+			a.byIdx[d.Index] = len(a.calls)
 			a.calls = append(a.calls, toolCallBuf{index: d.Index})
 			b = &a.calls[len(a.calls)-1]
 		}
@@ -145,6 +145,20 @@ func (a *Accumulator) Add(ev Event) error {
 		a.finish = ev.FinishReason
 	case EventRateLimit:
 		a.limit = ev.RateLimit
+	}
+	return nil
+}
+
+// call returns the call of the given stream index, or nil if none has
+// begun. The last call is checked first (a call's fragments usually arrive
+// together), then the index map, so that a stream of many calls costs O(1)
+// per event.
+func (a *Accumulator) call(index int) *toolCallBuf {
+	if n := len(a.calls); n > 0 && a.calls[n-1].index == index {
+		return &a.calls[n-1]
+	}
+	if i, ok := a.byIdx[index]; ok {
+		return &a.calls[i]
 	}
 	return nil
 }

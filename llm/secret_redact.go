@@ -234,12 +234,17 @@ func Origin(raw string) string {
 }
 
 // URLSecrets returns the parts of a backend's URL that may hold a secret,
-// for [NewRedactor]: its path (unless it is empty, "/" or "/v1"), query,
-// user information and password, each as written and unescaped, leaving out
-// those shorter than [MinRedactLen], which cannot be told from ordinary
-// text. A server may echo them, as in "Cannot POST
-// /TOKEN/v1/chat/completions". It returns nil for a text that does not
-// parse.
+// for [NewRedactor]: its path (unless it is empty, "/" or "/v1") and each
+// of its segments, its query and each query value (or each pair without
+// "="), its user information, user name and password, each as written and
+// unescaped. A server may echo the whole path, as in "Cannot POST
+// /TOKEN/v1/chat/completions", or just the token, as in "invalid token
+// TOKEN". Every such part of at least [MinRedactLen] bytes counts as a
+// secret, whatever it looks like; shorter ones, which cannot be told from
+// ordinary text, are left out and stay visible in errors: a "v1" segment,
+// a deployment or model name under 8 bytes. Longer ordinary parts (a
+// "deployments" segment, an "api-version" value) are redacted too. It
+// returns nil for a text that does not parse.
 func URLSecrets(raw string) []Secret {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -255,13 +260,23 @@ func URLSecrets(raw string) []Secret {
 	}
 	if p := strings.TrimRight(u.Path, "/"); p != "" && p != "/v1" {
 		add(u.EscapedPath(), u.Path)
+		add(strings.Split(u.EscapedPath(), "/")...)
+		add(strings.Split(u.Path, "/")...)
 	}
 	if u.RawQuery != "" {
 		q, _ := url.QueryUnescape(u.RawQuery)
 		add(u.RawQuery, q)
+		for pair := range strings.SplitSeq(u.RawQuery, "&") {
+			v := pair
+			if _, after, ok := strings.Cut(pair, "="); ok {
+				v = after
+			}
+			uv, _ := url.QueryUnescape(v)
+			add(v, uv)
+		}
 	}
 	if u.User != nil {
-		add(u.User.String())
+		add(u.User.String(), u.User.Username())
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
 		}

@@ -159,13 +159,48 @@ func TestOrigin(t *testing.T) {
 
 func TestURLSecrets(t *testing.T) {
 	got := llm.URLSecrets("http://u:PASSWORD@127.0.0.1:1/PATH%2FTOKEN/v1?key=QUERY")
-	want := []llm.Secret{"/PATH%2FTOKEN/v1", "/PATH/TOKEN/v1", "key=QUERY", "u:PASSWORD", "PASSWORD"}
+	want := []llm.Secret{"/PATH%2FTOKEN/v1", "/PATH/TOKEN/v1", "PATH%2FTOKEN", "key=QUERY", "u:PASSWORD", "PASSWORD"}
 	if !slices.Equal(got, want) {
-		t.Errorf("URLSecrets = %q, want %q", got, want)
+		t.Errorf("URLSecrets = %q, want %q", plain(got), plain(want))
 	}
-	for _, raw := range []string{"http://127.0.0.1:1", "http://127.0.0.1:1/", "http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1/", "http://u:pw@h/abc?a=b", "%zz"} {
+	got = llm.URLSecrets("http://USERNAME1:pw@h/v1/PATHTOKEN/deploy?api-version=2024-02-01&key=QUERY%2BTOKEN&BARETOKEN")
+	want = []llm.Secret{
+		"/v1/PATHTOKEN/deploy", "PATHTOKEN",
+		"api-version=2024-02-01&key=QUERY%2BTOKEN&BARETOKEN", "api-version=2024-02-01&key=QUERY+TOKEN&BARETOKEN",
+		"2024-02-01", "QUERY%2BTOKEN", "QUERY+TOKEN", "BARETOKEN",
+		"USERNAME1:pw", "USERNAME1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("URLSecrets = %q, want %q", plain(got), plain(want))
+	}
+	for _, raw := range []string{"http://127.0.0.1:1", "http://127.0.0.1:1/", "http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1/", "http://u:pw@h/abc?a=b", "http://h/openai?a=b&c", "%zz"} {
 		if got := llm.URLSecrets(raw); got != nil {
-			t.Errorf("URLSecrets(%q) = %q, want none", raw, got)
+			t.Errorf("URLSecrets(%q) = %q, want none", raw, plain(got))
+		}
+	}
+}
+
+// plain shows test secrets, which print as placeholders.
+func plain(ss []llm.Secret) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// TestURLSecretsEchoedAlone redacts a token of the URL that a server echoes
+// on its own, not as the whole path or query it was sent in.
+func TestURLSecretsEchoedAlone(t *testing.T) {
+	r := llm.NewRedactor(llm.URLSecrets("http://bob-the-user:PASSWORD@127.0.0.1:1/sk-PATHTOKEN/v1?x=1&key=QUERYTOKEN")...)
+	for _, tt := range []struct{ echo, want string }{
+		{"invalid token sk-PATHTOKEN", "invalid token [REDACTED]"},
+		{"unknown key QUERYTOKEN for x=1", "unknown key [REDACTED] for x=1"},
+		{"user bob-the-user: denied", "user [REDACTED]: denied"},
+		{"route /v1/chat/completions not found", "route /v1/chat/completions not found"},
+	} {
+		if got := r.Redact(tt.echo); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.echo, got, tt.want)
 		}
 	}
 }

@@ -44,9 +44,11 @@ const APIKey = "sk-test-secret-0123456789"
 const PathToken = "pt-path-token-9876543210"
 
 // KeyEchoMessage is the error message fixtures answer KeyEcho with: APIKey
-// and PathToken in the forms a server or proxy may echo them in.
+// and PathToken in the forms a server or proxy may echo them in, PathToken
+// also alone, not inside the request's path.
 var KeyEchoMessage = "invalid credential: " + strings.Join(slices.Sorted(maps.Values(keyForms(APIKey))), " | ") +
-	" for POST /" + PathToken + "/v1/chat/completions"
+	" for POST /" + PathToken + "/v1/chat/completions; unknown path token: " +
+	strings.Join(slices.Sorted(maps.Values(keyForms(PathToken))), " | ")
 
 // keyForms returns the forms of key a server may echo, by name: cases, URL
 // escapes, hex and base64 (alone and of "user:KEY", ":KEY", as in HTTP

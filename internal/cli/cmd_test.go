@@ -1,14 +1,11 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -165,31 +162,16 @@ func TestFlagsAfterArgs(t *testing.T) {
 // that always fails, so that the engine's queue probe warns.
 func startProbeFailingSim(t *testing.T) string {
 	t.Helper()
-	srv, err := sim.NewServer(sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
-		PrefillPerToken: time.Microsecond, DecodeStep: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", srv)
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "metrics broken", http.StatusInternalServerError)
+	addr, _ := startWrappedSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
+		PrefillPerToken: time.Microsecond, DecodeStep: 5 * time.Millisecond}, func(srv http.Handler) http.Handler {
+		mux := http.NewServeMux()
+		mux.Handle("/", srv)
+		mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "metrics broken", http.StatusInternalServerError)
+		})
+		return mux
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Run(ctx) })
-	wg.Go(func() { _ = hs.Serve(ln) })
-	t.Cleanup(func() {
-		cancel()
-		_ = hs.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
+	return addr
 }
 
 // TestLogFlags: the engine's warnings (a failing queue probe) reach stderr

@@ -20,16 +20,27 @@ import (
 // the test ends, and returns its address.
 func startSimServer(t *testing.T, cfg sim.ServerConfig) (string, *sim.Server) {
 	t.Helper()
+	return startWrappedSimServer(t, cfg, nil)
+}
+
+// startWrappedSimServer is startSimServer with the simulator's handler
+// passed through wrap, when it is not nil, to change or add endpoints.
+func startWrappedSimServer(t *testing.T, cfg sim.ServerConfig, wrap func(http.Handler) http.Handler) (string, *sim.Server) {
+	t.Helper()
 	srv, err := sim.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Run(ctx) })
 	wg.Go(func() { _ = hs.Serve(ln) })
