@@ -60,7 +60,8 @@ type admission struct {
 	slots *sched.Scheduler
 	aimd  *sched.AIMD // nil when the limit is fixed or unlimited
 	rate  *sched.Rate
-	out   *outage // global pauses and the dead-backend check
+	out   *outage         // global pauses and the dead-backend check
+	stop  <-chan struct{} // closed when the engine drains; nil: never
 	count func(*llm.Request) int
 	log   *slog.Logger
 
@@ -146,7 +147,9 @@ type permit struct {
 
 // Acquire waits, in order, for prefix warming, the backend's queue, the
 // rate budgets, a global pause (after Retry-After answers and connection
-// failures) and a slot; none of these waits holds a slot.
+// failures) and a slot; none of these waits holds a slot. Once the engine
+// drains, the waits for prefix warming, the backend's queue and a pause
+// end with agent.ErrStopped.
 func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	p := &permit{a: a}
 	if a.warm {
@@ -155,6 +158,8 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 		} else {
 			select {
 			case <-a.warmDone:
+			case <-a.stop:
+				return nil, agent.ErrStopped
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -172,7 +177,7 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
-		if err := a.out.wait(ctx); err != nil {
+		if err := a.out.wait(ctx, a.stop); err != nil {
 			p.endWarm()
 			return nil, err
 		}
@@ -264,6 +269,8 @@ func (a *admission) waitResume(ctx context.Context) error {
 	select {
 	case <-ch:
 		return nil
+	case <-a.stop:
+		return agent.ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}

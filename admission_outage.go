@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/retry"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -148,9 +149,9 @@ func (o *outage) lastServed() time.Time {
 	return o.served
 }
 
-// wait blocks while admission is paused. It returns ctx's error if ctx
-// ends first.
-func (o *outage) wait(ctx context.Context) error {
+// wait blocks while admission is paused. It returns agent.ErrStopped once
+// stop is closed (nil: never), or ctx's error.
+func (o *outage) wait(ctx context.Context, stop <-chan struct{}) error {
 	for {
 		d := o.pausedFor()
 		if d <= 0 {
@@ -159,6 +160,9 @@ func (o *outage) wait(ctx context.Context) error {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return agent.ErrStopped
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()

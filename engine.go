@@ -34,16 +34,23 @@ type Engine struct {
 	probe  llm.QueueProber
 	log    *slog.Logger
 
-	stats    counters
-	draining atomic.Bool // Drain was called
+	stats     counters
+	draining  atomic.Bool   // Drain was called
+	drained   chan struct{} // closed by Drain: waits between and before model calls end
+	drainOnce sync.Once
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop
 // before their next turn, so the turns in flight finish (and are
 // checkpointed) and the runs in progress end with what finished; stopped
 // agents report KindCanceled. Cancel the run's context to stop at once.
-// Drain is permanent for the Engine and safe to call concurrently.
-func (e *Engine) Drain() { e.draining.Store(true) }
+// Drain is permanent for the Engine and safe to call concurrently. Agents
+// waiting to retry a model call, or in a pause of admission (a backend's
+// Retry-After, an outage), stop at once.
+func (e *Engine) Drain() {
+	e.draining.Store(true)
+	e.drainOnce.Do(func() { close(e.drained) })
+}
 
 // New validates job and returns an Engine for it. The error wraps
 // [ErrBadJob] and says what is wrong.
@@ -84,7 +91,7 @@ func New(j Job) (*Engine, error) {
 	if err != nil {
 		return nil, badJob("task: %v", err)
 	}
-	e := &Engine{job: j, tmpl: tmpl, log: j.Logger}
+	e := &Engine{job: j, tmpl: tmpl, log: j.Logger, drained: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -115,6 +122,7 @@ func New(j Job) (*Engine, error) {
 	if e.adm, err = newAdmission(j, caps.DefaultConcurrency, e.probe != nil, e.log); err != nil {
 		return nil, badJob("%v", err)
 	}
+	e.adm.stop = e.drained
 	e.gated = e.adm.slots.Limit() > 0 || j.RateLimit.RPM > 0 || j.RateLimit.TPM > 0 || j.WarmPrefix || e.probe != nil || hosted
 	cfg := agent.Config{
 		Model:      j.Model,
@@ -138,7 +146,7 @@ func New(j Job) (*Engine, error) {
 	if e.gated {
 		cfg.Gate = e.adm
 	}
-	cfg.Stop = e.draining.Load
+	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
 	if j.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result

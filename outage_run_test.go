@@ -2,6 +2,7 @@ package batchagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"sync"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // step is how one call of a scriptModel goes: after delay, it fails with
@@ -233,5 +236,45 @@ func TestDeadBackendConcurrentRuns(t *testing.T) {
 			t.Errorf("run B ended %v after the start, want the start window after its first failure, %v-%v", tookB, want, want+time.Second)
 		}
 		wantAllOK(t, "run A", resA, 3)
+	})
+}
+
+// TestDrainDuringRetryAfterStorm drains a run whose agents wait out a
+// storm of 429s asking for 30s: in the global pause and in their own
+// back-off. The run ends at once, every agent is canceled, and each keeps
+// its completed first turn in the checkpoint instead of a failure.
+func TestDrainDuringRetryAfterStorm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		storm := &llm.APIError{Backend: "fake", StatusCode: 429, RetryAfter: 30 * time.Second, Err: llm.ErrRateLimited}
+		m := &scriptModel{plan: func(_ int, req *llm.Request) step {
+			if len(req.Messages) == 1 { // the first turn: the task alone
+				return step{delay: 10 * time.Millisecond, toolCall: true}
+			}
+			return step{delay: 10 * time.Millisecond, err: storm}
+		}}
+		read := tool.Func(tool.Spec{Name: "read_file", Parameters: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, json.RawMessage) (string, error) { return "contents", nil })
+		ck := &fakeCheckpointer{}
+		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", Tools: []tool.Tool{read}, Checkpoint: ck, OutageBudget: time.Hour})
+		begin := time.Now()
+		drain := time.AfterFunc(time.Second, e.Drain)
+		defer drain.Stop()
+		res := e.Run(t.Context(), batchagent.Slice(inputs(20)))
+		if took := time.Since(begin); took > time.Second+10*time.Millisecond {
+			t.Errorf("drained run ended after %v, want at once after the drain at 1s", took)
+		}
+		for _, r := range res {
+			if batchagent.KindOf(r.Err) != batchagent.KindCanceled {
+				t.Errorf("result %d: %v (kind %q), want canceled", r.Index, r.Err, batchagent.KindOf(r.Err))
+			}
+		}
+		if len(ck.states) != 20 {
+			t.Fatalf("%d agents checkpointed, want 20", len(ck.states))
+		}
+		for _, st := range ck.states {
+			if st.Status != agent.StatusRunning || st.Turns != 1 {
+				t.Errorf("agent %d saved with status %v at turn %d, want running at its completed first turn", st.Index, st.Status, st.Turns)
+			}
+		}
 	})
 }
