@@ -60,7 +60,8 @@ type admission struct {
 	slots *sched.Scheduler
 	aimd  *sched.AIMD // nil when the limit is fixed or unlimited
 	rate  *sched.Rate
-	out   *outage // global pauses and the dead-backend check
+	out   *outage         // global pauses and the dead-backend check
+	stop  <-chan struct{} // closed when the engine drains; nil: never
 	count func(*llm.Request) int
 	log   *slog.Logger
 
@@ -139,15 +140,16 @@ type permit struct {
 	a         *admission
 	estimated int
 	epoch     uint64 // the AIMD epoch the call was admitted in
-	gen       uint64 // the outage generation the call was admitted in
+	id, gen   uint64 // the call's id and outage generation, for outage.observe
+	began     bool   // the backend began to answer: the first event came
 	warming   bool
 }
 
 // Acquire waits, in order, for prefix warming, the backend's queue, the
 // rate budgets, a global pause (after Retry-After answers and connection
-// failures) and a slot; none of these waits holds a slot. Once the backend
-// is declared unavailable it returns an error wrapping
-// ErrBackendUnavailable.
+// failures) and a slot; none of these waits holds a slot. Once the engine
+// drains, the waits for prefix warming, the backend's queue and a pause
+// end with agent.ErrStopped.
 func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	p := &permit{a: a}
 	if a.warm {
@@ -156,6 +158,8 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 		} else {
 			select {
 			case <-a.warmDone:
+			case <-a.stop:
+				return nil, agent.ErrStopped
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -173,7 +177,7 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
-		if err := a.out.wait(ctx); err != nil {
+		if err := a.out.wait(ctx, a.stop); err != nil {
 			p.endWarm()
 			return nil, err
 		}
@@ -190,8 +194,23 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 	if a.aimd != nil {
 		p.epoch = a.aimd.Epoch()
 	}
-	p.gen = a.out.generation()
+	p.id, p.gen = a.out.admit()
 	return p, nil
+}
+
+// LastAnswer returns when a call last succeeded or began to get its
+// answer (its first streamed event); zero if none has. Agents restart
+// their outage clocks after it (agent.AnswerGate).
+func (a *admission) LastAnswer() time.Time { return a.out.lastServed() }
+
+// Answering records that the backend began to answer the call (its first
+// streamed event, agent.AnswerPermit): the backend is reachable, though
+// the answer may be slow to end.
+func (p *permit) Answering() {
+	if !p.began {
+		p.began = true
+		p.a.out.answering()
+	}
 }
 
 func (a *admission) paused() bool {
@@ -220,7 +239,7 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	if congested {
 		a.throttl.Add(1)
 	}
-	pause, firstConnFail := a.out.observe(p.gen, err)
+	pause, firstConnFail := a.out.observe(p.id, p.gen, p.began, err)
 	if pause > 0 {
 		a.log.LogAttrs(context.Background(), slog.LevelWarn, "backend cannot answer: admission paused for every agent",
 			slog.Duration("pause", pause), slog.Any("err", err))
@@ -250,6 +269,8 @@ func (a *admission) waitResume(ctx context.Context) error {
 	select {
 	case <-ch:
 		return nil
+	case <-a.stop:
+		return agent.ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -34,16 +34,23 @@ type Engine struct {
 	probe  llm.QueueProber
 	log    *slog.Logger
 
-	stats    counters
-	draining atomic.Bool // Drain was called
+	stats     counters
+	draining  atomic.Bool   // Drain was called
+	drained   chan struct{} // closed by Drain: waits between and before model calls end
+	drainOnce sync.Once
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop
 // before their next turn, so the turns in flight finish (and are
 // checkpointed) and the runs in progress end with what finished; stopped
 // agents report KindCanceled. Cancel the run's context to stop at once.
-// Drain is permanent for the Engine and safe to call concurrently.
-func (e *Engine) Drain() { e.draining.Store(true) }
+// Drain is permanent for the Engine and safe to call concurrently. Agents
+// waiting to retry a model call, or in a pause of admission (a backend's
+// Retry-After, an outage), stop at once.
+func (e *Engine) Drain() {
+	e.draining.Store(true)
+	e.drainOnce.Do(func() { close(e.drained) })
+}
 
 // New validates job and returns an Engine for it. The error wraps
 // [ErrBadJob] and says what is wrong.
@@ -84,7 +91,7 @@ func New(j Job) (*Engine, error) {
 	if err != nil {
 		return nil, badJob("task: %v", err)
 	}
-	e := &Engine{job: j, tmpl: tmpl, log: j.Logger}
+	e := &Engine{job: j, tmpl: tmpl, log: j.Logger, drained: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -115,6 +122,7 @@ func New(j Job) (*Engine, error) {
 	if e.adm, err = newAdmission(j, caps.DefaultConcurrency, e.probe != nil, e.log); err != nil {
 		return nil, badJob("%v", err)
 	}
+	e.adm.stop = e.drained
 	e.gated = e.adm.slots.Limit() > 0 || j.RateLimit.RPM > 0 || j.RateLimit.TPM > 0 || j.WarmPrefix || e.probe != nil || hosted
 	cfg := agent.Config{
 		Model:      j.Model,
@@ -138,7 +146,7 @@ func New(j Job) (*Engine, error) {
 	if e.gated {
 		cfg.Gate = e.adm
 	}
-	cfg.Stop = e.draining.Load
+	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
 	if j.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result
@@ -205,8 +213,9 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
-		e.adm.out.reset()
-		wg.Go(func() { e.stopIfUnavailable(ctx, unavailable) })
+		run := e.adm.out.begin()
+		defer e.adm.out.end(run)
+		wg.Go(func() { e.stopIfUnavailable(ctx, run, unavailable) })
 		if e.probe != nil {
 			wg.Go(func() { e.adm.probe(ctx, e.probe, e.job.Backpressure) })
 		}
@@ -216,7 +225,7 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 		tokens := make(chan struct{}, e.job.MaxActive)
 		wg.Go(func() {
 			defer cancel() // stops the probe once every agent is done
-			e.admit(ctx, inputs, cancelRest, tokens, out)
+			e.admit(ctx, run, inputs, cancelRest, tokens, out)
 			close(out)
 		})
 		stopped := false
@@ -235,12 +244,12 @@ func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) ite
 }
 
 // stopIfUnavailable ends the run, with the unavailability error as its
-// context's cause, once the backend is declared unavailable; or returns
-// when ctx ends.
-func (e *Engine) stopIfUnavailable(ctx context.Context, stop context.CancelCauseFunc) {
+// context's cause, once the run declared the backend unavailable; or
+// returns when ctx ends.
+func (e *Engine) stopIfUnavailable(ctx context.Context, run *outageRun, stop context.CancelCauseFunc) {
 	select {
-	case <-e.adm.out.downed():
-		err := e.adm.out.unavailable()
+	case <-run.down:
+		err := e.adm.out.unavailable(run)
 		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
 			slog.String("job", e.job.ID), slog.Any("err", err))
 		stop(err)
@@ -250,7 +259,7 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, stop context.CancelCause
 
 // admit reads inputs and starts one agent per input, at most MaxActive at
 // a time. It returns when every started agent has sent its result.
-func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- outcome) {
+func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// Without the checkpoint the run would redo or duplicate work: every
@@ -310,7 +319,7 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 		}
 		prior := workOf(resume)
 		agents.Add(1)
-		go e.runAgent(ctx, i, in, resume, func(r Result) {
+		go e.runAgent(ctx, run, i, in, resume, func(r Result) {
 			out <- outcome{Result: r, prior: prior}
 			agents.Done()
 		})
@@ -320,7 +329,7 @@ func (e *Engine) admit(ctx context.Context, inputs Inputs, cancelRest bool, toke
 // runAgent runs the agent of input i to completion, from resume when a
 // checkpoint holds its last completed turn, and hands its result to
 // deliver once it is checkpointed.
-func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.State, deliver func(Result)) {
+func (e *Engine) runAgent(ctx context.Context, run *outageRun, i int, in Input, resume *agent.State, deliver func(Result)) {
 	start := time.Now()
 	st := resume
 	if st == nil {
@@ -349,10 +358,11 @@ func (e *Engine) runAgent(ctx context.Context, i int, in Input, resume *agent.St
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		down := e.adm.out.unavailable(run)
 		if e.gated { // the gate sees every call: it knows whether any was answered
-			e.adm.out.gaveUp(ae.Err)
+			down = e.adm.out.gaveUp(run, ae.Err)
 		}
-		if down := e.adm.out.unavailable(); down != nil {
+		if down != nil {
 			// Stopped by the unavailable backend, whichever error it
 			// saw first: no answer came, so it stays pending.
 			ae.Err, canceled, timedOut = down, true, false

@@ -83,7 +83,8 @@ type Job struct {
 	// backend cannot answer for transient reasons: rate limits, overload,
 	// failed or broken connections, timeouts. An agent fails on such a
 	// cause only once its failures have lasted this long without an answer
-	// in between; meanwhile each retry waits what the backend asked for
+	// in between, to it or to another agent (time queued for a slot behind
+	// calls being answered is not an outage); meanwhile each retry waits what the backend asked for
 	// (Retry-After) or a jittered back-off, a requested wait pauses
 	// admission for every agent, and connection failures lower the
 	// inflight limit and pause admission with a growing back-off. It also

@@ -54,6 +54,29 @@ type Permit interface {
 	Release(resp *llm.Response, err error)
 }
 
+// An AnswerGate is a Gate that knows when the backend last answered one
+// of the calls it admitted: the call succeeded, or began to get its answer
+// (AnswerPermit). Agents discover it with a type assertion. An agent's
+// outage budget then measures time in which the backend could not answer:
+// the agent's outage clock starts again at a failure that comes after such
+// an answer, so that the time an agent waited for a slot behind calls
+// being answered does not spend its budget.
+type AnswerGate interface {
+	Gate
+	// LastAnswer returns when a call last succeeded or began to get its
+	// answer; zero if none has.
+	LastAnswer() time.Time
+}
+
+// An AnswerPermit is a Permit told when the backend began to answer its
+// call: the first event of a streamed call, before Release. Agents
+// discover it with a type assertion.
+type AnswerPermit interface {
+	Permit
+	// Answering is called once, when the first event came.
+	Answering()
+}
+
 // OnTurnFunc is called after every completed turn with the agent's state,
 // e.g. to checkpoint it. It runs on the agent's goroutine; the state must
 // not be retained after it returns (use [State.Clone]).
@@ -91,8 +114,9 @@ type Config struct {
 	// model call is retried while the backend cannot answer: rate limits,
 	// overload, failed or broken connections and timeouts. The call fails
 	// once such failures have lasted this long without an answer in
-	// between; each retry waits what the backend asked for (Retry-After),
-	// else a jittered back-off. Defaults to DefaultOutageBudget; negative
+	// between (to this agent, or to any call an AnswerGate admitted);
+	// each retry waits what the backend asked for (Retry-After), else a
+	// jittered back-off. Defaults to DefaultOutageBudget; negative
 	// means these failures are retried MaxRetries times like the others.
 	OutageBudget time.Duration
 	// MaxTokens caps each generation; zero means the backend's default.
@@ -121,6 +145,11 @@ type Config struct {
 	// Stop, if set, is consulted before each turn; when it returns true
 	// the agent returns ErrStopped instead of starting the turn.
 	Stop StopFunc
+	// Stopped, if set, is closed once Stop returns true: an agent
+	// waiting to retry a model call then stops at once with ErrStopped,
+	// keeping its last completed turn. Nil means the wait runs its
+	// course (Stop is consulted after it).
+	Stopped <-chan struct{}
 }
 
 // Runner runs agents. It is immutable and safe for concurrent use.
@@ -311,10 +340,12 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		Stop:        r.cfg.StopSequences,
 	}
 	var (
-		attempt int       // retries of failures other than outages
-		outage  int       // retries in the current outage
-		since   time.Time // when the current outage began: its first failure
+		attempt  int       // retries of failures other than outages
+		outage   int       // retries in the current outage
+		since    time.Time // when the current outage began: its first failure
+		lastFail time.Time // the agent's last outage failure
 	)
+	answers, _ := r.cfg.Gate.(AnswerGate)
 	for {
 		resp, err := r.call(ctx, st, req)
 		if err == nil {
@@ -325,12 +356,16 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		}
 		var wait time.Duration
 		if r.cfg.OutageBudget > 0 && isOutage(err) {
-			if since.IsZero() {
+			now := time.Now()
+			if since.IsZero() || answers != nil && answers.LastAnswer().After(lastFail) {
 				// From the failure, not the call's start: the wait for a
-				// slot before it is not an outage.
-				since = time.Now()
+				// slot before it is not an outage. The backend answered
+				// another call since this agent's last failure: a new
+				// outage begins, the time between was not one.
+				since, outage = now, 0
 			}
-			elapsed := time.Since(since)
+			lastFail = now
+			elapsed := now.Sub(since)
 			if elapsed >= r.cfg.OutageBudget {
 				return nil, fmt.Errorf("no answer for %v (outage budget %v): %w", elapsed.Round(time.Millisecond), r.cfg.OutageBudget, err)
 			}
@@ -347,11 +382,17 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+		case <-r.cfg.Stopped:
+			t.Stop()
+			return nil, ErrStopped
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		}
 		st.Timings.Backoff += wait
+		if r.cfg.Stop != nil && r.cfg.Stop() {
+			return nil, ErrStopped
+		}
 	}
 }
 
@@ -403,7 +444,11 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		first time.Time
 	)
 	if r.stream != nil {
-		resp, first, err = r.consume(ctx, req)
+		answering := func() {}
+		if ap, ok := permit.(AnswerPermit); ok {
+			answering = ap.Answering
+		}
+		resp, first, err = r.consume(ctx, req, answering)
 	} else {
 		resp, err = r.cfg.Model.Generate(ctx, req)
 		first = time.Now()
@@ -424,8 +469,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 }
 
 // consume runs a streamed call and reassembles the response; first is when
-// the first event arrived.
-func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Response, first time.Time, err error) {
+// the first event arrived, and answering is called then.
+func (r *Runner) consume(ctx context.Context, req *llm.Request, answering func()) (resp *llm.Response, first time.Time, err error) {
 	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
@@ -433,6 +478,7 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request) (resp *llm.Respo
 		}
 		if first.IsZero() {
 			first = time.Now()
+			answering()
 		}
 		if err := acc.Add(ev); err != nil {
 			return nil, first, err // leaving the loop closes the stream

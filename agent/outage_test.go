@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,4 +117,33 @@ func TestServerErrorsKeepMaxRetries(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStopEndsOutageWait checks that an agent waiting out a 30s
+// Retry-After stops as soon as it is asked to (Config.Stopped is closed),
+// with ErrStopped and its state at its last completed turn.
+func TestStopEndsOutageWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		storm := &llm.APIError{Backend: "x", StatusCode: 429, RetryAfter: 30 * time.Second, Err: llm.ErrRateLimited}
+		m := &downModel{err: storm, up: begin.Add(time.Hour)}
+		var stopping atomic.Bool
+		stopped := make(chan struct{})
+		r := newRunner(t, agent.Config{Model: m, Stop: stopping.Load, Stopped: stopped})
+		time.AfterFunc(time.Second, func() {
+			stopping.Store(true)
+			close(stopped)
+		})
+		st := start("x")
+		err := r.Run(t.Context(), st)
+		if !errors.Is(err, agent.ErrStopped) {
+			t.Fatalf("Run = %v, want ErrStopped", err)
+		}
+		if took := time.Since(begin); took != time.Second {
+			t.Errorf("Run returned after %v, want at once when stopped at 1s", took)
+		}
+		if st.Turns != 0 || len(st.Messages) != 1 {
+			t.Errorf("state at turn %d with %d messages, want the task alone (no turn completed)", st.Turns, len(st.Messages))
+		}
+	})
 }
