@@ -16,6 +16,8 @@ func TestImportRules(t *testing.T) {
 		"sched":               {},
 		"tool":                {},
 		"tool/sqltool":        {"tool"},
+		"tool/filetool":       {"tool"},
+		"tool/httptool":       {"tool"},
 		"checkpoint":          {"agent", "job", "llm"},
 		"tool/mcptool":        {"tool"},
 		"schema":              {},
