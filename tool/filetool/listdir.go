@@ -34,8 +34,8 @@ type ListDirConfig struct {
 	// "[truncated: N more entries]" says how many were left out. Defaults to
 	// DefaultMaxEntries; negative is an error.
 	MaxEntries int
-	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it when the
-	// directories do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the directories do not change while a job runs.
 	Cacheable bool
 }
 

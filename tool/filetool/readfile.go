@@ -28,12 +28,12 @@ type ReadFileConfig struct {
 	// one is required; each must exist when [ReadFile] is called.
 	Roots []string
 	// MaxBytes is the largest file the tool returns; larger files are refused
-	// with an error saying so. Defaults to DefaultMaxBytes; negative
-	// is an error. A [tool.Pool] also cuts every result to
+	// with an error saying so. Defaults to DefaultMaxBytes; negative is an
+	// error. A [tool.Pool] also cuts every result to
 	// [tool.PoolConfig.MaxResultBytes]: raise both together.
 	MaxBytes int64
-	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it when the
-	// files do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the files do not change while a job runs.
 	Cacheable bool
 }
 

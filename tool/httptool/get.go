@@ -23,11 +23,11 @@ import (
 
 // Defaults for [Config].
 const (
-	// DefaultMaxBytes is the default [Config.MaxBytes]: 1 KiB
-	// less than [tool.DefaultMaxResultBytes], which leaves room for the status
-	// and Content-Type lines and the truncation marker, so that a [tool.Pool]
-	// with the default [tool.PoolConfig.MaxResultBytes] returns the result of
-	// http_get as the tool made it.
+	// DefaultMaxBytes is the default [Config.MaxBytes]: 1 KiB less than
+	// [tool.DefaultMaxResultBytes], which leaves room for the status and
+	// Content-Type lines and the truncation marker, so that a [tool.Pool]
+	// with the default [tool.PoolConfig.MaxResultBytes] returns the result
+	// of http_get as the tool made it.
 	DefaultMaxBytes = tool.DefaultMaxResultBytes - 1<<10
 	// DefaultTimeout is the default [Config.Timeout].
 	DefaultTimeout = 10 * time.Second
@@ -42,12 +42,12 @@ const sniffBytes = 8 << 10
 // maxHeaderBytes bounds the response headers http_get accepts.
 const maxHeaderBytes = 64 << 10
 
-// hostsShown is how many allowed hosts an error or the tool's
-// description names.
+// hostsShown is how many allowed hosts an error or the tool's description
+// names.
 const hostsShown = 10
 
-// Config confines the http_get tool. The zero value is valid and
-// allows nothing: every call is refused.
+// Config confines the http_get tool. The zero value is valid and allows
+// nothing: every call is refused.
 type Config struct {
 	// AllowHosts are the hosts the tool may fetch from, also after a
 	// redirect. An entry is a host name ("api.example.com"), a pattern
@@ -79,8 +79,8 @@ type Config struct {
 	// DefaultMaxRedirects; negative means redirects are not followed
 	// (a redirect is then an error naming its target).
 	MaxRedirects int
-	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it when the
-	// pages do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the pages do not change while a job runs.
 	Cacheable bool
 }
 
