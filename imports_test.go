@@ -16,6 +16,8 @@ func TestImportRules(t *testing.T) {
 		"sched":               {},
 		"tool":                {},
 		"tool/sqltool":        {"tool"},
+		"tool/filetool":       {"tool"},
+		"tool/httptool":       {"tool"},
 		"checkpoint":          {"agent", "job", "llm"},
 		"tool/mcptool":        {"tool"},
 		"schema":              {},
@@ -35,6 +37,9 @@ func TestImportRules(t *testing.T) {
 		"internal/cli":        {"*"},
 		"cmd/batchagent":      {"internal/cli"},
 	}
+	// Outside this module, these packages import only the standard library
+	// and golang.org/x: the built-in tools cost library users nothing more.
+	stdOnly := map[string]bool{"tool/filetool": true, "tool/httptool": true}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -52,6 +57,10 @@ func TestImportRules(t *testing.T) {
 		}
 		for _, imp := range fields[1:] {
 			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				first, _, _ := strings.Cut(imp, "/")
+				if stdOnly[pkg] && strings.Contains(first, ".") && !strings.HasPrefix(imp, "golang.org/x/") {
+					t.Errorf("%s imports %s: it may import only the standard library, golang.org/x and this module", fields[0], imp)
+				}
 				continue
 			}
 			dep := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")

@@ -6,18 +6,21 @@
 //
 // A [Tool] has a [Spec] (name, description, JSON Schema of its arguments,
 // and whether its results may be cached) and a Call method. [Func] turns a
-// function into a Tool. Three tools are built in:
-//   - [ReadFile], read_file, returns a text file;
-//   - [ListDir], list_dir, lists a directory;
-//   - [HTTPGet], http_get, fetches a URL from a host on an allowlist, never
-//     from a private address unless allowed.
+// function into a Tool. Tools are built in subpackages, one per kind, so
+// that library users link only the ones they use:
+//   - tool/filetool: read_file, which returns a text file, and list_dir,
+//     which lists a directory, both confined to root directories;
+//   - tool/httptool: http_get, which fetches a URL from a host on an
+//     allowlist, never from a private address unless allowed;
+//   - tool/sqltool: sql_query and a batched keyed lookup on a SQL database;
+//   - tool/mcptool: the tools served by an MCP server.
 //
-// read_file and list_dir are confined to a set of root directories with
-// [os.Root], which they hold open until their Close method (they implement
-// [io.Closer]). The built-in tools' default size limits fit within the
-// pool's default [PoolConfig.MaxResultBytes], so their results reach the
-// model as the tools made them. Packages tool/mcptool and tool/sqltool
-// provide tools served by MCP servers and tools that query SQL databases.
+// A tool that holds resources open, such as read_file and list_dir with
+// their root directories, implements [io.Closer]; its owner closes it after
+// the Pool's last call.
+// The built-in tools' default size limits fit within the pool's default
+// [PoolConfig.MaxResultBytes], so their results reach the model as the
+// tools made them.
 //
 // # Coalescing and caching
 //

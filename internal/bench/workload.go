@@ -24,6 +24,7 @@ import (
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // The workload every scenario shares: turn 1 reads one shared document,
@@ -121,7 +122,7 @@ func (e *env) close() {
 // readTool is the built-in read_file over the scenario's directory, slowed
 // to the scenario's tool latency.
 func (e *env) readTool(wl workload) (tool.Tool, error) {
-	rf, err := tool.ReadFile(tool.ReadFileConfig{Roots: []string{e.dir}, Cacheable: true})
+	rf, err := filetool.ReadFile(filetool.ReadFileConfig{Roots: []string{e.dir}, Cacheable: true})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
+	"github.com/batchagent/batchagent/tool/httptool"
 	"github.com/batchagent/batchagent/tool/mcptool"
 	"github.com/batchagent/batchagent/tool/sqltool"
 )
@@ -139,11 +141,11 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 		switch s.Name {
 		case "read_file":
 			// A batch reads the same files over and over.
-			t, err = tool.ReadFile(tool.ReadFileConfig{Roots: s.Roots, MaxBytes: s.MaxBytes, Cacheable: cacheable(s.Cacheable, true)})
+			t, err = filetool.ReadFile(filetool.ReadFileConfig{Roots: s.Roots, MaxBytes: s.MaxBytes, Cacheable: cacheable(s.Cacheable, true)})
 		case "list_dir":
-			t, err = tool.ListDir(tool.ListDirConfig{Roots: s.Roots, MaxEntries: s.MaxEntries, Cacheable: cacheable(s.Cacheable, true)})
+			t, err = filetool.ListDir(filetool.ListDirConfig{Roots: s.Roots, MaxEntries: s.MaxEntries, Cacheable: cacheable(s.Cacheable, true)})
 		case "http_get":
-			t, err = tool.HTTPGet(tool.HTTPGetConfig{AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate, MaxBytes: s.MaxBytes,
+			t, err = httptool.Get(httptool.Config{AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate, MaxBytes: s.MaxBytes,
 				Timeout: time.Duration(s.Timeout), MaxRedirects: s.MaxRedirects, Cacheable: cacheable(s.Cacheable, true)})
 		case "sql_query", "sql_lookup":
 			db, derr := sqltool.OpenSQLite(s.Database, true)

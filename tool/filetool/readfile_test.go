@@ -1,4 +1,4 @@
-package tool_test
+package filetool_test
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // writeFiles creates files (path → content) under dir; a content starting
@@ -39,9 +40,9 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // newReadFile builds a read_file tool, closed when the test ends, or fails
 // the test.
-func newReadFile(t *testing.T, cfg tool.ReadFileConfig) tool.Tool {
+func newReadFile(t *testing.T, cfg filetool.ReadFileConfig) tool.Tool {
 	t.Helper()
-	rf, err := tool.ReadFile(cfg)
+	rf, err := filetool.ReadFile(cfg)
 	if err != nil {
 		t.Fatalf("ReadFile(%+v): %v", cfg, err)
 	}
@@ -57,6 +58,16 @@ func newReadFile(t *testing.T, cfg tool.ReadFileConfig) tool.Tool {
 func pathArgs(path string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"path": path})
 	return b
+}
+
+// newPool builds a Pool of tools or fails the test.
+func newPool(t *testing.T, cfg tool.PoolConfig, tools ...tool.Tool) *tool.Pool {
+	t.Helper()
+	p, err := tool.NewPool(tools, cfg)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	return p
 }
 
 func TestReadFile(t *testing.T) {
@@ -83,7 +94,7 @@ func TestReadFile(t *testing.T) {
 		"unicode/é 文件.md":     "# titre",
 		"sub/link_out_nested": "->../../outside",
 	})
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{root}, MaxBytes: 100})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{root}, MaxBytes: 100})
 	absSecret := filepath.Join(outside, "secret.txt")
 
 	tests := []struct {
@@ -138,7 +149,7 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestReadFileMissingWrapsErrNotExist(t *testing.T) {
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{t.TempDir()}})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{t.TempDir()}})
 	if _, err := rf.Call(t.Context(), pathArgs("nope.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("read_file(nope.txt) error = %v, want it to wrap fs.ErrNotExist", err)
 	}
@@ -147,13 +158,13 @@ func TestReadFileMissingWrapsErrNotExist(t *testing.T) {
 func TestReadFileDefaultMaxBytes(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{
-		"limit.txt": strings.Repeat("a", tool.DefaultReadFileMaxBytes),
-		"over.txt":  strings.Repeat("a", tool.DefaultReadFileMaxBytes+1),
+		"limit.txt": strings.Repeat("a", filetool.DefaultMaxBytes),
+		"over.txt":  strings.Repeat("a", filetool.DefaultMaxBytes+1),
 		"late_nul":  strings.Repeat("a", 8<<10) + "\x00",
 	})
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{root}})
-	if got, err := rf.Call(t.Context(), pathArgs("limit.txt")); err != nil || len(got) != tool.DefaultReadFileMaxBytes {
-		t.Errorf("read_file(limit.txt) = %d bytes, %v, want %d bytes, nil", len(got), err, tool.DefaultReadFileMaxBytes)
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{root}})
+	if got, err := rf.Call(t.Context(), pathArgs("limit.txt")); err != nil || len(got) != filetool.DefaultMaxBytes {
+		t.Errorf("read_file(limit.txt) = %d bytes, %v, want %d bytes, nil", len(got), err, filetool.DefaultMaxBytes)
 	}
 	want := `path "over.txt": file is 65537 bytes, over the limit of 65536 bytes`
 	if _, err := rf.Call(t.Context(), pathArgs("over.txt")); err == nil || err.Error() != want {
@@ -170,9 +181,9 @@ func TestReadFileDefaultMaxBytes(t *testing.T) {
 // whole.
 func TestReadFileDefaultMaxBytesFitsPool(t *testing.T) {
 	root := t.TempDir()
-	content := strings.Repeat("a", tool.DefaultReadFileMaxBytes)
+	content := strings.Repeat("a", filetool.DefaultMaxBytes)
 	writeFiles(t, root, map[string]string{"limit.txt": content})
-	p, err := tool.NewPool([]tool.Tool{newReadFile(t, tool.ReadFileConfig{Roots: []string{root}})}, tool.PoolConfig{})
+	p, err := tool.NewPool([]tool.Tool{newReadFile(t, filetool.ReadFileConfig{Roots: []string{root}})}, tool.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +195,7 @@ func TestReadFileDefaultMaxBytesFitsPool(t *testing.T) {
 func TestReadFileClose(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	writeFiles(t, second, map[string]string{"a.txt": "a"})
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{first, second}})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{first, second}})
 	if got, err := rf.Call(t.Context(), pathArgs("a.txt")); err != nil || got != "a" {
 		t.Fatalf("read_file(a.txt) = %q, %v, want %q, nil", got, err, "a")
 	}
@@ -206,7 +217,7 @@ func TestReadFileClose(t *testing.T) {
 func TestReadFileArguments(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"a.txt": "a"})
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{root}})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{root}})
 	tests := []struct {
 		name, args, want string
 	}{
@@ -238,7 +249,7 @@ func TestReadFileMultipleRoots(t *testing.T) {
 		"escape.txt":      "second's own",
 		"dir/x.txt":       "x",
 	})
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{first, second}})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{first, second}})
 	tests := []struct {
 		path, want, wantErr string
 	}{
@@ -263,7 +274,7 @@ func TestReadFileMultipleRoots(t *testing.T) {
 func TestReadFileThroughPool(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"a.txt": "alpha"})
-	p := newPool(t, tool.PoolConfig{}, newReadFile(t, tool.ReadFileConfig{Roots: []string{root}, Cacheable: true}))
+	p := newPool(t, tool.PoolConfig{}, newReadFile(t, filetool.ReadFileConfig{Roots: []string{root}, Cacheable: true}))
 	for range 2 {
 		if got, err := p.Call(t.Context(), "read_file", json.RawMessage(`{"path": "a.txt"}`)); got != "alpha" || err != nil {
 			t.Fatalf("Call(read_file, a.txt) = %q, %v, want alpha, nil", got, err)
@@ -281,7 +292,7 @@ func TestReadFileThroughPool(t *testing.T) {
 
 func TestReadFileSpec(t *testing.T) {
 	for _, cacheable := range []bool{false, true} {
-		rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{t.TempDir()}, Cacheable: cacheable})
+		rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{t.TempDir()}, Cacheable: cacheable})
 		spec := rf.Spec()
 		if spec.Name != "read_file" || spec.Cacheable != cacheable || spec.Description == "" {
 			t.Errorf("Spec() = {Name: %q, Cacheable: %v, Description: %q}, want read_file, %v and a description", spec.Name, spec.Cacheable, spec.Description, cacheable)
@@ -315,24 +326,24 @@ func TestReadFileConfigErrors(t *testing.T) {
 	file := filepath.Join(dir, "file.txt")
 	tests := []struct {
 		name string
-		cfg  tool.ReadFileConfig
+		cfg  filetool.ReadFileConfig
 		want string
 	}{
-		{name: "no roots", cfg: tool.ReadFileConfig{}, want: "tool: read_file: no Roots"},
-		{name: "missing root", cfg: tool.ReadFileConfig{Roots: []string{dir, missing}}, want: fmt.Sprintf("tool: read_file: root %q: ", missing)},
-		{name: "root is a file", cfg: tool.ReadFileConfig{Roots: []string{file}}, want: fmt.Sprintf("tool: read_file: root %q: ", file)},
-		{name: "negative MaxBytes", cfg: tool.ReadFileConfig{Roots: []string{dir}, MaxBytes: -1}, want: "tool: read_file: negative MaxBytes -1"},
+		{name: "no roots", cfg: filetool.ReadFileConfig{}, want: "tool: read_file: no Roots"},
+		{name: "missing root", cfg: filetool.ReadFileConfig{Roots: []string{dir, missing}}, want: fmt.Sprintf("tool: read_file: root %q: ", missing)},
+		{name: "root is a file", cfg: filetool.ReadFileConfig{Roots: []string{file}}, want: fmt.Sprintf("tool: read_file: root %q: ", file)},
+		{name: "negative MaxBytes", cfg: filetool.ReadFileConfig{Roots: []string{dir}, MaxBytes: -1}, want: "tool: read_file: negative MaxBytes -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rf, err := tool.ReadFile(tt.cfg)
+			rf, err := filetool.ReadFile(tt.cfg)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("ReadFile(%+v) = %v, %v, want an error starting with %q", tt.cfg, rf, err, tt.want)
 			}
 		})
 	}
-	if _, err := tool.ReadFile(tool.ReadFileConfig{Roots: []string{missing}}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := filetool.ReadFile(filetool.ReadFileConfig{Roots: []string{missing}}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile(missing root) error = %v, want it to wrap fs.ErrNotExist", err)
 	}
 }

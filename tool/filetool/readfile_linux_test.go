@@ -1,11 +1,11 @@
-package tool_test
+package filetool_test
 
 import (
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // TestReadFileGrownSinceStat reads a file of /proc, which Stat reports as
@@ -15,11 +15,11 @@ func TestReadFileGrownSinceStat(t *testing.T) {
 	if info, err := os.Stat("/proc/self/status"); err != nil || info.Size() != 0 || !info.Mode().IsRegular() {
 		t.Skipf("/proc/self/status is not an empty-looking regular file: %v, %v", info, err)
 	}
-	rf := newReadFile(t, tool.ReadFileConfig{Roots: []string{"/proc/self"}})
+	rf := newReadFile(t, filetool.ReadFileConfig{Roots: []string{"/proc/self"}})
 	if got, err := rf.Call(t.Context(), pathArgs("status")); err != nil || !strings.HasPrefix(got, "Name:\t") || !strings.Contains(got, "\nPid:\t") {
 		t.Errorf("read_file(status) = %q, %v, want the process status, nil", got, err)
 	}
-	small := newReadFile(t, tool.ReadFileConfig{Roots: []string{"/proc/self"}, MaxBytes: 100})
+	small := newReadFile(t, filetool.ReadFileConfig{Roots: []string{"/proc/self"}, MaxBytes: 100})
 	want := `path "status": file is 101 bytes, over the limit of 100 bytes`
 	if _, err := small.Call(t.Context(), pathArgs("status")); err == nil || err.Error() != want {
 		t.Errorf("read_file(status) with MaxBytes 100 error = %v, want %q", err, want)

@@ -1,16 +1,15 @@
-package tool_test
+package filetool_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 func ExampleListDir() {
@@ -32,7 +31,7 @@ func ExampleListDir() {
 		}
 	}
 
-	listDir, err := tool.ListDir(tool.ListDirConfig{Roots: []string{dir}, Cacheable: true})
+	listDir, err := filetool.ListDir(filetool.ListDirConfig{Roots: []string{dir}, Cacheable: true})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,41 +61,36 @@ func ExampleListDir() {
 	// tool list_dir: path "README.md": not a directory
 }
 
-func ExampleHTTPGet() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"status":"green"}`)
-	}))
-	defer srv.Close()
-
-	// The test server listens on 127.0.0.1, a loopback address: only a test
-	// needs AllowPrivate. A real configuration names public hosts, such as
-	// "api.example.com" or "*.example.com".
-	httpGet, err := tool.HTTPGet(tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+func ExampleReadFile() {
+	dir, err := os.MkdirTemp("", "example")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	pool, err := tool.NewPool([]tool.Tool{httpGet}, tool.PoolConfig{})
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk"), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	readFile, err := filetool.ReadFile(filetool.ReadFileConfig{Roots: []string{dir}, Cacheable: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer readFile.(io.Closer).Close() // closes the roots
+	pool, err := tool.NewPool([]tool.Tool{readFile}, tool.PoolConfig{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	ctx := context.Background()
-	for _, u := range []string{srv.URL + "/health", "https://example.com/", "file:///etc/passwd"} {
-		args, _ := json.Marshal(map[string]string{"url": u})
-		result, err := pool.Call(ctx, "http_get", args)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		fmt.Println(result)
+	for _, args := range []string{`{"path":"notes.txt"}`, `{"path":"../etc/passwd"}`, `{"path":"todo.txt"}`} {
+		result, err := pool.Call(ctx, "read_file", json.RawMessage(args))
+		fmt.Printf("%q %v\n", result, err)
 	}
 	// Output:
-	// HTTP 200 OK
-	// Content-Type: application/json
-	//
-	// {"status":"green"}
-	// tool http_get: url "https://example.com/": host "example.com" is not allowed; allowed hosts: 127.0.0.1
-	// tool http_get: url "file:///etc/passwd": scheme "file" is not allowed; only http and https URLs are
+	// "buy milk" <nil>
+	// "" tool read_file: path "../etc/passwd": path escapes the allowed roots
+	// "" tool read_file: path "todo.txt": file does not exist
 }

@@ -1,4 +1,4 @@
-package tool
+package filetool
 
 import (
 	"context"

@@ -1,15 +1,14 @@
-package tool_test
+package filetool_test
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // BenchmarkListDir lists a directory of 200 files.
@@ -20,7 +19,7 @@ func BenchmarkListDir(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ld, err := tool.ListDir(tool.ListDirConfig{Roots: []string{root}})
+	ld, err := filetool.ListDir(filetool.ListDirConfig{Roots: []string{root}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func BenchmarkReadFile(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte(strings.Repeat("lorem ipsum\n", size/12+1)[:size]), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			rf, err := tool.ReadFile(tool.ReadFileConfig{Roots: []string{root}})
+			rf, err := filetool.ReadFile(filetool.ReadFileConfig{Roots: []string{root}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -55,32 +54,5 @@ func BenchmarkReadFile(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkHTTPGet fetches a 4 KiB page from a local server, a new
-// connection per call.
-func BenchmarkHTTPGet(b *testing.B) {
-	srv, _ := newServer(b, reply(http.StatusOK, "text/html", strings.Repeat("<p>lorem ipsum</p>\n", 215)))
-	hg := newHTTPGet(b, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
-	args := urlArgs(srv.URL)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := hg.Call(b.Context(), args); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkHTTPGetRefused measures a refusal by the host allowlist, which
-// makes no connection.
-func BenchmarkHTTPGetRefused(b *testing.B) {
-	hg := newHTTPGet(b, tool.HTTPGetConfig{AllowHosts: []string{"api.example.com", "*.example.org"}})
-	args := urlArgs("https://evil-example.org/path?q=1")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := hg.Call(b.Context(), args); err == nil {
-			b.Fatal("http_get to a disallowed host succeeded")
-		}
 	}
 }

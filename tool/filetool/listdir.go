@@ -1,4 +1,4 @@
-package tool
+package filetool
 
 import (
 	"bytes"
@@ -13,10 +13,12 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/batchagent/batchagent/tool"
 )
 
-// DefaultListDirMaxEntries is the default [ListDirConfig.MaxEntries].
-const DefaultListDirMaxEntries = 1000
+// DefaultMaxEntries is the default [ListDirConfig.MaxEntries].
+const DefaultMaxEntries = 1000
 
 // listDirChunk is how many directory entries are read at a time.
 const listDirChunk = 1024
@@ -30,16 +32,16 @@ type ListDirConfig struct {
 	// MaxEntries is the most entries one listing returns; the first
 	// MaxEntries by name are kept and a last line
 	// "[truncated: N more entries]" says how many were left out. Defaults to
-	// DefaultListDirMaxEntries; negative is an error.
+	// DefaultMaxEntries; negative is an error.
 	MaxEntries int
-	// Cacheable marks the tool cacheable ([Spec.Cacheable]): set it when the
-	// directories do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the directories do not change while a job runs.
 	Cacheable bool
 }
 
 // listDir is the list_dir tool.
 type listDir struct {
-	spec       Spec
+	spec       tool.Spec
 	roots      []*os.Root
 	maxEntries int
 }
@@ -66,14 +68,14 @@ type listDir struct {
 // [fs.ErrNotExist].
 //
 // ListDir fails if Roots is empty, a root cannot be opened as a directory, or
-// MaxEntries is negative. The roots stay open until the Tool is closed: it
+// MaxEntries is negative. The roots stay open until the tool is closed: it
 // implements [io.Closer], and its Close closes the roots, after which its
 // calls fail. Close waits for no call (a call under way may succeed or
 // fail) and may be called more than once and concurrently with calls; it
 // returns the errors of closing the roots.
-func ListDir(cfg ListDirConfig) (Tool, error) {
+func ListDir(cfg ListDirConfig) (tool.Tool, error) {
 	if cfg.MaxEntries == 0 {
-		cfg.MaxEntries = DefaultListDirMaxEntries
+		cfg.MaxEntries = DefaultMaxEntries
 	}
 	if cfg.MaxEntries < 0 {
 		return nil, fmt.Errorf("tool: list_dir: negative MaxEntries %d", cfg.MaxEntries)
@@ -83,7 +85,7 @@ func ListDir(cfg ListDirConfig) (Tool, error) {
 		return nil, err
 	}
 	t := &listDir{maxEntries: cfg.MaxEntries, roots: roots}
-	t.spec = Spec{
+	t.spec = tool.Spec{
 		Name: "list_dir",
 		Description: fmt.Sprintf("List the entries of a directory, one per line sorted by name: "+
 			"\"name/\" for a directory, \"name  SIZE bytes\" for a file, \"name -> (symlink)\" for a symbolic link. "+
@@ -97,7 +99,7 @@ func ListDir(cfg ListDirConfig) (Tool, error) {
 	return t, nil
 }
 
-func (t *listDir) Spec() Spec { return t.spec }
+func (t *listDir) Spec() tool.Spec { return t.spec }
 
 func (t *listDir) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -106,7 +108,7 @@ func (t *listDir) Call(ctx context.Context, args json.RawMessage) (string, error
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"path": "<directory path>"}`, ErrBadArguments, err)
+		return "", fmt.Errorf(`%w: %v; want {"path": "<directory path>"}`, tool.ErrBadArguments, err)
 	}
 	dir := "."
 	if a.Path != nil && *a.Path != "" {

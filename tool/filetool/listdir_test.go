@@ -1,4 +1,4 @@
-package tool_test
+package filetool_test
 
 import (
 	"context"
@@ -15,13 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // newListDir builds a list_dir tool, closed when the test ends, or fails the
 // test.
-func newListDir(t *testing.T, cfg tool.ListDirConfig) tool.Tool {
+func newListDir(t *testing.T, cfg filetool.ListDirConfig) tool.Tool {
 	t.Helper()
-	ld, err := tool.ListDir(cfg)
+	ld, err := filetool.ListDir(cfg)
 	if err != nil {
 		t.Fatalf("ListDir(%+v): %v", cfg, err)
 	}
@@ -57,7 +58,7 @@ func TestListDir(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "empty", ".keep")); err != nil {
 		t.Fatal(err)
 	}
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{root}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{root}})
 	rootListing := strings.Join([]string{
 		"Upper.txt  1 bytes",
 		"b.md  3 bytes",
@@ -131,7 +132,7 @@ func TestListDir(t *testing.T) {
 }
 
 func TestListDirMissingWrapsErrNotExist(t *testing.T) {
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{t.TempDir()}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{t.TempDir()}})
 	if _, err := ld.Call(t.Context(), pathArgs("nope")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("list_dir(nope) error = %v, want it to wrap fs.ErrNotExist", err)
 	}
@@ -153,7 +154,7 @@ func TestListDirTruncation(t *testing.T) {
 		wantLast   string
 		wantLines  int
 	}{
-		{name: "default", maxEntries: 0, wantFirst: "f0000  0 bytes", wantLast: "[truncated: 100 more entries]", wantLines: tool.DefaultListDirMaxEntries + 1},
+		{name: "default", maxEntries: 0, wantFirst: "f0000  0 bytes", wantLast: "[truncated: 100 more entries]", wantLines: filetool.DefaultMaxEntries + 1},
 		{name: "small", maxEntries: 3, wantFirst: "f0000  0 bytes", wantLast: "[truncated: 1097 more entries]", wantLines: 4},
 		{name: "one", maxEntries: 1, wantFirst: "f0000  0 bytes", wantLast: "[truncated: 1099 more entries]", wantLines: 2},
 		{name: "exactly all", maxEntries: 1100, wantFirst: "f0000  0 bytes", wantLast: "f1099  0 bytes", wantLines: 1100},
@@ -162,7 +163,7 @@ func TestListDirTruncation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ld := newListDir(t, tool.ListDirConfig{Roots: []string{root}, MaxEntries: tt.maxEntries})
+			ld := newListDir(t, filetool.ListDirConfig{Roots: []string{root}, MaxEntries: tt.maxEntries})
 			got, err := ld.Call(t.Context(), json.RawMessage(`{}`))
 			if err != nil {
 				t.Fatalf("list_dir() error = %v", err)
@@ -187,7 +188,7 @@ func TestListDirTruncation(t *testing.T) {
 }
 
 func TestListDirArguments(t *testing.T) {
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{t.TempDir()}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{t.TempDir()}})
 	tests := []struct {
 		name, args, want string
 	}{
@@ -221,7 +222,7 @@ func TestListDirMultipleRoots(t *testing.T) {
 		"file_first/w.txt":  "w",
 		"escape/v.txt":      "v",
 	})
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{first, second}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{first, second}})
 	tests := []struct {
 		path, want, wantErr string
 	}{
@@ -247,7 +248,7 @@ func TestListDirMultipleRoots(t *testing.T) {
 func TestListDirClose(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	writeFiles(t, second, map[string]string{"sub/a.txt": "a"})
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{first, second}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{first, second}})
 	if got, err := ld.Call(t.Context(), pathArgs("sub")); err != nil || got != "a.txt  1 bytes" {
 		t.Fatalf("list_dir(sub) = %q, %v, want %q, nil", got, err, "a.txt  1 bytes")
 	}
@@ -267,7 +268,7 @@ func TestListDirClose(t *testing.T) {
 }
 
 func TestListDirCancelled(t *testing.T) {
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{t.TempDir()}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{t.TempDir()}})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if got, err := ld.Call(ctx, json.RawMessage(`{}`)); !errors.Is(err, context.Canceled) {
@@ -278,7 +279,7 @@ func TestListDirCancelled(t *testing.T) {
 func TestListDirThroughPool(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"a.txt": "alpha"})
-	p := newPool(t, tool.PoolConfig{}, newListDir(t, tool.ListDirConfig{Roots: []string{root}, Cacheable: true}))
+	p := newPool(t, tool.PoolConfig{}, newListDir(t, filetool.ListDirConfig{Roots: []string{root}, Cacheable: true}))
 	for _, args := range []string{`{}`, `{"path": "."}`} {
 		if got, err := p.Call(t.Context(), "list_dir", json.RawMessage(args)); got != "a.txt  5 bytes" || err != nil {
 			t.Fatalf("Call(list_dir, %s) = %q, %v, want %q, nil", args, got, err, "a.txt  5 bytes")
@@ -297,7 +298,7 @@ func TestListDirThroughPool(t *testing.T) {
 
 func TestListDirSpec(t *testing.T) {
 	for _, cacheable := range []bool{false, true} {
-		ld := newListDir(t, tool.ListDirConfig{Roots: []string{t.TempDir()}, Cacheable: cacheable})
+		ld := newListDir(t, filetool.ListDirConfig{Roots: []string{t.TempDir()}, Cacheable: cacheable})
 		spec := ld.Spec()
 		if spec.Name != "list_dir" || spec.Cacheable != cacheable || !strings.Contains(spec.Description, "At most 1000 entries") {
 			t.Errorf("Spec() = {Name: %q, Cacheable: %v, Description: %q}, want list_dir, %v and a description naming the limit", spec.Name, spec.Cacheable, spec.Description, cacheable)
@@ -329,24 +330,24 @@ func TestListDirConfigErrors(t *testing.T) {
 	file := filepath.Join(dir, "file.txt")
 	tests := []struct {
 		name string
-		cfg  tool.ListDirConfig
+		cfg  filetool.ListDirConfig
 		want string
 	}{
-		{name: "no roots", cfg: tool.ListDirConfig{}, want: "tool: list_dir: no Roots"},
-		{name: "missing root", cfg: tool.ListDirConfig{Roots: []string{dir, missing}}, want: fmt.Sprintf("tool: list_dir: root %q: ", missing)},
-		{name: "root is a file", cfg: tool.ListDirConfig{Roots: []string{file}}, want: fmt.Sprintf("tool: list_dir: root %q: ", file)},
-		{name: "negative MaxEntries", cfg: tool.ListDirConfig{Roots: []string{dir}, MaxEntries: -1}, want: "tool: list_dir: negative MaxEntries -1"},
+		{name: "no roots", cfg: filetool.ListDirConfig{}, want: "tool: list_dir: no Roots"},
+		{name: "missing root", cfg: filetool.ListDirConfig{Roots: []string{dir, missing}}, want: fmt.Sprintf("tool: list_dir: root %q: ", missing)},
+		{name: "root is a file", cfg: filetool.ListDirConfig{Roots: []string{file}}, want: fmt.Sprintf("tool: list_dir: root %q: ", file)},
+		{name: "negative MaxEntries", cfg: filetool.ListDirConfig{Roots: []string{dir}, MaxEntries: -1}, want: "tool: list_dir: negative MaxEntries -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ld, err := tool.ListDir(tt.cfg)
+			ld, err := filetool.ListDir(tt.cfg)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("ListDir(%+v) = %v, %v, want an error starting with %q", tt.cfg, ld, err, tt.want)
 			}
 		})
 	}
-	if _, err := tool.ListDir(tool.ListDirConfig{Roots: []string{missing}}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := filetool.ListDir(filetool.ListDirConfig{Roots: []string{missing}}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ListDir(missing root) error = %v, want it to wrap fs.ErrNotExist", err)
 	}
 }
@@ -371,7 +372,7 @@ func FuzzListDirPath(f *testing.F) {
 			f.Skipf("cannot create symbolic links: %v", err)
 		}
 	}
-	ld, err := tool.ListDir(tool.ListDirConfig{Roots: []string{root}})
+	ld, err := filetool.ListDir(filetool.ListDirConfig{Roots: []string{root}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tool
+package httptool
 
 import (
 	"bytes"
@@ -17,32 +17,38 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/batchagent/batchagent/tool"
 )
 
-// Defaults for [HTTPGetConfig].
+// Defaults for [Config].
 const (
-	// DefaultHTTPGetMaxBytes is the default [HTTPGetConfig.MaxBytes]: 1 KiB
-	// less than [DefaultMaxResultBytes], which leaves room for the status
-	// and Content-Type lines and the truncation marker, so that a [Pool]
-	// with the default [PoolConfig.MaxResultBytes] returns the result of
-	// http_get as the tool made it.
-	DefaultHTTPGetMaxBytes = DefaultMaxResultBytes - 1<<10
-	// DefaultHTTPGetTimeout is the default [HTTPGetConfig.Timeout].
-	DefaultHTTPGetTimeout = 10 * time.Second
-	// DefaultHTTPGetMaxRedirects is the default [HTTPGetConfig.MaxRedirects].
-	DefaultHTTPGetMaxRedirects = 5
+	// DefaultMaxBytes is the default [Config.MaxBytes]: 1 KiB less than
+	// [tool.DefaultMaxResultBytes], which leaves room for the status and
+	// Content-Type lines and the truncation marker, so that a [tool.Pool]
+	// with the default [tool.PoolConfig.MaxResultBytes] returns the result
+	// of http_get as the tool made it.
+	DefaultMaxBytes = tool.DefaultMaxResultBytes - 1<<10
+	// DefaultTimeout is the default [Config.Timeout].
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxRedirects is the default [Config.MaxRedirects].
+	DefaultMaxRedirects = 5
 )
 
-// httpGetMaxHeaderBytes bounds the response headers http_get accepts.
-const httpGetMaxHeaderBytes = 64 << 10
+// sniffBytes is how much of a body is searched for a NUL byte, and given
+// to [http.DetectContentType], to tell binary bodies from text.
+const sniffBytes = 8 << 10
 
-// httpGetHostsShown is how many allowed hosts an error or the tool's
-// description names.
-const httpGetHostsShown = 10
+// maxHeaderBytes bounds the response headers http_get accepts.
+const maxHeaderBytes = 64 << 10
 
-// HTTPGetConfig confines the http_get tool. The zero value is valid and
-// allows nothing: every call is refused.
-type HTTPGetConfig struct {
+// hostsShown is how many allowed hosts an error or the tool's description
+// names.
+const hostsShown = 10
+
+// Config confines the http_get tool. The zero value is valid and allows
+// nothing: every call is refused.
+type Config struct {
 	// AllowHosts are the hosts the tool may fetch from, also after a
 	// redirect. An entry is a host name ("api.example.com"), a pattern
 	// "*.example.com" matching every host name below example.com but not
@@ -62,25 +68,25 @@ type HTTPGetConfig struct {
 	AllowPrivate bool
 	// MaxBytes is the most body bytes a call returns; longer bodies are cut
 	// and followed by the line "[truncated at MaxBytes bytes]". Defaults to
-	// DefaultHTTPGetMaxBytes; negative is an error. A [Pool] also cuts
-	// every result to [PoolConfig.MaxResultBytes]: raise both together.
+	// DefaultMaxBytes; negative is an error. A [tool.Pool] also cuts
+	// every result to [tool.PoolConfig.MaxResultBytes]: raise both together.
 	MaxBytes int64
 	// Timeout bounds a whole call: connecting, redirects and reading the
-	// body. Defaults to DefaultHTTPGetTimeout; negative is an error.
+	// body. Defaults to DefaultTimeout; negative is an error.
 	Timeout time.Duration
 	// MaxRedirects is the most redirects a call follows; each redirect's
 	// target must pass the same checks as the URL asked for. Defaults to
-	// DefaultHTTPGetMaxRedirects; negative means redirects are not followed
+	// DefaultMaxRedirects; negative means redirects are not followed
 	// (a redirect is then an error naming its target).
 	MaxRedirects int
-	// Cacheable marks the tool cacheable ([Spec.Cacheable]): set it when the
-	// pages do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the pages do not change while a job runs.
 	Cacheable bool
 }
 
-// httpGet is the http_get tool.
-type httpGet struct {
-	spec         Spec
+// get is the http_get tool.
+type get struct {
+	spec         tool.Spec
 	hosts        []hostPattern
 	hostList     string // the allowed hosts, for messages
 	allowPrivate bool
@@ -90,7 +96,7 @@ type httpGet struct {
 	transport    *http.Transport
 }
 
-// HTTPGet returns the http_get tool, which fetches a URL with an HTTP GET.
+// Get returns the http_get tool, which fetches a URL with an HTTP GET.
 // Its arguments are {"url": string}, an absolute http or https URL whose host
 // is allowed by AllowHosts. It is safe for concurrent use.
 //
@@ -110,27 +116,27 @@ type httpGet struct {
 // from the environment. Each call uses its own connection, so no connection
 // or goroutine outlives a call.
 //
-// HTTPGet fails if an AllowHosts entry is malformed, or MaxBytes or Timeout
+// Get fails if an AllowHosts entry is malformed, or MaxBytes or Timeout
 // is negative.
-func HTTPGet(cfg HTTPGetConfig) (Tool, error) {
+func Get(cfg Config) (tool.Tool, error) {
 	switch {
 	case cfg.MaxBytes < 0:
 		return nil, fmt.Errorf("tool: http_get: negative MaxBytes %d", cfg.MaxBytes)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("tool: http_get: negative Timeout %v", cfg.Timeout)
 	case cfg.MaxBytes == 0:
-		cfg.MaxBytes = DefaultHTTPGetMaxBytes
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultHTTPGetTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	switch {
 	case cfg.MaxRedirects == 0:
-		cfg.MaxRedirects = DefaultHTTPGetMaxRedirects
+		cfg.MaxRedirects = DefaultMaxRedirects
 	case cfg.MaxRedirects < 0:
 		cfg.MaxRedirects = 0
 	}
-	t := &httpGet{
+	t := &get{
 		allowPrivate: cfg.AllowPrivate,
 		maxBytes:     cfg.MaxBytes,
 		timeout:      cfg.Timeout,
@@ -153,14 +159,14 @@ func HTTPGet(cfg HTTPGetConfig) (Tool, error) {
 		Proxy:                  nil, // a proxy would be the address checked, not the host
 		DialContext:            dialer.DialContext,
 		DisableKeepAlives:      true,
-		MaxResponseHeaderBytes: httpGetMaxHeaderBytes,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 
 	hosts := "No host is allowed at present, so every call fails."
 	if len(cfg.AllowHosts) > 0 {
 		hosts = "Only these hosts are allowed: " + t.hostList + "."
 	}
-	t.spec = Spec{
+	t.spec = tool.Spec{
 		Name: "http_get",
 		Description: fmt.Sprintf("Fetch a web page or API response with an HTTP GET and return its status, content type and body as text. "+
 			"Give an absolute http or https URL. %s "+
@@ -174,22 +180,22 @@ func HTTPGet(cfg HTTPGetConfig) (Tool, error) {
 	return t, nil
 }
 
-func (t *httpGet) Spec() Spec { return t.spec }
+func (t *get) Spec() tool.Spec { return t.spec }
 
-// errHTTPGetTimeout is the cause of a call's context when Timeout runs out.
-var errHTTPGetTimeout = errors.New("http_get timeout")
+// errTimeout is the cause of a call's context when Timeout runs out.
+var errTimeout = errors.New("http_get timeout")
 
-func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error) {
+func (t *get) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		URL *string `json:"url"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"url": "<http or https URL>"}`, ErrBadArguments, err)
+		return "", fmt.Errorf(`%w: %v; want {"url": "<http or https URL>"}`, tool.ErrBadArguments, err)
 	}
 	if a.URL == nil {
-		return "", fmt.Errorf(`%w: missing required argument "url"`, ErrBadArguments)
+		return "", fmt.Errorf(`%w: missing required argument "url"`, tool.ErrBadArguments)
 	}
 	raw := *a.URL
 	if raw == "" {
@@ -210,7 +216,7 @@ func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error
 		return "", err
 	}
 
-	rctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errHTTPGetTimeout)
+	rctx, cancel := context.WithTimeoutCause(ctx, t.timeout, errTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -254,7 +260,7 @@ func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error
 	if err != nil {
 		return "", t.requestError(ctx, rctx, raw, u, current, err)
 	}
-	head := body[:min(len(body), binarySniffBytes)]
+	head := body[:min(len(body), sniffBytes)]
 	if sniff {
 		if sniffed := http.DetectContentType(head); !strings.HasPrefix(sniffed, "text/") {
 			if mediaType == "" {
@@ -292,7 +298,7 @@ func (t *httpGet) Call(ctx context.Context, args json.RawMessage) (string, error
 
 // checkURL reports why u may not be fetched, or nil. Its errors are meant for
 // the model.
-func (t *httpGet) checkURL(u *url.URL) error {
+func (t *get) checkURL(u *url.URL) error {
 	switch {
 	case u.Scheme == "":
 		return errors.New(`not an absolute URL; give a full http or https URL, for example "https://example.com/"`)
@@ -337,7 +343,7 @@ func (t *httpGet) checkURL(u *url.URL) error {
 // allowedHost reports whether a host (lower case, without a trailing dot)
 // with the given port may be fetched. addr is the host's address when the
 // host is an IP address, and the zero Addr otherwise.
-func (t *httpGet) allowedHost(host string, addr netip.Addr, port string) bool {
+func (t *get) allowedHost(host string, addr netip.Addr, port string) bool {
 	for _, p := range t.hosts {
 		switch {
 		case p.port != "" && p.port != port:
@@ -361,11 +367,11 @@ func (t *httpGet) allowedHost(host string, addr netip.Addr, port string) bool {
 // requestError turns a failed request into an error for the model. ctx is
 // the caller's context, rctx the call's (with Timeout), u the URL asked for
 // and current the URL that was being fetched.
-func (t *httpGet) requestError(ctx, rctx context.Context, raw string, u, current *url.URL, err error) error {
+func (t *get) requestError(ctx, rctx context.Context, raw string, u, current *url.URL, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("url %q: %w", raw, ctx.Err())
 	}
-	if errors.Is(context.Cause(rctx), errHTTPGetTimeout) {
+	if errors.Is(context.Cause(rctx), errTimeout) {
 		return fmt.Errorf("url %q: timed out after %v", raw, t.timeout)
 	}
 	redirected := ""
@@ -472,7 +478,7 @@ func article(kind string) string {
 	return "a " + kind
 }
 
-// hostPattern is one parsed [HTTPGetConfig.AllowHosts] entry.
+// hostPattern is one parsed [Config.AllowHosts] entry.
 type hostPattern struct {
 	host     string     // lower case, no trailing dot; for a wildcard, the part after "*."
 	wildcard bool       // "*.host"
@@ -557,12 +563,12 @@ func validHostName(s string) bool {
 }
 
 // hostList names the allowed hosts for messages: the first
-// httpGetHostsShown of them, then how many more there are.
+// hostsShown of them, then how many more there are.
 func hostList(hosts []string) string {
-	if len(hosts) <= httpGetHostsShown {
+	if len(hosts) <= hostsShown {
 		return strings.Join(hosts, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:httpGetHostsShown], ", "), len(hosts)-httpGetHostsShown)
+	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:hostsShown], ", "), len(hosts)-hostsShown)
 }
 
 // parseMediaType returns the lower-case media type of a Content-Type value,
@@ -589,4 +595,19 @@ func textMediaType(mt string) bool {
 		return true
 	}
 	return false
+}
+
+// utf8Cut returns where to cut b so that b[:n] has at most limit bytes and
+// splits no rune: limit if b[limit] starts a rune, or else the start of the
+// rune that b[limit] continues, which may be 0. Where b is not UTF-8 (no
+// rune starts in the utf8.UTFMax bytes up to b[limit]) it returns limit. b
+// must be longer than limit, and limit not negative. It repeats the few
+// lines package tool uses to cut results, rather than widen tool's API.
+func utf8Cut(b []byte, limit int) int {
+	for n := limit; n >= 0 && limit-n < utf8.UTFMax; n-- {
+		if utf8.RuneStart(b[n]) {
+			return n
+		}
+	}
+	return limit
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package tool_test
+package filetool_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // Names that would break the one-entry-per-line format are quoted, and
@@ -24,7 +24,7 @@ func TestListDirOddEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{root}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{root}})
 	got, err := ld.Call(t.Context(), json.RawMessage(`{}`))
 	want := `"bad\xffutf8"  3 bytes` + "\n" +
 		"pipe  (named pipe)\n" +
@@ -46,7 +46,7 @@ func TestListDirPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(locked, 0o755) })
-	ld := newListDir(t, tool.ListDirConfig{Roots: []string{root}})
+	ld := newListDir(t, filetool.ListDirConfig{Roots: []string{root}})
 	want := `path "locked": permission denied`
 	if got, err := ld.Call(t.Context(), pathArgs("locked")); err == nil || err.Error() != want {
 		t.Errorf("list_dir(locked) = %q, %v, want error %q", got, err, want)

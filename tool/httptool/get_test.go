@@ -1,4 +1,4 @@
-package tool_test
+package httptool_test
 
 import (
 	"compress/gzip"
@@ -18,14 +18,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/httptool"
 )
 
-// newHTTPGet builds an http_get tool or fails the test.
-func newHTTPGet(t testing.TB, cfg tool.HTTPGetConfig) tool.Tool {
+// newGet builds an http_get tool or fails the test.
+func newGet(t testing.TB, cfg httptool.Config) tool.Tool {
 	t.Helper()
-	hg, err := tool.HTTPGet(cfg)
+	hg, err := httptool.Get(cfg)
 	if err != nil {
-		t.Fatalf("HTTPGet(%+v): %v", cfg, err)
+		t.Fatalf("Get(%+v): %v", cfg, err)
 	}
 	return hg
 }
@@ -71,7 +72,17 @@ func redirect(location string) http.HandlerFunc {
 	}
 }
 
-func TestHTTPGet(t *testing.T) {
+// newPool builds a Pool of tools or fails the test.
+func newPool(t *testing.T, cfg tool.PoolConfig, tools ...tool.Tool) *tool.Pool {
+	t.Helper()
+	p, err := tool.NewPool(tools, cfg)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	return p
+}
+
+func TestGet(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/text", reply(200, "text/plain; charset=utf-8", "hello"))
 	mux.Handle("/json", reply(200, "application/json", `{"a":1}`))
@@ -117,7 +128,7 @@ func TestHTTPGet(t *testing.T) {
 	mux.Handle("/redirect-metadata", redirect("http://169.254.169.254/latest/meta-data/"))
 	srv, _ := newServer(t, mux)
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1:" + port}, AllowPrivate: true, MaxBytes: 16})
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1:" + port}, AllowPrivate: true, MaxBytes: 16})
 
 	tests := []struct {
 		path    string
@@ -177,20 +188,20 @@ func TestHTTPGet(t *testing.T) {
 	}
 }
 
-func TestHTTPGetDefaultMaxBytes(t *testing.T) {
-	body := strings.Repeat("a", tool.DefaultHTTPGetMaxBytes+10)
+func TestGetDefaultMaxBytes(t *testing.T) {
+	body := strings.Repeat("a", httptool.DefaultMaxBytes+10)
 	srv, _ := newServer(t, reply(200, "text/plain", body))
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
 	got, err := hg.Call(t.Context(), urlArgs(srv.URL))
-	want := "HTTP 200 OK\nContent-Type: text/plain\n\n" + body[:tool.DefaultHTTPGetMaxBytes] + "\n[truncated at 64512 bytes]"
+	want := "HTTP 200 OK\nContent-Type: text/plain\n\n" + body[:httptool.DefaultMaxBytes] + "\n[truncated at 64512 bytes]"
 	if err != nil || got != want {
 		t.Errorf("http_get(%d bytes) = %d bytes ending %q, %v, want %d bytes ending %q", len(body), len(got), got[max(0, len(got)-40):], err, len(want), want[len(want)-40:])
 	}
 }
 
-// TestHTTPGetCutsOnRuneBoundary cuts bodies inside a rune, including the
+// TestGetCutsOnRuneBoundary cuts bodies inside a rune, including the
 // first one, with limits smaller than a rune.
-func TestHTTPGetCutsOnRuneBoundary(t *testing.T) {
+func TestGetCutsOnRuneBoundary(t *testing.T) {
 	tests := []struct {
 		name     string
 		body     string
@@ -209,7 +220,7 @@ func TestHTTPGetCutsOnRuneBoundary(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv, _ := newServer(t, reply(200, "text/plain", tt.body))
-			hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, MaxBytes: tt.maxBytes})
+			hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, MaxBytes: tt.maxBytes})
 			got, err := hg.Call(t.Context(), urlArgs(srv.URL))
 			want := fmt.Sprintf("HTTP 200 OK\nContent-Type: text/plain\n\n%s\n[truncated at %d bytes]", tt.want, tt.maxBytes)
 			if err != nil || got != want {
@@ -219,15 +230,15 @@ func TestHTTPGetCutsOnRuneBoundary(t *testing.T) {
 	}
 }
 
-// TestHTTPGetDefaultMaxBytesFitsPool checks that a Pool with the default
+// TestGetDefaultMaxBytesFitsPool checks that a Pool with the default
 // MaxResultBytes returns a body cut at the default MaxBytes as http_get made
 // it, with http_get's own marker, and does not cut it again.
-func TestHTTPGetDefaultMaxBytesFitsPool(t *testing.T) {
-	body := strings.Repeat("é", tool.DefaultHTTPGetMaxBytes) // 2 bytes a rune
+func TestGetDefaultMaxBytesFitsPool(t *testing.T) {
+	body := strings.Repeat("é", httptool.DefaultMaxBytes) // 2 bytes a rune
 	srv, _ := newServer(t, reply(200, "application/vnd.example.report+json; charset=utf-8; profile=\"https://example.com/schemas/report\"", body))
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
 	want, err := hg.Call(t.Context(), urlArgs(srv.URL))
-	if err != nil || !strings.HasSuffix(want, fmt.Sprintf("\n[truncated at %d bytes]", tool.DefaultHTTPGetMaxBytes)) {
+	if err != nil || !strings.HasSuffix(want, fmt.Sprintf("\n[truncated at %d bytes]", httptool.DefaultMaxBytes)) {
 		t.Fatalf("http_get(%d bytes) = %d bytes ending %q, %v, want a body cut at the default MaxBytes", len(body), len(want), want[max(0, len(want)-40):], err)
 	}
 	p, err := tool.NewPool([]tool.Tool{hg}, tool.PoolConfig{})
@@ -241,7 +252,7 @@ func TestHTTPGetDefaultMaxBytesFitsPool(t *testing.T) {
 	}
 }
 
-func TestHTTPGetRedirectLimit(t *testing.T) {
+func TestGetRedirectLimit(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/r/{n}", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.PathValue("n"))
@@ -272,7 +283,7 @@ func TestHTTPGetRedirectLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, MaxRedirects: tt.maxRedirects})
+			hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, MaxRedirects: tt.maxRedirects})
 			u := srv.URL + tt.path
 			got, err := hg.Call(t.Context(), urlArgs(u))
 			if tt.wantErr != "" {
@@ -291,8 +302,8 @@ func TestHTTPGetRedirectLimit(t *testing.T) {
 
 // Every URL here is refused before any connection is made: none of these
 // tests touches the network.
-func TestHTTPGetRefusedURLs(t *testing.T) {
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"api.example.com", "*.example.org"}})
+func TestGetRefusedURLs(t *testing.T) {
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"api.example.com", "*.example.org"}})
 	const allowed = "allowed hosts: api.example.com, *.example.org"
 	tests := []struct {
 		url, want string
@@ -335,9 +346,9 @@ func TestHTTPGetRefusedURLs(t *testing.T) {
 	}
 }
 
-func TestHTTPGetZeroConfigAllowsNothing(t *testing.T) {
+func TestGetZeroConfigAllowsNothing(t *testing.T) {
 	srv, hits := newServer(t, reply(200, "text/plain", "x"))
-	hg := newHTTPGet(t, tool.HTTPGetConfig{})
+	hg := newGet(t, httptool.Config{})
 	for _, u := range []string{"https://example.com/", srv.URL} {
 		host := strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
 		host = strings.TrimSuffix(host, "/")
@@ -357,7 +368,7 @@ func TestHTTPGetZeroConfigAllowsNothing(t *testing.T) {
 // Without AllowPrivate, loopback and other internal addresses are refused,
 // whether written in the URL or reached by resolving an allowed name, and
 // the server is never contacted.
-func TestHTTPGetRefusedAddresses(t *testing.T) {
+func TestGetRefusedAddresses(t *testing.T) {
 	srv, hits := newServer(t, reply(200, "text/plain", "internal secret"))
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
 	const note = "; loopback, private and link-local addresses are refused"
@@ -384,7 +395,7 @@ func TestHTTPGetRefusedAddresses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{tt.allow}})
+			hg := newGet(t, httptool.Config{AllowHosts: []string{tt.allow}})
 			got, err := hg.Call(t.Context(), urlArgs(tt.url))
 			prefix := fmt.Sprintf("url %q: ", tt.url)
 			if err == nil || !strings.HasPrefix(err.Error(), prefix) {
@@ -455,17 +466,17 @@ func TestRefusedAddressKind(t *testing.T) {
 		{addr: "::7f00:1", want: "reserved"}, // IPv4-compatible
 	}
 	for _, tt := range tests {
-		if got := tool.RefusedAddressKind(netip.MustParseAddr(tt.addr)); got != tt.want {
+		if got := httptool.RefusedAddressKind(netip.MustParseAddr(tt.addr)); got != tt.want {
 			t.Errorf("refusedAddressKind(%s) = %q, want %q", tt.addr, got, tt.want)
 		}
 	}
-	if got := tool.RefusedAddressKind(netip.Addr{}); got != "invalid" {
+	if got := httptool.RefusedAddressKind(netip.Addr{}); got != "invalid" {
 		t.Errorf("refusedAddressKind(zero Addr) = %q, want %q", got, "invalid")
 	}
 }
 
-// TestHTTPGetHostPatterns checks host matching without connecting anywhere.
-func TestHTTPGetHostPatterns(t *testing.T) {
+// TestGetHostPatterns checks host matching without connecting anywhere.
+func TestGetHostPatterns(t *testing.T) {
 	hosts := []string{"api.example.com", "*.example.org", "Mixed.Case.COM", "example.net:8080", "[2001:db8::1]",
 		"[2001:db8::2]:8443", "203.0.113.7", "trailing.dot.", "*.Wild.Example:9000"}
 	tests := []struct {
@@ -500,31 +511,31 @@ func TestHTTPGetHostPatterns(t *testing.T) {
 		{url: "http://x.wild.example/", want: false},
 		{url: "https://x.wild.example:443/", want: false},
 	}
-	cfg := tool.HTTPGetConfig{AllowHosts: hosts}
+	cfg := httptool.Config{AllowHosts: hosts}
 	for _, tt := range tests {
-		err := tool.HTTPGetCheckURL(cfg, tt.url)
+		err := httptool.CheckURL(cfg, tt.url)
 		if got := err == nil; got != tt.want {
 			t.Errorf("checkURL(%s) = %v, want allowed %v", tt.url, err, tt.want)
 		}
 	}
 	// Allowed private addresses still need AllowPrivate.
 	for _, allowPrivate := range []bool{false, true} {
-		cfg := tool.HTTPGetConfig{AllowHosts: []string{"10.1.2.3"}, AllowPrivate: allowPrivate}
-		err := tool.HTTPGetCheckURL(cfg, "http://10.1.2.3/")
+		cfg := httptool.Config{AllowHosts: []string{"10.1.2.3"}, AllowPrivate: allowPrivate}
+		err := httptool.CheckURL(cfg, "http://10.1.2.3/")
 		if got := err == nil; got != allowPrivate {
 			t.Errorf("checkURL(http://10.1.2.3/) with AllowPrivate %v = %v, want allowed %v", allowPrivate, err, allowPrivate)
 		}
 	}
 }
 
-func TestHTTPGetTimeout(t *testing.T) {
+func TestGetTimeout(t *testing.T) {
 	started := make(chan struct{}, 2) // one per request that reaches the server
 	srv, _ := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
 		<-r.Context().Done() // until the client goes away
 	}))
 	t.Run("Timeout", func(t *testing.T) {
-		hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, Timeout: 50 * time.Millisecond})
+		hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, Timeout: 50 * time.Millisecond})
 		got, err := hg.Call(t.Context(), urlArgs(srv.URL))
 		want := fmt.Sprintf("url %q: timed out after 50ms", srv.URL)
 		if err == nil || err.Error() != want {
@@ -532,7 +543,7 @@ func TestHTTPGetTimeout(t *testing.T) {
 		}
 	})
 	t.Run("caller cancels", func(t *testing.T) {
-		hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+		hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
 			<-started
@@ -544,7 +555,7 @@ func TestHTTPGetTimeout(t *testing.T) {
 		}
 	})
 	t.Run("cancelled before", func(t *testing.T) {
-		hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
+		hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if got, err := hg.Call(ctx, urlArgs(srv.URL)); !errors.Is(err, context.Canceled) {
@@ -553,8 +564,8 @@ func TestHTTPGetTimeout(t *testing.T) {
 	})
 }
 
-func TestHTTPGetArguments(t *testing.T) {
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"example.com"}})
+func TestGetArguments(t *testing.T) {
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"example.com"}})
 	tests := []struct {
 		name, args, want string
 		bad              bool // wraps ErrBadArguments
@@ -577,9 +588,9 @@ func TestHTTPGetArguments(t *testing.T) {
 	}
 }
 
-func TestHTTPGetThroughPool(t *testing.T) {
+func TestGetThroughPool(t *testing.T) {
 	srv, hits := newServer(t, reply(200, "text/plain", "page"))
-	hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, Cacheable: true})
+	hg := newGet(t, httptool.Config{AllowHosts: []string{"127.0.0.1"}, AllowPrivate: true, Cacheable: true})
 	p := newPool(t, tool.PoolConfig{}, hg)
 	want := "HTTP 200 OK\nContent-Type: text/plain\n\npage"
 	for range 3 {
@@ -596,9 +607,9 @@ func TestHTTPGetThroughPool(t *testing.T) {
 	}
 }
 
-func TestHTTPGetSpec(t *testing.T) {
+func TestGetSpec(t *testing.T) {
 	for _, cacheable := range []bool{false, true} {
-		hg := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: []string{"a.example", "*.b.example"}, Cacheable: cacheable})
+		hg := newGet(t, httptool.Config{AllowHosts: []string{"a.example", "*.b.example"}, Cacheable: cacheable})
 		spec := hg.Spec()
 		if spec.Name != "http_get" || spec.Cacheable != cacheable ||
 			!strings.Contains(spec.Description, "Only these hosts are allowed: a.example, *.b.example.") ||
@@ -630,57 +641,57 @@ func TestHTTPGetSpec(t *testing.T) {
 		many[i] = fmt.Sprintf("h%d.example", i)
 	}
 	want := "h0.example, h1.example, h2.example, h3.example, h4.example, h5.example, h6.example, h7.example, h8.example, h9.example and 2 more"
-	if d := newHTTPGet(t, tool.HTTPGetConfig{AllowHosts: many}).Spec().Description; !strings.Contains(d, want) {
+	if d := newGet(t, httptool.Config{AllowHosts: many}).Spec().Description; !strings.Contains(d, want) {
 		t.Errorf("Spec().Description = %q, want it to contain %q", d, want)
 	}
 }
 
-func TestHTTPGetConfigErrors(t *testing.T) {
+func TestGetConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  tool.HTTPGetConfig
+		cfg  httptool.Config
 		want string
 	}{
-		{name: "negative MaxBytes", cfg: tool.HTTPGetConfig{MaxBytes: -1}, want: "tool: http_get: negative MaxBytes -1"},
-		{name: "negative Timeout", cfg: tool.HTTPGetConfig{Timeout: -time.Second}, want: "tool: http_get: negative Timeout -1s"},
-		{name: "empty host", cfg: tool.HTTPGetConfig{AllowHosts: []string{"ok.example", ""}}, want: `tool: http_get: AllowHosts[1] "": empty host`},
-		{name: "URL", cfg: tool.HTTPGetConfig{AllowHosts: []string{"https://example.com"}}, want: `tool: http_get: AllowHosts[0] "https://example.com": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
-		{name: "path", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com/api"}}, want: `tool: http_get: AllowHosts[0] "example.com/api": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
-		{name: "bare wildcard", cfg: tool.HTTPGetConfig{AllowHosts: []string{"*"}}, want: `tool: http_get: AllowHosts[0] "*": a wildcard needs a domain after it, as in "*.example.com"`},
-		{name: "empty wildcard", cfg: tool.HTTPGetConfig{AllowHosts: []string{"*."}}, want: `tool: http_get: AllowHosts[0] "*.": a wildcard needs a domain after it, as in "*.example.com"`},
-		{name: "inner wildcard", cfg: tool.HTTPGetConfig{AllowHosts: []string{"api.*.example.com"}}, want: `tool: http_get: AllowHosts[0] "api.*.example.com": not a valid host name`},
-		{name: "partial wildcard", cfg: tool.HTTPGetConfig{AllowHosts: []string{"*example.com"}}, want: `tool: http_get: AllowHosts[0] "*example.com": not a valid host name`},
-		{name: "empty label", cfg: tool.HTTPGetConfig{AllowHosts: []string{"a..example.com"}}, want: `tool: http_get: AllowHosts[0] "a..example.com": not a valid host name`},
-		{name: "space", cfg: tool.HTTPGetConfig{AllowHosts: []string{"a example.com"}}, want: `tool: http_get: AllowHosts[0] "a example.com": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
-		{name: "non-ASCII", cfg: tool.HTTPGetConfig{AllowHosts: []string{"bücher.example"}}, want: `tool: http_get: AllowHosts[0] "bücher.example": not a valid host name`},
-		{name: "port zero", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com:0"}}, want: `tool: http_get: AllowHosts[0] "example.com:0": bad port "0"`},
-		{name: "port name", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com:http"}}, want: `tool: http_get: AllowHosts[0] "example.com:http": bad port "http"`},
-		{name: "port too big", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com:65536"}}, want: `tool: http_get: AllowHosts[0] "example.com:65536": bad port "65536"`},
-		{name: "signed port", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com:+80"}}, want: `tool: http_get: AllowHosts[0] "example.com:+80": bad port "+80"`},
-		{name: "empty port", cfg: tool.HTTPGetConfig{AllowHosts: []string{"example.com:"}}, want: `tool: http_get: AllowHosts[0] "example.com:": bad port ""`},
-		{name: "unclosed bracket", cfg: tool.HTTPGetConfig{AllowHosts: []string{"[::1"}}, want: `tool: http_get: AllowHosts[0] "[::1": unclosed [`},
-		{name: "name in brackets", cfg: tool.HTTPGetConfig{AllowHosts: []string{"[example.com]"}}, want: `tool: http_get: AllowHosts[0] "[example.com]": only IPv6 addresses go in brackets`},
-		{name: "zone", cfg: tool.HTTPGetConfig{AllowHosts: []string{"fe80::1%eth0"}}, want: `tool: http_get: AllowHosts[0] "fe80::1%eth0": IPv6 zones are not allowed`},
+		{name: "negative MaxBytes", cfg: httptool.Config{MaxBytes: -1}, want: "tool: http_get: negative MaxBytes -1"},
+		{name: "negative Timeout", cfg: httptool.Config{Timeout: -time.Second}, want: "tool: http_get: negative Timeout -1s"},
+		{name: "empty host", cfg: httptool.Config{AllowHosts: []string{"ok.example", ""}}, want: `tool: http_get: AllowHosts[1] "": empty host`},
+		{name: "URL", cfg: httptool.Config{AllowHosts: []string{"https://example.com"}}, want: `tool: http_get: AllowHosts[0] "https://example.com": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
+		{name: "path", cfg: httptool.Config{AllowHosts: []string{"example.com/api"}}, want: `tool: http_get: AllowHosts[0] "example.com/api": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
+		{name: "bare wildcard", cfg: httptool.Config{AllowHosts: []string{"*"}}, want: `tool: http_get: AllowHosts[0] "*": a wildcard needs a domain after it, as in "*.example.com"`},
+		{name: "empty wildcard", cfg: httptool.Config{AllowHosts: []string{"*."}}, want: `tool: http_get: AllowHosts[0] "*.": a wildcard needs a domain after it, as in "*.example.com"`},
+		{name: "inner wildcard", cfg: httptool.Config{AllowHosts: []string{"api.*.example.com"}}, want: `tool: http_get: AllowHosts[0] "api.*.example.com": not a valid host name`},
+		{name: "partial wildcard", cfg: httptool.Config{AllowHosts: []string{"*example.com"}}, want: `tool: http_get: AllowHosts[0] "*example.com": not a valid host name`},
+		{name: "empty label", cfg: httptool.Config{AllowHosts: []string{"a..example.com"}}, want: `tool: http_get: AllowHosts[0] "a..example.com": not a valid host name`},
+		{name: "space", cfg: httptool.Config{AllowHosts: []string{"a example.com"}}, want: `tool: http_get: AllowHosts[0] "a example.com": want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`},
+		{name: "non-ASCII", cfg: httptool.Config{AllowHosts: []string{"bücher.example"}}, want: `tool: http_get: AllowHosts[0] "bücher.example": not a valid host name`},
+		{name: "port zero", cfg: httptool.Config{AllowHosts: []string{"example.com:0"}}, want: `tool: http_get: AllowHosts[0] "example.com:0": bad port "0"`},
+		{name: "port name", cfg: httptool.Config{AllowHosts: []string{"example.com:http"}}, want: `tool: http_get: AllowHosts[0] "example.com:http": bad port "http"`},
+		{name: "port too big", cfg: httptool.Config{AllowHosts: []string{"example.com:65536"}}, want: `tool: http_get: AllowHosts[0] "example.com:65536": bad port "65536"`},
+		{name: "signed port", cfg: httptool.Config{AllowHosts: []string{"example.com:+80"}}, want: `tool: http_get: AllowHosts[0] "example.com:+80": bad port "+80"`},
+		{name: "empty port", cfg: httptool.Config{AllowHosts: []string{"example.com:"}}, want: `tool: http_get: AllowHosts[0] "example.com:": bad port ""`},
+		{name: "unclosed bracket", cfg: httptool.Config{AllowHosts: []string{"[::1"}}, want: `tool: http_get: AllowHosts[0] "[::1": unclosed [`},
+		{name: "name in brackets", cfg: httptool.Config{AllowHosts: []string{"[example.com]"}}, want: `tool: http_get: AllowHosts[0] "[example.com]": only IPv6 addresses go in brackets`},
+		{name: "zone", cfg: httptool.Config{AllowHosts: []string{"fe80::1%eth0"}}, want: `tool: http_get: AllowHosts[0] "fe80::1%eth0": IPv6 zones are not allowed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			hg, err := tool.HTTPGet(tt.cfg)
+			hg, err := httptool.Get(tt.cfg)
 			if err == nil || err.Error() != tt.want {
-				t.Errorf("HTTPGet(%+v) = %v, %v, want error %q", tt.cfg, hg, err, tt.want)
+				t.Errorf("Get(%+v) = %v, %v, want error %q", tt.cfg, hg, err, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzHTTPGetURL calls http_get with arbitrary URLs while only loopback
+// FuzzGetURL calls http_get with arbitrary URLs while only loopback
 // hosts are allowed and AllowPrivate is off: every call must fail cleanly,
 // without reaching the test server and without touching the network (no
 // allowed name needs DNS).
-func FuzzHTTPGetURL(f *testing.F) {
+func FuzzGetURL(f *testing.F) {
 	srv, hits := newServer(f, reply(200, "text/plain", "secret"))
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
-	hg := newHTTPGet(f, tool.HTTPGetConfig{
+	hg := newGet(f, httptool.Config{
 		AllowHosts: []string{"127.0.0.1", "localhost", "[::1]", "0.0.0.0", "169.254.169.254"},
 		Timeout:    5 * time.Second,
 	})

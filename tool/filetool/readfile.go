@@ -1,4 +1,4 @@
-package tool
+package filetool
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/batchagent/batchagent/tool"
 )
 
-// DefaultReadFileMaxBytes is the default [ReadFileConfig.MaxBytes]. It is
-// [DefaultMaxResultBytes], so that a [Pool] with the default
-// [PoolConfig.MaxResultBytes] returns every file read_file accepts whole.
-const DefaultReadFileMaxBytes = DefaultMaxResultBytes
+// DefaultMaxBytes is the default [ReadFileConfig.MaxBytes]. It is
+// [tool.DefaultMaxResultBytes], so that a [tool.Pool] with the default
+// [tool.PoolConfig.MaxResultBytes] returns every file read_file accepts whole.
+const DefaultMaxBytes = tool.DefaultMaxResultBytes
 
 // binarySniffBytes is how much of a file is searched for a NUL byte to tell
 // binary files from text.
@@ -26,18 +28,18 @@ type ReadFileConfig struct {
 	// one is required; each must exist when [ReadFile] is called.
 	Roots []string
 	// MaxBytes is the largest file the tool returns; larger files are refused
-	// with an error saying so. Defaults to DefaultReadFileMaxBytes; negative
-	// is an error. A [Pool] also cuts every result to
-	// [PoolConfig.MaxResultBytes]: raise both together.
+	// with an error saying so. Defaults to DefaultMaxBytes; negative is an
+	// error. A [tool.Pool] also cuts every result to
+	// [tool.PoolConfig.MaxResultBytes]: raise both together.
 	MaxBytes int64
-	// Cacheable marks the tool cacheable ([Spec.Cacheable]): set it when the
-	// files do not change while a job runs.
+	// Cacheable marks the tool cacheable ([tool.Spec.Cacheable]): set it
+	// when the files do not change while a job runs.
 	Cacheable bool
 }
 
 // readFile is the read_file tool.
 type readFile struct {
-	spec     Spec
+	spec     tool.Spec
 	roots    []*os.Root
 	maxBytes int64
 }
@@ -55,14 +57,14 @@ type readFile struct {
 // 8 KiB). A missing file's error wraps [fs.ErrNotExist].
 //
 // ReadFile fails if Roots is empty, a root cannot be opened as a directory, or
-// MaxBytes is negative. The roots stay open until the Tool is closed: it
+// MaxBytes is negative. The roots stay open until the tool is closed: it
 // implements [io.Closer], and its Close closes the roots, after which its
 // calls fail. Close waits for no call (a call under way may succeed or
 // fail) and may be called more than once and concurrently with calls; it
 // returns the errors of closing the roots.
-func ReadFile(cfg ReadFileConfig) (Tool, error) {
+func ReadFile(cfg ReadFileConfig) (tool.Tool, error) {
 	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultReadFileMaxBytes
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("tool: read_file: negative MaxBytes %d", cfg.MaxBytes)
@@ -72,7 +74,7 @@ func ReadFile(cfg ReadFileConfig) (Tool, error) {
 		return nil, err
 	}
 	t := &readFile{maxBytes: cfg.MaxBytes, roots: roots}
-	t.spec = Spec{
+	t.spec = tool.Spec{
 		Name: "read_file",
 		Description: fmt.Sprintf("Read a text file and return its contents. "+
 			"The path is relative to the project directory, for example \"src/main.go\"; "+
@@ -86,7 +88,7 @@ func ReadFile(cfg ReadFileConfig) (Tool, error) {
 	return t, nil
 }
 
-func (t *readFile) Spec() Spec { return t.spec }
+func (t *readFile) Spec() tool.Spec { return t.spec }
 
 func (t *readFile) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
@@ -95,10 +97,10 @@ func (t *readFile) Call(ctx context.Context, args json.RawMessage) (string, erro
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"path": "<file path>"}`, ErrBadArguments, err)
+		return "", fmt.Errorf(`%w: %v; want {"path": "<file path>"}`, tool.ErrBadArguments, err)
 	}
 	if a.Path == nil {
-		return "", fmt.Errorf(`%w: missing required argument "path"`, ErrBadArguments)
+		return "", fmt.Errorf(`%w: missing required argument "path"`, tool.ErrBadArguments)
 	}
 	path := *a.Path
 	if path == "" {

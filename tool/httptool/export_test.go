@@ -1,18 +1,18 @@
-package tool
+package httptool
 
 import (
 	"net/netip"
 	"net/url"
 )
 
-// RefusedAddressKind exposes refusedAddressKind to tests in package tool_test.
+// RefusedAddressKind exposes refusedAddressKind to tests in package httptool_test.
 func RefusedAddressKind(a netip.Addr) string { return refusedAddressKind(a) }
 
-// HTTPGetCheckURL reports why the http_get tool built from cfg would refuse
+// CheckURL reports why the http_get tool built from cfg would refuse
 // to fetch rawURL before connecting, or nil: it lets tests match host names
 // that do not resolve without touching the network.
-func HTTPGetCheckURL(cfg HTTPGetConfig, rawURL string) error {
-	t, err := HTTPGet(cfg)
+func CheckURL(cfg Config, rawURL string) error {
+	t, err := Get(cfg)
 	if err != nil {
 		return err
 	}
@@ -20,5 +20,5 @@ func HTTPGetCheckURL(cfg HTTPGetConfig, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	return t.(*httpGet).checkURL(u)
+	return t.(*get).checkURL(u)
 }
