@@ -1,4 +1,4 @@
-package job_test
+package input_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 )
 
@@ -58,10 +59,10 @@ func FuzzJSONLInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Count(data, []byte("\n")) + 1
 		yields := 0
-		for in, err := range job.JSONL(bytes.NewReader(data), "fuzz.jsonl") {
+		for in, err := range input.JSONL(bytes.NewReader(data), "fuzz.jsonl") {
 			yields++
 			if err != nil {
-				var ie *job.InputError
+				var ie *input.Error
 				if !errors.As(err, &ie) || ie.Line < 1 || ie.Line > lines {
 					t.Fatalf("JSONL(%q) error %v, want *InputError with line in 1..%d", data, err, lines)
 				}
@@ -90,7 +91,7 @@ func checkLineLikeEncodingJSON(t *testing.T, data []byte) {
 	line := bytes.Trim(bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")), " \t\r\n")
 	var rows []job.Input
 	var errs []error
-	for in, err := range job.JSONL(bytes.NewReader(data), "") {
+	for in, err := range input.JSONL(bytes.NewReader(data), "") {
 		rows = append(rows, in)
 		errs = append(errs, err)
 	}
@@ -124,12 +125,12 @@ func checkLineLikeEncodingJSON(t *testing.T, data []byte) {
 	switch {
 	case errs[0] == nil && (dup || badText):
 		t.Fatalf("JSONL(%q) = %v, nil, want an error (duplicate key %v, invalid UTF-8 %v)", data, rows[0], dup, badText)
-	case errors.Is(errs[0], job.ErrDuplicateKey) && !dup:
+	case errors.Is(errs[0], input.ErrDuplicateKey) && !dup:
 		t.Fatalf("JSONL(%q) error %v, but the line has no duplicate key", data, errs[0])
-	case errors.Is(errs[0], job.ErrInvalidUTF8) && !containsRune(wantMap, utf8.RuneError) && utf8.Valid(line):
+	case errors.Is(errs[0], input.ErrInvalidUTF8) && !containsRune(wantMap, utf8.RuneError) && utf8.Valid(line):
 		t.Fatalf("JSONL(%q) error %v, but the line's text is valid", data, errs[0])
 	case errs[0] != nil && (dup || badText):
-		if !errors.Is(errs[0], job.ErrDuplicateKey) && !errors.Is(errs[0], job.ErrInvalidUTF8) {
+		if !errors.Is(errs[0], input.ErrDuplicateKey) && !errors.Is(errs[0], input.ErrInvalidUTF8) {
 			t.Fatalf("JSONL(%q) error %v, want one wrapping ErrDuplicateKey or ErrInvalidUTF8", data, errs[0])
 		}
 		return
@@ -233,9 +234,9 @@ func FuzzCSVInput(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Count(data, []byte("\n")) + 1
-		for in, err := range job.CSV(bytes.NewReader(data), "fuzz.csv") {
+		for in, err := range input.CSV(bytes.NewReader(data), "fuzz.csv") {
 			if err != nil {
-				var ie *job.InputError
+				var ie *input.Error
 				if !errors.As(err, &ie) || ie.Line < 1 || ie.Line > lines {
 					t.Fatalf("CSV(%q) error %v, want *InputError with line in 1..%d", data, err, lines)
 				}
@@ -251,64 +252,6 @@ func FuzzCSVInput(f *testing.F) {
 				if s, _ := v.(string); !utf8.ValidString(k) || !utf8.ValidString(s) {
 					t.Fatalf("CSV(%q) yielded %q: %q, want valid UTF-8 only", data, k, v)
 				}
-			}
-		}
-	})
-}
-
-func FuzzTemplateRender(f *testing.F) {
-	for _, s := range []string{
-		"",
-		"plain",
-		"Hello {name}!",
-		"{user.name} is {user.age}",
-		"{{literal}} {name}",
-		"{{{name}}}",
-		"{",
-		"}",
-		"{}",
-		"{a..b}",
-		"{1x}",
-		"{tags.0}{tags.5}",
-		"héllo\n{missing}",
-		"{name.x.y}",
-	} {
-		f.Add(s)
-	}
-	in := job.Input{
-		"name": "Ada",
-		"n":    3,
-		"user": map[string]any{"name": "Bob", "age": 9.5},
-		"tags": []any{"a", nil},
-		"ok":   true,
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		tmpl, err := job.ParseTemplate(text)
-		if err != nil {
-			var se *job.TemplateSyntaxError
-			if !errors.As(err, &se) || se.Offset < 0 || se.Offset >= len(text) || se.Line < 1 || se.Col < 1 {
-				t.Fatalf("ParseTemplate(%q) error %#v, want a *TemplateSyntaxError within the text", text, err)
-			}
-			return
-		}
-		out, err := tmpl.Render(in)
-		if err != nil {
-			var mf *job.MissingFieldError
-			if !errors.As(err, &mf) {
-				t.Fatalf("Render(%q) error %v, want only *MissingFieldError", text, err)
-			}
-			top, _, _ := strings.Cut(mf.Field, ".")
-			if _, ok := in[top]; ok && mf.Field == top {
-				t.Fatalf("Render(%q) says field %q is missing, but the input has it", text, mf.Field)
-			}
-			return
-		}
-		if !strings.ContainsAny(text, "{}") && out != text {
-			t.Fatalf("Render(%q) = %q, want the text unchanged", text, out)
-		}
-		for _, name := range tmpl.Fields() {
-			if _, ok := in[name]; !ok {
-				t.Fatalf("Render(%q) succeeded though input lacks field %q", text, name)
 			}
 		}
 	})

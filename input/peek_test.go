@@ -1,4 +1,4 @@
-package job_test
+package input_test
 
 import (
 	"errors"
@@ -8,35 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/input"
 )
-
-func TestTemplateMissingFields(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		text string
-		have []string
-		want []string
-	}{
-		{"all present", "{id}: {name}", []string{"name", "id", "extra"}, nil},
-		{"no placeholders", "plain {{text}}", nil, nil},
-		{"one missing", "{id}: {name}", []string{"id"}, []string{"name"}},
-		{"order of first use, once each", "{b} {a} {b} {c}", []string{"c"}, []string{"b", "a"}},
-		{"nested placeholder: only the top-level key counts", "{user.name} {user.age} {tags.0}", []string{"tags"}, []string{"user.name"}},
-		{"nested present", "{user.name.first}", []string{"user"}, nil},
-		{"empty header", "{x}", []string{}, []string{"x"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			tmpl := mustParse(t, tt.text)
-			if diff := cmp.Diff(tt.want, tmpl.MissingFields(tt.have)); diff != "" {
-				t.Errorf("ParseTemplate(%q).MissingFields(%q) mismatch (-want +got):\n%s", tt.text, tt.have, diff)
-			}
-		})
-	}
-}
 
 func TestCSVHeader(t *testing.T) {
 	t.Parallel()
@@ -56,9 +29,9 @@ func TestCSVHeader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := job.CSVHeader(strings.NewReader(tt.input), "in.csv")
+			got, err := input.CSVHeader(strings.NewReader(tt.input), "in.csv")
 			if tt.wantErr != "" {
-				if _, ok := errors.AsType[*job.InputError](err); !ok || err.Error() != tt.wantErr {
+				if _, ok := errors.AsType[*input.Error](err); !ok || err.Error() != tt.wantErr {
 					t.Fatalf("CSVHeader(%q) = %q, %v; want *InputError %q", tt.input, got, err, tt.wantErr)
 				}
 				return
@@ -100,16 +73,50 @@ func TestCSVReadErrorAtStart(t *testing.T) {
 	t.Parallel()
 	errDisk := errors.New("disk gone")
 	for _, data := range []string{"", "id"} {
-		_, err := job.CSVHeader(&failOnce{data: data, err: errDisk}, "in.csv")
-		if _, ok := errors.AsType[*job.InputError](err); !ok || !errors.Is(err, errDisk) || err.Error() != "in.csv:1: read: disk gone" {
+		_, err := input.CSVHeader(&failOnce{data: data, err: errDisk}, "in.csv")
+		if _, ok := errors.AsType[*input.Error](err); !ok || !errors.Is(err, errDisk) || err.Error() != "in.csv:1: read: disk gone" {
 			t.Errorf("CSVHeader of %q then a read error = %v; want *InputError %q", data, err, "in.csv:1: read: disk gone")
 		}
 		var errs []error
-		for _, err := range job.CSV(&failOnce{data: data, err: errDisk}, "in.csv") {
+		for _, err := range input.CSV(&failOnce{data: data, err: errDisk}, "in.csv") {
 			errs = append(errs, err)
 		}
 		if len(errs) != 1 || !errors.Is(errs[0], errDisk) || errs[0].Error() != "in.csv:1: read: disk gone" {
 			t.Errorf("CSV of %q then a read error yields errors %v; want one %q", data, errs, "in.csv:1: read: disk gone")
 		}
+	}
+}
+
+func TestJSONLFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		input   string
+		want    []string
+		wantErr string
+	}{
+		{"first object, keys sorted", "{\"b\":1,\"a\":{\"c\":2}}\n{\"z\":1}\n", []string{"a", "b"}, ""},
+		{"BOM, blank lines, bad lines before", "\xEF\xBB\xBF\n[1]\n\n{\"id\":1}\n", []string{"id"}, ""},
+		{"empty object", "{}\n", []string{}, ""},
+		{"no object decodes", "[1]\n{\"a\":\n", nil, "in.jsonl:1: not a JSON object: found an array"},
+		{"empty", " \n\r\n", nil, "in.jsonl:1: empty input: no JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := input.JSONLFields(strings.NewReader(tt.input), "in.jsonl")
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*input.Error](err); !ok || err.Error() != tt.wantErr {
+					t.Fatalf("JSONLFields(%q) = %q, %v; want *Error %q", tt.input, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got == nil {
+				t.Fatalf("JSONLFields(%q) = %#v, %v; want a non-nil slice", tt.input, got, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("JSONLFields(%q) mismatch (-want +got):\n%s", tt.input, diff)
+			}
+		})
 	}
 }
