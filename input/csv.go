@@ -84,7 +84,7 @@ type records struct {
 // valid header gives an *Error without its Source; a read error of r gives
 // a *readError.
 func newRecords(r io.Reader) (*records, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReader(r)
 	if err := skipBOM(br); err != nil {
 		return nil, &readError{line: 1, err: err}
 	}

@@ -3,6 +3,7 @@ package input_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/batchagent/batchagent/input"
@@ -55,4 +56,34 @@ func BenchmarkCSV(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*jsonlRows), "ns/row")
+}
+
+func BenchmarkCount(b *testing.B) {
+	var jsonl, csv bytes.Buffer
+	csv.WriteString("id,name,city,score\n")
+	for i := range jsonlRows {
+		fmt.Fprintf(&jsonl, `{"id":%d,"name":"user %d","city":"Paris","score":%d.5}`+"\n", i, i, i%100)
+		fmt.Fprintf(&csv, "%d,user %d,Paris,%d.5\n", i, i, i%100)
+	}
+	tests := []struct {
+		name  string
+		data  []byte
+		count func(io.Reader) (int, error)
+	}{
+		{"JSONL", jsonl.Bytes(), input.CountJSONL},
+		{"CSV", csv.Bytes(), input.CountCSV},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tt.data)))
+			b.ReportAllocs()
+			r := bytes.NewReader(tt.data)
+			for b.Loop() {
+				r.Reset(tt.data)
+				if n, err := tt.count(r); n != jsonlRows || err != nil {
+					b.Fatalf("count = %d, %v; want %d, nil", n, err, jsonlRows)
+				}
+			}
+		})
+	}
 }
