@@ -33,6 +33,7 @@ var countSeeds = []string{
 	"a,b\n1,2\n",
 	"\xEF\xBB\xBFa\n1\n",
 	"a,a\n1,2\n",
+	"a,a\n1,2\n3,4\n",
 	"a,\n1,2\n",
 	"a,\xff\n1,2\n",
 	"\"a\nb\n",
