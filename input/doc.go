@@ -29,9 +29,10 @@
 // not; a quoted field may span lines. So [CountJSONL] and [CountCSV], which
 // count the items of an input without decoding it (to size a progress bar,
 // or to check a resumed run's state), give the number of items that
-// [JSONL] and [CSV] yield, and [CSVHeader] and [JSONLFields], which peek at
-// the fields an input provides (to check a template's placeholders before
-// any row is rendered), read them as the readers do.
+// [JSONL] and [CSV] yield, [LineJSONL] and [LineCSV] the line of each
+// (to point at an input in a message), and [CSVHeader] and [JSONLFields],
+// which peek at the fields an input provides (to check a template's
+// placeholders before any row is rendered), read them as the readers do.
 //
 // # Strict decoding
 //
