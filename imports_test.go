@@ -11,7 +11,7 @@ import (
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/batchagent/batchagent"
 	allowed := map[string][]string{
-		"":                    {"job", "llm", "agent", "sched", "tool", "schema", "internal/retry"},
+		"":                    {"job", "input", "llm", "agent", "sched", "tool", "schema", "internal/retry"},
 		"llm":                 {},
 		"sched":               {},
 		"tool":                {},
@@ -24,6 +24,7 @@ func TestImportRules(t *testing.T) {
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
 		"job":                 {"llm"},
+		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry"},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
@@ -185,13 +186,17 @@ type Input = job.Input
 // result, of kind [KindInput], and the sequence continues.
 type Inputs = iter.Seq2[Input, error]
 
+// InputError reports an input that could not be read or decoded, naming its
+// source and line: the error [JSONL] and [CSV] yield for it.
+type InputError = input.Error
+
 // Slice returns the inputs of a slice. The slice is not copied.
-func Slice(in []Input) Inputs { return job.Slice(in) }
+func Slice(in []Input) Inputs { return input.Slice(in) }
 
 // JSONL reads inputs lazily from r, one JSON object per line. source names
 // r in errors (a file name, or "").
-func JSONL(r io.Reader, source string) Inputs { return job.JSONL(r, source) }
+func JSONL(r io.Reader, source string) Inputs { return input.JSONL(r, source) }
 
 // CSV reads inputs lazily from r: a header row, then one input per record.
 // source names r in errors.
-func CSV(r io.Reader, source string) Inputs { return job.CSV(r, source) }
+func CSV(r io.Reader, source string) Inputs { return input.CSV(r, source) }

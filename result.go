@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
@@ -152,7 +153,7 @@ var errAgentTimeout = errors.New("batchagent: agent timeout")
 // own deadline expired; canceled that the run was cancelled.
 func classify(err error, timedOut, canceled bool) Kind {
 	var (
-		inErr   *job.InputError
+		inErr   *input.Error
 		missing *job.MissingFieldError
 		verr    *schema.ValidationError
 	)

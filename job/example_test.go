@@ -1,9 +1,7 @@
 package job_test
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/batchagent/batchagent/job"
 )
@@ -33,28 +31,4 @@ func ExampleParseTemplate() {
 	// Summarize the report for Ada (36). Tags: ["q3","finance"]. {literal} <nil>
 	// template: input has no field "user.name"
 	// template: line 1, col 7: unclosed "{" (write "{{" for a literal brace)
-}
-
-func ExampleJSONL() {
-	const data = `{"id": 1, "name": "Ada"}
-{"id": 2, "name": 
-
-{"id": 3, "name": "Grace"}
-`
-	tmpl, _ := job.ParseTemplate("Greet {name} (row {id})")
-	for in, err := range job.JSONL(strings.NewReader(data), "inputs.jsonl") {
-		if err != nil {
-			var ie *job.InputError
-			if errors.As(err, &ie) {
-				fmt.Println("skip line", ie.Line, "-", err)
-			}
-			continue
-		}
-		text, err := tmpl.Render(in)
-		fmt.Println(text, err)
-	}
-	// Output:
-	// Greet Ada (row 1) <nil>
-	// skip line 2 - inputs.jsonl:2: invalid JSON: unexpected end of JSON input
-	// Greet Grace (row 3) <nil>
 }

@@ -1,11 +1,6 @@
 package job
 
-import (
-	"bufio"
-	"encoding/csv"
-	"io"
-	"slices"
-)
+import "slices"
 
 // MissingFields compares the fields t refers to with have, the field names
 // an input source provides (a CSV header, the keys of a JSONL object). For
@@ -26,26 +21,4 @@ func (t *Template) MissingFields(have []string) []string {
 		}
 	}
 	return missing
-}
-
-// CSVHeader reads the header row of a CSV input, as [CSV] does (a byte
-// order mark and blank lines before it are skipped), and returns its names
-// in column order. It reads r only as far as the header, through a buffer,
-// so r should be reopened or rewound before it is read again. A header that
-// [CSV] would refuse (an empty input, invalid CSV or UTF-8, an empty or
-// repeated name) gives the *[InputError] that CSV would yield.
-func CSVHeader(r io.Reader, source string) ([]string, error) {
-	br := bufio.NewReader(r)
-	if err := skipBOM(br); err != nil {
-		err.Source = source
-		return nil, err
-	}
-	cr := csv.NewReader(br)
-	cr.FieldsPerRecord = -1
-	header, err := readHeader(cr)
-	if err != nil {
-		err.Source = source
-		return nil, err
-	}
-	return header, nil
 }

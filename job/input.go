@@ -1,45 +1,6 @@
 package job
 
-import (
-	"iter"
-	"strconv"
-)
-
-// Input is one input row: field name → value. Rows read by [JSONL] hold the
-// values encoding/json decodes with UseNumber (string, json.Number, bool, nil,
-// map[string]any, []any); rows read by [CSV] hold strings.
+// Input is one input row: field name → value. Rows read by input.JSONL hold
+// the values encoding/json decodes with UseNumber (string, json.Number,
+// bool, nil, map[string]any, []any); rows read by input.CSV hold strings.
 type Input map[string]any
-
-// InputError reports an input row that could not be read or decoded. Other
-// rows are unaffected: the sequences in this package yield an InputError in
-// place of the bad row and, where the input allows, go on with the next one.
-type InputError struct {
-	Source string // file name, or "" (then omitted from the message)
-	Line   int    // 1-based line; for CSV, the line the record starts on
-	Err    error  // what went wrong
-}
-
-// Error returns e.g. "inputs.jsonl:3: invalid JSON: unexpected end of JSON
-// input", or "line 3: ..." when Source is empty.
-func (e *InputError) Error() string {
-	if e.Source == "" {
-		return "line " + strconv.Itoa(e.Line) + ": " + e.Err.Error()
-	}
-	return e.Source + ":" + strconv.Itoa(e.Line) + ": " + e.Err.Error()
-}
-
-// Unwrap returns e.Err.
-func (e *InputError) Unwrap() error { return e.Err }
-
-// Slice adapts in to the sequence shape of [JSONL] and [CSV]. It never yields
-// an error. The slice is not copied: the caller must not modify it while the
-// sequence is being consumed. The sequence may be iterated more than once.
-func Slice(in []Input) iter.Seq2[Input, error] {
-	return func(yield func(Input, error) bool) {
-		for _, x := range in {
-			if !yield(x, nil) {
-				return
-			}
-		}
-	}
-}

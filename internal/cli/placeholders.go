@@ -2,13 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 )
 
@@ -33,21 +32,15 @@ func checkPlaceholders(jobPath, task, inPath string) error {
 	var where string
 	switch strings.ToLower(filepath.Ext(inPath)) {
 	case ".csv":
-		if have, err = job.CSVHeader(f, name); err != nil {
+		if have, err = input.CSVHeader(f, name); err != nil {
 			return nil
 		}
 		where = "the header of " + name
 	default:
-		for in, err := range job.JSONL(f, name) {
-			if err == nil {
-				have = slices.Sorted(maps.Keys(in))
-				where = "the first object of " + name
-				break
-			}
-		}
-		if where == "" {
+		if have, err = input.JSONLFields(f, name); err != nil {
 			return nil // no object decodes: each line fails on its own
 		}
+		where = "the first object of " + name
 	}
 	missing := tmpl.MissingFields(have)
 	if len(missing) == 0 {

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/input"
 )
 
 // savedStore is the run's checkpoint store as the engine sees it: the
@@ -205,41 +204,15 @@ func inputLine(path string, i int) int {
 		return 0
 	}
 	defer f.Close()
+	lineOf := input.LineJSONL
 	if strings.ToLower(filepath.Ext(path)) == ".csv" {
-		cr := csv.NewReader(bufio.NewReader(f))
-		cr.FieldsPerRecord = -1
-		if _, err := cr.Read(); err != nil {
-			return 0
-		}
-		for n := 0; ; n++ {
-			_, err := cr.Read()
-			if err == io.EOF || (err != nil && !errors.As(err, new(*csv.ParseError))) {
-				return 0
-			}
-			if n == i {
-				line, _ := cr.FieldPos(0)
-				return line
-			}
-		}
+		lineOf = input.LineCSV
 	}
-	// JSONL: input i is the i-th line with content (see countJSONL).
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	n := 0
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Bytes()
-		if line == 1 {
-			text = bytes.TrimPrefix(text, utf8BOM)
-		}
-		if len(bytes.Trim(text, " \t\r")) == 0 {
-			continue
-		}
-		if n == i {
-			return line
-		}
-		n++
+	line, err := lineOf(f, i)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return line
 }
 
 // sameInput reports whether two inputs are equal as JSON, keys in any

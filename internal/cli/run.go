@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +20,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/internal/tokens"
@@ -310,9 +308,9 @@ func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
 	)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
-		decode, count = batchagent.JSONL, countJSONL
+		decode, count = batchagent.JSONL, input.CountJSONL
 	case ".csv":
-		decode, count = batchagent.CSV, countCSV
+		decode, count = batchagent.CSV, input.CountCSV
 	default:
 		return nil, 0, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
 	}
@@ -531,71 +529,5 @@ func (r *runner) handleSignals(cancel context.CancelFunc, interrupted *atomic.Bo
 		signal.Stop(sigs)
 		close(done)
 		wg.Wait()
-	}
-}
-
-// countJSONL counts the inputs of a JSONL file as batchagent.JSONL reads
-// them: the lines that hold more than spaces, tabs and carriage returns (a
-// byte order mark at the start is not content).
-func countJSONL(r io.Reader) (int, error) {
-	br := bufio.NewReader(r)
-	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
-		_, _ = br.Discard(len(utf8BOM)) // cannot fail: the bytes were just peeked
-	}
-	buf := make([]byte, 256<<10) // larger than br's: reads bypass its buffer
-	n, content := 0, false
-	for {
-		k, err := br.Read(buf)
-		for _, c := range buf[:k] {
-			switch c {
-			case '\n':
-				if content {
-					n++
-				}
-				content = false
-			case ' ', '\t', '\r':
-			default:
-				content = true
-			}
-		}
-		if err == io.EOF {
-			if content {
-				n++
-			}
-			return n, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-}
-
-var utf8BOM = []byte("\xef\xbb\xbf")
-
-// countCSV counts the inputs of a CSV file as batchagent.CSV reads them:
-// one per record after the header, a record that fails to parse included
-// (it is an input error). A quoted field may span lines.
-func countCSV(r io.Reader) (int, error) {
-	cr := csv.NewReader(bufio.NewReaderSize(r, 256<<10))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	if _, err := cr.Read(); err != nil {
-		// No header (an empty file) or one that does not parse: the
-		// reader yields this one error and stops.
-		if _, parse := errors.AsType[*csv.ParseError](err); parse || err == io.EOF {
-			return 1, nil
-		}
-		return 0, err
-	}
-	n := 0
-	for {
-		_, err := cr.Read()
-		if err == io.EOF {
-			return n, nil
-		}
-		if _, parse := errors.AsType[*csv.ParseError](err); err != nil && !parse {
-			return 0, err
-		}
-		n++
 	}
 }

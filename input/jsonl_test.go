@@ -1,4 +1,4 @@
-package job_test
+package input_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 )
 
@@ -41,10 +42,10 @@ func collect(t *testing.T, seq iter.Seq2[job.Input, error], cause error) []row {
 			t.Errorf("sequence yielded error %v, want it to wrap %v", err, cause)
 		}
 		r := row{Err: err.Error()}
-		if ie, ok := errors.AsType[*job.InputError](err); ok {
+		if ie, ok := errors.AsType[*input.Error](err); ok {
 			r.Line = ie.Line
 		} else {
-			t.Errorf("sequence yielded error %T %v, want *job.InputError", err, err)
+			t.Errorf("sequence yielded error %T %v, want *input.Error", err, err)
 		}
 		rows = append(rows, r)
 	}
@@ -254,7 +255,7 @@ func TestJSONL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.JSONL(strings.NewReader(tt.input), "in.jsonl"), nil)
+			got := collect(t, input.JSONL(strings.NewReader(tt.input), "in.jsonl"), nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("JSONL(%q) mismatch (-want +got):\n%s", tt.input, diff)
 			}
@@ -264,7 +265,7 @@ func TestJSONL(t *testing.T) {
 
 func TestJSONLNoSource(t *testing.T) {
 	t.Parallel()
-	got := collect(t, job.JSONL(strings.NewReader("{}\n{\n"), ""), nil)
+	got := collect(t, input.JSONL(strings.NewReader("{}\n{\n"), ""), nil)
 	want := []row{{In: job.Input{}}, {Line: 2, Err: "line 2: invalid JSON: unexpected end of JSON input"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSONL without source mismatch (-want +got):\n%s", diff)
@@ -273,7 +274,7 @@ func TestJSONLNoSource(t *testing.T) {
 
 func TestJSONLErrorUnwraps(t *testing.T) {
 	t.Parallel()
-	for _, err := range job.JSONL(strings.NewReader(`{"a":`), "f") {
+	for _, err := range input.JSONL(strings.NewReader(`{"a":`), "f") {
 		var se *json.SyntaxError
 		if !errors.As(err, &se) {
 			t.Errorf("JSONL error = %v, want one wrapping *json.SyntaxError", err)
@@ -287,19 +288,19 @@ func TestJSONLErrorsWrapSentinels(t *testing.T) {
 		input string
 		want  error
 	}{
-		{`{"name":"a","name":"EVIL"}`, job.ErrDuplicateKey},
-		{`{"a":[{"b":{"c":1,"c":1}}]}`, job.ErrDuplicateKey},
-		{"{\"a\":\"\xff\"}", job.ErrInvalidUTF8},
-		{`{"a":"\ud800"}`, job.ErrInvalidUTF8},
-		{`{"a":["\udfff"]}`, job.ErrInvalidUTF8},
+		{`{"name":"a","name":"EVIL"}`, input.ErrDuplicateKey},
+		{`{"a":[{"b":{"c":1,"c":1}}]}`, input.ErrDuplicateKey},
+		{"{\"a\":\"\xff\"}", input.ErrInvalidUTF8},
+		{`{"a":"\ud800"}`, input.ErrInvalidUTF8},
+		{`{"a":["\udfff"]}`, input.ErrInvalidUTF8},
 		// A number beyond float64's range is legal JSON and kept as text
 		// (json.Number); it must not hide the line's real problem.
-		{`{"n":1e999,"name":"a","name":"EVIL"}`, job.ErrDuplicateKey},
-		{"{\"n\":1e999,\"a\":\"\xff\"}", job.ErrInvalidUTF8},
+		{`{"n":1e999,"name":"a","name":"EVIL"}`, input.ErrDuplicateKey},
+		{"{\"n\":1e999,\"a\":\"\xff\"}", input.ErrInvalidUTF8},
 	}
 	for _, tt := range tests {
 		n := 0
-		for in, err := range job.JSONL(strings.NewReader(tt.input), "f") {
+		for in, err := range input.JSONL(strings.NewReader(tt.input), "f") {
 			n++
 			if in != nil || !errors.Is(err, tt.want) {
 				t.Errorf("JSONL(%q) = %v, %v, want an error wrapping %v", tt.input, in, err, tt.want)
@@ -314,9 +315,9 @@ func TestJSONLErrorsWrapSentinels(t *testing.T) {
 func TestJSONLLongLine(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 3<<20) // longer than any internal buffer
-	input := `{"a":"1"}` + "\n" + `{"big":"` + long + `"}` + "\n" + `{"a":"3"}` + "\n" +
+	data := `{"a":"1"}` + "\n" + `{"big":"` + long + `"}` + "\n" + `{"a":"3"}` + "\n" +
 		`{"bad":"` + long + "\n" + `{"a":"5"}` + "\n"
-	got := collect(t, job.JSONL(strings.NewReader(input), "in.jsonl"), nil)
+	got := collect(t, input.JSONL(strings.NewReader(data), "in.jsonl"), nil)
 	want := []row{
 		{In: job.Input{"a": "1"}},
 		{In: job.Input{"big": long}},
@@ -333,7 +334,7 @@ func TestJSONLEarlyBreak(t *testing.T) {
 	t.Parallel()
 	r := &countingReader{r: strings.NewReader(strings.Repeat(`{"a":"1"}`+"\n", 100000))}
 	n := 0
-	for in, err := range job.JSONL(r, "in.jsonl") {
+	for in, err := range input.JSONL(r, "in.jsonl") {
 		if err != nil || in["a"] != "1" {
 			t.Fatalf("JSONL yielded %v, %v, want {a:1}, nil", in, err)
 		}
@@ -351,7 +352,7 @@ func TestJSONLEarlyBreak(t *testing.T) {
 
 	// Breaking on an error row stops too.
 	n = 0
-	for range job.JSONL(strings.NewReader("x\ny\nz\n"), "") {
+	for range input.JSONL(strings.NewReader("x\ny\nz\n"), "") {
 		n++
 		break
 	}
@@ -403,7 +404,7 @@ func TestJSONLReadError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.JSONL(tt.r, "in.jsonl"), boom)
+			got := collect(t, input.JSONL(tt.r, "in.jsonl"), boom)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("JSONL mismatch (-want +got):\n%s", diff)
 			}
@@ -415,7 +416,7 @@ func TestSlice(t *testing.T) {
 	t.Parallel()
 	in := []job.Input{{"a": "1"}, nil, {"a": "3"}}
 	var got []job.Input
-	for x, err := range job.Slice(in) {
+	for x, err := range input.Slice(in) {
 		if err != nil {
 			t.Fatalf("Slice yielded error %v, want nil", err)
 		}
@@ -425,7 +426,7 @@ func TestSlice(t *testing.T) {
 		t.Errorf("Slice mismatch (-want +got):\n%s", diff)
 	}
 	n := 0
-	for range job.Slice(in) {
+	for range input.Slice(in) {
 		n++
 		break
 	}
@@ -438,11 +439,11 @@ func TestInputErrorMessage(t *testing.T) {
 	t.Parallel()
 	inner := errors.New("boom")
 	tests := []struct {
-		err  *job.InputError
+		err  *input.Error
 		want string
 	}{
-		{&job.InputError{Source: "inputs.jsonl", Line: 3, Err: inner}, "inputs.jsonl:3: boom"},
-		{&job.InputError{Line: 3, Err: inner}, "line 3: boom"},
+		{&input.Error{Source: "inputs.jsonl", Line: 3, Err: inner}, "inputs.jsonl:3: boom"},
+		{&input.Error{Line: 3, Err: inner}, "line 3: boom"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {

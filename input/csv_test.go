@@ -1,4 +1,4 @@
-package job_test
+package input_test
 
 import (
 	"encoding/csv"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/job"
 )
 
@@ -122,7 +123,7 @@ func TestCSV(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.CSV(strings.NewReader(tt.input), "in.csv"), nil)
+			got := collect(t, input.CSV(strings.NewReader(tt.input), "in.csv"), nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CSV(%q) mismatch (-want +got):\n%s", tt.input, diff)
 			}
@@ -139,11 +140,11 @@ func TestCSVErrorsWrapSentinels(t *testing.T) {
 		{"a,b\n1\n", csv.ErrFieldCount},
 		{"a\nx\"y\n", csv.ErrBareQuote},
 		{"a\n\"x\"y\n", csv.ErrQuote},
-		{"a\n\xff\n", job.ErrInvalidUTF8},
-		{"\xff\n1\n", job.ErrInvalidUTF8},
+		{"a\n\xff\n", input.ErrInvalidUTF8},
+		{"\xff\n1\n", input.ErrInvalidUTF8},
 	}
 	for _, tt := range tests {
-		for _, err := range job.CSV(strings.NewReader(tt.input), "") {
+		for _, err := range input.CSV(strings.NewReader(tt.input), "") {
 			if !errors.Is(err, tt.want) {
 				t.Errorf("CSV(%q) error = %v, want it to wrap %v", tt.input, err, tt.want)
 			}
@@ -154,7 +155,7 @@ func TestCSVErrorsWrapSentinels(t *testing.T) {
 func TestCSVRowsAreIndependent(t *testing.T) {
 	t.Parallel()
 	var rows []job.Input
-	for in, err := range job.CSV(strings.NewReader("a\n1\n2\n"), "") {
+	for in, err := range input.CSV(strings.NewReader("a\n1\n2\n"), "") {
 		if err != nil {
 			t.Fatalf("CSV yielded error %v", err)
 		}
@@ -184,7 +185,7 @@ func TestCSVReadError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := collect(t, job.CSV(tt.r, "in.csv"), boom)
+			got := collect(t, input.CSV(tt.r, "in.csv"), boom)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CSV mismatch (-want +got):\n%s", diff)
 			}
@@ -195,7 +196,7 @@ func TestCSVReadError(t *testing.T) {
 func TestCSVEarlyBreak(t *testing.T) {
 	t.Parallel()
 	n := 0
-	for range job.CSV(strings.NewReader("a\n1\n2\n3\n"), "") {
+	for range input.CSV(strings.NewReader("a\n1\n2\n3\n"), "") {
 		n++
 		break
 	}

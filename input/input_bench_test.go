@@ -1,12 +1,12 @@
-package job_test
+package input_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 
-	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/input"
 )
 
 // jsonlRows is the number of rows per op in BenchmarkJSONL.
@@ -24,7 +24,7 @@ func BenchmarkJSONL(b *testing.B) {
 	for b.Loop() {
 		r.Reset(data)
 		n := 0
-		for in, err := range job.JSONL(r, "bench.jsonl") {
+		for in, err := range input.JSONL(r, "bench.jsonl") {
 			if err != nil || in == nil {
 				b.Fatalf("JSONL yielded %v, %v", in, err)
 			}
@@ -49,7 +49,7 @@ func BenchmarkCSV(b *testing.B) {
 	r := bytes.NewReader(data)
 	for b.Loop() {
 		r.Reset(data)
-		for _, err := range job.CSV(r, "bench.csv") {
+		for _, err := range input.CSV(r, "bench.csv") {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -58,32 +58,30 @@ func BenchmarkCSV(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*jsonlRows), "ns/row")
 }
 
-func BenchmarkRender(b *testing.B) {
-	in := job.Input{"name": "user 42", "id": json.Number("42"), "city": "Paris"}
+func BenchmarkCount(b *testing.B) {
+	var jsonl, csv bytes.Buffer
+	csv.WriteString("id,name,city,score\n")
+	for i := range jsonlRows {
+		fmt.Fprintf(&jsonl, `{"id":%d,"name":"user %d","city":"Paris","score":%d.5}`+"\n", i, i, i%100)
+		fmt.Fprintf(&csv, "%d,user %d,Paris,%d.5\n", i, i, i%100)
+	}
 	tests := []struct {
-		name string
-		text string
+		name  string
+		data  []byte
+		count func(io.Reader) (int, error)
 	}{
-		{"one field", "Write a short greeting for {name}."},
-		{"two fields", "Write a short greeting for {name}, customer number {id}."},
+		{"JSONL", jsonl.Bytes(), input.CountJSONL},
+		{"CSV", csv.Bytes(), input.CountCSV},
 	}
 	for _, tt := range tests {
-		tmpl := mustParse(b, tt.text)
 		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tt.data)))
 			b.ReportAllocs()
+			r := bytes.NewReader(tt.data)
 			for b.Loop() {
-				if _, err := tmpl.Render(in); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(tt.name+"/append", func(b *testing.B) {
-			b.ReportAllocs()
-			var dst []byte
-			for b.Loop() {
-				var err error
-				if dst, err = tmpl.AppendRender(dst[:0], in); err != nil {
-					b.Fatal(err)
+				r.Reset(tt.data)
+				if n, err := tt.count(r); n != jsonlRows || err != nil {
+					b.Fatalf("count = %d, %v; want %d, nil", n, err, jsonlRows)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package job
+package input
 
 import (
 	"bytes"
@@ -10,15 +10,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/batchagent/batchagent/job"
 )
 
-// ErrDuplicateKey is wrapped by the *[InputError] of a JSONL line whose
+// ErrDuplicateKey is wrapped by the *[Error] of a JSONL line whose
 // object, or an object nested in it, names the same key twice. Such a line
 // is rejected rather than decoded last-wins, so that no value is silently
 // dropped.
 var ErrDuplicateKey = errors.New("duplicate key")
 
-// ErrInvalidUTF8 is wrapped by the *[InputError] of a row holding text that
+// ErrInvalidUTF8 is wrapped by the *[Error] of a row holding text that
 // is not valid UTF-8: bytes that are not UTF-8 in a JSONL string or a CSV
 // field, or a JSON escape of a lone UTF-16 surrogate such as "\ud800". Such
 // a row is rejected rather than decoded with U+FFFD in place of the bad
@@ -42,7 +44,7 @@ func newLineDecoder() *lineDecoder {
 // decode decodes line, which is non-empty and trimmed, as one JSON object.
 // Values are those encoding/json decodes with UseNumber: numbers stay
 // json.Number with their text, so large integers stay exact.
-func (ld *lineDecoder) decode(line []byte) (Input, error) {
+func (ld *lineDecoder) decode(line []byte) (job.Input, error) {
 	var jerr error // why jsontext refused the line
 	if line[0] == '{' {
 		ld.r.Reset(line)
