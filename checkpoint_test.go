@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -174,43 +175,48 @@ func TestCheckpointRetryFailed(t *testing.T) {
 // starts, agents stop before their next turn with that turn checkpointed,
 // and a resumed run finishes with the same outputs.
 func TestDrainFinishesTurnsInFlight(t *testing.T) {
-	ck := &fakeCheckpointer{}
-	want := outputs(mustRun(t, checkpointJob(t, &fakeCheckpointer{}, newSim(t, sim.Config{Seed: 9})), 30))
-	// Jitter staggers the agents, so that some are between turns when the
-	// run is drained.
-	m := newSim(t, sim.Config{Seed: 9, Latency: 20 * time.Millisecond, Jitter: 0.9})
-	j := checkpointJob(t, ck, m)
-	j.MaxActive = 8
-	e, err := batchagent.New(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	var res []batchagent.Result
-	for r := range e.Stream(t.Context(), batchagent.Slice(inputs(30))) {
-		once.Do(e.Drain)
-		res = append(res, r)
-	}
-	var canceled int
-	for _, r := range res {
-		if batchagent.KindOf(r.Err) == batchagent.KindCanceled {
-			canceled++
-		} else if r.Err != nil {
-			t.Errorf("result %d: %v", r.Index, r.Err)
+	// In a bubble, the simulator's seeded latencies play out on the fake
+	// clock, so which agents are between turns at the drain does not
+	// depend on the machine's load.
+	synctest.Test(t, func(t *testing.T) {
+		ck := &fakeCheckpointer{}
+		want := outputs(mustRun(t, checkpointJob(t, &fakeCheckpointer{}, newSim(t, sim.Config{Seed: 9})), 30))
+		// Jitter staggers the agents, so that some are between turns when the
+		// run is drained.
+		m := newSim(t, sim.Config{Seed: 9, Latency: 20 * time.Millisecond, Jitter: 0.9})
+		j := checkpointJob(t, ck, m)
+		j.MaxActive = 8
+		e, err := batchagent.New(j)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(res) >= 30 || canceled == 0 {
-		t.Fatalf("drained run yielded %d results (%d canceled), want fewer than 30 with some stopped agents", len(res), canceled)
-	}
-	for _, st := range ck.states {
-		if st.Status == agent.StatusRunning && st.Turns != 1 {
-			t.Errorf("stopped agent %d saved at turn %d, want its completed first turn", st.Index, st.Turns)
+		var once sync.Once
+		var res []batchagent.Result
+		for r := range e.Stream(t.Context(), batchagent.Slice(inputs(30))) {
+			once.Do(e.Drain)
+			res = append(res, r)
 		}
-	}
-	resumed := mustRun(t, checkpointJob(t, ck, newSim(t, sim.Config{Seed: 9})), 30)
-	if diff := gocmp.Diff(want, outputs(resumed)); diff != "" {
-		t.Errorf("outputs after resuming a drained run (-want +got):\n%s", diff)
-	}
+		var canceled int
+		for _, r := range res {
+			if batchagent.KindOf(r.Err) == batchagent.KindCanceled {
+				canceled++
+			} else if r.Err != nil {
+				t.Errorf("result %d: %v", r.Index, r.Err)
+			}
+		}
+		if len(res) >= 30 || canceled == 0 {
+			t.Fatalf("drained run yielded %d results (%d canceled), want fewer than 30 with some stopped agents", len(res), canceled)
+		}
+		for _, st := range ck.states {
+			if st.Status == agent.StatusRunning && st.Turns != 1 {
+				t.Errorf("stopped agent %d saved at turn %d, want its completed first turn", st.Index, st.Turns)
+			}
+		}
+		resumed := mustRun(t, checkpointJob(t, ck, newSim(t, sim.Config{Seed: 9})), 30)
+		if diff := gocmp.Diff(want, outputs(resumed)); diff != "" {
+			t.Errorf("outputs after resuming a drained run (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func mustRun(t *testing.T, j batchagent.Job, n int) []batchagent.Result {
