@@ -25,7 +25,7 @@ import (
 )
 
 // HTTP tests of the server: real sockets, real time, fast timing. The
-// timing model itself is tested in fake time by server_sched_test.go.
+// timing model itself is tested in fake time by sched_test.go.
 
 // fast is a server config whose requests take milliseconds.
 var fast = simhttp.Config{PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: time.Microsecond}
