@@ -26,7 +26,7 @@ func TestImportRules(t *testing.T) {
 		"job":                 {"llm"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
-		"backend/sim":         {"llm", "internal/sse", "internal/retry"},
+		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen"},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry"},
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
@@ -37,10 +37,17 @@ func TestImportRules(t *testing.T) {
 		"internal/config":     {"*"},
 		"internal/cli":        {"*"},
 		"cmd/batchagent":      {"internal/cli"},
+
+		// The simulator's HTTP server wraps the in-process model; the value
+		// generator is internal to the two.
+		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen"},
+		"backend/sim/internal/gen": {},
 	}
 	// Outside this module, these packages import only the standard library
-	// and golang.org/x: the built-in tools cost library users nothing more.
-	stdOnly := map[string]bool{"tool/filetool": true, "tool/httptool": true}
+	// and golang.org/x: the built-in tools and the simulator cost library
+	// users nothing more.
+	stdOnly := map[string]bool{"tool/filetool": true, "tool/httptool": true,
+		"backend/sim/simhttp": true, "backend/sim/internal/gen": true}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

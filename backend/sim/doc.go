@@ -33,10 +33,9 @@
 //
 // # Over HTTP
 //
-// A [Server] serves the same model as an OpenAI-compatible chat-completions
-// server (`batchagent sim serve`) whose timing models a continuous-batching
-// GPU server: bounded running sequences, chunked prefill of uncached prompt
-// tokens, a prefix cache, decode steps that slow down with the batch, a
-// queue and 429s when it overflows, and /metrics with vLLM's gauge names.
-// Any client, batchagent's or another, can be measured against it.
+// Package [github.com/batchagent/batchagent/backend/sim/simhttp] serves the
+// same model as an OpenAI-compatible chat-completions server (`batchagent
+// sim serve`) whose timing models a continuous-batching GPU server. Its
+// answers are this package's [Model]'s, and it counts tokens with the same
+// simulated tokenizer ([Tokens]).
 package sim

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchagent/batchagent/backend/sim/internal/gen"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -81,8 +82,8 @@ type Model struct {
 	calls atomic.Int64 // model calls started, for failure injection and stats
 	fails atomic.Int64 // injected failures
 
-	mu   sync.Mutex            // protects gens
-	gens map[string]*generator // compiled generators by schema text; at most maxGenerators
+	mu   sync.Mutex                // protects gens
+	gens map[string]*gen.Generator // compiled generators by schema text; at most maxGenerators
 }
 
 // maxGenerators bounds Model.gens. Under `sim serve` clients may send any
@@ -99,7 +100,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.ToolTurns == 0 {
 		cfg.ToolTurns = DefaultToolTurns
 	}
-	m := &Model{cfg: cfg, gens: make(map[string]*generator)}
+	m := &Model{cfg: cfg, gens: make(map[string]*gen.Generator)}
 	if len(cfg.Tools) > 0 {
 		m.tools = make(map[string]bool, len(cfg.Tools))
 		for _, t := range cfg.Tools {
@@ -232,7 +233,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		msg := resp.Message
 		text := msg.Content
 		// The first token arrives after the forward pass, the rest after decoding.
-		cut := min(len(text), bytesPerToken)
+		cut := min(len(text), BytesPerToken)
 		for cut < len(text) && !utf8.RuneStart(text[cut]) {
 			cut++ // split between characters
 		}
@@ -276,13 +277,13 @@ func (m *Model) plan(req *llm.Request) (resp *llm.Response, firstToken, rest tim
 		return nil, 0, 0, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
 	}
 	n := m.calls.Add(1)
-	r := newRNG(m.cfg.Seed, uint64(n))
+	r := gen.NewRNG(m.cfg.Seed, uint64(n))
 	scale := 1.0
 	if m.cfg.Jitter > 0 {
-		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*r.float64()
+		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*r.Float64()
 	}
 	firstToken = time.Duration(float64(m.cfg.Latency) * scale)
-	if m.cfg.FailRate > 0 && r.float64() < m.cfg.FailRate {
+	if m.cfg.FailRate > 0 && r.Float64() < m.cfg.FailRate {
 		m.fails.Add(1)
 		return nil, firstToken, 0, nil
 	}
@@ -315,7 +316,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	// Content-seeded: the same task and turn give the same answer in any run.
-	r := newRNG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages)))
+	r := gen.NewRNG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages)))
 
 	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}}
 	last := req.Messages[len(req.Messages)-1]
@@ -342,18 +343,20 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	for _, c := range resp.Message.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	resp.Usage = llm.Usage{PromptTokens: int64(tokens(promptBytes)), CompletionTokens: int64(tokens(out))}
+	resp.Usage = llm.Usage{PromptTokens: int64(Tokens(promptBytes)), CompletionTokens: int64(Tokens(out))}
 	return resp, nil
 }
 
-// bytesPerToken is the simulated tokenizer: a token is 4 bytes.
-const bytesPerToken = 4
+// BytesPerToken is the simulated tokenizer: a token is 4 bytes of text.
+// [Model] counts [llm.Usage] with it, and simhttp its prompts and
+// max_tokens.
+const BytesPerToken = 4
 
-// tokens estimates a token count from a byte count: bytesPerToken bytes a
-// token, rounded up, and at least 1.
-func tokens(n int) int { return max(1, (n+bytesPerToken-1)/bytesPerToken) }
+// Tokens is the simulated tokenizer's count of n bytes of text:
+// BytesPerToken bytes a token, rounded up, and at least 1.
+func Tokens(n int) int { return max(1, (n+BytesPerToken-1)/BytesPerToken) }
 
-func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *rng) ([]llm.ToolCall, error) {
+func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *gen.RNG) ([]llm.ToolCall, error) {
 	calls := make([]llm.ToolCall, 0, len(defs))
 	for _, d := range defs {
 		if m.tools != nil && !m.tools[d.Name] {
@@ -366,16 +369,16 @@ func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *rng) ([]
 		calls = append(calls, llm.ToolCall{
 			ID:        "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(len(calls)),
 			Name:      d.Name,
-			Arguments: g.appendValue(make([]byte, 0, 64), r, task),
+			Arguments: g.AppendValue(make([]byte, 0, 64), r, task),
 		})
 	}
 	return calls, nil
 }
 
-func (m *Model) answer(out *llm.OutputSpec, r *rng) (string, error) {
+func (m *Model) answer(out *llm.OutputSpec, r *gen.RNG) (string, error) {
 	if out == nil || len(out.Schema) == 0 {
 		var scratch [64]byte
-		return string(appendSentence(append(scratch[:0], "Done. "...), r, 8)), nil
+		return string(gen.AppendSentence(append(scratch[:0], "Done. "...), r, 8)), nil
 	}
 	g, err := m.generator(out.Schema)
 	if err != nil {
@@ -385,10 +388,10 @@ func (m *Model) answer(out *llm.OutputSpec, r *rng) (string, error) {
 	// is recursive, so a stack buffer would escape anyway.
 	bp := answerBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	if m.cfg.InvalidRate > 0 && r.float64() < m.cfg.InvalidRate {
-		buf = g.appendInvalid(buf, r)
+	if m.cfg.InvalidRate > 0 && r.Float64() < m.cfg.InvalidRate {
+		buf = g.AppendInvalid(buf, r)
 	} else {
-		buf = g.appendValue(buf, r, "")
+		buf = g.AppendValue(buf, r, "")
 	}
 	text := string(buf)
 	if cap(buf) <= 64<<10 {
@@ -405,14 +408,14 @@ var answerBufs = sync.Pool{New: func() any {
 }}
 
 // generator returns the compiled generator of a schema, compiling it once.
-func (m *Model) generator(schema json.RawMessage) (*generator, error) {
+func (m *Model) generator(schema json.RawMessage) (*gen.Generator, error) {
 	m.mu.Lock()
 	g, ok := m.gens[string(schema)]
 	m.mu.Unlock()
 	if ok {
 		return g, nil
 	}
-	g, err := compile(schema)
+	g, err := gen.Compile(schema)
 	if err != nil {
 		return nil, err
 	}

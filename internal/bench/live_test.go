@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/internal/bench"
 )
 
 // serveSim serves the HTTP simulator on a free loopback port for the
 // test's lifetime and returns its address.
-func serveSim(t *testing.T, cfg sim.ServerConfig) (string, *sim.Server) {
+func serveSim(t *testing.T, cfg simhttp.Config) (string, *simhttp.Server) {
 	t.Helper()
-	srv, err := sim.NewServer(cfg)
+	srv, err := simhttp.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func serveSim(t *testing.T, cfg sim.ServerConfig) (string, *sim.Server) {
 
 // fastSim is a simulator quick enough for tests: microseconds of prefill
 // per token, a millisecond per decode step.
-func fastSim(seqs, queue int) sim.ServerConfig {
-	return sim.ServerConfig{Model: sim.Config{ToolTurns: -1, Seed: 7}, MaxSeqs: seqs, MaxQueue: queue,
+func fastSim(seqs, queue int) simhttp.Config {
+	return simhttp.Config{Model: sim.Config{ToolTurns: -1, Seed: 7}, MaxSeqs: seqs, MaxQueue: queue,
 		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: 100 * time.Microsecond}
 }
 

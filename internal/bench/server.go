@@ -17,6 +17,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 )
@@ -52,7 +53,7 @@ type serverRun struct {
 
 // runServer runs one mode against a fresh server (cold prefix cache).
 func runServer(ctx context.Context, wl workload, mode string) (serverRun, time.Duration, error) {
-	srv, err := sim.NewServer(sim.ServerConfig{
+	srv, err := simhttp.New(simhttp.Config{
 		Model:    sim.Config{ToolTurns: -1, Seed: wl.seed},
 		MaxSeqs:  serverSeqs,
 		MaxQueue: serverQueue,

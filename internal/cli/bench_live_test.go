@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // TestBenchLiveCLI runs `bench live` through the CLI against the HTTP
 // simulator behind an API key, as scripts call it (GNU-style flags), and
 // checks the JSON lines BENCHMARKS.md defines for live.
 func TestBenchLiveCLI(t *testing.T) {
-	addr, srv := startSimServer(t, sim.ServerConfig{Model: sim.Config{ToolTurns: -1, Seed: 5}, MaxSeqs: 4, APIKey: "live-key",
+	addr, srv := startSimServer(t, simhttp.Config{Model: sim.Config{ToolTurns: -1, Seed: 5}, MaxSeqs: 4, APIKey: "live-key",
 		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: 100 * time.Microsecond})
 	t.Setenv("OPENAI_API_KEY", "live-key")
 	code, stdout, stderr := run(t, t.Context(), "bench", "live", "--backend", "openai+http://"+addr+"/v1",

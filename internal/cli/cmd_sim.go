@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 func (a *app) simCommand() *cobra.Command {
@@ -62,14 +63,14 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on (port 0: any free port)")
-	fl.IntVar(&f.cfg.MaxSeqs, "max-seqs", sim.DefaultMaxSeqs, "sequences in the running batch")
-	fl.IntVar(&f.cfg.MaxQueue, "max-queue", sim.DefaultMaxQueue, "requests that may wait for a slot before the server answers 429 (negative: unbounded)")
-	fl.DurationVar(&f.cfg.PrefillPerToken, "prefill-per-token", sim.DefaultPrefillPerToken, "prefill time per uncached prompt token")
-	fl.DurationVar(&f.cfg.DecodeStep, "decode-step", sim.DefaultDecodeStep, "time of a decode step with a batch of one")
-	fl.DurationVar(&f.cfg.DecodeStepPerSeq, "decode-step-per-seq", sim.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
+	fl.IntVar(&f.cfg.MaxSeqs, "max-seqs", simhttp.DefaultMaxSeqs, "sequences in the running batch")
+	fl.IntVar(&f.cfg.MaxQueue, "max-queue", simhttp.DefaultMaxQueue, "requests that may wait for a slot before the server answers 429 (negative: unbounded)")
+	fl.DurationVar(&f.cfg.PrefillPerToken, "prefill-per-token", simhttp.DefaultPrefillPerToken, "prefill time per uncached prompt token")
+	fl.DurationVar(&f.cfg.DecodeStep, "decode-step", simhttp.DefaultDecodeStep, "time of a decode step with a batch of one")
+	fl.DurationVar(&f.cfg.DecodeStepPerSeq, "decode-step-per-seq", simhttp.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
 	fl.BoolVar(&f.cfg.NoPrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
-	fl.IntVar(&f.cfg.ContextWindow, "context-window", sim.DefaultContextWindow, "context window in tokens")
-	fl.StringVar(&f.cfg.ModelName, "model", sim.DefaultModelName, "model name to list and answer as")
+	fl.IntVar(&f.cfg.ContextWindow, "context-window", simhttp.DefaultContextWindow, "context window in tokens")
+	fl.StringVar(&f.cfg.ModelName, "model", simhttp.DefaultModelName, "model name to list and answer as")
 	fl.Uint64Var(&f.cfg.Model.Seed, "seed", 0, "simulator seed")
 	fl.IntVar(&f.toolTurns, "tool-turns", sim.DefaultToolTurns, "turns that call tools before the model answers (0: never)")
 	fl.Float64Var(&f.cfg.Model.InvalidRate, "invalid", 0, "share of answers that violate the output schema")

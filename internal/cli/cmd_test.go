@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // TestContradictoryFlags: flags that contradict each other are a usage
@@ -162,7 +163,7 @@ func TestFlagsAfterArgs(t *testing.T) {
 // that always fails, so that the engine's queue probe warns.
 func startProbeFailingSim(t *testing.T) string {
 	t.Helper()
-	addr, _ := startWrappedSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
+	addr, _ := startWrappedSimServer(t, simhttp.Config{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
 		PrefillPerToken: time.Microsecond, DecodeStep: 5 * time.Millisecond}, func(srv http.Handler) http.Handler {
 		mux := http.NewServeMux()
 		mux.Handle("/", srv)
@@ -214,7 +215,7 @@ func TestLogFlags(t *testing.T) {
 // flight and where it comes from: the openai+http flavor's default of 16,
 // or the job file's limits.max_inflight.
 func TestSummaryConcurrency(t *testing.T) {
-	addr, _ := startSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
+	addr, _ := startSimServer(t, simhttp.Config{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
 		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond})
 	dir, job := newJob(t, "")
 	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")

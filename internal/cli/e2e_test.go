@@ -13,21 +13,22 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/tool/sqltool"
 )
 
 // startSimServer serves the HTTP simulator on a free loopback port until
 // the test ends, and returns its address.
-func startSimServer(t *testing.T, cfg sim.ServerConfig) (string, *sim.Server) {
+func startSimServer(t *testing.T, cfg simhttp.Config) (string, *simhttp.Server) {
 	t.Helper()
 	return startWrappedSimServer(t, cfg, nil)
 }
 
 // startWrappedSimServer is startSimServer with the simulator's handler
 // passed through wrap, when it is not nil, to change or add endpoints.
-func startWrappedSimServer(t *testing.T, cfg sim.ServerConfig, wrap func(http.Handler) http.Handler) (string, *sim.Server) {
+func startWrappedSimServer(t *testing.T, cfg simhttp.Config, wrap func(http.Handler) http.Handler) (string, *simhttp.Server) {
 	t.Helper()
-	srv, err := sim.NewServer(cfg)
+	srv, err := simhttp.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func startWrappedSimServer(t *testing.T, cfg sim.ServerConfig, wrap func(http.Ha
 // OpenAI backend against the simulator served over HTTP: tool calls,
 // schema validation and streaming all cross a real socket.
 func TestRunAgainstHTTPSimulator(t *testing.T) {
-	addr, srv := startSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
+	addr, srv := startSimServer(t, simhttp.Config{Model: sim.Config{Seed: 3}, MaxSeqs: 4,
 		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: 100 * time.Microsecond})
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	code, _, stderr := run(t, t.Context(), "run", "../../examples/review/job.yaml", "--out", out,

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // TestRunSendsSamplingKnobs runs a job file that sets max_tokens,
@@ -21,7 +22,7 @@ import (
 // against the HTTP simulator, and checks the request bodies the server
 // received: the simulator accepts them and every request carries them.
 func TestRunSendsSamplingKnobs(t *testing.T) {
-	srv, err := sim.NewServer(sim.ServerConfig{Model: sim.Config{Seed: 1}, PrefillPerToken: time.Microsecond, DecodeStep: time.Microsecond})
+	srv, err := simhttp.New(simhttp.Config{Model: sim.Config{Seed: 1}, PrefillPerToken: time.Microsecond, DecodeStep: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}

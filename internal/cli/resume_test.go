@@ -16,6 +16,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -82,7 +83,7 @@ func outputsByIndex(t *testing.T, path string) (map[int]string, int) {
 // line per input, the same outputs by index, and no more model calls than
 // the uninterrupted run plus the turns in flight at each kill.
 func TestResumeAfterSIGKILL(t *testing.T) {
-	addr, srv := startSimServer(t, sim.ServerConfig{Model: sim.Config{Seed: 11, ToolTurns: 2}, MaxSeqs: 64,
+	addr, srv := startSimServer(t, simhttp.Config{Model: sim.Config{Seed: 11, ToolTurns: 2}, MaxSeqs: 64,
 		PrefillPerToken: time.Microsecond, DecodeStep: 2 * time.Millisecond, DecodeStepPerSeq: 10 * time.Microsecond})
 	backend := "sim+http://" + addr
 

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // shutdownGrace is how long `sim serve` lets in-flight requests finish
@@ -21,7 +21,7 @@ const shutdownGrace = 5 * time.Second
 
 // simFlags are the flags of `batchagent sim serve`.
 type simFlags struct {
-	cfg       sim.ServerConfig
+	cfg       simhttp.Config
 	addr      string
 	toolTurns int
 	apiKeyEnv string
@@ -41,7 +41,7 @@ func simServe(ctx context.Context, f simFlags, logger *slog.Logger, stderr io.Wr
 	if toolTurns == 0 {
 		cfg.Model.ToolTurns = -1 // an explicit 0: never call tools
 	}
-	cfg.Fault = sim.Fault(fault)
+	cfg.Fault = simhttp.Fault(fault)
 	if apiKeyEnv != "" {
 		if cfg.APIKey = os.Getenv(apiKeyEnv); cfg.APIKey == "" {
 			fmt.Fprintf(stderr, "batchagent sim serve: --api-key-env %s: the variable is empty or unset\n", apiKeyEnv)
@@ -49,7 +49,7 @@ func simServe(ctx context.Context, f simFlags, logger *slog.Logger, stderr io.Wr
 		}
 	}
 	cfg.Logger = logger
-	s, err := sim.NewServer(cfg)
+	s, err := simhttp.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent sim serve:", err)
 		return exitUsage
@@ -75,7 +75,7 @@ func validPort(p string) bool {
 // serveSim serves s on ln until ctx is done, then shuts the HTTP server
 // down (in-flight requests get shutdownGrace to finish) and stops the
 // scheduler. It returns only once both have stopped.
-func serveSim(ctx context.Context, s *sim.Server, ln net.Listener) error {
+func serveSim(ctx context.Context, s *simhttp.Server, ln net.Listener) error {
 	// The scheduler outlives ctx so that in-flight requests can finish
 	// during the graceful shutdown.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/internal/gen"
 )
 
 // Server defaults. The timing defaults are calibrated to vLLM serving
@@ -45,10 +48,10 @@ type Fault string
 const (
 	FaultNone Fault = ""
 	// FaultRateLimited answers 429 with "Retry-After: 1" (or
-	// ServerConfig.RetryAfter).
+	// Config.RetryAfter).
 	FaultRateLimited Fault = "rate_limited"
 	// FaultOverloaded answers 503, with a Retry-After only when
-	// ServerConfig.RetryAfter is set.
+	// Config.RetryAfter is set.
 	FaultOverloaded Fault = "overloaded"
 	// FaultServerError answers 500.
 	FaultServerError Fault = "server_error"
@@ -63,21 +66,21 @@ const (
 	FaultMalformed Fault = "malformed"
 )
 
-// Faults lists the faults a [ServerConfig] accepts, besides FaultNone.
+// Faults lists the faults a [Config] accepts, besides FaultNone.
 var Faults = []Fault{FaultRateLimited, FaultOverloaded, FaultServerError, FaultBadRequest, FaultStreamCut, FaultMalformed}
 
 // ErrServerStarted is returned by [Server.Run] when Run was called before:
 // a server runs once.
-var ErrServerStarted = errors.New("sim: server already started")
+var ErrServerStarted = errors.New("simhttp: server already started")
 
-// ServerConfig configures a [Server]. The zero value is valid: a server
+// Config configures a [Server]. The zero value is valid: a server
 // with the calibrated defaults, prefix caching on, no API key and no
 // faults.
-type ServerConfig struct {
+type Config struct {
 	// Model sets the content of the answers: tool turns, tools, seed,
 	// invalid and failure rates (a failure answers 503). Its Latency,
 	// PerToken and Jitter are ignored: the server's timing model applies.
-	Model Config
+	Model sim.Config
 	// ModelName is the model the server lists and answers as when a
 	// request names none. Defaults to DefaultModelName.
 	ModelName string
@@ -112,11 +115,11 @@ type ServerConfig struct {
 	// none.
 	Fault Fault
 	// FaultAfter delays the fault window: Fault is injected only into
-	// requests that arrive at least FaultAfter after NewServer. Zero means
+	// requests that arrive at least FaultAfter after New. Zero means
 	// from the start.
 	FaultAfter time.Duration
 	// FaultFor is the length of the fault window: requests that arrive
-	// FaultAfter+FaultFor or later after NewServer are served normally
+	// FaultAfter+FaultFor or later after New are served normally
 	// again. Zero means the window never ends.
 	FaultFor time.Duration
 	// RetryAfter is the wait the rate_limited and overloaded faults ask
@@ -129,7 +132,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-func (c ServerConfig) withDefaults() ServerConfig {
+func (c Config) withDefaults() Config {
 	if c.ModelName == "" {
 		c.ModelName = DefaultModelName
 	}
@@ -159,28 +162,28 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	return c
 }
 
-func (c ServerConfig) validate() error {
+func (c Config) validate() error {
 	var errs []error
 	if c.MaxSeqs < 0 {
-		errs = append(errs, fmt.Errorf("sim: max_seqs = %d, want > 0", c.MaxSeqs))
+		errs = append(errs, fmt.Errorf("simhttp: max_seqs = %d, want > 0", c.MaxSeqs))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"prefill_per_token", c.PrefillPerToken}, {"decode_step", c.DecodeStep}, {"decode_step_per_seq", c.DecodeStepPerSeq}} {
 		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("sim: %s = %v, want a duration >= 0", d.name, d.v))
+			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
 	}
 	if c.ContextWindow < 0 {
-		errs = append(errs, fmt.Errorf("sim: context_window = %d, want > 0", c.ContextWindow))
+		errs = append(errs, fmt.Errorf("simhttp: context_window = %d, want > 0", c.ContextWindow))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"fault_after", c.FaultAfter}, {"fault_for", c.FaultFor}, {"retry_after", c.RetryAfter}} {
 		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("sim: %s = %v, want a duration >= 0", d.name, d.v))
+			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
 	}
 	if c.Fault != FaultNone && !slices.Contains(Faults, c.Fault) {
@@ -188,7 +191,7 @@ func (c ServerConfig) validate() error {
 		for i, f := range Faults {
 			names[i] = string(f)
 		}
-		errs = append(errs, fmt.Errorf("sim: unknown fault %q (known: %s)", c.Fault, strings.Join(names, ", ")))
+		errs = append(errs, fmt.Errorf("simhttp: unknown fault %q (known: %s)", c.Fault, strings.Join(names, ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -250,9 +253,9 @@ func (c ServerConfig) validate() error {
 // starts wait for it; once Run has returned, they are answered 503, and
 // /health answers 200 only while Run runs.
 type Server struct {
-	cfg   ServerConfig // cfg.Logger is never nil
-	model *Model
-	start time.Time // when NewServer made it: the fault window's origin
+	cfg   Config // cfg.Logger is never nil
+	model *sim.Model
+	start time.Time // when New made it: the fault window's origin
 
 	ids atomic.Uint64 // request IDs
 
@@ -285,15 +288,15 @@ const (
 	phaseStopped              // Run returned: requests get 503
 )
 
-// NewServer returns a server for cfg. It returns an error when cfg is out
+// New returns a server for cfg. It returns an error when cfg is out
 // of range (negative sizes or durations, rates outside [0, 1], an unknown
 // fault).
-func NewServer(cfg ServerConfig) (*Server, error) {
+func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := New(cfg.Model)
+	m, err := sim.New(cfg.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -304,8 +307,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// ServerStats counts a [Server]'s work.
-type ServerStats struct {
+// Stats counts a [Server]'s work.
+type Stats struct {
 	// Requests counts the chat-completion requests received (past
 	// authentication).
 	Requests int64
@@ -328,11 +331,11 @@ type ServerStats struct {
 
 // Stats returns the server's counters and gauges. It is safe to call at
 // any time.
-func (s *Server) Stats() ServerStats {
+func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	waiting := s.waiting
 	s.mu.Unlock()
-	return ServerStats{
+	return Stats{
 		Requests:         s.requests.Load(),
 		Rejected:         s.rejected.Load(),
 		PromptTokens:     s.prompt.Load(),
@@ -416,13 +419,13 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) writeModels(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"object":"list","data":[{"id":%s,"object":"model","created":0,"owned_by":"batchagent","max_model_len":%d}]}`+"\n",
-		appendJSONString(nil, s.cfg.ModelName), s.cfg.ContextWindow)
+		gen.AppendJSONString(nil, s.cfg.ModelName), s.cfg.ContextWindow)
 }
 
 // writeMetrics writes the Prometheus text exposition, with vLLM's names.
 func (s *Server) writeMetrics(w http.ResponseWriter) {
 	st := s.Stats()
-	label := `{model_name=` + string(appendJSONString(nil, s.cfg.ModelName)) + `}`
+	label := `{model_name=` + string(gen.AppendJSONString(nil, s.cfg.ModelName)) + `}`
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	for _, m := range []struct {
 		name, typ, help string

@@ -1,4 +1,9 @@
-package sim
+// Package gen is the simulator's schema-driven value generator: it
+// compiles a JSON Schema once into a [Generator] that writes valid (or
+// deliberately invalid) JSON values from a seeded [RNG]. It is internal to
+// backend/sim: the in-process model writes tool arguments and answers with
+// it, and simhttp writes its JSON strings with [AppendJSONString].
+package gen
 
 import (
 	"bytes"
@@ -14,29 +19,30 @@ import (
 	"unicode/utf8"
 )
 
-// rng is the simulator's deterministic random source. It is a value type
+// RNG is the simulator's deterministic random source. It is a value type
 // with concrete methods, so a call's state stays on the stack.
-type rng struct{ src rand.PCG }
+type RNG struct{ src rand.PCG }
 
-func newRNG(seed1, seed2 uint64) rng {
-	var r rng
+// NewRNG returns a source seeded with seed1 and seed2.
+func NewRNG(seed1, seed2 uint64) RNG {
+	var r RNG
 	r.src.Seed(seed1, seed2)
 	return r
 }
 
 // intN returns a number in [0, n); n must be positive.
-func (r *rng) intN(n int) int {
+func (r *RNG) intN(n int) int {
 	return int(r.uint64N(uint64(n)))
 }
 
 // uint64N returns a number in [0, n); n must be positive.
-func (r *rng) uint64N(n uint64) uint64 {
+func (r *RNG) uint64N(n uint64) uint64 {
 	hi, _ := bits.Mul64(r.src.Uint64(), n)
 	return hi
 }
 
-// float64 returns a number in [0, 1).
-func (r *rng) float64() float64 {
+// Float64 returns a number in [0, 1).
+func (r *RNG) Float64() float64 {
 	return float64(r.src.Uint64()>>11) / (1 << 53)
 }
 
@@ -58,13 +64,13 @@ var kinds = map[string]kind{
 	"number": kindNumber, "boolean": kindBoolean, "null": kindNull,
 }
 
-// generator writes JSON values that satisfy one JSON Schema node. It is
+// Generator writes JSON values that satisfy one JSON Schema node. It is
 // compiled once per schema and is immutable afterwards, so one generator
 // serves concurrent calls.
-type generator struct {
+type Generator struct {
 	// alias is set on a reference: the generator of its target, which may
 	// still be compiling when the reference is met.
-	alias *generator
+	alias *Generator
 
 	kind  kind
 	fixed [][]byte // JSON texts of the const or enum values: pick one
@@ -72,8 +78,8 @@ type generator struct {
 
 	props []prop // object properties, sorted by name
 
-	items    *generator   // nil: any items
-	prefix   []*generator // prefixItems (or draft 7 array-form items)
+	items    *Generator   // nil: any items
+	prefix   []*Generator // prefixItems (or draft 7 array-form items)
 	noExtra  bool         // items: false, no items after the prefix
 	unique   bool         // uniqueItems
 	minItems int          // declared minItems, 0 when absent
@@ -93,7 +99,7 @@ type prop struct {
 	name     string
 	quoted   []byte // the name as a JSON string followed by ':'
 	required bool
-	gen      *generator
+	gen      *Generator
 }
 
 // Depth limits. compile follows at most maxDepth nested combinators and
@@ -112,20 +118,20 @@ const (
 // value rather than exhausting memory.
 const maxBytes = 1 << 20
 
-// compile builds a generator from a schema document. Local references
+// Compile builds a generator from a schema document. Local references
 // ("#/$defs/x", "#/definitions/x", "#") are followed, recursive ones
 // included; allOf is merged, anyOf and oneOf take their first non-null
 // alternative. Keywords a value cannot easily be generated for (pattern,
 // not, if/then/else) are ignored.
-func compile(raw json.RawMessage) (*generator, error) {
+func Compile(raw json.RawMessage) (*Generator, error) {
 	if len(raw) == 0 {
-		return &generator{kind: kindObject}, nil
+		return &Generator{kind: kindObject}, nil
 	}
 	var root any
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %w", err)
 	}
-	c := &compiler{root: root, refs: map[string]*generator{}}
+	c := &compiler{root: root, refs: map[string]*Generator{}}
 	return c.node(root, 0)
 }
 
@@ -134,7 +140,7 @@ func compile(raw json.RawMessage) (*generator, error) {
 // cyclic generator.
 type compiler struct {
 	root any
-	refs map[string]*generator
+	refs map[string]*Generator
 }
 
 // annotations are keywords that do not constrain a value: a node with only
@@ -145,13 +151,13 @@ var annotations = map[string]bool{
 	"$schema": true, "$defs": true, "definitions": true,
 }
 
-func (c *compiler) node(node any, depth int) (*generator, error) {
+func (c *compiler) node(node any, depth int) (*Generator, error) {
 	if depth > maxDepth {
 		return nil, errors.New("schema nests too deeply (recursive $ref?)")
 	}
 	switch n := node.(type) {
 	case bool:
-		return &generator{kind: kindAny}, nil
+		return &Generator{kind: kindAny}, nil
 	case map[string]any:
 		if ref, ok := n["$ref"].(string); ok && onlyAnnotations(n) {
 			if g, ok := c.refs[ref]; ok {
@@ -161,7 +167,7 @@ func (c *compiler) node(node any, depth int) (*generator, error) {
 			if err != nil {
 				return nil, err
 			}
-			g := &generator{}
+			g := &Generator{}
 			c.refs[ref] = g
 			tg, err := c.node(target, depth+1)
 			if err != nil {
@@ -398,8 +404,8 @@ func intersectTypes(a, b any) any {
 }
 
 // object compiles a flattened schema node.
-func (c *compiler) object(n map[string]any, depth int) (*generator, error) {
-	g := &generator{min: math.NaN(), max: math.NaN(), maxLen: -1}
+func (c *compiler) object(n map[string]any, depth int) (*Generator, error) {
+	g := &Generator{min: math.NaN(), max: math.NaN(), maxLen: -1}
 	if v, ok := n["const"]; ok {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -508,7 +514,7 @@ func (c *compiler) object(n map[string]any, depth int) (*generator, error) {
 	for name := range required {
 		if _, ok := props[name]; !ok {
 			// Required but not described: any value will do.
-			g.props = append(g.props, newProp(name, true, &generator{kind: kindAny}))
+			g.props = append(g.props, newProp(name, true, &Generator{kind: kindAny}))
 		}
 	}
 	// Sorted, as encoding/json orders map keys, so output is stable.
@@ -547,8 +553,8 @@ func (c *compiler) object(n map[string]any, depth int) (*generator, error) {
 	return g, nil
 }
 
-func newProp(name string, required bool, g *generator) prop {
-	q := appendJSONString(nil, name)
+func newProp(name string, required bool, g *Generator) prop {
+	q := AppendJSONString(nil, name)
 	return prop{name: name, quoted: append(q, ':'), required: required, gen: g}
 }
 
@@ -594,20 +600,20 @@ func num(n map[string]any, key string, def float64) float64 {
 }
 
 // resolve follows aliases to the generator that writes values.
-func (g *generator) resolve() *generator {
+func (g *Generator) resolve() *Generator {
 	for g.alias != nil {
 		g = g.alias
 	}
 	return g
 }
 
-// appendValue appends a valid value. task is the user's message: string
+// AppendValue appends a valid value. task is the user's message: string
 // properties named in it as "name: value" or "name=value" take that value.
-func (g *generator) appendValue(buf []byte, r *rng, task string) []byte {
+func (g *Generator) AppendValue(buf []byte, r *RNG, task string) []byte {
 	return g.gen(buf, r, task, "", 0)
 }
 
-func (g *generator) gen(buf []byte, r *rng, task, name string, depth int) []byte {
+func (g *Generator) gen(buf []byte, r *RNG, task, name string, depth int) []byte {
 	if depth > maxGenDepth {
 		return append(buf, "null"...)
 	}
@@ -619,7 +625,7 @@ func (g *generator) gen(buf []byte, r *rng, task, name string, depth int) []byte
 	}
 	if g.kind == kindString && name != "" && task != "" {
 		if v, ok := lookup(task, name); ok {
-			return appendJSONString(buf, v)
+			return AppendJSONString(buf, v)
 		}
 	}
 	if g.hint != nil {
@@ -645,14 +651,14 @@ func (g *generator) gen(buf []byte, r *rng, task, name string, depth int) []byte
 		return append(buf, "null"...)
 	default:
 		buf = append(buf, '"')
-		buf = appendSentence(buf, r, 2)
+		buf = AppendSentence(buf, r, 2)
 		return append(buf, '"')
 	}
 }
 
 // object appends an object. The property at index skip (if any) is left
 // out, or given the JSON text bad when that is not empty.
-func (g *generator) object(buf []byte, r *rng, task string, depth, skip int, bad string) []byte {
+func (g *Generator) object(buf []byte, r *RNG, task string, depth, skip int, bad string) []byte {
 	buf = append(buf, '{')
 	first := true
 	for i := range g.props {
@@ -678,7 +684,7 @@ func (g *generator) object(buf []byte, r *rng, task string, depth, skip int, bad
 	return append(buf, '}')
 }
 
-func (g *generator) array(buf []byte, r *rng, task string, depth int) []byte {
+func (g *Generator) array(buf []byte, r *RNG, task string, depth int) []byte {
 	lo := g.minPref
 	if depth >= fillDepth {
 		lo = g.minItems // keeps recursive schemas finite
@@ -728,7 +734,7 @@ func (g *generator) array(buf []byte, r *rng, task string, depth int) []byte {
 	return append(buf, ']')
 }
 
-func (g *generator) item(buf []byte, r *rng, task string, depth, i int) []byte {
+func (g *Generator) item(buf []byte, r *RNG, task string, depth, i int) []byte {
 	switch {
 	case i < len(g.prefix):
 		return g.prefix[i].gen(buf, r, task, "", depth+1)
@@ -758,7 +764,7 @@ func duplicate(buf []byte, starts []int, start int) bool {
 
 // bounds returns the range a number is drawn from: the schema's bounds,
 // with 100 wide defaults.
-func (g *generator) bounds() (lo, hi float64) {
+func (g *Generator) bounds() (lo, hi float64) {
 	lo, hi = 0, 100
 	switch {
 	case !math.IsNaN(g.min) && !math.IsNaN(g.max):
@@ -771,7 +777,7 @@ func (g *generator) bounds() (lo, hi float64) {
 	return lo, max(lo, hi)
 }
 
-func (g *generator) inRange(x float64) bool {
+func (g *Generator) inRange(x float64) bool {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return false
 	}
@@ -785,7 +791,7 @@ func (g *generator) inRange(x float64) bool {
 	return true
 }
 
-func (g *generator) integer(buf []byte, r *rng) []byte {
+func (g *Generator) integer(buf []byte, r *RNG) []byte {
 	lo, hi := g.bounds()
 	ilo, ihi := math.Ceil(lo), math.Floor(hi)
 	if g.exclMin && ilo <= lo {
@@ -807,14 +813,14 @@ func (g *generator) integer(buf []byte, r *rng) []byte {
 	case span < 1<<62:
 		x = ilo + float64(r.uint64N(uint64(span)))
 	case !math.IsInf(ihi-ilo, 0):
-		x = ilo + math.Floor(r.float64()*(ihi-ilo))
+		x = ilo + math.Floor(r.Float64()*(ihi-ilo))
 	default:
 		x = math.Floor(ilo/2 + ihi/2)
 	}
 	return strconv.AppendFloat(buf, x*step, 'f', 0, 64)
 }
 
-func (g *generator) number(buf []byte, r *rng) []byte {
+func (g *Generator) number(buf []byte, r *RNG) []byte {
 	lo, hi := g.bounds()
 	if m := g.multipleOf; m > 0 {
 		klo, khi := math.Ceil(lo/m), math.Floor(hi/m)
@@ -829,7 +835,7 @@ func (g *generator) number(buf []byte, r *rng) []byte {
 			return strconv.AppendFloat(buf, k*m, 'f', g.multDecimals, 64)
 		}
 	}
-	x := lo + r.float64()*(hi-lo)
+	x := lo + r.Float64()*(hi-lo)
 	if rx := math.Round(x*100) / 100; g.inRange(rx) && !math.IsInf(rx, 0) {
 		x = rx
 	} else if !g.inRange(x) {
@@ -838,7 +844,7 @@ func (g *generator) number(buf []byte, r *rng) []byte {
 	return strconv.AppendFloat(buf, x, 'f', -1, 64)
 }
 
-func (g *generator) str(buf []byte, r *rng) []byte {
+func (g *Generator) str(buf []byte, r *RNG) []byte {
 	buf = append(buf, '"')
 	start := len(buf)
 	switch g.format {
@@ -864,7 +870,7 @@ func (g *generator) str(buf []byte, r *rng) []byte {
 	case "ipv6":
 		buf = fmt.Appendf(buf, "fd00::%x", 1+r.intN(0xfffe))
 	default:
-		buf = appendSentence(buf, r, 1+r.intN(3))
+		buf = AppendSentence(buf, r, 1+r.intN(3))
 		for len(buf)-start < g.minLen {
 			buf = append(append(buf, ' '), words[r.intN(len(words))]...)
 		}
@@ -875,9 +881,9 @@ func (g *generator) str(buf []byte, r *rng) []byte {
 	return append(buf, '"')
 }
 
-// appendInvalid appends a value that violates the schema: a required
+// AppendInvalid appends a value that violates the schema: a required
 // property is left out, or a value gets the wrong type.
-func (g *generator) appendInvalid(buf []byte, r *rng) []byte {
+func (g *Generator) AppendInvalid(buf []byte, r *RNG) []byte {
 	g = g.resolve()
 	if g.kind != kindObject || len(g.fixed) > 0 {
 		if g.kind == kindString {
@@ -907,8 +913,8 @@ func (g *generator) appendInvalid(buf []byte, r *rng) []byte {
 	return append(buf, `["not","an","object"]`...)
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(buf []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string.
+func AppendJSONString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
 			b, _ := json.Marshal(s) // rare: escapes and non-ASCII
@@ -964,8 +970,8 @@ var words = []string{
 	"yonder", "zephyr",
 }
 
-// appendSentence appends n random words separated by spaces.
-func appendSentence(buf []byte, r *rng, n int) []byte {
+// AppendSentence appends n random words separated by spaces.
+func AppendSentence(buf []byte, r *RNG, n int) []byte {
 	for i := range n {
 		if i > 0 {
 			buf = append(buf, ' ')

@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -84,12 +85,12 @@ func FuzzAnswerStream(f *testing.F) {
 			resp.FinishReason = llm.FinishToolCalls
 		}
 		a := newAnswer(resp)
-		total := tokens(a.size)
+		total := sim.Tokens(a.size)
 		if maxTokens = maxTokens%64 + 1; maxTokens > 0 && total > maxTokens {
-			a.truncate(maxTokens * bytesPerToken)
+			a.truncate(maxTokens * sim.BytesPerToken)
 			total = maxTokens
-			if a.size > total*bytesPerToken || a.finish != llm.FinishLength {
-				t.Fatalf("truncate(%d) left %d bytes, finish %q", total*bytesPerToken, a.size, a.finish)
+			if a.size > total*sim.BytesPerToken || a.finish != llm.FinishLength {
+				t.Fatalf("truncate(%d) left %d bytes, finish %q", total*sim.BytesPerToken, a.size, a.finish)
 			}
 		}
 		if !utf8.ValidString(a.content) {

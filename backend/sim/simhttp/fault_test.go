@@ -1,4 +1,4 @@
-package sim_test
+package simhttp_test
 
 import (
 	"bytes"
@@ -12,13 +12,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // serve sends one chat-completion request to s through ServeHTTP (no
 // sockets, so it runs inside a synctest bubble) and returns the status and
 // the Retry-After headers.
-func serve(t *testing.T, s *sim.Server) (status int, retryAfter, retryAfterMS string) {
+func serve(t *testing.T, s *simhttp.Server) (status int, retryAfter, retryAfterMS string) {
 	t.Helper()
 	b, err := json.Marshal(request("S", "Say hello."))
 	if err != nil {
@@ -36,7 +36,7 @@ func serve(t *testing.T, s *sim.Server) (status int, retryAfter, retryAfterMS st
 func TestServerFaultWindow(t *testing.T) {
 	tests := []struct {
 		name       string
-		cfg        sim.ServerConfig
+		cfg        simhttp.Config
 		at         []time.Duration // request times after NewServer
 		want       []int
 		retryAfter string // of the faulted answers
@@ -44,19 +44,19 @@ func TestServerFaultWindow(t *testing.T) {
 	}{
 		{
 			name: "rate limited for 2s after 1s",
-			cfg:  sim.ServerConfig{Fault: sim.FaultRateLimited, FaultAfter: time.Second, FaultFor: 2 * time.Second},
+			cfg:  simhttp.Config{Fault: simhttp.FaultRateLimited, FaultAfter: time.Second, FaultFor: 2 * time.Second},
 			at:   []time.Duration{0, 999 * time.Millisecond, time.Second, 2999 * time.Millisecond, 3 * time.Second, time.Minute},
 			want: []int{200, 200, 429, 429, 200, 200}, retryAfter: "1",
 		},
 		{
 			name: "overloaded from the start for 1s, retry after 1.5s",
-			cfg:  sim.ServerConfig{Fault: sim.FaultOverloaded, FaultFor: time.Second, RetryAfter: 1500 * time.Millisecond},
+			cfg:  simhttp.Config{Fault: simhttp.FaultOverloaded, FaultFor: time.Second, RetryAfter: 1500 * time.Millisecond},
 			at:   []time.Duration{0, 999 * time.Millisecond, time.Second},
 			want: []int{503, 503, 200}, retryAfter: "2", retryMS: "1500",
 		},
 		{
 			name: "rate limited forever after 1s, retry after 3s",
-			cfg:  sim.ServerConfig{Fault: sim.FaultRateLimited, FaultAfter: time.Second, RetryAfter: 3 * time.Second},
+			cfg:  simhttp.Config{Fault: simhttp.FaultRateLimited, FaultAfter: time.Second, RetryAfter: 3 * time.Second},
 			at:   []time.Duration{0, time.Second, time.Hour},
 			want: []int{200, 429, 429}, retryAfter: "3",
 		},
@@ -66,7 +66,7 @@ func TestServerFaultWindow(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := tt.cfg
 				cfg.PrefillPerToken, cfg.DecodeStep, cfg.DecodeStepPerSeq = fast.PrefillPerToken, fast.DecodeStep, fast.DecodeStepPerSeq
-				s, err := sim.NewServer(cfg)
+				s, err := simhttp.New(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,8 +96,8 @@ func TestServerFaultWindow(t *testing.T) {
 }
 
 func TestServerFaultWindowValidated(t *testing.T) {
-	for _, cfg := range []sim.ServerConfig{{FaultAfter: -1}, {FaultFor: -time.Second}, {RetryAfter: -1}} {
-		if _, err := sim.NewServer(cfg); err == nil {
+	for _, cfg := range []simhttp.Config{{FaultAfter: -1}, {FaultFor: -time.Second}, {RetryAfter: -1}} {
+		if _, err := simhttp.New(cfg); err == nil {
 			t.Errorf("NewServer(%+v) = nil error, want one for the negative duration", cfg)
 		}
 	}

@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/internal/gen"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -112,11 +114,11 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.WriteHeader(e.status)
 	b := []byte(`{"error":{"message":`)
-	b = appendJSONString(b, e.message)
+	b = gen.AppendJSONString(b, e.message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.typ)
+	b = gen.AppendJSONString(b, e.typ)
 	b = append(b, `,"param":null,"code":`...)
-	b = appendJSONString(b, e.code)
+	b = gen.AppendJSONString(b, e.code)
 	b = append(b, "}}\n"...)
 	w.Write(b)
 }
@@ -380,7 +382,7 @@ func (a *answer) byteAt(i int) byte {
 // cursor returns the end of the layout released by k tokens, moved
 // forward so as not to split a character.
 func (a *answer) cursor(k int) int {
-	end := min(k*bytesPerToken, a.size)
+	end := min(k*sim.BytesPerToken, a.size)
 	for end < a.size && !utf8.RuneStart(a.byteAt(end)) {
 		end++
 	}
@@ -392,7 +394,7 @@ func (a *answer) cursor(k int) int {
 func (a *answer) appendDeltas(b []byte, c *chunker, from, to int) []byte {
 	if from < len(a.content) {
 		d := append(c.scratch[:0], `{"content":`...)
-		d = appendJSONString(d, a.content[from:min(to, len(a.content))])
+		d = gen.AppendJSONString(d, a.content[from:min(to, len(a.content))])
 		c.scratch = append(d, '}')
 		b = c.appendChunk(b, c.scratch, "null")
 	}
@@ -407,9 +409,9 @@ func (a *answer) appendDeltas(b []byte, c *chunker, from, to int) []byte {
 			d := append(c.scratch[:0], `{"tool_calls":[{"index":`...)
 			d = strconv.AppendInt(d, int64(i), 10)
 			d = append(d, `,"id":`...)
-			d = appendJSONString(d, call.ID)
+			d = gen.AppendJSONString(d, call.ID)
 			d = append(d, `,"type":"function","function":{"name":`...)
-			d = appendJSONString(d, call.Name)
+			d = gen.AppendJSONString(d, call.Name)
 			c.scratch = append(d, `,"arguments":""}}]}`...)
 			b = c.appendChunk(b, c.scratch, "null")
 		}
@@ -418,7 +420,7 @@ func (a *answer) appendDeltas(b []byte, c *chunker, from, to int) []byte {
 			d := append(c.scratch[:0], `{"tool_calls":[{"index":`...)
 			d = strconv.AppendInt(d, int64(i), 10)
 			d = append(d, `,"function":{"arguments":`...)
-			d = appendJSONString(d, string(call.Arguments[lo:hi]))
+			d = gen.AppendJSONString(d, string(call.Arguments[lo:hi]))
 			c.scratch = append(d, "}}]}"...)
 			b = c.appendChunk(b, c.scratch, "null")
 		}
@@ -437,11 +439,11 @@ type chunker struct {
 
 func newChunker(id, model string, created int64, includeUsage bool) *chunker {
 	m := []byte(`data: {"id":`)
-	m = appendJSONString(m, id)
+	m = gen.AppendJSONString(m, id)
 	m = append(m, `,"object":"chat.completion.chunk","created":`...)
 	m = strconv.AppendInt(m, created, 10)
 	m = append(m, `,"model":`...)
-	m = appendJSONString(m, model)
+	m = gen.AppendJSONString(m, model)
 	h := append(m[:len(m):len(m)], `,"choices":[{"index":0,"delta":`...)
 	return &chunker{meta: m, head: h, includeUsage: includeUsage}
 }
@@ -529,7 +531,7 @@ func (s *Server) prepare(ctx context.Context, cr *chatRequest) (*job, *apiError,
 	if apiErr != nil {
 		return nil, apiErr, nil
 	}
-	promptTokens := tokens(len(prompt))
+	promptTokens := sim.Tokens(len(prompt))
 	if promptTokens > s.cfg.ContextWindow || maxTokens > 0 && promptTokens+maxTokens > s.cfg.ContextWindow {
 		return nil, &apiError{
 			status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
@@ -548,9 +550,9 @@ func (s *Server) prepare(ctx context.Context, cr *chatRequest) (*job, *apiError,
 		return nil, badRequest("%v", err), nil
 	}
 	a := newAnswer(resp)
-	total := tokens(a.size)
+	total := sim.Tokens(a.size)
 	if maxTokens > 0 && total > maxTokens {
-		a.truncate(maxTokens * bytesPerToken)
+		a.truncate(maxTokens * sim.BytesPerToken)
 		total = maxTokens
 	}
 	model := cr.Model

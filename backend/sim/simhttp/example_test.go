@@ -1,4 +1,4 @@
-package sim_test
+package simhttp_test
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // ExampleServer serves the simulator over HTTP and sends it one
 // chat-completion request, as any OpenAI-compatible client would.
 func ExampleServer() {
-	s, err := sim.NewServer(sim.ServerConfig{Model: sim.Config{Seed: 1}})
+	s, err := simhttp.New(simhttp.Config{Model: sim.Config{Seed: 1}})
 	if err != nil {
 		fmt.Println(err)
 		return

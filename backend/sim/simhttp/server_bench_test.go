@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkStreamChunks(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sent := 0
-		for k := 1; k <= tokens(a.size); k++ {
+		for k := 1; k <= sim.Tokens(a.size); k++ {
 			to := a.cursor(k)
 			buf = a.appendDeltas(buf[:0], c, sent, to)
 			sent = to
@@ -90,7 +91,7 @@ func BenchmarkStreamChunks(b *testing.B) {
 func BenchmarkServeHTTP(b *testing.B) {
 	for _, stream := range []bool{false, true} {
 		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
-			s, err := NewServer(ServerConfig{PrefillPerToken: time.Nanosecond, DecodeStep: time.Nanosecond, DecodeStepPerSeq: time.Nanosecond})
+			s, err := New(Config{PrefillPerToken: time.Nanosecond, DecodeStep: time.Nanosecond, DecodeStepPerSeq: time.Nanosecond})
 			if err != nil {
 				b.Fatal(err)
 			}

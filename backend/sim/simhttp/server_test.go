@@ -1,4 +1,4 @@
-package sim_test
+package simhttp_test
 
 import (
 	"bufio"
@@ -20,26 +20,27 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/llm"
 )
 
 // HTTP tests of the server: real sockets, real time, fast timing. The
-// timing model itself is tested in fake time by server_sched_test.go.
+// timing model itself is tested in fake time by sched_test.go.
 
 // fast is a server config whose requests take milliseconds.
-var fast = sim.ServerConfig{PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: time.Microsecond}
+var fast = simhttp.Config{PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: time.Microsecond}
 
 type testServer struct {
-	*sim.Server
+	*simhttp.Server
 	url    string
 	client *http.Client
 }
 
 // startServer serves cfg on an httptest server, with Run running until
 // the test ends.
-func startServer(t *testing.T, cfg sim.ServerConfig) *testServer {
+func startServer(t *testing.T, cfg simhttp.Config) *testServer {
 	t.Helper()
-	s, err := sim.NewServer(cfg)
+	s, err := simhttp.New(cfg)
 	if err != nil {
 		t.Fatalf("NewServer(%+v) = %v", cfg, err)
 	}
@@ -630,7 +631,7 @@ func TestServerLifecycle(t *testing.T) {
 	t.Parallel()
 	cfg := fast
 	cfg.ModelName = "qwen-sim"
-	s, err := sim.NewServer(cfg)
+	s, err := simhttp.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +709,7 @@ func TestServerLifecycle(t *testing.T) {
 	if code, _ := get("/health"); code != http.StatusServiceUnavailable {
 		t.Errorf("GET /health after Run = %d, want 503", code)
 	}
-	if err := s.Run(t.Context()); !errors.Is(err, sim.ErrServerStarted) {
+	if err := s.Run(t.Context()); !errors.Is(err, simhttp.ErrServerStarted) {
 		t.Errorf("Run() again = %v, want ErrServerStarted", err)
 	}
 }
@@ -716,20 +717,20 @@ func TestServerLifecycle(t *testing.T) {
 func TestServerFaults(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		fault  sim.Fault
+		fault  simhttp.Fault
 		status int // 0: 200 with a broken body
 		typ    string
 		code   string
 	}{
-		{sim.FaultRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
-		{sim.FaultOverloaded, 503, "server_error", "overloaded"},
-		{sim.FaultServerError, 500, "server_error", "internal_error"},
-		{sim.FaultBadRequest, 400, "invalid_request_error", "invalid_value"},
-		{sim.FaultStreamCut, 0, "", ""},
-		{sim.FaultMalformed, 0, "", ""},
+		{simhttp.FaultRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
+		{simhttp.FaultOverloaded, 503, "server_error", "overloaded"},
+		{simhttp.FaultServerError, 500, "server_error", "internal_error"},
+		{simhttp.FaultBadRequest, 400, "invalid_request_error", "invalid_value"},
+		{simhttp.FaultStreamCut, 0, "", ""},
+		{simhttp.FaultMalformed, 0, "", ""},
 	}
-	if len(tests) != len(sim.Faults) {
-		t.Fatalf("%d faults tested, want all %d", len(tests), len(sim.Faults))
+	if len(tests) != len(simhttp.Faults) {
+		t.Fatalf("%d faults tested, want all %d", len(tests), len(simhttp.Faults))
 	}
 	for _, tt := range tests {
 		for _, streaming := range []bool{false, true} {
@@ -755,7 +756,7 @@ func TestServerFaults(t *testing.T) {
 					t.Fatalf("status = %d, want 200", resp.StatusCode)
 				}
 				switch {
-				case tt.fault == sim.FaultStreamCut:
+				case tt.fault == simhttp.FaultStreamCut:
 					if !errors.Is(readErr, io.ErrUnexpectedEOF) {
 						t.Errorf("reading the body = %v, want io.ErrUnexpectedEOF", readErr)
 					}
@@ -787,19 +788,19 @@ func TestNewServerErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		cfg  sim.ServerConfig
+		cfg  simhttp.Config
 	}{
-		{"negative max seqs", sim.ServerConfig{MaxSeqs: -1}},
-		{"negative prefill", sim.ServerConfig{PrefillPerToken: -time.Millisecond}},
-		{"negative decode step", sim.ServerConfig{DecodeStep: -time.Millisecond}},
-		{"negative context", sim.ServerConfig{ContextWindow: -1}},
-		{"unknown fault", sim.ServerConfig{Fault: "meteor"}},
-		{"bad model config", sim.ServerConfig{Model: sim.Config{InvalidRate: 2}}},
+		{"negative max seqs", simhttp.Config{MaxSeqs: -1}},
+		{"negative prefill", simhttp.Config{PrefillPerToken: -time.Millisecond}},
+		{"negative decode step", simhttp.Config{DecodeStep: -time.Millisecond}},
+		{"negative context", simhttp.Config{ContextWindow: -1}},
+		{"unknown fault", simhttp.Config{Fault: "meteor"}},
+		{"bad model config", simhttp.Config{Model: sim.Config{InvalidRate: 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := sim.NewServer(tt.cfg); err == nil {
+			if _, err := simhttp.New(tt.cfg); err == nil {
 				t.Errorf("NewServer(%+v) = nil error, want one", tt.cfg)
 			}
 		})

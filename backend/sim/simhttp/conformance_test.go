@@ -1,4 +1,4 @@
-package sim_test
+package simhttp_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/batchagent/batchagent/backend/backendtest"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -40,7 +41,7 @@ func TestConformance(t *testing.T) {
 					_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": backendtest.KeyEchoMessage}})
 				})
 			}
-			cfg := sim.ServerConfig{
+			cfg := simhttp.Config{
 				Model:           sim.Config{Seed: 1},
 				APIKey:          backendtest.APIKey,
 				PrefillPerToken: time.Microsecond,
@@ -48,18 +49,18 @@ func TestConformance(t *testing.T) {
 			}
 			switch s {
 			case backendtest.RateLimited:
-				cfg.Fault = sim.FaultRateLimited
+				cfg.Fault = simhttp.FaultRateLimited
 			case backendtest.Overloaded:
-				cfg.Fault = sim.FaultOverloaded
+				cfg.Fault = simhttp.FaultOverloaded
 			case backendtest.ServerError:
-				cfg.Fault = sim.FaultServerError
+				cfg.Fault = simhttp.FaultServerError
 			case backendtest.BadRequest:
-				cfg.Fault = sim.FaultBadRequest
+				cfg.Fault = simhttp.FaultBadRequest
 			case backendtest.StreamCut:
-				cfg.Fault = sim.FaultStreamCut
+				cfg.Fault = simhttp.FaultStreamCut
 				cfg.DecodeStep = 20 * time.Millisecond // several chunks before the cut
 			case backendtest.Malformed:
-				cfg.Fault = sim.FaultMalformed
+				cfg.Fault = simhttp.FaultMalformed
 			case backendtest.ContextLength:
 				cfg.ContextWindow = 8 // the suite's prompt is longer
 			case backendtest.Auth:
@@ -67,7 +68,7 @@ func TestConformance(t *testing.T) {
 			case backendtest.Cancel:
 				cfg.DecodeStep = 300 * time.Millisecond // the client leaves after the first token
 			}
-			srv, err := sim.NewServer(cfg)
+			srv, err := simhttp.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

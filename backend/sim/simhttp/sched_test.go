@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/batchagent/batchagent/backend/sim"
 )
 
 // Internal tests of the server's timing model: the scheduler is driven
@@ -18,11 +20,11 @@ import (
 
 // runServer starts s.Run in the current bubble and returns the function
 // that stops it and waits for it.
-func runServer(t *testing.T, cfg ServerConfig) (*Server, func()) {
+func runServer(t *testing.T, cfg Config) (*Server, func()) {
 	t.Helper()
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
-		t.Fatalf("NewServer(%+v) = %v", cfg, err)
+		t.Fatalf("New(%+v) = %v", cfg, err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1) // Run's result, read by stop
@@ -53,7 +55,7 @@ func chat(system, user string, maxTokens int) *chatRequest {
 func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *chatRequest {
 	t.Helper()
 	_, prompt, _, _ := chat(head, user, 0).decode()
-	pad := tokens*bytesPerToken - len(prompt)
+	pad := tokens*sim.BytesPerToken - len(prompt)
 	if pad < 0 {
 		t.Fatalf("prompt of %q is longer than %d tokens", head, tokens)
 	}
@@ -64,7 +66,7 @@ func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *chatRequ
 // tokens tokens.
 func sharedPrefix(tokens int) string {
 	const frame = len("<|im_start|>system\n<|im_end|>\n")
-	return strings.Repeat("s", tokens*bytesPerToken-frame)
+	return strings.Repeat("s", tokens*sim.BytesPerToken-frame)
 }
 
 func prepareAll(t *testing.T, s *Server, crs ...*chatRequest) []*job {
@@ -134,7 +136,7 @@ func within(got, want time.Duration, frac float64) bool {
 // within ±20 %.
 func TestServerCalibration(t *testing.T) {
 	t.Parallel()
-	cfg := ServerConfig{Model: Config{ToolTurns: -1}, MaxQueue: -1}
+	cfg := Config{Model: sim.Config{ToolTurns: -1}, MaxQueue: -1}
 
 	t.Run("uncached prompts queue linearly", func(t *testing.T) {
 		t.Parallel()
@@ -225,7 +227,7 @@ func TestServerCalibration(t *testing.T) {
 func TestServerStepTiming(t *testing.T) {
 	t.Parallel()
 	const pp, step, perSeq = 100 * time.Microsecond, 10 * time.Millisecond, time.Millisecond
-	cfg := ServerConfig{Model: Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq}
+	cfg := Config{Model: sim.Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq}
 	tests := []struct {
 		name      string
 		tokens    int // prompt
@@ -271,7 +273,7 @@ func TestServerBatchStep(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const pp, step, perSeq = 100 * time.Microsecond, 10 * time.Millisecond, time.Millisecond
-		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq})
+		s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}, PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: perSeq})
 		defer stop()
 		// Two 32-token prompts in one step, then a 1,024-token one.
 		jobs := prepareAll(t, s,
@@ -302,7 +304,7 @@ func TestServerPrefixReuse(t *testing.T) {
 	t.Run("after the first prefill", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}})
+			s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}})
 			defer stop()
 			tm := burst(t, s, prepareAll(t, s, chat(prefix, "One.", 0), chat(prefix, "Two.", 0)))
 			if tm.cached[0] != 0 || tm.cached[1] != 1600 {
@@ -313,7 +315,7 @@ func TestServerPrefixReuse(t *testing.T) {
 	t.Run("abandoned prefill", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}})
+			s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}})
 			defer stop()
 			a := prepareAll(t, s, chat(prefix, "One.", 0))[0]
 			if err := s.enqueue(a.q); err != nil {
@@ -330,7 +332,7 @@ func TestServerPrefixReuse(t *testing.T) {
 	t.Run("no prefix cache", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, NoPrefixCache: true})
+			s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}, NoPrefixCache: true})
 			defer stop()
 			tm := burst(t, s, prepareAll(t, s, chat(prefix, "One.", 0), chat(prefix, "Two.", 0)))
 			if tm.cached[0] != 0 || tm.cached[1] != 0 {
@@ -345,7 +347,7 @@ func TestServerPrefixReuse(t *testing.T) {
 func TestServerSlots(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, MaxSeqs: 1, MaxQueue: 2})
+		s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}, MaxSeqs: 1, MaxQueue: 2})
 		defer stop()
 		jobs := prepareAll(t, s, chat("A", "long", 0), chat("B", "next", 0), chat("C", "last", 0), chat("D", "over", 0))
 		if err := s.enqueue(jobs[0].q); err != nil {
@@ -390,7 +392,7 @@ func TestServerSlots(t *testing.T) {
 func TestServerStop(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s, stop := runServer(t, ServerConfig{Model: Config{ToolTurns: -1}, MaxSeqs: 1})
+		s, stop := runServer(t, Config{Model: sim.Config{ToolTurns: -1}, MaxSeqs: 1})
 		if err := s.Run(t.Context()); !errors.Is(err, ErrServerStarted) {
 			t.Errorf("second Run() = %v, want ErrServerStarted", err)
 		}

@@ -1,4 +1,4 @@
-package sim
+package simhttp
 
 import (
 	"container/list"
@@ -8,12 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batchagent/batchagent/backend/sim"
 )
 
 // errQueueFull and errStopped end a sequence that never ran to completion.
 var (
-	errQueueFull = errors.New("sim: server queue is full")
-	errStopped   = errors.New("sim: server stopped")
+	errQueueFull = errors.New("simhttp: server queue is full")
+	errStopped   = errors.New("simhttp: server stopped")
 )
 
 // Queue states of a sequence, guarded by Server.mu.
@@ -351,7 +353,7 @@ func (c *prefixCache) insert(blocks []uint64) {
 // rendered prompt: each is the FNV-1a hash of the whole prefix up to the
 // block's end, so equal hashes mean equal prefixes.
 func blockHashes(prompt []byte) []uint64 {
-	const blockBytes = blockTokens * bytesPerToken
+	const blockBytes = blockTokens * sim.BytesPerToken
 	hashes := make([]uint64, 0, len(prompt)/blockBytes)
 	h := fnv.New64a()
 	for end := blockBytes; end <= len(prompt); end += blockBytes {

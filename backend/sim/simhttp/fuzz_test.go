@@ -1,4 +1,4 @@
-package sim_test
+package simhttp_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // FuzzServeChat sends any body to a server whose scheduler has stopped: a
@@ -26,7 +26,7 @@ func FuzzServeChat(f *testing.F) {
 	f.Add(`{"messages":[]}`)
 	f.Add(`[]`)
 	f.Add(``)
-	s, err := sim.NewServer(sim.ServerConfig{ContextWindow: 4096})
+	s, err := simhttp.New(simhttp.Config{ContextWindow: 4096})
 	if err != nil {
 		f.Fatal(err)
 	}
