@@ -373,18 +373,22 @@ func testCancelledContext(t testing.TB, c batchagent.Checkpointer) {
 	if saveErr != nil && !errors.Is(saveErr, context.Canceled) {
 		t.Errorf("Save with a cancelled context = %v, want nil or an error wrapping context.Canceled", saveErr)
 	}
-	loadErr, ok := within(func() error {
+	type loaded struct {
+		states []agent.State
+		err    error
+	}
+	ld, ok := within(func() loaded {
 		states, err := c.Load(ctx, "job")
-		if err == nil && saveErr == nil && len(states) != 1 {
-			return fmt.Errorf("Load with a cancelled context returned %d states and nil after a Save that returned nil, want the state or an error", len(states))
-		}
-		return err
+		return loaded{states, err}
 	})
 	if !ok {
 		t.Fatalf("Load with a cancelled context did not return within %v", callTimeout)
 	}
-	if loadErr != nil && !errors.Is(loadErr, context.Canceled) {
-		t.Errorf("%v, want nil or an error wrapping context.Canceled", loadErr)
+	switch {
+	case ld.err != nil && !errors.Is(ld.err, context.Canceled):
+		t.Errorf("Load with a cancelled context = %v, want nil or an error wrapping context.Canceled", ld.err)
+	case ld.err == nil && saveErr == nil && len(ld.states) != 1:
+		t.Errorf("Load with a cancelled context = %d states, nil after a Save that returned nil; want the state, or an error", len(ld.states))
 	}
 	got := load(t, c, "job")
 	if saved, ok := got[0]; saveErr == nil && !ok {
@@ -398,18 +402,19 @@ func testCancelledContext(t testing.TB, c batchagent.Checkpointer) {
 	checkState(t, "state saved after a cancelled Save", next, loadOne(t, c, "job", 0))
 }
 
-// within runs f and returns its error, or false when it did not return
-// within callTimeout. f's goroutine is left to end on its own.
-func within(f func() error) (error, bool) {
-	done := make(chan error, 1) // f's goroutine never blocks on it
+// within runs f and returns what it returns, or false when it did not
+// return within callTimeout. f's goroutine is then left to end on its own.
+func within[T any](f func() T) (T, bool) {
+	done := make(chan T, 1) // f's goroutine never blocks on it
 	go func() { done <- f() }()
 	timer := time.NewTimer(callTimeout)
 	defer timer.Stop()
 	select {
-	case err := <-done:
-		return err, true
+	case v := <-done:
+		return v, true
 	case <-timer.C:
-		return nil, false
+		var zero T
+		return zero, false
 	}
 }
 
