@@ -8,6 +8,10 @@ import (
 	"github.com/batchagent/batchagent/checkpoint/checkpointtest"
 )
 
+// The store saves final states asynchronously, as the engine discovers by
+// type assertion: the suite's save_async case must not be skipped.
+var _ checkpointtest.AsyncSaver = (*checkpoint.Store)(nil)
+
 // TestConformance runs the Checkpointer suite against the SQLite store in
 // a temporary directory: with its defaults, and with one state per
 // transaction and no waiting for more (every Save its own commit).

@@ -9,6 +9,23 @@
 // whole run on the in-process simulator cancelled mid-way and resumed by a
 // second [batchagent.Engine].
 //
+// A Checkpointer's tests run it like this, one empty Checkpointer per case:
+//
+//	func TestConformance(t *testing.T) {
+//		checkpointtest.Run(t, func(t *testing.T) batchagent.Checkpointer {
+//			s, err := checkpoint.Open(filepath.Join(t.TempDir(), "run.db"), checkpoint.Config{})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// The suite checks one Checkpointer value at a time: that a state survives
+// a closed and reopened store, or a crash, is each implementation's own
+// test (checkpoint's crash test kills a process that saves).
+//
 // It is imported only from _test.go files.
 package checkpointtest
 
