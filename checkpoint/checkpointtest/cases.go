@@ -200,12 +200,13 @@ func testIndexes(t testing.TB, c batchagent.Checkpointer) {
 	}
 }
 
-// testLargeStates: states of several megabytes (long tool results) come
+// testLargeStates: states of over a megabyte each (long tool results), more
+// than 4 MB together, come
 // back whole, alone and when many are saved at once.
 func testLargeStates(t testing.TB, c batchagent.Checkpointer) {
 	big := func(st agent.State, n int) agent.State {
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: "call_big", Name: "read_file",
-			Content: strings.Repeat(fmt.Sprintf("line %d of a long file <&> é\n", n), 200_000)})
+			Content: strings.Repeat(fmt.Sprintf("line %d of a long file <&> é\n", n), 50_000)})
 		return st
 	}
 	want := []agent.State{big(runningState("job", 0), 0), big(doneState("job", 1), 1), big(failedState("job", 2), 2)}
