@@ -201,8 +201,7 @@ func testIndexes(t testing.TB, c batchagent.Checkpointer) {
 }
 
 // testLargeStates: states of over a megabyte each (long tool results), more
-// than 4 MB together, come
-// back whole, alone and when many are saved at once.
+// than 4 MB together, come back whole, saved at once with small ones.
 func testLargeStates(t testing.TB, c batchagent.Checkpointer) {
 	big := func(st agent.State, n int) agent.State {
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: "call_big", Name: "read_file",
