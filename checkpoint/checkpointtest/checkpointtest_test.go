@@ -270,7 +270,7 @@ func TestSuiteFindsBrokenCheckpointers(t *testing.T) {
 		{"keeps the first save", func() batchagent.Checkpointer { return &memory{keepFirst: true} }, map[string]string{
 			"replace":          "after save 2",
 			"concurrent_saves": "had returned before Load began",
-			"resume_run":       "its result was delivered",
+			"resume_run":       "delivered its result",
 		}},
 		{"drops problems", func() batchagent.Checkpointer { return &memory{dropProblems: true} }, map[string]string{
 			"final_round_trip":  "Problems",
@@ -278,6 +278,7 @@ func TestSuiteFindsBrokenCheckpointers(t *testing.T) {
 			"result_round_trip": "Problems",
 			"replace":           "after save 5",
 			"caller_owns_state": "failed state",
+			"resume_run":        "Problems",
 		}},
 		{"drops Timings.Total", func() batchagent.Checkpointer { return &memory{dropTotal: true} }, map[string]string{
 			"final_round_trip":  "Total",

@@ -13,7 +13,6 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -27,15 +26,17 @@ const (
 	resumeSchema   = `{"type":"object","properties":{"value":{"type":"integer"},"first_word":{"type":"string"}},"required":["value","first_word"],"additionalProperties":false}`
 	resumeLatency  = 2 * time.Millisecond
 	resumeMaxAgent = 4
+	resumeInvalid  = 0.2 // of final answers, each failing its input
 )
 
 // resumeJob returns the job of testResumeRun on a fresh simulator: one
-// tool turn, then a structured answer, at most resumeMaxAgent agents at
+// tool turn, then a structured answer, invalid for some inputs (which
+// fail, deterministically), at most resumeMaxAgent agents at
 // once so that a cancelled run leaves some inputs done, some between turns
 // and some not started.
 func resumeJob(t testing.TB, c batchagent.Checkpointer) (batchagent.Job, *sim.Model) {
 	t.Helper()
-	m, err := sim.New(sim.Config{Seed: resumeSimSeed, Latency: resumeLatency, Jitter: 0.5})
+	m, err := sim.New(sim.Config{Seed: resumeSimSeed, Latency: resumeLatency, Jitter: 0.5, InvalidRate: resumeInvalid})
 	if err != nil {
 		t.Fatalf("sim.New = %v", err)
 	}
@@ -46,6 +47,7 @@ func resumeJob(t testing.TB, c batchagent.Checkpointer) (batchagent.Job, *sim.Mo
 	return batchagent.Job{
 		ID: resumeJobID, Model: m, Task: "read the file {id}.txt, numbered {big}", Tools: []tool.Tool{read},
 		OutputSchema: json.RawMessage(resumeSchema), MaxActive: resumeMaxAgent, Checkpoint: c,
+		MaxRetries: -1, // an invalid answer fails the input: failed results are restored too
 	}, m
 }
 
@@ -77,19 +79,22 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 	}
 	ctx, cancel := context.WithCancel(ctxOf(t))
 	defer cancel()
-	var delivered, ok1 int
-	doneFirst := map[int]bool{}
+	delivered := 0
+	finalFirst := map[int]agent.Status{} // the results the first run delivered, but canceled ones
 	for r := range e1.Stream(ctx, batchagent.Slice(resumeInputsOf())) {
 		if delivered++; delivered == resumeStopAt {
 			cancel()
 		}
-		if r.Err == nil {
-			ok1++
-			doneFirst[r.Index] = true
+		switch batchagent.KindOf(r.Err) {
+		case "":
+			finalFirst[r.Index] = agent.StatusDone
+		case batchagent.KindCanceled:
+		default:
+			finalFirst[r.Index] = agent.StatusFailed
 		}
 	}
-	if ok1 == 0 || ok1 == resumeInputs {
-		t.Fatalf("the first run finished %d of %d inputs before it was cancelled, want some but not all", ok1, resumeInputs)
+	if len(finalFirst) == 0 || len(finalFirst) == resumeInputs {
+		t.Fatalf("the first run finished %d of %d inputs before it was cancelled, want some but not all", len(finalFirst), resumeInputs)
 	}
 
 	// What the second run must do, from what the Checkpointer holds.
@@ -97,25 +102,17 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 	wantCalls, restored := 0, 0
 	for i := range resumeInputs {
 		st, ok := saved[i]
+		if want, final := finalFirst[i]; final && (!ok || st.Status != want) {
+			t.Errorf("input %d: the first run delivered its result (%s), but Load returns %s", i, want, describeLoaded(st, ok))
+		}
 		switch {
 		case !ok:
-			if doneFirst[i] {
-				t.Errorf("input %d: its result was delivered, but Load has no state for it", i)
-			}
 			wantCalls += resumeTurns
-		case st.Status == agent.StatusDone:
-			restored++
 		case st.Status == agent.StatusRunning:
-			if doneFirst[i] {
-				t.Errorf("input %d: its result was delivered, but Load returns its running state (turn %d)", i, st.Turns)
-			}
 			wantCalls += resumeTurns - st.Turns
 		default:
-			t.Errorf("input %d: Load returns a %s state after a cancelled run, want done or running (%s: %s)", i, st.Status, st.ErrKind, st.ErrMsg)
+			restored++
 		}
-	}
-	if restored < ok1 {
-		t.Errorf("Load returns %d done states, want at least the %d results the first run delivered", restored, ok1)
 	}
 
 	// Second run, by a second Engine on the same Checkpointer.
@@ -137,12 +134,12 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 			t.Errorf("resumed run: input %d has no result", i)
 			continue
 		}
-		if diff := cmp.Diff(comparable(fresh[i]), comparable(r)); diff != "" {
+		if diff := cmp.Diff(comparable(fresh[i]), comparable(r), stateOpts); diff != "" {
 			t.Errorf("resumed run: input %d: result differs from a fresh run's (-fresh +resumed):\n%s", i, diff)
 		}
 	}
 	if st := e2.Stats(); st.Restored != int64(restored) {
-		t.Errorf("resumed run restored %d results, want the %d done states Load returned", st.Restored, restored)
+		t.Errorf("resumed run restored %d results, want the %d final states Load returned", st.Restored, restored)
 	}
 	if calls := m2.Stats().Calls; calls != int64(wantCalls) {
 		t.Errorf("resumed run made %d model calls, want %d: none for done inputs, the rest of the turns for running ones (first run: %d calls)",
@@ -151,7 +148,7 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 }
 
 // runFresh runs testResumeRun's job without a Checkpointer and returns its
-// results by index, all successful.
+// results by index: most successful, some failed validation.
 func runFresh(t testing.TB) []batchagent.Result {
 	t.Helper()
 	j, _ := resumeJob(t, nil)
@@ -163,35 +160,39 @@ func runFresh(t testing.TB) []batchagent.Result {
 	if len(res) != resumeInputs {
 		t.Fatalf("fresh run: %d results, want %d", len(res), resumeInputs)
 	}
+	failed := 0
 	for _, r := range res {
-		if r.Err != nil {
-			t.Fatalf("fresh run: input %d: %v", r.Index, r.Err)
+		if k := batchagent.KindOf(r.Err); k == batchagent.KindValidation {
+			failed++
+		} else if r.Err != nil {
+			t.Fatalf("fresh run: input %d: %v, want a success or a validation failure", r.Index, r.Err)
 		}
+	}
+	if failed == 0 || failed == resumeInputs {
+		t.Fatalf("fresh run: %d of %d inputs failed, want some but not all", failed, resumeInputs)
 	}
 	return res
 }
 
-// resultParts is what a resumed result shares with a fresh one: all but
-// the timings, which measure a different run, and the raw answer of a
+// comparable returns what a resumed result shares with a fresh one: all
+// but the timings, which measure a different run, and the raw answer of a
 // success (a fresh result leaves it out, a restored one has the saved
 // state's; the engine's business, not the Checkpointer's).
-type resultParts struct {
-	Index                                  int
-	Input                                  job.Input
-	Output                                 string
-	Err                                    string
-	Raw                                    string
-	Attempts, Turns, ToolCalls, Truncation int
-	Usage                                  string
+func comparable(r batchagent.Result) resultView {
+	v := viewOf(r)
+	v.Result.Timings = batchagent.Timings{}
+	if r.Err == nil {
+		v.Result.Raw = ""
+	}
+	return v
 }
 
-func comparable(r batchagent.Result) resultParts {
-	p := resultParts{Index: r.Index, Input: r.Input, Output: string(r.Output),
-		Attempts: r.Attempts, Turns: r.Turns, ToolCalls: r.ToolCalls, Truncation: r.Truncations, Usage: fmt.Sprintf("%+v", r.Usage)}
-	if r.Err != nil {
-		p.Err, p.Raw = r.Err.Error(), r.Raw
+// describeLoaded describes what Load returned for an input.
+func describeLoaded(st agent.State, ok bool) string {
+	if !ok {
+		return "no state"
 	}
-	return p
+	return fmt.Sprintf("a %s state (turn %d)", st.Status, st.Turns)
 }
 
 // guarded is a Checkpointer with SaveAsync whose done callbacks reach the
