@@ -32,6 +32,11 @@ func exactInput(idx int) job.Input {
 		"no":      false,
 		"list":    []any{json.Number("1"), "two", []any{}, map[string]any{"x": json.Number("3.000")}},
 		"nested":  map[string]any{"a": map[string]any{"b": []any{nil, true}}, "": "empty key"},
+		// Keys of the state itself, which must stay the input's.
+		"messages": []any{map[string]any{"role": "user"}},
+		"index":    json.Number("99"),
+		"status":   "done",
+		"slash":    `ends with a backslash \`,
 	}
 }
 
@@ -92,13 +97,13 @@ func failedState(jobID string, idx int) agent.State {
 	st := runningState(jobID, idx)
 	st.Status = agent.StatusFailed
 	st.ErrKind, st.ErrOp, st.ErrTurn = "validation", "validate", 2
-	st.ErrMsg = `schema: 2 problems: $.n: got string, want integer; $: missing required property "answer"`
+	st.ErrMsg = `schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`
 	st.Problems = []schema.Problem{
 		{Path: "$.n", Message: "got string, want integer"},
 		{Path: "$", Message: `missing required property "answer"`},
 		{Path: `$["odd key"][0]`, Message: "value <&> not allowed"},
 	}
-	st.Raw = `{"n":"12"}`
+	st.Raw = `{"n":"12","note":"\\","messages":[{"role":"user"}],"x":"\"` // as if a member of the state
 	st.Timings.Total = 9 * time.Second
 	return st
 }
