@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -179,7 +180,7 @@ func testJobsApart(t testing.TB, c batchagent.Checkpointer) {
 // testIndexes: every index comes back as itself, the zero one and large
 // ones included, with no index lost or added.
 func testIndexes(t testing.TB, c batchagent.Checkpointer) {
-	indexes := []int{0, 1, 2, 7, 63, 64, 1000, 99_999, 1 << 31, 1<<53 + 1}
+	indexes := []int{0, 1, 2, 7, 63, 64, 1000, 99_999, math.MaxInt32, math.MaxInt}
 	for i, idx := range indexes {
 		if i%2 == 0 {
 			save(t, c, turnState("job", idx, 1))
