@@ -25,7 +25,7 @@ const (
 	resumeJobID    = "resume"
 	resumeSchema   = `{"type":"object","properties":{"value":{"type":"integer"},"first_word":{"type":"string"}},"required":["value","first_word"],"additionalProperties":false}`
 	resumeLatency  = 2 * time.Millisecond
-	resumeMaxAgent = 4
+	resumeMaxAgent = 8
 	resumeInvalid  = 0.2 // of final answers, each failing its input
 )
 
@@ -99,7 +99,7 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 
 	// What the second run must do, from what the Checkpointer holds.
 	saved := load(t, c, resumeJobID)
-	wantCalls, restored := 0, 0
+	wantCalls, restored, running := 0, 0, 0
 	for i := range resumeInputs {
 		st, ok := saved[i]
 		if want, final := finalFirst[i]; final && (!ok || st.Status != want) {
@@ -110,10 +110,12 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 			wantCalls += resumeTurns
 		case st.Status == agent.StatusRunning:
 			wantCalls += resumeTurns - st.Turns
+			running++
 		default:
 			restored++
 		}
 	}
+	t.Logf("cancelled run left %d inputs finished, %d between turns, %d not started", restored, running, resumeInputs-restored-running)
 
 	// Second run, by a second Engine on the same Checkpointer.
 	j2, m2 := resumeJob(t, c)
