@@ -42,6 +42,9 @@ func TestImportRules(t *testing.T) {
 		// generator is internal to the two.
 		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen"},
 		"backend/sim/internal/gen": {},
+
+		// The Checkpointer conformance suite runs a job on the simulator.
+		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
 	}
 	// Outside this module, these packages import only the standard library
 	// and golang.org/x: the built-in tools and the simulator cost library
