@@ -56,16 +56,6 @@ func extract(text string) (start int, b []byte, ok bool) {
 	return sc.find()
 }
 
-// offset returns the byte offset in text of suffix, a suffix of text.
-func offset(text, suffix string) int {
-	return len(text) - len(suffix)
-}
-
-// isOpen reports whether s starts like a JSON object or array.
-func isOpen(s string) bool {
-	return s != "" && (s[0] == '{' || s[0] == '[')
-}
-
 // extractFenced returns the content of the first ```json or plain ``` fenced
 // block of text that is a JSON object or array, and its offset in text.
 func extractFenced(text string) (int, []byte, bool) {
@@ -196,56 +186,25 @@ func (sc *scanner) first(open byte, limit, minEnd int) (start, end int, ok bool)
 	return 0, 0, false
 }
 
-// plausible is a cheap test that rejects most bracketed prose, such as
-// "{placeholder}" or "[see above]", before the costlier json.Valid: the
-// first byte after the opening bracket must be able to start its content.
-func plausible(span string) bool {
-	t := strings.TrimLeft(span[1:], " \t\r\n")
-	if t == "" {
-		return false
-	}
-	c := t[0]
-	if span[0] == '{' {
-		return c == '"' || c == '}'
-	}
-	return strings.IndexByte(`"{[]-0123456789tfn`, c) >= 0
-}
-
 // match scans from the bracket at start, outside any string, to its balancing
 // bracket, following JSON string and escape rules, and records in closeAt the
 // match of every bracket it sees outside strings on the way. Square and curly
 // brackets count alike; json.Valid rejects mismatched pairs later.
 func (sc *scanner) match(start int) {
 	stack := sc.stack[:0]
-	inString, escaped := false, false
 	t := sc.text
-	for i := start; i < len(t); i++ {
-		c := t[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+	for i := nextBracket(t, start); i < len(t); i = nextBracket(t, i+1) {
+		if isOpenBracket(t[i]) {
+			stack = append(stack, i)
 			continue
 		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			stack = append(stack, i)
-		case '}', ']':
-			n := len(stack) - 1
-			sc.closeAt[stack[n]] = int32(i + 1)
-			stack = stack[:n]
-			if n == 0 {
-				sc.stack = stack
-				sc.budget -= i + 1 - start
-				return
-			}
+		n := len(stack) - 1
+		sc.closeAt[stack[n]] = int32(i + 1)
+		stack = stack[:n]
+		if n == 0 {
+			sc.stack = stack
+			sc.budget -= i + 1 - start
+			return
 		}
 	}
 	sc.budget -= len(t) - start
