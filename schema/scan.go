@@ -67,16 +67,13 @@ func skipString(s string, i int) int {
 // after i that is outside JSON strings, where s[i:] starts outside a string,
 // or len(s) when there is none.
 func nextBracket(s string, i int) int {
-	for i < len(s) {
-		j := strings.IndexAny(s[i:], `"{}[]`)
-		if j < 0 {
-			return len(s)
-		}
-		i += j
-		if s[i] != '"' {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '{', '[', '}', ']':
 			return i
+		case '"':
+			i = skipString(s, i) - 1
 		}
-		i = skipString(s, i)
 	}
 	return len(s)
 }
