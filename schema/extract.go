@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"errors"
-	"iter"
 	"slices"
 	"strings"
 	"unicode"
@@ -68,57 +67,6 @@ func extractFenced(text string) (int, []byte, bool) {
 		}
 	}
 	return 0, nil, false
-}
-
-// fence is one fenced code block of a text: the offset of its opening
-// backticks, its body, and the offset just past its closing backticks (the
-// end of the text for an unclosed fence).
-type fence struct {
-	open  int
-	body  span
-	close int
-}
-
-// fences yields the ```json and plain ``` fenced blocks of text, in order.
-// A one-line fence such as ```{"a":1}``` is not a block (the prose scan
-// finds its content), and an unclosed fence (a truncated answer) runs to the
-// end of the text.
-func fences(text string) iter.Seq[fence] {
-	return func(yield func(fence) bool) {
-		const marker = "```"
-		rest := text
-		for {
-			i := strings.Index(rest, marker)
-			if i < 0 {
-				return
-			}
-			open := offset(text, rest) + i
-			rest = strings.TrimLeft(rest[i:], "`")
-			nl := strings.IndexByte(rest, '\n')
-			if nl < 0 {
-				return
-			}
-			info := strings.TrimSpace(rest[:nl])
-			if strings.Contains(info, marker) {
-				rest = rest[nl+1:]
-				continue
-			}
-			body := rest[nl+1:]
-			end := strings.Index(body, marker)
-			if end < 0 {
-				end = len(body)
-			}
-			// After an unclosed fence rest is empty, which ends the loop.
-			rest = strings.TrimLeft(body[end:], "`")
-			lang, _, _ := strings.Cut(info, " ")
-			if lang == "" || strings.EqualFold(lang, "json") {
-				start := offset(text, body)
-				if !yield(fence{open: open, body: span{start, start + end}, close: offset(text, rest)}) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // scanner finds balanced JSON-like spans in prose.
