@@ -6,13 +6,14 @@ import (
 	"unicode"
 )
 
-// This file is the one JSON text scanner that [Extract] and [Repair] share:
-// Markdown fences, string skipping, bracket walking and the quick test of whether a bracket
-// can start a JSON value. It works on text that may not be JSON at all (prose
-// around the value, a value cut short), which is why it is not
-// jsontext.Decoder: that finds the boundaries of valid values only. The
-// strict reading of a value's tokens is lex, in repair.go; validation is
-// encoding/json.
+// This file is the one JSON text scanner that [Extract] and [Repair]
+// share: Markdown fences, string skipping, bracket walking and the quick
+// test of whether a bracket can start a JSON value. It reads text that may
+// not be JSON at all (prose around the value, a value cut short), which is
+// why it is not jsontext.Decoder: that finds the boundaries of valid values
+// only. For the same reason the strict token reader of Repair, lex in
+// repair.go, is hand-written: jsontext stops at the trailing comma or the
+// cut that Repair must read past. Validation is encoding/json's.
 
 // span is a range [start, end) of byte offsets.
 type span struct{ start, end int }
