@@ -337,26 +337,28 @@ func lex(s string) ([]token, bool) {
 }
 
 // lexString returns the length of the JSON string at the start of s, which
-// starts with a quote, including both quotes.
+// starts with a quote, including both quotes. The string must be closed and
+// hold no raw control character and only the escapes JSON allows.
 func lexString(s string) (int, bool) {
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return i + 1, true
+	end, closed := skipString(s, 0)
+	if !closed {
+		return 0, false
+	}
+	body := s[1 : end-1]
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
 		case c < 0x20:
 			return 0, false
 		case c == '\\':
+			// skipString leaves no backslash last in body.
 			i++
-			if i >= len(s) {
-				return 0, false
-			}
-			switch s[i] {
+			switch body[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if i+4 >= len(s) {
+				if i+4 >= len(body) {
 					return 0, false
 				}
-				for _, h := range []byte(s[i+1 : i+5]) {
+				for _, h := range []byte(body[i+1 : i+5]) {
 					if !isHex(h) {
 						return 0, false
 					}
@@ -367,7 +369,7 @@ func lexString(s string) (int, bool) {
 			}
 		}
 	}
-	return 0, false
+	return end, true
 }
 
 func isHex(c byte) bool {

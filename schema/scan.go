@@ -95,15 +95,15 @@ func fences(text string) iter.Seq[fence] {
 }
 
 // skipString returns the offset just past the closing quote of the string
-// whose opening quote is at s[i], or len(s) when the string is not closed. A
-// backslash escapes the byte after it, whatever it is: a quote ends the
-// string when an even number of backslashes precede it. Escapes are not
-// checked; lexString reads strings strictly.
-func skipString(s string, i int) int {
+// whose opening quote is at s[i], and closed=true; or len(s) and false when
+// the string is not closed. A backslash escapes the byte after it, whatever
+// it is: a quote ends the string when an even number of backslashes precede
+// it. Escapes are not checked here; lexString checks them.
+func skipString(s string, i int) (end int, closed bool) {
 	for j := i + 1; ; j++ {
 		k := strings.IndexByte(s[j:], '"')
 		if k < 0 {
-			return len(s)
+			return len(s), false
 		}
 		j += k
 		n := 0 // backslashes before the quote; the opening quote stops the count
@@ -111,7 +111,7 @@ func skipString(s string, i int) int {
 			n++
 		}
 		if n%2 == 0 {
-			return j + 1
+			return j + 1, true
 		}
 	}
 }
@@ -125,7 +125,8 @@ func nextBracket(s string, i int) int {
 		case '{', '[', '}', ']':
 			return i
 		case '"':
-			i = skipString(s, i) - 1
+			end, _ := skipString(s, i)
+			i = end - 1
 		}
 	}
 	return len(s)
