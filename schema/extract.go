@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"errors"
-	"iter"
 	"slices"
 	"strings"
 	"unicode"
@@ -56,16 +55,6 @@ func extract(text string) (start int, b []byte, ok bool) {
 	return sc.find()
 }
 
-// offset returns the byte offset in text of suffix, a suffix of text.
-func offset(text, suffix string) int {
-	return len(text) - len(suffix)
-}
-
-// isOpen reports whether s starts like a JSON object or array.
-func isOpen(s string) bool {
-	return s != "" && (s[0] == '{' || s[0] == '[')
-}
-
 // extractFenced returns the content of the first ```json or plain ``` fenced
 // block of text that is a JSON object or array, and its offset in text.
 func extractFenced(text string) (int, []byte, bool) {
@@ -78,57 +67,6 @@ func extractFenced(text string) (int, []byte, bool) {
 		}
 	}
 	return 0, nil, false
-}
-
-// fence is one fenced code block of a text: the offset of its opening
-// backticks, its body, and the offset just past its closing backticks (the
-// end of the text for an unclosed fence).
-type fence struct {
-	open  int
-	body  span
-	close int
-}
-
-// fences yields the ```json and plain ``` fenced blocks of text, in order.
-// A one-line fence such as ```{"a":1}``` is not a block (the prose scan
-// finds its content), and an unclosed fence (a truncated answer) runs to the
-// end of the text.
-func fences(text string) iter.Seq[fence] {
-	return func(yield func(fence) bool) {
-		const marker = "```"
-		rest := text
-		for {
-			i := strings.Index(rest, marker)
-			if i < 0 {
-				return
-			}
-			open := offset(text, rest) + i
-			rest = strings.TrimLeft(rest[i:], "`")
-			nl := strings.IndexByte(rest, '\n')
-			if nl < 0 {
-				return
-			}
-			info := strings.TrimSpace(rest[:nl])
-			if strings.Contains(info, marker) {
-				rest = rest[nl+1:]
-				continue
-			}
-			body := rest[nl+1:]
-			end := strings.Index(body, marker)
-			if end < 0 {
-				end = len(body)
-			}
-			// After an unclosed fence rest is empty, which ends the loop.
-			rest = strings.TrimLeft(body[end:], "`")
-			lang, _, _ := strings.Cut(info, " ")
-			if lang == "" || strings.EqualFold(lang, "json") {
-				start := offset(text, body)
-				if !yield(fence{open: open, body: span{start, start + end}, close: offset(text, rest)}) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // scanner finds balanced JSON-like spans in prose.
@@ -196,56 +134,25 @@ func (sc *scanner) first(open byte, limit, minEnd int) (start, end int, ok bool)
 	return 0, 0, false
 }
 
-// plausible is a cheap test that rejects most bracketed prose, such as
-// "{placeholder}" or "[see above]", before the costlier json.Valid: the
-// first byte after the opening bracket must be able to start its content.
-func plausible(span string) bool {
-	t := strings.TrimLeft(span[1:], " \t\r\n")
-	if t == "" {
-		return false
-	}
-	c := t[0]
-	if span[0] == '{' {
-		return c == '"' || c == '}'
-	}
-	return strings.IndexByte(`"{[]-0123456789tfn`, c) >= 0
-}
-
 // match scans from the bracket at start, outside any string, to its balancing
 // bracket, following JSON string and escape rules, and records in closeAt the
 // match of every bracket it sees outside strings on the way. Square and curly
 // brackets count alike; json.Valid rejects mismatched pairs later.
 func (sc *scanner) match(start int) {
 	stack := sc.stack[:0]
-	inString, escaped := false, false
 	t := sc.text
-	for i := start; i < len(t); i++ {
-		c := t[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+	for i := nextBracket(t, start); i < len(t); i = nextBracket(t, i+1) {
+		if isOpenBracket(t[i]) {
+			stack = append(stack, i)
 			continue
 		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			stack = append(stack, i)
-		case '}', ']':
-			n := len(stack) - 1
-			sc.closeAt[stack[n]] = int32(i + 1)
-			stack = stack[:n]
-			if n == 0 {
-				sc.stack = stack
-				sc.budget -= i + 1 - start
-				return
-			}
+		n := len(stack) - 1
+		sc.closeAt[stack[n]] = int32(i + 1)
+		stack = stack[:n]
+		if n == 0 {
+			sc.stack = stack
+			sc.budget -= i + 1 - start
+			return
 		}
 	}
 	sc.budget -= len(t) - start

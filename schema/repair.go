@@ -90,19 +90,6 @@ func Repair(text string) (json.RawMessage, []string, bool) {
 	return r.out, r.repairs, true
 }
 
-// span is a range [start, end) of byte offsets.
-type span struct{ start, end int }
-
-// empty reports whether s holds no bytes.
-func (s span) empty() bool {
-	return s.end <= s.start
-}
-
-// contains reports whether s strictly contains t.
-func (s span) contains(t span) bool {
-	return s.start <= t.start && t.end <= s.end && s.end-s.start > t.end-t.start
-}
-
 type repairResult struct {
 	out     []byte   // compact JSON
 	repairs []string // nil when none
@@ -214,62 +201,6 @@ func candidates(text string, inside span) iter.Seq[candidate] {
 			}
 		}
 	}
-}
-
-// isSpace reports whether s is all white space.
-func isSpace(s string) bool {
-	return strings.TrimLeftFunc(s, unicode.IsSpace) == ""
-}
-
-// startsJSON reports whether s, which starts with an opening bracket, can be
-// the start of a JSON value that is worth repairing, or worth reporting as
-// broken: the next non-space byte must be able to start the bracket's
-// content, as in plausible, or be a single quote.
-func startsJSON(s string) bool {
-	t := strings.TrimLeft(s[1:], " \t\r\n")
-	if t == "" {
-		return false
-	}
-	c := t[0]
-	if s[0] == '{' {
-		return c == '"' || c == '}' || c == '\''
-	}
-	return strings.IndexByte(`"'{[]-0123456789tfn`, c) >= 0
-}
-
-// regionEnd returns the end of the bracketed value starting at start in s:
-// just after its balancing bracket, following JSON string rules, or len(s)
-// when it is not closed (a truncated answer). Square and curly brackets
-// count alike, as in scanner.match.
-func regionEnd(s string, start int) int {
-	depth := 0
-	inString, escaped := false, false
-	for i := start; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return len(s)
 }
 
 // repairValue repairs s, the text of one JSON object or array from its
@@ -406,26 +337,28 @@ func lex(s string) ([]token, bool) {
 }
 
 // lexString returns the length of the JSON string at the start of s, which
-// starts with a quote, including both quotes.
+// starts with a quote, including both quotes. The string must be closed and
+// hold no raw control character and only the escapes JSON allows.
 func lexString(s string) (int, bool) {
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return i + 1, true
+	end, closed := skipString(s, 0)
+	if !closed {
+		return 0, false
+	}
+	body := s[1 : end-1]
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
 		case c < 0x20:
 			return 0, false
 		case c == '\\':
+			// skipString leaves no backslash last in body.
 			i++
-			if i >= len(s) {
-				return 0, false
-			}
-			switch s[i] {
+			switch body[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if i+4 >= len(s) {
+				if i+4 >= len(body) {
 					return 0, false
 				}
-				for _, h := range []byte(s[i+1 : i+5]) {
+				for _, h := range []byte(body[i+1 : i+5]) {
 					if !isHex(h) {
 						return 0, false
 					}
@@ -436,7 +369,7 @@ func lexString(s string) (int, bool) {
 			}
 		}
 	}
-	return 0, false
+	return end, true
 }
 
 func isHex(c byte) bool {
