@@ -255,7 +255,12 @@ func TestDrainDuringRetryAfterStorm(t *testing.T) {
 		read := tool.Func(tool.Spec{Name: "read_file", Parameters: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, json.RawMessage) (string, error) { return "contents", nil })
 		ck := &fakeCheckpointer{}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", Tools: []tool.Tool{read}, Checkpoint: ck, OutageBudget: time.Hour})
+		// A slot for every agent: with fewer, agents done with their first
+		// turn take the free slots first (priority by turns done), the
+		// storm's pause can then stop the others before their first turn,
+		// and fewer than 20 would be checkpointed.
+		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", Tools: []tool.Tool{read}, Checkpoint: ck, OutageBudget: time.Hour,
+			MaxInflight: 20, FixedInflight: true})
 		begin := time.Now()
 		drain := time.AfterFunc(time.Second, e.Drain)
 		defer drain.Stop()
