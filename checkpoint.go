@@ -174,8 +174,8 @@ func recordOutcome(st *agent.State, r Result) {
 // as a resumed run and `batchagent export` report it.
 func StateResult(jobID string, st agent.State) Result {
 	r := resultOf(st.Index, st.Input, &st)
-	r.Raw = st.Raw
 	if st.Status == agent.StatusFailed {
+		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
 		var cause error = errors.New(st.ErrMsg)
 		if len(st.Problems) > 0 {
 			cause = &schema.ValidationError{Problems: st.Problems, Raw: st.Raw}
