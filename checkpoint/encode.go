@@ -147,7 +147,7 @@ func appendToolCall(dst []byte, c *llm.ToolCall) ([]byte, error) {
 	dst = appendString(append(dst, `{"id":`...), c.ID, true)
 	dst = appendString(append(dst, `,"name":`...), c.Name, true)
 	if len(c.Arguments) == 0 {
-		return append(dst, `,"arguments":null}`...), nil
+		return append(dst, '}'), nil
 	}
 	// Invalid JSON (appendRaw's only error: it validates as it compacts)
 	// is kept as text, as MarshalJSON keeps it.
