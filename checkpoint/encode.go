@@ -39,6 +39,7 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if st.ErrTurn != 0 {
 		dst = strconv.AppendInt(append(dst, `,"err_turn":`...), int64(st.ErrTurn), 10)
 	}
+	dst = appendOptString(dst, `,"err_class":`, st.ErrClass)
 	if len(st.Problems) > 0 {
 		dst = append(dst, `,"problems":[`...)
 		for i, p := range st.Problems {
