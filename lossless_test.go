@@ -123,7 +123,9 @@ func TestResultsLossless(t *testing.T) {
 				j.Tools = []tool.Tool{echoNamed("read_file")}
 			}},
 		{name: "overloaded", wantKind: batchagent.KindBackend,
-			job: func(t *testing.T, j *batchagent.Job) { j.Model, j.OutageBudget = newSim(t, sim.Config{FailRate: 1}), -1 }},
+			job: func(t *testing.T, j *batchagent.Job) {
+				j.Model, j.OutageBudget = newSim(t, sim.Config{FailRate: 1}), -1
+			}},
 		{name: "context length", wantKind: batchagent.KindBackend,
 			job: func(t *testing.T, j *batchagent.Job) {
 				j.Model = always(&llm.APIError{Backend: "fake", StatusCode: 400, Message: "prompt too long", Err: llm.ErrContextLength})
@@ -167,7 +169,7 @@ func TestResultsLossless(t *testing.T) {
 					t.Fatal(err)
 				}
 				j := batchagent.Job{ID: "lossless", Task: "item {id}", OutputSchema: json.RawMessage(outSchema),
-					Backoff: batchagent.Backoff{Base: time.Millisecond, RateLimitBase: time.Millisecond, Max: time.Millisecond},
+					Backoff:    batchagent.Backoff{Base: time.Millisecond, RateLimitBase: time.Millisecond, Max: time.Millisecond},
 					Checkpoint: store}
 				tt.job(t, &j)
 				if model != nil {
