@@ -94,11 +94,13 @@ func doneState(jobID string, idx int) agent.State {
 }
 
 // failedState returns a failed state with every failure field set: kind,
-// message, step, turn and the schema problems of a validation failure.
+// message, step, turn, classes and the schema problems of a validation
+// failure.
 func failedState(jobID string, idx int) agent.State {
 	st := runningState(jobID, idx)
 	st.Status = agent.StatusFailed
 	st.ErrKind, st.ErrOp, st.ErrTurn = "validation", "validate", 2
+	st.ErrClass = "truncated,validation"
 	st.ErrMsg = `schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`
 	st.Problems = []schema.Problem{
 		{Path: "$.n", Message: "got string, want integer"},
