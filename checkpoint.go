@@ -5,12 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -38,7 +36,7 @@ type Checkpointer interface {
 	// one per index, in any order; none, and nil, for a job never saved.
 	// Every field comes back as saved: counters, usage, timings (Total
 	// included), token cap, output, raw answer and the failure fields
-	// (ErrKind, ErrMsg, ErrOp, ErrTurn, Problems). JSON values (Output,
+	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems). JSON values (Output,
 	// tool-call arguments) may come back re-encoded as the same JSON, and
 	// nil and empty slices and maps alike. The engine reads only the
 	// input, results and counters of final states (done, failed), so those
@@ -168,18 +166,16 @@ func recordOutcome(st *agent.State, r Result) {
 	d := describe(r.Err)
 	st.Status = agent.StatusFailed
 	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
+	st.ErrClass = d.Class
 }
 
 // StateResult rebuilds the result of a finished agent from its saved state,
 // as a resumed run and `batchagent export` report it.
 func StateResult(jobID string, st agent.State) Result {
 	r := resultOf(st.Index, st.Input, &st)
-	r.Raw = st.Raw
 	if st.Status == agent.StatusFailed {
-		var cause error = errors.New(st.ErrMsg)
-		if len(st.Problems) > 0 {
-			cause = &schema.ValidationError{Problems: st.Problems, Raw: st.Raw}
-		}
+		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
+		cause := restoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
 		r.Err = &AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: Kind(st.ErrKind), Err: cause}
 		r.Output = nil
 	}

@@ -116,7 +116,12 @@ type AgentError struct {
 	Op string
 	// Kind classifies the failure.
 	Kind Kind
-	// Err is the cause.
+	// Err is the cause. In a result restored from a checkpoint it is
+	// rebuilt from the saved message and classes: the same text, answering
+	// errors.Is for the same class sentinels (llm.ErrRateLimited,
+	// context.DeadlineExceeded, [ErrBackendUnavailable], ...) and
+	// errors.As for a *schema.ValidationError with the same problems, but
+	// not of the original's concrete type otherwise.
 	Err error
 }
 

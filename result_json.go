@@ -30,6 +30,7 @@ type errorJSON struct {
 	Op       string           `json:"op,omitempty"`
 	Turn     int              `json:"turn"`
 	Message  string           `json:"message"`
+	Class    string           `json:"class,omitempty"`
 	Problems []schema.Problem `json:"problems,omitempty"`
 }
 
@@ -43,8 +44,9 @@ type timingsJSON struct {
 }
 
 // MarshalJSON encodes r as one self-describing JSON object: index, input,
-// output or error (kind, step, turn, message and schema problems), the raw
-// answer of a failure, counters, usage and timings in seconds.
+// output or error (kind, step, turn, message, classes and schema
+// problems), the raw answer of a failure, counters, usage and timings in
+// seconds.
 func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, Attempts: r.Attempts,
@@ -63,12 +65,14 @@ func (r Result) MarshalJSON() ([]byte, error) {
 }
 
 // describe flattens an agent's error: its kind, failed step, turn (-1 when
-// none), message (the cause's, for an *AgentError) and schema problems.
+// none), message (the cause's, for an *AgentError), classes (see
+// [classOf]) and schema problems.
 func describe(err error) *errorJSON {
 	v := &errorJSON{Kind: KindOf(err), Turn: -1, Message: err.Error()}
 	if ae, ok := errors.AsType[*AgentError](err); ok {
 		v.Op, v.Turn, v.Message, v.Problems = ae.Op, ae.Turn, ae.Err.Error(), ae.Problems()
 	}
+	v.Class = classOf(err)
 	return v
 }
 

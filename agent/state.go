@@ -27,6 +27,11 @@ type State struct {
 	// ErrOp and ErrTurn are the failed step and its 0-based turn.
 	ErrOp   string `json:"err_op,omitempty"`
 	ErrTurn int    `json:"err_turn,omitempty"`
+	// ErrClass names the classes of the failure's cause, joined by commas
+	// ("rate_limited", "validation", "backend_unavailable,rate_limited"),
+	// so that a restored cause answers errors.Is and errors.As as the
+	// original did. The engine fills it; "" for none known.
+	ErrClass string `json:"err_class,omitempty"`
 	// Problems are the schema problems of a validation failure.
 	Problems []schema.Problem `json:"problems,omitempty"`
 	// Messages is the conversation without the shared prefix.

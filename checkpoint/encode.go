@@ -39,6 +39,7 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if st.ErrTurn != 0 {
 		dst = strconv.AppendInt(append(dst, `,"err_turn":`...), int64(st.ErrTurn), 10)
 	}
+	dst = appendOptString(dst, `,"err_class":`, st.ErrClass)
 	if len(st.Problems) > 0 {
 		dst = append(dst, `,"problems":[`...)
 		for i, p := range st.Problems {
@@ -147,7 +148,7 @@ func appendToolCall(dst []byte, c *llm.ToolCall) ([]byte, error) {
 	dst = appendString(append(dst, `{"id":`...), c.ID, true)
 	dst = appendString(append(dst, `,"name":`...), c.Name, true)
 	if len(c.Arguments) == 0 {
-		return append(dst, `,"arguments":null}`...), nil
+		return append(dst, '}'), nil
 	}
 	// Invalid JSON (appendRaw's only error: it validates as it compacts)
 	// is kept as text, as MarshalJSON keeps it.

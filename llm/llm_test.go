@@ -164,7 +164,7 @@ func TestSecretRedacts(t *testing.T) {
 // ones compacted and malformed ones byte for byte (a state holding them
 // must still save).
 func TestToolCallJSON(t *testing.T) {
-	for _, args := range []string{`{"path":"a.go"}`, `{"path": "a.go", "n": [1, 2]}`, `{"path":"a.g`, `not json`, `{}`, ``, `"x"`} {
+	for _, args := range []string{`{"path":"a.go"}`, `{"path": "a.go", "n": [1, 2]}`, `{"path":"a.g`, `not json`, `{}`, ``, `null`, `"x"`} {
 		in := []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(args)}}
 		data, err := json.Marshal(in)
 		if err != nil {
@@ -174,10 +174,8 @@ func TestToolCallJSON(t *testing.T) {
 		if err := json.Unmarshal(data, &out); err != nil {
 			t.Fatalf("Unmarshal(%s) = %v", data, err)
 		}
-		want := args
+		want := args // empty stays empty, not null
 		switch {
-		case args == "":
-			want = "null"
 		case json.Valid([]byte(args)):
 			var b bytes.Buffer
 			json.Compact(&b, []byte(args))
@@ -196,10 +194,8 @@ func FuzzToolCallJSON(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `{"a":`, `[]`, `null`, "\xff", `"\u00e9"`} {
 		f.Add(s)
 	}
+	f.Add("")
 	f.Fuzz(func(t *testing.T, args string) {
-		if args == "" {
-			return
-		}
 		data, err := json.Marshal(llm.ToolCall{ID: "i", Name: "n", Arguments: json.RawMessage(args)})
 		if err != nil {
 			t.Fatalf("Marshal(%q) = %v", args, err)
@@ -209,6 +205,12 @@ func FuzzToolCallJSON(f *testing.F) {
 			t.Fatalf("Unmarshal(%s) = %v", data, err)
 		}
 		got := string(out.Arguments)
+		if args == "" {
+			if got != "" {
+				t.Fatalf("empty args came back as %q", got)
+			}
+			return
+		}
 		if json.Valid([]byte(args)) {
 			// Valid JSON is embedded; encoding/json compacts and
 			// HTML-escapes it: the same value comes back.

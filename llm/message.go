@@ -37,6 +37,7 @@ type Message struct {
 // broken call) cannot be embedded, so they are written as a string under
 // "arguments_text" and read back byte for byte (invalid UTF-8 aside). A
 // checkpoint of a conversation holding such a call therefore still saves.
+// Empty arguments are written as neither and read back empty.
 type ToolCall struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -55,10 +56,10 @@ type toolCallJSON struct {
 
 // MarshalJSON writes malformed arguments as text; see [ToolCall].
 func (c ToolCall) MarshalJSON() ([]byte, error) {
+	// Empty arguments are left out, so that they come back empty; a model's
+	// literal null is written, and comes back, as null.
 	v := toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
-	if len(c.Arguments) == 0 {
-		v.Arguments = json.RawMessage("null")
-	} else if !json.Valid(c.Arguments) {
+	if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
 		text := string(c.Arguments)
 		v.Arguments, v.ArgumentsText = nil, &text
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // testEmptyJob: a job with no saved state loads as none, without error.
@@ -94,6 +95,16 @@ type resultView struct {
 	Op       string
 	Turn     int
 	Problems []schema.Problem
+	// Is lists the error classes the error answers errors.Is for.
+	Is []string
+}
+
+// classes are the error classes a result's error may answer errors.Is for.
+var classes = []error{
+	llm.ErrRateLimited, llm.ErrOverloaded, llm.ErrServer, llm.ErrTimeout, llm.ErrConnection,
+	llm.ErrContextLength, llm.ErrBadRequest, llm.ErrAuth, llm.ErrTruncated,
+	context.Canceled, context.DeadlineExceeded, agent.ErrMaxTurns, tool.ErrFatal,
+	batchagent.ErrCheckpoint, batchagent.ErrBackendUnavailable,
 }
 
 func viewOf(r batchagent.Result) resultView {
@@ -108,6 +119,11 @@ func viewOf(r batchagent.Result) resultView {
 	}
 	if ve, ok := errors.AsType[*schema.ValidationError](r.Err); ok {
 		v.Problems = ve.Problems
+	}
+	for _, c := range classes {
+		if errors.Is(r.Err, c) {
+			v.Is = append(v.Is, c.Error())
+		}
 	}
 	return v
 }

@@ -42,7 +42,7 @@ func exactInput(idx int) job.Input {
 
 // runningState returns a state in progress with every field a running
 // agent can have set: a conversation with tool calls (one with malformed
-// arguments, as a model may write them), a tool error, every counter, a
+// arguments, as a model may write them, one with none), a tool error, every counter, a
 // raised token cap, usage and timings.
 func runningState(jobID string, idx int) agent.State {
 	return agent.State{
@@ -55,9 +55,11 @@ func runningState(jobID string, idx int) agent.State {
 			{Role: llm.RoleAssistant, Content: "Looking.", ToolCalls: []llm.ToolCall{
 				{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt","n":12345678901234567890}`)},
 				{ID: "call_2", Name: "fetch", Arguments: json.RawMessage(`{"url": "http://x/?q=<&>"`)},
+				{ID: "call_3", Name: "now"}, // no arguments: they come back empty, not null
 			}},
 			{Role: llm.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: "contents \u0000 of a.txt"},
 			{Role: llm.RoleTool, ToolCallID: "call_2", Name: "fetch", Content: "malformed arguments", IsError: true},
+			{Role: llm.RoleTool, ToolCallID: "call_3", Name: "now", Content: "12:00"},
 			{Role: llm.RoleAssistant, Content: `{"answer": 1`},
 			{Role: llm.RoleUser, Content: "Your answer was cut off; answer again, shorter."},
 		},
@@ -65,7 +67,7 @@ func runningState(jobID string, idx int) agent.State {
 		ModelCalls:  4,
 		Retries:     1,
 		Corrections: 1,
-		ToolCalls:   2,
+		ToolCalls:   3,
 		Repairs:     1,
 		Truncations: 1,
 		MaxTokens:   8192,
@@ -92,11 +94,13 @@ func doneState(jobID string, idx int) agent.State {
 }
 
 // failedState returns a failed state with every failure field set: kind,
-// message, step, turn and the schema problems of a validation failure.
+// message, step, turn, classes and the schema problems of a validation
+// failure.
 func failedState(jobID string, idx int) agent.State {
 	st := runningState(jobID, idx)
 	st.Status = agent.StatusFailed
 	st.ErrKind, st.ErrOp, st.ErrTurn = "validation", "validate", 2
+	st.ErrClass = "truncated,validation"
 	st.ErrMsg = `schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`
 	st.Problems = []schema.Problem{
 		{Path: "$.n", Message: "got string, want integer"},

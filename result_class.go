@@ -1,0 +1,105 @@
+package batchagent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// errClasses names the error classes a failed agent's cause may belong to,
+// each the sentinel errors.Is finds in it, in the order a class list is
+// written. The names are stable: they are saved in checkpoints
+// (agent.State.ErrClass) and written in result lines ("class").
+var errClasses = []struct {
+	name string
+	err  error
+}{
+	{"rate_limited", llm.ErrRateLimited},
+	{"overloaded", llm.ErrOverloaded},
+	{"server", llm.ErrServer},
+	{"timeout", llm.ErrTimeout},
+	{"connection", llm.ErrConnection},
+	{"context_length", llm.ErrContextLength},
+	{"bad_request", llm.ErrBadRequest},
+	{"auth", llm.ErrAuth},
+	{"truncated", llm.ErrTruncated},
+	{"canceled", context.Canceled},
+	{"deadline", context.DeadlineExceeded},
+	{"agent_timeout", errAgentTimeout},
+	{"max_turns", agent.ErrMaxTurns},
+	{"stopped", agent.ErrStopped},
+	{"tool_fatal", tool.ErrFatal},
+	{"no_json", schema.ErrNoJSON},
+	{"checkpoint", ErrCheckpoint},
+	{"backend_unavailable", ErrBackendUnavailable},
+}
+
+// classValidation names a cause holding a *schema.ValidationError.
+const classValidation = "validation"
+
+// classOf returns the classes of err: the name of every sentinel of
+// errClasses that errors.Is finds in it, then "validation" when errors.As
+// finds a *schema.ValidationError, joined by commas; "" for none.
+func classOf(err error) string {
+	var names []string
+	for _, c := range errClasses {
+		if errors.Is(err, c.err) {
+			names = append(names, c.name)
+		}
+	}
+	if _, ok := errors.AsType[*schema.ValidationError](err); ok {
+		names = append(names, classValidation)
+	}
+	return strings.Join(names, ",")
+}
+
+// restoreCause rebuilds a saved failure's cause from its message, classes,
+// schema problems and raw answer: an error whose text is msg and which
+// answers errors.Is for each class's sentinel and errors.As for a
+// *schema.ValidationError holding the problems, as the original did. A
+// cause that was a sentinel, or a validation error, itself comes back as
+// that value. Unknown class names (of a later version) are ignored. A
+// state saved before classes were recorded has none: a cause with
+// problems then comes back as a validation error, any other as plain text.
+func restoreCause(msg, class string, problems []schema.Problem, raw string) error {
+	var errs []error
+	validation := class == "" && len(problems) > 0
+	for name := range strings.SplitSeq(class, ",") {
+		if name == classValidation {
+			validation = true
+			continue
+		}
+		for _, c := range errClasses {
+			if c.name == name {
+				errs = append(errs, c.err)
+			}
+		}
+	}
+	if validation {
+		errs = append(errs, &schema.ValidationError{Problems: problems, Raw: raw})
+	}
+	switch {
+	case len(errs) == 0:
+		return errors.New(msg)
+	case len(errs) == 1 && errs[0].Error() == msg:
+		return errs[0]
+	}
+	return &savedError{msg: msg, classes: errs}
+}
+
+// savedError is a cause restored from a checkpoint: the original's text,
+// wrapping its classes' sentinels and validation error.
+type savedError struct {
+	msg     string
+	classes []error
+}
+
+func (e *savedError) Error() string { return e.msg }
+
+// Unwrap returns the classes' sentinels and validation error.
+func (e *savedError) Unwrap() []error { return e.classes }
