@@ -85,3 +85,30 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 }
+
+// TestSuitesImportedOnlyByTests enforces STYLE.md's rule that packages
+// ending in "test" (the conformance suites backendtest and checkpointtest)
+// are imported only from _test.go files: no package's own code may import
+// one, so the testing package never reaches a library user's binary.
+func TestSuitesImportedOnlyByTests(t *testing.T) {
+	const mod = "github.com/batchagent/batchagent"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	suites := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if strings.HasSuffix(fields[0], "test") {
+			suites++
+		}
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, mod+"/") && strings.HasSuffix(imp, "test") {
+				t.Errorf("%s imports the test suite %s outside its _test.go files", fields[0], imp)
+			}
+		}
+	}
+	if suites < 2 {
+		t.Errorf("found %d packages ending in \"test\", want backendtest and checkpointtest at least: is the rule still checked?", suites)
+	}
+}
