@@ -1,23 +1,26 @@
-package batchagent
+// Package reduce combines a job's outputs into one, hierarchically.
+package reduce
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/batchagent/batchagent"
 )
 
-// Defaults of [Reduce].
+// Defaults of [Config].
 const (
 	DefaultGroupSize = 20
 	DefaultMaxBytes  = 64 << 10
 )
 
-// Reduce describes a reduce step over a job's outputs: a prompt that
+// Config describes a reduce step over a job's outputs: a prompt that
 // combines several outputs into one, applied hierarchically when the
 // outputs do not fit one call (group the outputs, reduce each group, reduce
 // the group results, until one output remains).
-type Reduce struct {
+type Config struct {
 	// Task is the reduce prompt, a template whose {outputs} placeholder is
 	// a JSON array of the outputs to combine; {level} (from 1) and {group}
 	// (from 0) are also set. Required.
@@ -37,8 +40,8 @@ type Reduce struct {
 	MaxBytes int
 }
 
-// ReduceResult is the outcome of a reduce step.
-type ReduceResult struct {
+// Result is the outcome of a reduce step.
+type Result struct {
 	// Output is the final output.
 	Output json.RawMessage
 	// Levels counts the reduce levels run; Calls the reduce agents.
@@ -47,14 +50,14 @@ type ReduceResult struct {
 	Reduced int
 }
 
-// RunReduce runs j over inputs like [Run], then reduces the successful
+// Run runs j over inputs like [batchagent.Run], then reduces the successful
 // outputs with r. Failed inputs are left out of the reduce (their results
 // say why). The error is non-nil for a bad job or reduce step, or when the
 // reduce itself fails.
-func RunReduce(ctx context.Context, j Job, inputs Inputs, r Reduce) ([]Result, ReduceResult, error) {
-	results, err := Run(ctx, j, inputs)
+func Run(ctx context.Context, j batchagent.Job, inputs batchagent.Inputs, r Config) ([]batchagent.Result, Result, error) {
+	results, err := batchagent.Run(ctx, j, inputs)
 	if err != nil {
-		return nil, ReduceResult{}, err
+		return nil, Result{}, err
 	}
 	var outputs []json.RawMessage
 	for _, res := range results {
@@ -62,16 +65,16 @@ func RunReduce(ctx context.Context, j Job, inputs Inputs, r Reduce) ([]Result, R
 			outputs = append(outputs, res.Output)
 		}
 	}
-	rr, err := ReduceOutputs(ctx, j, outputs, r)
+	rr, err := Outputs(ctx, j, outputs, r)
 	return results, rr, err
 }
 
-// ReduceOutputs reduces outputs with r, using j's model, limits and
+// Outputs reduces outputs with r, using j's model, limits and
 // checkpoint: level L runs as job j.ID + "/reduce-L", so a checkpointed
 // reduce resumes like any run.
-func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Reduce) (ReduceResult, error) {
+func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, r Config) (Result, error) {
 	if r.Task == "" {
-		return ReduceResult{}, badJob("reduce: empty task template")
+		return Result{}, badConfig("reduce: empty task template")
 	}
 	if r.GroupSize == 0 {
 		r.GroupSize = DefaultGroupSize
@@ -80,10 +83,10 @@ func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Redu
 		r.MaxBytes = DefaultMaxBytes
 	}
 	if r.GroupSize < 2 || r.MaxBytes < 0 {
-		return ReduceResult{}, badJob("reduce: group size %d must be at least 2 and max bytes %d not negative", r.GroupSize, r.MaxBytes)
+		return Result{}, badConfig("reduce: group size %d must be at least 2 and max bytes %d not negative", r.GroupSize, r.MaxBytes)
 	}
 	if len(outputs) == 0 {
-		return ReduceResult{}, errors.New("batchagent: reduce: no outputs to reduce")
+		return Result{}, errors.New("batchagent: reduce: no outputs to reduce")
 	}
 	if j.ID == "" {
 		j.ID = "job"
@@ -93,7 +96,7 @@ func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Redu
 	if r.System != "" {
 		rj.System = r.System
 	}
-	rr := ReduceResult{Reduced: len(outputs)}
+	rr := Result{Reduced: len(outputs)}
 	items := outputs
 	for level := 1; ; level++ {
 		groups := group(items, r.GroupSize, r.MaxBytes)
@@ -103,13 +106,13 @@ func ReduceOutputs(ctx context.Context, j Job, outputs []json.RawMessage, r Redu
 			return rr, fmt.Errorf("batchagent: reduce level %d: no two neighbouring outputs of its %d fit in max bytes %d together: raise max_bytes",
 				level, len(items), r.MaxBytes)
 		}
-		ins := make([]Input, len(groups))
+		ins := make([]batchagent.Input, len(groups))
 		for g, items := range groups {
 			arr, _ := json.Marshal(items)
-			ins[g] = Input{"outputs": string(arr), "level": level, "group": g}
+			ins[g] = batchagent.Input{"outputs": string(arr), "level": level, "group": g}
 		}
 		rj.ID = fmt.Sprintf("%s/reduce-%d", j.ID, level)
-		res, err := Run(ctx, rj, Slice(ins))
+		res, err := batchagent.Run(ctx, rj, batchagent.Slice(ins))
 		if err != nil {
 			return rr, err
 		}
@@ -150,4 +153,8 @@ func group(items []json.RawMessage, size, maxBytes int) [][]json.RawMessage {
 		groups = append(groups, cur)
 	}
 	return groups
+}
+
+func badConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{batchagent.ErrBadJob}, args...)...)
 }
