@@ -84,7 +84,7 @@ func Run(ctx context.Context, j batchagent.Job, inputs batchagent.Inputs, cfg Co
 // distinct job IDs.
 //
 // The error wraps [batchagent.ErrBadJob] for an invalid cfg or j; it is
-// also non-nil when outputs is empty, when a level cannot combine any two
+// also non-nil when outputs is empty or holds invalid JSON, when a level cannot combine any two
 // neighbouring outputs within cfg.MaxBytes, or when a reduce agent fails
 // (wrapping its [*batchagent.AgentError]). The Result then counts the
 // levels and calls run so far.
@@ -103,6 +103,11 @@ func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, c
 	}
 	if len(outputs) == 0 {
 		return Result{}, errors.New("batchagent: reduce: no outputs to reduce")
+	}
+	for i, o := range outputs {
+		if !json.Valid(o) {
+			return Result{}, fmt.Errorf("batchagent: reduce: output %d is not valid JSON", i)
+		}
 	}
 	if j.ID == "" {
 		j.ID = "job"
@@ -124,7 +129,10 @@ func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, c
 		}
 		ins := make([]batchagent.Input, len(groups))
 		for g, items := range groups {
-			arr, _ := json.Marshal(items)
+			arr, err := json.Marshal(items)
+			if err != nil {
+				return rr, fmt.Errorf("batchagent: reduce level %d group %d: %w", level, g, err)
+			}
 			ins[g] = batchagent.Input{"outputs": string(arr), "level": level, "group": g}
 		}
 		rj.ID = fmt.Sprintf("%s/reduce-%d", j.ID, level)

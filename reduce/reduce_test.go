@@ -108,6 +108,12 @@ func TestReduceErrors(t *testing.T) {
 	if _, err := reduce.Outputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{Task: "{outputs}", GroupSize: 1}); !errors.Is(err, batchagent.ErrBadJob) {
 		t.Errorf("group size 1: %v, want ErrBadJob", err)
 	}
+	// An output that is not JSON would be sent to the model as an empty
+	// {outputs}: it is named instead, before any model call.
+	bad := []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`{"summary":`)}
+	if _, err := reduce.Outputs(t.Context(), j, bad, reduce.Config{Task: "{outputs}"}); err == nil || err.Error() != "batchagent: reduce: output 1 is not valid JSON" || m.Stats().Calls != 0 {
+		t.Errorf("Outputs(invalid output 1) = %v after %d model calls; want output 1 named and no call", err, m.Stats().Calls)
+	}
 	// Outputs too big to pair within MaxBytes: a level would not shrink,
 	// so the reduce stops at once instead of calling the model forever.
 	big := json.RawMessage(`"` + strings.Repeat("x", 600) + `"`)
