@@ -34,5 +34,7 @@
 // [agent] (one agent's loop), [sched] (slots), [tool] (tools and the pool),
 // [schema] (structured output) and [llm] (the provider-neutral vocabulary
 // and the Model seam). Backends such as [github.com/batchagent/batchagent/backend/sim]
-// plug in as llm.Model values.
+// plug in as llm.Model values. Satellite packages build on the root's
+// public API: [github.com/batchagent/batchagent/reduce] combines a job's
+// outputs into one, hierarchically.
 package batchagent

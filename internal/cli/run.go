@@ -22,6 +22,7 @@ import (
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -64,9 +65,9 @@ type runner struct {
 	saved        *savedStore // the checkpoint store as the engine sees it, or nil
 	resumedLines int         // result lines kept in the output on resume
 
-	job       batchagent.Job     // as built, for the reduce step
-	reduce    *batchagent.Reduce // nil: no reduce step
-	reduceOut string             // where the reduce output goes; "" for stdout
+	job       batchagent.Job // as built, for the reduce step
+	reduce    *reduce.Config // nil: no reduce step
+	reduceOut string         // where the reduce output goes; "" for stdout
 	stdout    io.Writer
 	// limitSource says where the limit on model calls in flight comes
 	// from, for the summary.
@@ -162,7 +163,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	r.stdout = stdout
 	if red := cj.Reduce; red != nil {
-		r.reduce = &batchagent.Reduce{Task: red.Task, System: red.System, OutputSchema: red.OutputSchema.JSON,
+		r.reduce = &reduce.Config{Task: red.Task, System: red.System, OutputSchema: red.OutputSchema.JSON,
 			GroupSize: red.GroupSize, MaxBytes: red.MaxBytes}
 		r.reduceOut = red.Output
 		if r.reduceOut == "" && r.outPath != "" {
@@ -455,7 +456,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 // runReduce reduces the outputs and writes the final output.
 func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
 	start := time.Now()
-	rr, err := batchagent.ReduceOutputs(ctx, r.job, outputs, *r.reduce)
+	rr, err := reduce.Outputs(ctx, r.job, outputs, *r.reduce)
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,39 @@
-package batchagent_test
+package reduce_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/reduce"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newSim(t *testing.T, cfg sim.Config) *sim.Model {
+	t.Helper()
+	m, err := sim.New(cfg)
+	if err != nil {
+		t.Fatalf("sim.New(%+v) = %v", cfg, err)
+	}
+	return m
+}
+
+func inputs(n int) []batchagent.Input {
+	in := make([]batchagent.Input, n)
+	for i := range in {
+		in[i] = batchagent.Input{"id": fmt.Sprint(i)}
+	}
+	return in
+}
 
 const summarySchema = `{"type":"object","properties":{"summary":{"type":"string"},"count":{"type":"integer"}},"required":["summary","count"]}`
 
@@ -18,12 +42,12 @@ const summarySchema = `{"type":"object","properties":{"summary":{"type":"string"
 func TestRunReduceHierarchical(t *testing.T) {
 	m := newSim(t, sim.Config{Seed: 5, ToolTurns: -1})
 	j := batchagent.Job{ID: "papers", Model: m, Task: "Summarise paper {id}.", OutputSchema: json.RawMessage(summarySchema)}
-	r := batchagent.Reduce{
+	r := reduce.Config{
 		Task:         "Combine these summaries (level {level}, group {group}) into one: {outputs}",
 		OutputSchema: json.RawMessage(summarySchema),
 		GroupSize:    10,
 	}
-	results, rr, err := batchagent.RunReduce(t.Context(), j, batchagent.Slice(inputs(95)), r)
+	results, rr, err := reduce.Run(t.Context(), j, batchagent.Slice(inputs(95)), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +80,14 @@ func TestReduceResumes(t *testing.T) {
 	for i := range outs {
 		outs[i] = json.RawMessage(`{"summary":"s","count":1}`)
 	}
-	r := batchagent.Reduce{Task: "Combine {outputs}", OutputSchema: json.RawMessage(summarySchema), GroupSize: 4}
+	r := reduce.Config{Task: "Combine {outputs}", OutputSchema: json.RawMessage(summarySchema), GroupSize: 4}
 	first := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
-	a, err := batchagent.ReduceOutputs(t.Context(), batchagent.Job{ID: "r", Model: first, Checkpoint: ck}, outs, r)
+	a, err := reduce.Outputs(t.Context(), batchagent.Job{ID: "r", Model: first, Checkpoint: ck}, outs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
-	b, err := batchagent.ReduceOutputs(t.Context(), batchagent.Job{ID: "r", Model: again, Checkpoint: ck}, outs, r)
+	b, err := reduce.Outputs(t.Context(), batchagent.Job{ID: "r", Model: again, Checkpoint: ck}, outs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +99,25 @@ func TestReduceResumes(t *testing.T) {
 func TestReduceErrors(t *testing.T) {
 	m := newSim(t, sim.Config{})
 	j := batchagent.Job{Model: m, Task: "x"}
-	if _, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, batchagent.Reduce{}); err == nil || !strings.Contains(err.Error(), "empty task") {
+	if _, err := reduce.Outputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{}); !errors.Is(err, batchagent.ErrBadJob) || err.Error() != "batchagent: bad job: reduce: empty task template" {
 		t.Errorf("empty reduce task: %v", err)
 	}
-	if _, err := batchagent.ReduceOutputs(t.Context(), j, nil, batchagent.Reduce{Task: "{outputs}"}); err == nil {
-		t.Error("nothing to reduce: nil error")
+	if _, err := reduce.Outputs(t.Context(), j, nil, reduce.Config{Task: "{outputs}"}); err == nil || errors.Is(err, batchagent.ErrBadJob) {
+		t.Errorf("nothing to reduce: %v, want an error that is not ErrBadJob", err)
 	}
-	if _, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, batchagent.Reduce{Task: "{outputs}", GroupSize: 1}); err == nil {
-		t.Error("group size 1: nil error")
+	if _, err := reduce.Outputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{Task: "{outputs}", GroupSize: 1}); !errors.Is(err, batchagent.ErrBadJob) {
+		t.Errorf("group size 1: %v, want ErrBadJob", err)
+	}
+	// An output that is not JSON would be sent to the model as an empty
+	// {outputs}: it is named instead, before any model call.
+	bad := []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`{"summary":`)}
+	if _, err := reduce.Outputs(t.Context(), j, bad, reduce.Config{Task: "{outputs}"}); err == nil || err.Error() != "batchagent: reduce: output 1 is not valid JSON" || m.Stats().Calls != 0 {
+		t.Errorf("Outputs(invalid output 1) = %v after %d model calls; want output 1 named and no call", err, m.Stats().Calls)
 	}
 	// Outputs too big to pair within MaxBytes: a level would not shrink,
 	// so the reduce stops at once instead of calling the model forever.
 	big := json.RawMessage(`"` + strings.Repeat("x", 600) + `"`)
-	_, err := batchagent.ReduceOutputs(t.Context(), j, []json.RawMessage{big, big, big}, batchagent.Reduce{Task: "{outputs}", MaxBytes: 1000})
+	_, err := reduce.Outputs(t.Context(), j, []json.RawMessage{big, big, big}, reduce.Config{Task: "{outputs}", MaxBytes: 1000})
 	if err == nil || !strings.Contains(err.Error(), "reduce level 1: no two neighbouring outputs of its 3 fit in max bytes 1000") || m.Stats().Calls != 0 {
 		t.Errorf("outputs larger than MaxBytes/2: %v after %d model calls; want the no-progress error and no call", err, m.Stats().Calls)
 	}
