@@ -200,6 +200,10 @@ func classify(status int, errType, msg string) error {
 		return llm.ErrOverloaded
 	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout || errType == "timeout_error":
 		return llm.ErrTimeout
+	case status == http.StatusBadGateway:
+		// A proxy in front of the server could not reach it (a restart,
+		// say): a connection failure, retried for the outage budget.
+		return llm.ErrConnection
 	case status == http.StatusRequestEntityTooLarge || errType == "request_too_large" ||
 		errType == "exceed_context_size_error" || (status < 500 && isContextMessage(msg)):
 		return llm.ErrContextLength

@@ -75,6 +75,10 @@ func TestErrorClasses(t *testing.T) {
 			want: llm.APIError{StatusCode: 504, Message: "<html>Gateway Timeout</html>", Err: llm.ErrTimeout},
 		},
 		{
+			name: "502 from a proxy", status: 502, header: http.Header{"Content-Type": {"text/html"}}, body: []byte("<html>Bad Gateway</html>"),
+			want: llm.APIError{StatusCode: 502, Message: "<html>Bad Gateway</html>", Err: llm.ErrConnection},
+		},
+		{
 			name: "500 with a long HTML body", status: 500, header: http.Header{"Content-Type": {"text/html"}}, body: []byte(strings.Repeat("x", 300)),
 			want: llm.APIError{StatusCode: 500, Message: strings.Repeat("x", 256) + "...", Err: llm.ErrServer},
 		},

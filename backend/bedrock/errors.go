@@ -134,6 +134,10 @@ func statusClass(status int) error {
 		return llm.ErrOverloaded
 	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
 		return llm.ErrTimeout
+	case status == http.StatusBadGateway:
+		// A proxy in front of the endpoint could not reach it: a
+		// connection failure, retried for the outage budget.
+		return llm.ErrConnection
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return llm.ErrAuth
 	case status >= 500:

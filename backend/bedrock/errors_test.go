@@ -47,7 +47,7 @@ func TestErrorClasses(t *testing.T) {
 		{"bad signature", 403, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided.", "", llm.ErrAuth, 0},
 		{"expired token", 403, "ExpiredTokenException", "The security token included in the request is expired", "", llm.ErrAuth, 0},
 		{"no prompt caching", 403, "AccessDeniedException", "You invoked an unsupported model or your request did not allow prompt caching. See the documentation for more information.", "", llm.ErrBadRequest, 0},
-		{"unknown 502", 502, "", "Bad Gateway", "", llm.ErrServer, 0},
+		{"proxy 502", 502, "", "Bad Gateway", "", llm.ErrConnection, 0},
 		{"unknown 503", 503, "", "", "", llm.ErrOverloaded, 0},
 		{"unknown 401", 401, "", "", "", llm.ErrAuth, 0},
 		{"unknown 418", 418, "", "teapot", "", llm.ErrBadRequest, 0},

@@ -139,6 +139,7 @@ func rawString(raw json.RawMessage) string {
 //   - 429: ErrRateLimited (but OpenAI's insufficient_quota, which no wait
 //     cures: ErrBadRequest)
 //   - 503, 529: ErrOverloaded
+//   - 502 (a proxy that could not reach the server): ErrConnection
 //   - 500 from llama.cpp failing to parse the request body
 //     ("[json.exception..."): ErrBadRequest, since resending the same body
 //     fails the same way
@@ -186,6 +187,10 @@ func classify(status int, typ, code, msg string) error {
 		return llm.ErrRateLimited
 	case status == http.StatusServiceUnavailable || status == 529:
 		return llm.ErrOverloaded
+	case status == http.StatusBadGateway:
+		// A proxy in front of the server could not reach it (a restart,
+		// say): a connection failure, retried for the outage budget.
+		return llm.ErrConnection
 	case status == http.StatusInternalServerError && strings.HasPrefix(msg, "[json.exception."):
 		return llm.ErrBadRequest
 	case status >= 500:

@@ -35,7 +35,7 @@ func TestErrorClasses(t *testing.T) {
 		{name: "503 with Retry-After", status: 503, header: map[string]string{"Retry-After": "7"}, body: `{"error":{"message":"busy"}}`, class: llm.ErrOverloaded, retryWait: 7 * time.Second},
 		{name: "504 gateway timeout", status: 504, body: "upstream timed out", class: llm.ErrTimeout, msg: "upstream timed out"},
 		{name: "408", status: 408, body: "", class: llm.ErrTimeout, msg: "Request Timeout"},
-		{name: "502 HTML", status: 502, body: "<html>\n<head><title>502 Bad Gateway</title></head>\n</html>", class: llm.ErrServer, msg: "<html>"},
+		{name: "502 HTML", status: 502, body: "<html>\n<head><title>502 Bad Gateway</title></head>\n</html>", class: llm.ErrConnection, msg: "<html>"},
 		{name: "403", status: 403, body: `{"error":{"message":"Project does not have access to model"}}`, class: llm.ErrAuth, msg: "authentication failed: check OPENAI_API_KEY: Project does not have access"},
 		{name: "404 text", status: 404, body: "404 page not found\n", class: llm.ErrBadRequest, msg: "404 page not found"},
 		{name: "vLLM context error", status: 400,
