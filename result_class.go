@@ -63,12 +63,15 @@ func classOf(err error) string {
 // answers errors.Is for each class's sentinel and errors.As for a
 // *schema.ValidationError holding the problems, as the original did. A
 // cause that was a sentinel, or a validation error, itself comes back as
-// that value. Unknown class names (of a later version) are ignored. A
-// state saved before classes were recorded has none: a cause with
-// problems then comes back as a validation error, any other as plain text.
+// that value. Unknown class names (of a later version) are ignored.
+// Problems are saved only for a validation failure, so a cause with
+// problems comes back as a validation error whatever its classes say: a
+// state saved before classes were recorded has none, and one saved by a
+// later version may name only classes unknown here. Any other cause with
+// no known class comes back as plain text.
 func restoreCause(msg, class string, problems []schema.Problem, raw string) error {
 	var errs []error
-	validation := class == "" && len(problems) > 0
+	validation := len(problems) > 0
 	for name := range strings.SplitSeq(class, ",") {
 		if name == classValidation {
 			validation = true

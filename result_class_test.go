@@ -78,3 +78,23 @@ func TestRestoreCause(t *testing.T) {
 		}
 	})
 }
+
+// TestRestoreCauseUnknownClassKeepsProblems checks that a state whose
+// classes are all unknown to this version (written by a later one) still
+// restores its schema problems: they are saved only for a validation
+// failure, and an export would otherwise drop them from the result line.
+func TestRestoreCauseUnknownClassKeepsProblems(t *testing.T) {
+	problems := []schema.Problem{{Path: "$.a", Message: "missing"}}
+	got := restoreCause("bad answer", "from_the_future", problems, `{}`)
+	v, ok := errors.AsType[*schema.ValidationError](got)
+	if !ok || !gocmp.Equal(v.Problems, problems) {
+		t.Fatalf("restoreCause(%q, %q, problems) = %#v, want one answering errors.As with problems %v", "bad answer", "from_the_future", got, problems)
+	}
+	if got.Error() != "bad answer" {
+		t.Errorf("restoreCause text = %q, want %q", got, "bad answer")
+	}
+	ae := &AgentError{Op: "validate", Kind: KindValidation, Err: got}
+	if d := describe(ae); !gocmp.Equal(d.Problems, problems) {
+		t.Errorf("describe(restored).Problems = %v, want %v", d.Problems, problems)
+	}
+}

@@ -25,10 +25,11 @@ func CSVHeader(r io.Reader, source string) ([]string, error) {
 // JSONLFields returns the keys, sorted, of the first row of a JSONL input
 // that [JSONL] yields without an error: the fields the input provides, as
 // [CSVHeader] returns them for CSV. Rows are free to differ, so this is what
-// the first row holds, not a promise about the others. It reads r only as
-// far as that row, through a buffer, and returns a non-nil slice,, so r should be reopened or rewound
-// before it is read again. If no row decodes, it returns the first *[Error]
-// JSONL yields, or an *Error for line 1 when the input holds no row at all.
+// the first row holds, not a promise about the others. It returns a
+// non-nil slice. It reads r only as far as that row (to its end when no row
+// decodes), through a buffer, so r should be reopened or rewound before it
+// is read again. If no row decodes, it returns the first *[Error] JSONL
+// yields, or an *Error for line 1 when the input holds no row at all.
 func JSONLFields(r io.Reader, source string) ([]string, error) {
 	var first error
 	for in, err := range JSONL(r, source) {
