@@ -27,16 +27,25 @@ var ErrDuplicateKey = errors.New("duplicate key")
 // text.
 var ErrInvalidUTF8 = errors.New("invalid UTF-8")
 
+// maxKeys bounds the object keys a lineDecoder keeps to reuse, so that
+// rows with ever new keys do not grow it without end.
+const maxKeys = 1024
+
 // lineDecoder decodes JSONL lines with one reused [jsontext.Decoder], which
 // rejects duplicate names and invalid UTF-8 (RFC 7493) as it reads. It is
 // owned by one JSONL sequence and not safe for concurrent use.
 type lineDecoder struct {
 	r   bytes.Reader
 	dec *jsontext.Decoder
+	// keys holds the object keys met so far, each its own key, so that
+	// rows naming the same keys, as rows mostly do, share their strings
+	// rather than allocate them again on every line.
+	keys map[string]string
+	buf  []byte // scratch for unquoting a key
 }
 
 func newLineDecoder() *lineDecoder {
-	ld := &lineDecoder{}
+	ld := &lineDecoder{keys: make(map[string]string)}
 	ld.dec = jsontext.NewDecoder(&ld.r)
 	return ld
 }
@@ -71,11 +80,10 @@ func (ld *lineDecoder) value() (any, error) {
 	case '{':
 		m := make(map[string]any)
 		for ld.dec.PeekKind() != '}' {
-			name, err := ld.dec.ReadToken()
+			k, err := ld.key()
 			if err != nil {
 				return nil, err
 			}
-			k := name.String()
 			v, err := ld.value()
 			if err != nil {
 				return nil, within(err, keySegment(k))
@@ -111,6 +119,30 @@ func (ld *lineDecoder) value() (any, error) {
 		// Unreachable: ReadToken returns only the kinds above, or an error.
 		return nil, fmt.Errorf("unexpected JSON token %v", tok.Kind())
 	}
+}
+
+// key reads the next object name from ld.dec, reusing the string of a key
+// met before.
+func (ld *lineDecoder) key() (string, error) {
+	raw, err := ld.dec.ReadValue() // a name: checked for duplicates like ReadToken does
+	if err != nil {
+		return "", err
+	}
+	name := raw[1 : len(raw)-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		if ld.buf, err = jsontext.AppendUnquote(ld.buf[:0], raw); err != nil {
+			return "", err // unreachable: ReadValue validated raw
+		}
+		name = ld.buf
+	}
+	if k, ok := ld.keys[string(name)]; ok {
+		return k, nil
+	}
+	k := string(name)
+	if len(ld.keys) < maxKeys {
+		ld.keys[k] = k
+	}
+	return k, nil
 }
 
 // pathError is an error inside a JSON line with the JSONPath-like location

@@ -1,6 +1,9 @@
 package llm
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+)
 
 // Size caps of an answer, enforced by the client whatever the server does:
 // a server may ignore max_tokens and stream without end.
@@ -33,6 +36,40 @@ func AnswerLimit(maxTokens int) int {
 // request with the given token cap may hold: twice its [AnswerLimit]
 // (JSON escapes the text) plus 1 MiB for the envelope.
 func BodyLimit(maxTokens int) int64 { return 2*int64(AnswerLimit(maxTokens)) + 1<<20 }
+
+// LimitBody returns rc, a non-streamed response body to a request with the
+// given token cap, read no further than [BodyLimit](maxTokens): reading
+// more fails with a *[SizeError] (a server that ignored the token cap).
+// Closing it closes rc.
+func LimitBody(rc io.ReadCloser, maxTokens int) io.ReadCloser {
+	return &limitedBody{rc: rc, limit: BodyLimit(maxTokens), maxTokens: maxTokens}
+}
+
+// limitedBody is the io.ReadCloser of LimitBody.
+type limitedBody struct {
+	rc        io.ReadCloser
+	limit, n  int64
+	maxTokens int
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.n >= b.limit {
+		// Only more data past the limit is an error, not its end.
+		var one [1]byte
+		if n, err := b.rc.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, &SizeError{Limit: b.limit, MaxTokens: b.maxTokens}
+	}
+	n, err := b.rc.Read(p[:min(int64(len(p)), b.limit-b.n)])
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // SizeError reports an answer cut off because it outgrew its byte cap. It
 // wraps [ErrTruncated].

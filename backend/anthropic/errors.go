@@ -24,9 +24,10 @@ import (
 // headers, and whether reading its body failed. That tells a broken
 // connection from a malformed body, which the SDK reports alike.
 type exchange struct {
-	// limit caps the bytes read of the response body; zero means none.
-	limit     int64
-	maxTokens int // the request's token cap, for the error of limit
+	// limit sets whether the response body is capped with llm.LimitBody
+	// for the token cap maxTokens.
+	limit     bool
+	maxTokens int
 	sent      bool
 	resp      *http.Response
 	body      *watchedBody
@@ -39,7 +40,11 @@ func (x *exchange) option() option.RequestOption {
 		if resp != nil {
 			x.resp = resp
 			if resp.Body != nil {
-				x.body = &watchedBody{rc: resp.Body, limit: x.limit, maxTokens: x.maxTokens}
+				rc := resp.Body
+				if x.limit {
+					rc = llm.LimitBody(rc, x.maxTokens)
+				}
+				x.body = &watchedBody{rc: rc}
 				resp.Body = x.body
 			}
 		}
@@ -56,31 +61,14 @@ func (x *exchange) readFailed() error {
 }
 
 // watchedBody records the first read error of a response body other than
-// io.EOF. With a limit, reading past limit bytes fails with an
-// *llm.SizeError.
+// io.EOF.
 type watchedBody struct {
-	rc        io.ReadCloser
-	limit     int64
-	maxTokens int
-	n         int64 // bytes read
-	err       error
+	rc  io.ReadCloser
+	err error
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
-	if b.limit > 0 && len(p) > 0 {
-		if b.n >= b.limit {
-			// Only more data past the limit is an error, not its end.
-			var one [1]byte
-			if n, err := b.rc.Read(one[:]); n == 0 {
-				return 0, err
-			}
-			b.err = &llm.SizeError{Limit: b.limit, MaxTokens: b.maxTokens}
-			return 0, b.err
-		}
-		p = p[:min(int64(len(p)), b.limit-b.n)]
-	}
 	n, err := b.rc.Read(p)
-	b.n += int64(n)
 	if err != nil && err != io.EOF && b.err == nil {
 		b.err = err
 	}

@@ -26,7 +26,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	// The body is read no further than its size cap: a server that
 	// ignores max_tokens fails with llm.ErrTruncated.
 	var (
-		x    = exchange{limit: llm.BodyLimit(int(c.params.MaxTokens)), maxTokens: int(c.params.MaxTokens)}
+		x    = exchange{limit: true, maxTokens: int(c.params.MaxTokens)}
 		body []byte
 	)
 	// The body is decoded here rather than by the SDK, so that a malformed
