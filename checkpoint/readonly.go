@@ -49,19 +49,10 @@ func OpenReadOnly(path string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	w, err := newWriter(ctx, db)
+	s, err := newStore(ctx, db, Config{})
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	s := &Store{
-		db:      db,
-		w:       w,
-		cfg:     Config{}.withDefaults(),
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-	}
-	go s.write()
 	return s, nil
 }
 

@@ -190,10 +190,20 @@ func Open(path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
+	s, err := newStore(ctx, db, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// newStore returns a Store over db and starts its writer goroutine, which
+// [Store.Close] stops. It closes db when it fails.
+func newStore(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 	w, err := newWriter(ctx, db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+		return nil, err
 	}
 	s := &Store{
 		db:      db,

@@ -177,23 +177,17 @@ func (c *inputCheck) err(inPath, statePath string) error {
 		what, len(c.changed))
 }
 
-// readInputs opens the inputs at path, chosen by extension as openInputs
-// does.
+// readInputs opens the inputs at path, in the format openInputs reads.
 func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
-	var decode func(io.Reader, string) batchagent.Inputs
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".jsonl", ".ndjson":
-		decode = batchagent.JSONL
-	case ".csv":
-		decode = batchagent.CSV
-	default:
-		return nil, nil, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
+	format, err := inputFormatOf(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputs: %w", err)
 	}
-	return decode(f, filepath.Base(path)), f, nil
+	return format.decode(f, filepath.Base(path)), f, nil
 }
 
 // inputLine returns the 1-based line of input i of the file at path, or 0

@@ -300,31 +300,41 @@ func openOutput(path string, plan *outputPlan) (*os.File, map[int]bool, error) {
 // openInputs opens an input file, choosing the format by its extension,
 // and counts its inputs for the progress estimate.
 func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
-	var (
-		decode func(io.Reader, string) batchagent.Inputs
-		count  func(io.Reader) (int, error)
-	)
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".jsonl", ".ndjson":
-		decode, count = batchagent.JSONL, input.CountJSONL
-	case ".csv":
-		decode, count = batchagent.CSV, input.CountCSV
-	default:
-		return nil, 0, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
+	format, err := inputFormatOf(path)
+	if err != nil {
+		return nil, 0, err
 	}
 	in, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
 	r.closers = append(r.closers, namedCloser{"inputs", in})
-	total, err := count(in)
+	total, err := format.count(in)
 	if err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
-	return decode(in, filepath.Base(path)), total, nil
+	return format.decode(in, filepath.Base(path)), total, nil
+}
+
+// inputFormat is how an input file is read.
+type inputFormat struct {
+	decode func(io.Reader, string) batchagent.Inputs
+	count  func(io.Reader) (int, error)
+}
+
+// inputFormatOf chooses the format of the input file at path by its
+// extension.
+func inputFormatOf(path string) (inputFormat, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return inputFormat{batchagent.JSONL, input.CountJSONL}, nil
+	case ".csv":
+		return inputFormat{batchagent.CSV, input.CountCSV}, nil
+	}
+	return inputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
 }
 
 // close closes what the runner opened, once, and returns the errors met,
