@@ -299,7 +299,7 @@ func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cance
 		}
 		prev, hasPrev := saved[i]
 		delete(saved, i) // what it holds is freed as the run moves on
-		if hasPrev && !sameInput(prev.Input, in) {
+		if hasPrev && !prev.Input.Same(in) {
 			// The state of another input at this index: run this one fresh.
 			hasPrev = false
 			e.log.LogAttrs(ctx, slog.LevelWarn, "saved state is of a different input: running the input again",

@@ -146,7 +146,7 @@ func checkInputs(path string, states []agent.State) (*inputCheck, error) {
 			si++
 		}
 		if si < len(states) && states[si].Index == c.inputs {
-			if err != nil || !sameInput(states[si].Input, v) {
+			if err != nil || !states[si].Input.Same(v) {
 				mark(c.inputs)
 			}
 			si++
@@ -207,37 +207,6 @@ func inputLine(path string, i int) int {
 		return 0
 	}
 	return line
-}
-
-// sameInput reports whether two inputs are equal as JSON, keys in any
-// order and numbers compared as their text: the engine's own test of a
-// saved state.
-func sameInput(a, b batchagent.Input) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	ca, err := canonicalInput(a)
-	if err != nil {
-		return false
-	}
-	cb, err := canonicalInput(b)
-	return err == nil && bytes.Equal(ca, cb)
-}
-
-// canonicalInput returns in as JSON with every object's keys sorted and
-// numbers kept as their text.
-func canonicalInput(in batchagent.Input) ([]byte, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
 }
 
 // outputPlan says which lines of a resumed run's results file stay.
