@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,14 +47,8 @@ const (
 )
 
 // liveSystem is the shared prefix, about 250 tokens.
-var liveSystem = func() string {
-	var b strings.Builder
-	b.WriteString("You are a careful cataloguer of a toy shop. Follow the house rules below.\n")
-	for i := 0; b.Len() < 1000; i++ {
-		fmt.Fprintf(&b, "Rule %d: answer with one short word and nothing else.\n", i+1)
-	}
-	return b.String()
-}()
+var liveSystem = rulesPrompt("You are a careful cataloguer of a toy shop. Follow the house rules below.\n",
+	"answer with one short word and nothing else.", 1000)
 
 // liveRun is one mode's measurements.
 type liveRun struct {
@@ -264,12 +257,7 @@ func measureLive(ctx context.Context, opt Options, lw liveWorkload, mode string,
 		return Report{}, fmt.Errorf("bench live %s: %w", mode, err)
 	}
 	r.requests, r.status429 = b.tr.requests.Load(), b.tr.status429.Load()
-	p50 := round(percentile(r.ttfts, 0.50).Seconds(), 4)
-	p95 := round(percentile(r.ttfts, 0.95).Seconds(), 4)
-	share := 0.0
-	if r.prompt > 0 {
-		share = round(float64(r.cached)/float64(r.prompt), 4)
-	}
+	p50, p95, share := cacheStats(r.ttfts, r.prompt, r.cached)
 	return Report{
 		Scenario:         "live",
 		Mode:             mode,

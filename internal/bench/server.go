@@ -32,14 +32,19 @@ const (
 )
 
 // serverSystem is the shared prefix: about 2,000 tokens (8,000 bytes).
-var serverSystem = func() string {
+var serverSystem = rulesPrompt("You are a meticulous cataloguer. Follow the house rules below exactly.\n",
+	"describe the item plainly, cite its identifier, and never guess a value you were not given.", 8000)
+
+// rulesPrompt is a system prompt of at least size bytes: intro, then
+// numbered lines "Rule N: rule" until it is long enough.
+func rulesPrompt(intro, rule string, size int) string {
 	var b strings.Builder
-	b.WriteString("You are a meticulous cataloguer. Follow the house rules below exactly.\n")
-	for i := 0; b.Len() < 8000; i++ {
-		fmt.Fprintf(&b, "Rule %d: describe the item plainly, cite its identifier, and never guess a value you were not given.\n", i+1)
+	b.WriteString(intro)
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "Rule %d: %s\n", i+1, rule)
 	}
 	return b.String()
-}()
+}
 
 // serverRun is one mode's measurements.
 type serverRun struct {
@@ -205,6 +210,17 @@ func ids(n int) []batchagent.Input {
 		in[i] = batchagent.Input{"id": fmt.Sprint(i)}
 	}
 	return in
+}
+
+// cacheStats returns the 50th and 95th percentiles of ttfts in seconds and
+// the share of prompt tokens that were cached, as a Report carries them.
+func cacheStats(ttfts []time.Duration, prompt, cached int64) (p50, p95, share float64) {
+	p50 = round(percentile(ttfts, 0.50).Seconds(), 4)
+	p95 = round(percentile(ttfts, 0.95).Seconds(), 4)
+	if prompt > 0 {
+		share = round(float64(cached)/float64(prompt), 4)
+	}
+	return p50, p95, share
 }
 
 // percentile returns the p-th percentile (0..1) of ds.
