@@ -367,14 +367,24 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 		Output:    &llm.OutputSpec{Name: "output", Schema: lw.schema.Raw()},
 		MaxTokens: lw.maxTokens,
 	}
+	ttft := naiveCall(ctx, m, req, lw.schema, batchagent.DefaultMaxRetries, liveRetryPause, &res)
+	return res, ttft
+}
+
+// naiveCall is one naive agent's single turn: req streamed, the answer
+// parsed by sch once (no correction turn), a transient failure retried
+// after a fixed pause, up to maxRetries times. It sets res's Attempts,
+// Turns, Usage, Raw, Output and Err, and returns the time from its start to
+// the first token of the answer (zero when no token came).
+func naiveCall(ctx context.Context, m *openai.Model, req *llm.Request, sch *schema.Schema, maxRetries int, pause time.Duration, res *batchagent.Result) time.Duration {
 	ready := time.Now()
 	for attempt := 0; ; attempt++ {
 		res.Attempts++
 		var (
 			acc   llm.Accumulator
 			first time.Time
+			err   error
 		)
-		err = nil
 		for ev, e := range m.Stream(ctx, req) {
 			if e != nil {
 				err = e
@@ -390,23 +400,23 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 			res.Turns = 1
 			res.Usage = resp.Usage
 			res.Raw = resp.Message.Content
-			res.Output, res.Err = lw.schema.Parse(resp.Message.Content)
+			res.Output, res.Err = sch.Parse(resp.Message.Content)
 			if first.IsZero() {
-				return res, 0
+				return 0
 			}
-			return res, first.Sub(ready)
+			return first.Sub(ready)
 		}
-		if !llm.IsTransient(err) || attempt == batchagent.DefaultMaxRetries {
+		if !llm.IsTransient(err) || attempt == maxRetries {
 			res.Err = err
-			return res, 0
+			return 0
 		}
-		t := time.NewTimer(liveRetryPause)
+		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			res.Err = ctx.Err()
-			return res, 0
+			return 0
 		}
 	}
 }

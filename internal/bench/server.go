@@ -151,46 +151,7 @@ func serverNaive(ctx context.Context, m *openai.Model, wl workload) (serverRun, 
 				},
 				Output: &llm.OutputSpec{Name: "output", Schema: sch.Raw()},
 			}
-			ready := time.Now()
-			var ttft time.Duration
-			for attempt := 0; ; attempt++ {
-				res.Attempts++
-				var acc llm.Accumulator
-				var err error
-				first := time.Time{}
-				for ev, e := range m.Stream(ctx, req) {
-					if e != nil {
-						err = e
-						break
-					}
-					if first.IsZero() {
-						first = time.Now()
-					}
-					acc.Add(ev)
-				}
-				if err == nil {
-					ttft = first.Sub(ready)
-					resp := acc.Response()
-					res.Turns = 1
-					res.Usage = resp.Usage
-					res.Output, res.Err = sch.Parse(resp.Message.Content)
-					break
-				}
-				if !llm.IsTransient(err) || attempt == 10 {
-					res.Err = err
-					break
-				}
-				t := time.NewTimer(time.Second)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					res.Err = ctx.Err()
-				}
-				if res.Err != nil {
-					break
-				}
-			}
+			ttft := naiveCall(ctx, m, req, sch, 10, time.Second, &res)
 			mu.Lock()
 			defer mu.Unlock()
 			r.count(res)
