@@ -158,6 +158,7 @@ func runLive(ctx context.Context, opt Options, w io.Writer) ([]Report, error) {
 		return nil, err
 	}
 	lw.schema = sch
+	lw.system = liveSystem + "\n\n" + sch.Instructions()
 	if lw.task, err = job.ParseTemplate(liveTask); err != nil {
 		return nil, err
 	}
@@ -206,6 +207,7 @@ type liveWorkload struct {
 	maxTokens int
 	schema    *schema.Schema
 	task      *job.Template
+	system    string // the naive client's system prompt: liveSystem and schema's instructions
 }
 
 // liveIdeal measures the physical limit: one agent alone on the server,
@@ -361,7 +363,7 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 	}
 	req := &llm.Request{
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: liveSystem + "\n\n" + lw.schema.Instructions()},
+			{Role: llm.RoleSystem, Content: lw.system},
 			{Role: llm.RoleUser, Content: text},
 		},
 		Output:    &llm.OutputSpec{Name: "output", Schema: lw.schema.Raw()},
