@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,22 @@ var ErrUnknownTool = errors.New("tool: unknown tool")
 // the arguments are not a well-formed JSON object. Tools may wrap it too when
 // the arguments do not fit their schema.
 var ErrBadArguments = errors.New("tool: bad arguments")
+
+// DecodeArgs decodes a call's arguments into v, which must be a non-nil
+// pointer, as a [Tool.Call] implementation does: strictly, so that a field v
+// lacks is an error rather than an argument silently ignored. Only the first
+// JSON value of args is read. The error wraps [ErrBadArguments] and ends in
+// "; want " and want, an example of the arguments that shows the model what
+// to send, as {"path": "<file path>"}. A required argument's field is best a
+// pointer, so that its absence can be told from a zero value.
+func DecodeArgs(args json.RawMessage, v any, want string) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v; want %s", ErrBadArguments, err, want)
+	}
+	return nil
+}
 
 // ErrTimeout is wrapped by the [*CallError] that [Pool.Call] returns when an
 // execution runs past [PoolConfig.Timeout].

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,34 @@ func TestErrorTexts(t *testing.T) {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("%#v.Error() = %q, want %q", tt.err, got, tt.want)
 		}
+	}
+}
+
+func TestDecodeArgs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, args, want string
+	}{
+		{"ok", `{"path":"a"}`, ""},
+		{"unknown field", `{"path":"a","mode":1}`, `tool: bad arguments: json: unknown field "mode"; want {"path": "<p>"}`},
+		{"cut short", `{"path":`, `tool: bad arguments: unexpected EOF; want {"path": "<p>"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var a struct {
+				Path *string `json:"path"`
+			}
+			err := tool.DecodeArgs(json.RawMessage(tt.args), &a, `{"path": "<p>"}`)
+			if tt.want == "" {
+				if err != nil || a.Path == nil || *a.Path != "a" {
+					t.Fatalf("DecodeArgs(%s) = %v, path %v; want nil, \"a\"", tt.args, err, a.Path)
+				}
+				return
+			}
+			if !errors.Is(err, tool.ErrBadArguments) || err.Error() != tt.want {
+				t.Fatalf("DecodeArgs(%s) = %v, want %q wrapping ErrBadArguments", tt.args, err, tt.want)
+			}
+		})
 	}
 }

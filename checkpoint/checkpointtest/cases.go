@@ -473,7 +473,7 @@ func testSaveAsync(t testing.TB, c batchagent.Checkpointer) {
 		})
 	}
 	start.Wait()
-	if !waitTimeout(&wg, callTimeout) {
+	if _, ok := within(func() struct{} { wg.Wait(); return struct{}{} }); !ok {
 		mu.Lock()
 		var missing []int
 		for idx, k := range calls {
@@ -503,18 +503,4 @@ func testSaveAsync(t testing.TB, c batchagent.Checkpointer) {
 		}
 	}
 	mu.Unlock()
-}
-
-// waitTimeout waits for wg, or reports false after d.
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return true
-	case <-timer.C:
-		return false
-	}
 }

@@ -154,7 +154,6 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 func runFresh(t testing.TB) []batchagent.Result {
 	t.Helper()
 	j, _ := resumeJob(t, nil)
-	j.Checkpoint = nil
 	res, err := batchagent.Run(ctxOf(t), j, batchagent.Slice(resumeInputsOf()))
 	if err != nil {
 		t.Fatalf("fresh run: %v", err)

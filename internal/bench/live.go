@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,14 +47,8 @@ const (
 )
 
 // liveSystem is the shared prefix, about 250 tokens.
-var liveSystem = func() string {
-	var b strings.Builder
-	b.WriteString("You are a careful cataloguer of a toy shop. Follow the house rules below.\n")
-	for i := 0; b.Len() < 1000; i++ {
-		fmt.Fprintf(&b, "Rule %d: answer with one short word and nothing else.\n", i+1)
-	}
-	return b.String()
-}()
+var liveSystem = rulesPrompt("You are a careful cataloguer of a toy shop. Follow the house rules below.\n",
+	"answer with one short word and nothing else.", 1000)
 
 // liveRun is one mode's measurements.
 type liveRun struct {
@@ -165,6 +158,7 @@ func runLive(ctx context.Context, opt Options, w io.Writer) ([]Report, error) {
 		return nil, err
 	}
 	lw.schema = sch
+	lw.system = liveSystem + "\n\n" + sch.Instructions()
 	if lw.task, err = job.ParseTemplate(liveTask); err != nil {
 		return nil, err
 	}
@@ -213,6 +207,7 @@ type liveWorkload struct {
 	maxTokens int
 	schema    *schema.Schema
 	task      *job.Template
+	system    string // the naive client's system prompt: liveSystem and schema's instructions
 }
 
 // liveIdeal measures the physical limit: one agent alone on the server,
@@ -264,12 +259,7 @@ func measureLive(ctx context.Context, opt Options, lw liveWorkload, mode string,
 		return Report{}, fmt.Errorf("bench live %s: %w", mode, err)
 	}
 	r.requests, r.status429 = b.tr.requests.Load(), b.tr.status429.Load()
-	p50 := round(percentile(r.ttfts, 0.50).Seconds(), 4)
-	p95 := round(percentile(r.ttfts, 0.95).Seconds(), 4)
-	share := 0.0
-	if r.prompt > 0 {
-		share = round(float64(r.cached)/float64(r.prompt), 4)
-	}
+	p50, p95, share := cacheStats(r.ttfts, r.prompt, r.cached)
 	return Report{
 		Scenario:         "live",
 		Mode:             mode,
@@ -373,20 +363,30 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 	}
 	req := &llm.Request{
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: liveSystem + "\n\n" + lw.schema.Instructions()},
+			{Role: llm.RoleSystem, Content: lw.system},
 			{Role: llm.RoleUser, Content: text},
 		},
 		Output:    &llm.OutputSpec{Name: "output", Schema: lw.schema.Raw()},
 		MaxTokens: lw.maxTokens,
 	}
+	ttft := naiveCall(ctx, m, req, lw.schema, batchagent.DefaultMaxRetries, liveRetryPause, &res)
+	return res, ttft
+}
+
+// naiveCall is one naive agent's single turn: req streamed, the answer
+// parsed by sch once (no correction turn), a transient failure retried
+// after a fixed pause, up to maxRetries times. It sets res's Attempts,
+// Turns, Usage, Raw, Output and Err, and returns the time from its start to
+// the first token of the answer (zero when no token came).
+func naiveCall(ctx context.Context, m *openai.Model, req *llm.Request, sch *schema.Schema, maxRetries int, pause time.Duration, res *batchagent.Result) time.Duration {
 	ready := time.Now()
 	for attempt := 0; ; attempt++ {
 		res.Attempts++
 		var (
 			acc   llm.Accumulator
 			first time.Time
+			err   error
 		)
-		err = nil
 		for ev, e := range m.Stream(ctx, req) {
 			if e != nil {
 				err = e
@@ -402,23 +402,23 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 			res.Turns = 1
 			res.Usage = resp.Usage
 			res.Raw = resp.Message.Content
-			res.Output, res.Err = lw.schema.Parse(resp.Message.Content)
+			res.Output, res.Err = sch.Parse(resp.Message.Content)
 			if first.IsZero() {
-				return res, 0
+				return 0
 			}
-			return res, first.Sub(ready)
+			return first.Sub(ready)
 		}
-		if !llm.IsTransient(err) || attempt == batchagent.DefaultMaxRetries {
+		if !llm.IsTransient(err) || attempt == maxRetries {
 			res.Err = err
-			return res, 0
+			return 0
 		}
-		t := time.NewTimer(liveRetryPause)
+		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			res.Err = ctx.Err()
-			return res, 0
+			return 0
 		}
 	}
 }

@@ -32,14 +32,19 @@ const (
 )
 
 // serverSystem is the shared prefix: about 2,000 tokens (8,000 bytes).
-var serverSystem = func() string {
+var serverSystem = rulesPrompt("You are a meticulous cataloguer. Follow the house rules below exactly.\n",
+	"describe the item plainly, cite its identifier, and never guess a value you were not given.", 8000)
+
+// rulesPrompt is a system prompt of at least size bytes: intro, then
+// numbered lines "Rule N: rule" until it is long enough.
+func rulesPrompt(intro, rule string, size int) string {
 	var b strings.Builder
-	b.WriteString("You are a meticulous cataloguer. Follow the house rules below exactly.\n")
-	for i := 0; b.Len() < 8000; i++ {
-		fmt.Fprintf(&b, "Rule %d: describe the item plainly, cite its identifier, and never guess a value you were not given.\n", i+1)
+	b.WriteString(intro)
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "Rule %d: %s\n", i+1, rule)
 	}
 	return b.String()
-}()
+}
 
 // serverRun is one mode's measurements.
 type serverRun struct {
@@ -146,46 +151,7 @@ func serverNaive(ctx context.Context, m *openai.Model, wl workload) (serverRun, 
 				},
 				Output: &llm.OutputSpec{Name: "output", Schema: sch.Raw()},
 			}
-			ready := time.Now()
-			var ttft time.Duration
-			for attempt := 0; ; attempt++ {
-				res.Attempts++
-				var acc llm.Accumulator
-				var err error
-				first := time.Time{}
-				for ev, e := range m.Stream(ctx, req) {
-					if e != nil {
-						err = e
-						break
-					}
-					if first.IsZero() {
-						first = time.Now()
-					}
-					acc.Add(ev)
-				}
-				if err == nil {
-					ttft = first.Sub(ready)
-					resp := acc.Response()
-					res.Turns = 1
-					res.Usage = resp.Usage
-					res.Output, res.Err = sch.Parse(resp.Message.Content)
-					break
-				}
-				if !llm.IsTransient(err) || attempt == 10 {
-					res.Err = err
-					break
-				}
-				t := time.NewTimer(time.Second)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					res.Err = ctx.Err()
-				}
-				if res.Err != nil {
-					break
-				}
-			}
+			ttft := naiveCall(ctx, m, req, sch, 10, time.Second, &res)
 			mu.Lock()
 			defer mu.Unlock()
 			r.count(res)
@@ -205,6 +171,17 @@ func ids(n int) []batchagent.Input {
 		in[i] = batchagent.Input{"id": fmt.Sprint(i)}
 	}
 	return in
+}
+
+// cacheStats returns the 50th and 95th percentiles of ttfts in seconds and
+// the share of prompt tokens that were cached, as a Report carries them.
+func cacheStats(ttfts []time.Duration, prompt, cached int64) (p50, p95, share float64) {
+	p50 = round(percentile(ttfts, 0.50).Seconds(), 4)
+	p95 = round(percentile(ttfts, 0.95).Seconds(), 4)
+	if prompt > 0 {
+		share = round(float64(cached)/float64(prompt), 4)
+	}
+	return p50, p95, share
 }
 
 // percentile returns the p-th percentile (0..1) of ds.

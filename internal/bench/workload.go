@@ -211,12 +211,7 @@ func measure(ctx context.Context, e *env, wl workload, mode string) (Report, err
 		ToolBatches:   t.batches,
 	}
 	if wl.server {
-		p50 := round(percentile(sr.ttfts, 0.50).Seconds(), 4)
-		p95 := round(percentile(sr.ttfts, 0.95).Seconds(), 4)
-		shareV := 0.0
-		if sr.prompt > 0 {
-			shareV = round(float64(sr.cached)/float64(sr.prompt), 4)
-		}
+		p50, p95, shareV := cacheStats(sr.ttfts, sr.prompt, sr.cached)
 		rejected := sr.rejected
 		rep.TTFTP50S, rep.TTFTP95S, rep.CachedShare, rep.HTTP429 = &p50, &p95, &shareV, &rejected
 		rep.ServerRequests = sr.serverCalls

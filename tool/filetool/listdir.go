@@ -1,7 +1,6 @@
 package filetool
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -105,10 +104,8 @@ func (t *listDir) Call(ctx context.Context, args json.RawMessage) (string, error
 	var a struct {
 		Path *string `json:"path"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"path": "<directory path>"}`, tool.ErrBadArguments, err)
+	if err := tool.DecodeArgs(args, &a, `{"path": "<directory path>"}`); err != nil {
+		return "", err
 	}
 	dir := "."
 	if a.Path != nil && *a.Path != "" {

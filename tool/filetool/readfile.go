@@ -94,10 +94,8 @@ func (t *readFile) Call(ctx context.Context, args json.RawMessage) (string, erro
 	var a struct {
 		Path *string `json:"path"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"path": "<file path>"}`, tool.ErrBadArguments, err)
+	if err := tool.DecodeArgs(args, &a, `{"path": "<file path>"}`); err != nil {
+		return "", err
 	}
 	if a.Path == nil {
 		return "", fmt.Errorf(`%w: missing required argument "path"`, tool.ErrBadArguments)

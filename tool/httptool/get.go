@@ -189,10 +189,8 @@ func (t *get) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		URL *string `json:"url"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf(`%w: %v; want {"url": "<http or https URL>"}`, tool.ErrBadArguments, err)
+	if err := tool.DecodeArgs(args, &a, `{"url": "<http or https URL>"}`); err != nil {
+		return "", err
 	}
 	if a.URL == nil {
 		return "", fmt.Errorf(`%w: missing required argument "url"`, tool.ErrBadArguments)
