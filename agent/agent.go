@@ -444,11 +444,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		first time.Time
 	)
 	if r.stream != nil {
-		answering := func() {}
-		if ap, ok := permit.(AnswerPermit); ok {
-			answering = ap.Answering
-		}
-		resp, first, err = r.consume(ctx, req, answering)
+		ap, _ := permit.(AnswerPermit)
+		resp, first, err = r.consume(ctx, req, ap)
 	} else {
 		resp, err = r.cfg.Model.Generate(ctx, req)
 		first = time.Now()
@@ -469,8 +466,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 }
 
 // consume runs a streamed call and reassembles the response; first is when
-// the first event arrived, and answering is called then.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, answering func()) (resp *llm.Response, first time.Time, err error) {
+// the first event arrived, and ap (nil: none) is told then.
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit) (resp *llm.Response, first time.Time, err error) {
 	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
@@ -478,7 +475,9 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, answering func()
 		}
 		if first.IsZero() {
 			first = time.Now()
-			answering()
+			if ap != nil {
+				ap.Answering()
+			}
 		}
 		if err := acc.Add(ev); err != nil {
 			return nil, first, err // leaving the loop closes the stream
