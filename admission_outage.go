@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultOutageBudget is the default of [Job.OutageBudget].
-const DefaultOutageBudget = 5 * time.Minute
+const DefaultOutageBudget = agent.DefaultOutageBudget
 
 // DefaultStartWindow is how long connection failures may last, from the
 // first, before any model call got an answer, until the engine declares the
