@@ -185,8 +185,11 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
-		if !a.paused() && a.out.pausedFor() <= 0 {
-			break
+		if !a.paused() {
+			var ok bool
+			if p.id, p.gen, ok = a.out.admit(); ok {
+				break
+			}
 		}
 		// Paused while this call waited for its slot: give it back.
 		a.slots.Release()
@@ -194,7 +197,6 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 	if a.aimd != nil {
 		p.epoch = a.aimd.Epoch()
 	}
-	p.id, p.gen = a.out.admit()
 	return p, nil
 }
 

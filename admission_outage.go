@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultOutageBudget is the default of [Job.OutageBudget].
-const DefaultOutageBudget = 5 * time.Minute
+const DefaultOutageBudget = agent.DefaultOutageBudget
 
 // DefaultStartWindow is how long connection failures may last, from the
 // first, before any model call got an answer, until the engine declares the
@@ -126,13 +126,18 @@ func (o *outage) unavailable(r *outageRun) error {
 // admit records a call admitted in the current generation, the
 // connection pauses so far: a failure of a call admitted before the last
 // pause began does not lengthen the next one. It returns the call's id
-// and generation, for observe.
-func (o *outage) admit() (id, gen uint64) {
+// and generation, for observe; or ok false, admitting nothing, while
+// admission is paused.
+func (o *outage) admit() (id, gen uint64, ok bool) {
+	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.until.After(now) {
+		return 0, 0, false
+	}
 	o.calls++
-	o.inflight[o.calls] = time.Now()
-	return o.calls, o.gen
+	o.inflight[o.calls] = now
+	return o.calls, o.gen, true
 }
 
 // pausedFor returns how long admission stays paused from now, or zero.

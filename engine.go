@@ -358,8 +358,10 @@ func (e *Engine) runAgent(ctx context.Context, run *outageRun, i int, in Input, 
 		}
 		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
-		down := e.adm.out.unavailable(run)
-		if e.gated { // the gate sees every call: it knows whether any was answered
+		// The gate sees every call: it knows whether any was answered.
+		// Ungated, no call is observed and the backend is never declared down.
+		var down error
+		if e.gated {
 			down = e.adm.out.gaveUp(run, ae.Err)
 		}
 		if down != nil {

@@ -154,11 +154,12 @@ type Config struct {
 
 // Runner runs agents. It is immutable and safe for concurrent use.
 type Runner struct {
-	cfg    Config
-	prefix []llm.Message // the shared system message, or empty
-	tools  []llm.ToolDef
-	output *llm.OutputSpec
-	stream llm.Streamer // cfg.Model as a Streamer, or nil
+	cfg     Config
+	prefix  []llm.Message // the shared system message, or empty
+	tools   []llm.ToolDef
+	output  *llm.OutputSpec
+	stream  llm.Streamer // cfg.Model as a Streamer, or nil
+	answers AnswerGate   // cfg.Gate as an AnswerGate, or nil
 }
 
 // New returns a Runner. It returns an error if cfg.Model is nil or a limit
@@ -191,6 +192,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg}
 	r.stream, _ = cfg.Model.(llm.Streamer)
+	r.answers, _ = cfg.Gate.(AnswerGate)
 	system := cfg.System
 	if cfg.Schema != nil {
 		r.output = &llm.OutputSpec{Name: "output", Schema: cfg.Schema.Raw()}
@@ -345,7 +347,6 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		since    time.Time // when the current outage began: its first failure
 		lastFail time.Time // the agent's last outage failure
 	)
-	answers, _ := r.cfg.Gate.(AnswerGate)
 	for {
 		resp, err := r.call(ctx, st, req)
 		if err == nil {
@@ -357,7 +358,7 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		var wait time.Duration
 		if r.cfg.OutageBudget > 0 && isOutage(err) {
 			now := time.Now()
-			if since.IsZero() || answers != nil && answers.LastAnswer().After(lastFail) {
+			if since.IsZero() || r.answers != nil && r.answers.LastAnswer().After(lastFail) {
 				// From the failure, not the call's start: the wait for a
 				// slot before it is not an outage. The backend answered
 				// another call since this agent's last failure: a new
@@ -444,11 +445,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		first time.Time
 	)
 	if r.stream != nil {
-		answering := func() {}
-		if ap, ok := permit.(AnswerPermit); ok {
-			answering = ap.Answering
-		}
-		resp, first, err = r.consume(ctx, req, answering)
+		ap, _ := permit.(AnswerPermit)
+		resp, first, err = r.consume(ctx, req, ap)
 	} else {
 		resp, err = r.cfg.Model.Generate(ctx, req)
 		first = time.Now()
@@ -469,8 +467,8 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 }
 
 // consume runs a streamed call and reassembles the response; first is when
-// the first event arrived, and answering is called then.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, answering func()) (resp *llm.Response, first time.Time, err error) {
+// the first event arrived, and ap (nil: none) is told then.
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit) (resp *llm.Response, first time.Time, err error) {
 	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
@@ -478,7 +476,9 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, answering func()
 		}
 		if first.IsZero() {
 			first = time.Now()
-			answering()
+			if ap != nil {
+				ap.Answering()
+			}
 		}
 		if err := acc.Add(ev); err != nil {
 			return nil, first, err // leaving the loop closes the stream
