@@ -36,7 +36,9 @@ func TestRunStoresNoSecret(t *testing.T) {
 	out := filepath.Join(dir, "out.jsonl")
 	state := filepath.Join(dir, "run.state.db")
 	backend := "openai+http://" + strings.TrimPrefix(srv.URL, "http://") + "/" + backendtest.PathToken + "/v1"
-	code, stdout, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out, "--state", state, "--backend", backend)
+	// A real child process: what it writes to its files, stdout and stderr
+	// is what a user would see.
+	code, stdout, stderr := runProcess(t, dir, "run", job, "--inputs", in, "--out", out, "--state", state, "--backend", backend)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (every input failed); stderr:\n%s", code, stderr)
 	}
