@@ -23,35 +23,6 @@ const (
 	DefaultProbeInterval = 200 * time.Millisecond
 )
 
-// RateLimit paces model calls to a hosted API's limits. Zero fields mean
-// no limit of that kind; limits the backend reports in its responses
-// (x-ratelimit-* headers) tighten them, or set them when unset.
-type RateLimit struct {
-	// RPM is requests per minute.
-	RPM int
-	// TPM is tokens per minute, estimated before each call with CountTokens
-	// and corrected with the usage the call reports.
-	TPM int
-	// CountTokens estimates a request's prompt tokens. Nil means about
-	// four bytes a token. It is called only while a token budget is in
-	// force (TPM, or one learnt from the backend's headers).
-	CountTokens func(*llm.Request) int
-}
-
-// Backpressure holds admission back while a self-hosted server's queue is
-// long, so the server is fed at capacity instead of flooded. It applies
-// when the Model is an llm.QueueProber that declares the probe.
-type Backpressure struct {
-	// Disabled turns the probe off.
-	Disabled bool
-	// MaxQueued pauses admission while the server reports more waiting
-	// requests than this. Defaults to DefaultMaxQueued.
-	MaxQueued int
-	// Interval is how often the server's queue is read. Defaults to
-	// DefaultProbeInterval.
-	Interval time.Duration
-}
-
 // admission is the engine's agent.Gate: a priority slot pool whose limit
 // AIMD adapts, paced by request and token budgets, paused while the
 // backend's queue is long, and, with prefix warming, closed to all but the
@@ -86,7 +57,7 @@ func capabilities(m llm.Model) (llm.Capabilities, bool) {
 
 // newAdmission builds j's admission: declared is the backend's default
 // concurrency (0: none), probed whether its queue is probed.
-func newAdmission(j Job, declared int, probed bool, log *slog.Logger) (*admission, error) {
+func newAdmission(j Admission, declared int, probed bool, log *slog.Logger) (*admission, error) {
 	a := &admission{log: log, out: newOutage(j), count: j.RateLimit.CountTokens, warm: j.WarmPrefix, warmDone: make(chan struct{})}
 	if a.count == nil {
 		a.count = estimateTokens
@@ -135,6 +106,10 @@ func estimateTokens(req *llm.Request) int {
 	return (n + 3) / 4
 }
 
+// classLevels is the priority credit of a class: far more turns than any
+// agent takes, so a higher class is always served first.
+const classLevels = 1 << 20
+
 // permit is one admitted call.
 type permit struct {
 	a         *admission
@@ -150,7 +125,7 @@ type permit struct {
 // failures) and a slot; none of these waits holds a slot. Once the engine
 // drains, the waits for prefix warming, the backend's queue and a pause
 // end with agent.ErrStopped.
-func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
+func (a *admission) Acquire(ctx context.Context, class Priority, priority int, req *llm.Request) (agent.Permit, error) {
 	p := &permit{a: a}
 	if a.warm {
 		if a.warmFirst.CompareAndSwap(false, true) {
@@ -181,7 +156,7 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
-		if err := a.slots.Acquire(ctx, priority); err != nil {
+		if err := a.slots.Acquire(ctx, priority+int(class)*classLevels); err != nil {
 			p.endWarm()
 			return nil, err
 		}

@@ -12,13 +12,10 @@ import (
 	"github.com/batchagent/batchagent/llm"
 )
 
-// DefaultOutageBudget is the default of [Job.OutageBudget].
-const DefaultOutageBudget = agent.DefaultOutageBudget
-
 // DefaultStartWindow is how long connection failures may last, from the
 // first, before any model call got an answer, until the engine declares the
 // backend unavailable ([ErrBackendUnavailable]); a shorter
-// [Job.OutageBudget] shortens it.
+// [Admission.StartWindow] sets it.
 const DefaultStartWindow = 10 * time.Second
 
 // maxConnPause caps the global pause after connection failures, so that
@@ -27,7 +24,7 @@ const maxConnPause = 5 * time.Second
 
 // ErrBackendUnavailable ends a run whose backend never answered: no model
 // call got an answer while the run was in progress, and connections to the backend failed for the start
-// window ([DefaultStartWindow], or [Job.OutageBudget] when shorter), or an
+// window ([Admission.StartWindow]), or an
 // agent spent its outage budget on connection failures. The agents it
 // stops get results of kind [KindCanceled] whose error wraps it
 // (errors.Is), as do the inputs not started under [Engine.Run] ([Stream]
@@ -79,8 +76,8 @@ type outageRun struct {
 }
 
 // newOutage returns the outage state of a job's admission.
-func newOutage(j Job) *outage {
-	base, maxd := j.Backoff.Base, j.Backoff.Max
+func newOutage(j Admission) *outage {
+	base, maxd := j.PauseBackoff.Base, j.PauseBackoff.Max
 	if base <= 0 {
 		base = retry.DefaultBase
 	}
@@ -88,12 +85,11 @@ func newOutage(j Job) *outage {
 		maxd = retry.DefaultMax
 	}
 	o := &outage{base: base, max: maxd, inflight: map[uint64]time.Time{}, runs: map[*outageRun]struct{}{}}
-	budget := j.OutageBudget
-	if budget == 0 {
-		budget = DefaultOutageBudget
-	}
-	if budget > 0 {
-		o.window = min(DefaultStartWindow, budget)
+	if !j.NoStartWindow {
+		o.window = j.StartWindow
+		if o.window == 0 {
+			o.window = DefaultStartWindow
+		}
 	}
 	return o
 }

@@ -2,14 +2,10 @@ package batchagent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/tool"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -66,50 +62,12 @@ type asyncSaver interface {
 // saveTimeout bounds a checkpoint write made after the run was cancelled.
 const saveTimeout = 5 * time.Second
 
-// Fingerprint returns the parts that identify the job for a checkpointed
-// run, each hashed: the system prompt, the task template, the output
-// schema, the tool definitions and the model name, and, when any is set,
-// the sampling settings (temperature, top_p, seed, stop). A run resumed
-// with different parts would mix two jobs' outputs. A job that sets no
-// sampling setting has no "sampling" part, so its fingerprint is the one
-// that versions without these settings recorded.
-func (j Job) Fingerprint() map[string]string {
-	specs := make([]tool.Spec, len(j.Tools))
-	for i, t := range j.Tools {
-		specs[i] = t.Spec()
-	}
-	// Marshal fails only for parameters that are not JSON, a job New
-	// refuses; they would hash as no tools.
-	tools, _ := json.Marshal(specs)
-	parts := map[string][]byte{
-		"system": []byte(j.System),
-		"task":   []byte(j.Task),
-		"schema": j.OutputSchema,
-		"tools":  tools,
-		"model":  []byte(j.ModelName),
-	}
-	if j.Temperature != nil || j.TopP != nil || j.Seed != nil || len(j.Stop) > 0 {
-		// Marshal cannot fail on these types; NaN is refused by New.
-		parts["sampling"], _ = json.Marshal(struct {
-			Temperature, TopP *float64
-			Seed              *int64
-			Stop              []string
-		}{j.Temperature, j.TopP, j.Seed, j.Stop})
-	}
-	fp := make(map[string]string, len(parts))
-	for k, v := range parts {
-		sum := sha256.Sum256(v)
-		fp[k] = hex.EncodeToString(sum[:12])
-	}
-	return fp
-}
-
-// loadCheckpoint returns the job's saved states by input index.
-func (e *Engine) loadCheckpoint(ctx context.Context) (map[int]agent.State, error) {
-	if e.job.Checkpoint == nil {
+// loadCheckpoint returns the saved states of job id by input index.
+func (e *Engine) loadCheckpoint(ctx context.Context, id string) (map[int]agent.State, error) {
+	if e.cfg.Checkpoint == nil {
 		return nil, nil
 	}
-	states, err := e.job.Checkpoint.Load(ctx, e.job.ID)
+	states, err := e.cfg.Checkpoint.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -122,37 +80,37 @@ func (e *Engine) loadCheckpoint(ctx context.Context) (map[int]agent.State, error
 
 // finished reports whether a saved state needs no more work.
 func (e *Engine) finished(st agent.State) bool {
-	return st.Status == agent.StatusDone || (st.Status == agent.StatusFailed && !e.job.RetryFailed)
+	return st.Status == agent.StatusDone || (st.Status == agent.StatusFailed && !e.cfg.RetryFailed)
 }
 
 // save writes st, surviving a cancelled run: final writes use a context
 // without its cancellation and a short timeout. It returns the save's
 // error, already counted and logged.
 func (e *Engine) save(ctx context.Context, st *agent.State) error {
-	if e.job.Checkpoint == nil {
+	if e.cfg.Checkpoint == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	err := e.job.Checkpoint.Save(ctx, *st)
+	err := e.cfg.Checkpoint.Save(ctx, *st)
 	if err != nil {
-		e.saveFailed(ctx, st.Index, err)
+		e.saveFailed(ctx, st.JobID, st.Index, err)
 	}
 	return err
 }
 
 // saveFailed counts and logs a failed checkpoint write of agent idx and,
-// under [Job.StopOnCheckpointError], drains the engine.
-func (e *Engine) saveFailed(ctx context.Context, idx int, err error) {
+// under [Config.StopOnCheckpointError], drains the engine.
+func (e *Engine) saveFailed(ctx context.Context, id string, idx int, err error) {
 	e.stats.ckptErrors.Add(1)
-	if e.job.StopOnCheckpointError {
+	if e.cfg.StopOnCheckpointError {
 		e.Drain()
 		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: stopping the run",
-			slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
+			slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
 		return
 	}
 	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
-		slog.String("job", e.job.ID), slog.Int("agent", idx), slog.Any("err", err))
+		slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
 }
 
 // recordOutcome fills st's status and failure from a finished agent's

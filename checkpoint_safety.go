@@ -6,17 +6,17 @@ import (
 )
 
 // ErrCheckpoint is wrapped by the error of a result whose final state could
-// not be saved when [Job.StopOnCheckpointError] is set: the result is not
+// not be saved when [Config.StopOnCheckpointError] is set: the result is not
 // delivered as the agent's outcome (a resumed run would not find it), and
 // its kind is [KindCanceled], so a resume runs the input again.
 var ErrCheckpoint = errors.New("batchagent: checkpoint save failed")
 
 // checkpointFailure is the result of an agent whose final state could not
-// be saved, under [Job.StopOnCheckpointError]: r's counters (the work was
+// be saved, under [Config.StopOnCheckpointError]: r's counters (the work was
 // done) without its outcome.
-func (e *Engine) checkpointFailure(r Result, err error) Result {
+func (e *Engine) checkpointFailure(id string, r Result, err error) Result {
 	r.Output, r.Raw = nil, ""
-	r.Err = &AgentError{JobID: e.job.ID, Agent: r.Index, Turn: -1, Op: "checkpoint", Kind: KindCanceled,
+	r.Err = &AgentError{JobID: id, Agent: r.Index, Turn: -1, Op: "checkpoint", Kind: KindCanceled,
 		Err: fmt.Errorf("%w: %w", ErrCheckpoint, err)}
 	return r
 }

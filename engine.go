@@ -6,38 +6,73 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/retry"
-	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
-	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
 )
 
-// Engine runs a [Job]. It owns the job's shared parts: the tool pool (its
-// cache persists across runs), the inference slots and the counters. It is
-// safe for concurrent use; concurrent runs share slots and tools.
-type Engine struct {
-	job    Job
-	tmpl   *job.Template
-	runner *agent.Runner
-	pool   *tool.Pool
-	adm    *admission
-	gated  bool // adm is consulted for every model call
-	probe  llm.QueueProber
-	log    *slog.Logger
+// ErrShutdown is the cause of the results of work an engine refused or
+// stopped because [Engine.Shutdown] was called: their kind is
+// [KindCanceled] and their error wraps it.
+var ErrShutdown = errors.New("batchagent: engine shut down")
 
-	stats     counters
+// Engine runs jobs: many at once, for as long as it lives. It owns what
+// jobs share: each backend's admission (one adaptive limit, one rate
+// budget, one queue probe and prefix warm-up per backend, with
+// [Interactive] work served before [Batch] work), the places for active
+// agents, the checkpoint and the counters. It is safe for concurrent use.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+
+	active chan struct{} // a token per active agent of Run and Stream
+
+	gatesMu sync.Mutex
+	gates   map[any]*gate // by backendKey; for incomparable models by *Spec
+
+	runners sync.Map // weak.Pointer[Spec] → *runner
+
+	stats counters
+	seq   atomic.Int64 // Submit's sequence numbers
+
 	draining  atomic.Bool   // Drain was called
 	drained   chan struct{} // closed by Drain: waits between and before model calls end
 	drainOnce sync.Once
+
+	base context.Context    // ended when Shutdown's context ends
+	kill context.CancelFunc // ends base
+
+	workMu sync.Mutex     // protects closed and the Add of work
+	closed bool           // Shutdown was called: no more work
+	work   sync.WaitGroup // runs and handles in progress
+}
+
+// New returns an Engine with cfg's settings. The error wraps
+// [ErrBadConfig] and says what is wrong. An Engine needs no closing; call
+// [Engine.Shutdown] to stop it gracefully.
+func New(cfg Config) (*Engine, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		active:  make(chan struct{}, cfg.MaxActive),
+		gates:   map[any]*gate{},
+		drained: make(chan struct{}),
+	}
+	e.base, e.kill = context.WithCancel(context.Background())
+	return e, nil
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop
@@ -46,225 +81,259 @@ type Engine struct {
 // agents report KindCanceled. Cancel the run's context to stop at once.
 // Drain is permanent for the Engine and safe to call concurrently. Agents
 // waiting to retry a model call, or in a pause of admission (a backend's
-// Retry-After, an outage), stop at once.
+// Retry-After, an outage), stop at once. [Engine.Shutdown] drains and then
+// waits.
 func (e *Engine) Drain() {
 	e.draining.Store(true)
 	e.drainOnce.Do(func() { close(e.drained) })
 }
 
-// New validates job and returns an Engine for it. The error wraps
-// [ErrBadJob] and says what is wrong.
-func New(j Job) (*Engine, error) {
-	if j.ID == "" {
-		j.ID = "job"
+// Shutdown stops the engine gracefully: it drains (see [Engine.Drain]),
+// so no more work is admitted and the turns in flight finish and are
+// checkpointed, and waits until every run and handle has ended. If ctx
+// ends first, it cancels what is left and waits for that. Every Handle
+// ends with a result; later calls of Run, Stream and Submit give
+// [KindCanceled] results whose error wraps [ErrShutdown]. It returns
+// ctx's error when ctx ended before the work did, else nil.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.workMu.Lock()
+	e.closed = true
+	e.workMu.Unlock()
+	e.Drain()
+	done := make(chan struct{})
+	go func() { // owned here: it ends when the work does, which it waits for
+		e.work.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		e.kill()
+		<-done
+		return ctx.Err()
 	}
-	if j.Model == nil {
-		return nil, badJob("no model")
-	}
-	if j.Task == "" {
-		return nil, badJob("empty task template")
-	}
-	if j.MaxTurns < 0 || j.MaxInflight < 0 || j.MaxActive < 0 || j.Timeout < 0 || j.MaxTokens < 0 {
-		return nil, badJob("negative limit (max turns %d, max inflight %d, max active %d, timeout %v, max tokens %d)",
-			j.MaxTurns, j.MaxInflight, j.MaxActive, j.Timeout, j.MaxTokens)
-	}
-	if t := j.Temperature; t != nil && !(*t >= 0 && *t <= math.MaxFloat64) {
-		return nil, badJob("temperature %v: want a finite number from 0 up", *t)
-	}
-	if p := j.TopP; p != nil && !(*p >= 0 && *p <= 1) {
-		return nil, badJob("top_p %v: want a number from 0 to 1", *p)
-	}
-	if j.MaxTokensLimit < 0 {
-		return nil, badJob("negative max tokens limit %d", j.MaxTokensLimit)
-	}
-	if j.MaxTokens == 0 {
-		j.MaxTokens = DefaultMaxTokens
-	}
-	if j.MaxTokensLimit > 0 && j.MaxTokensLimit < j.MaxTokens {
-		// It would be raised to MaxTokens silently.
-		return nil, badJob("max tokens limit %d is below max tokens %d (the default when unset)", j.MaxTokensLimit, j.MaxTokens)
-	}
-	if j.MaxActive == 0 {
-		j.MaxActive = DefaultMaxActive
-	}
-	tmpl, err := job.ParseTemplate(j.Task)
-	if err != nil {
-		return nil, badJob("task: %v", err)
-	}
-	e := &Engine{job: j, tmpl: tmpl, log: j.Logger, drained: make(chan struct{})}
-	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
-	}
-	var sch *schema.Schema
-	if len(j.OutputSchema) > 0 {
-		if sch, err = schema.Compile(j.OutputSchema); err != nil {
-			return nil, badJob("output schema: %v", err)
-		}
-	}
-	if len(j.Tools) > 0 {
-		if e.pool, err = tool.NewPool(j.Tools, j.ToolPool); err != nil {
-			return nil, badJob("tools: %v", err)
-		}
-	}
-	if j.RateLimit.RPM < 0 || j.RateLimit.TPM < 0 || j.Backpressure.MaxQueued < 0 || j.Backpressure.Interval < 0 {
-		return nil, badJob("negative rate limit or backpressure setting")
-	}
-	caps, hosted := capabilities(j.Model)
-	if p, ok := j.Model.(llm.QueueProber); ok && caps.QueueProbe && !j.Backpressure.Disabled {
-		e.probe = p
-		if e.job.Backpressure.MaxQueued == 0 {
-			e.job.Backpressure.MaxQueued = DefaultMaxQueued
-		}
-		if e.job.Backpressure.Interval == 0 {
-			e.job.Backpressure.Interval = DefaultProbeInterval
-		}
-	}
-	if e.adm, err = newAdmission(j, caps.DefaultConcurrency, e.probe != nil, e.log); err != nil {
-		return nil, badJob("%v", err)
-	}
-	e.adm.stop = e.drained
-	e.gated = e.adm.slots.Limit() > 0 || j.RateLimit.RPM > 0 || j.RateLimit.TPM > 0 || j.WarmPrefix || e.probe != nil || hosted
-	cfg := agent.Config{
-		Model:      j.Model,
-		ModelName:  j.ModelName,
-		System:     j.System,
-		Tools:      e.pool,
-		Schema:     sch,
-		Check:      j.Check,
-		MaxTurns:   j.MaxTurns,
-		MaxRetries: j.MaxRetries,
-		MaxTokens:  j.MaxTokens,
-		Backoff:    retry.Policy{Base: j.Backoff.Base, RateLimitBase: j.Backoff.RateLimitBase, Max: j.Backoff.Max},
+}
 
-		Temperature:   j.Temperature,
-		TopP:          j.TopP,
-		Seed:          j.Seed,
-		StopSequences: j.Stop,
-		OutageBudget:  j.OutageBudget,
+// begin registers work for Shutdown; false once the engine is shut down.
+func (e *Engine) begin() bool {
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
+	if e.closed {
+		return false
 	}
-	cfg.MaxTokensLimit = j.MaxTokensLimit
-	if e.gated {
-		cfg.Gate = e.adm
+	e.work.Add(1)
+	return true
+}
+
+// bind returns ctx, also cancelled when Shutdown gives up waiting.
+func (e *Engine) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.base, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// A runner is what the engine keeps of a Spec: its agent loop, wired to
+// the engine's admission for its backend and class.
+type runner struct {
+	id      string
+	spec    weak.Pointer[Spec]
+	agent   *agent.Runner
+	gate    *gate
+	timeout time.Duration
+}
+
+// runnerOf returns the runner of spec, building it on first use. The
+// engine forgets it once spec is garbage.
+func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
+	key := weak.Make(spec)
+	if r, ok := e.runners.Load(key); ok {
+		return r.(*runner), nil
+	}
+	d := spec.Def()
+	g, err := e.gateOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{id: d.ID, spec: key, gate: g, timeout: d.Timeout}
+	maxRetries := d.MaxRetries
+	if d.NoRetries {
+		maxRetries = -1
+	}
+	budget := d.OutageBudget
+	if d.NoOutageBudget {
+		budget = -1
+	}
+	cfg := agent.Config{
+		Model:          d.Model,
+		ModelName:      d.ModelName,
+		System:         d.System,
+		Tools:          spec.Pool(),
+		Schema:         spec.Schema(),
+		Check:          d.Check,
+		MaxTurns:       d.MaxTurns,
+		MaxRetries:     maxRetries,
+		MaxTokens:      d.MaxTokens,
+		MaxTokensLimit: d.MaxTokensLimit,
+		Backoff:        retry.Policy{Base: d.Backoff.Base, RateLimitBase: d.Backoff.RateLimitBase, Max: d.Backoff.Max},
+		Temperature:    d.Temperature,
+		TopP:           d.TopP,
+		Seed:           d.Seed,
+		StopSequences:  d.Stop,
+		OutageBudget:   budget,
+	}
+	if g.gated {
+		cfg.Gate = &classGate{adm: g.adm, class: d.Priority}
 	}
 	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
-	if j.Checkpoint != nil {
+	if e.cfg.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result
 				_ = e.save(ctx, st) // counted and logged; under StopOnCheckpointError it drains
 			}
 		}
 	}
-	if e.runner, err = agent.New(cfg); err != nil {
-		return nil, badJob("%v", err)
+	if r.agent, err = agent.New(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
 	}
-	return e, nil
+	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
+		return prev.(*runner), nil
+	}
+	runtime.AddCleanup(spec, func(k weak.Pointer[Spec]) { e.runners.Delete(k) }, key)
+	return r, nil
 }
 
-// Run runs one agent per input and returns the results in input order, one
-// per input. If ctx is cancelled, agents in flight stop, finished results
-// are kept and every other input gets a result of kind [KindCanceled]. The
-// error is non-nil only for a bad job.
-func Run(ctx context.Context, j Job, inputs Inputs) ([]Result, error) {
-	e, err := New(j)
+// Run is the package-level [Run] on spec: it runs one agent per input and
+// returns the results in input order, one per input. If ctx is cancelled,
+// or the engine shuts down, agents in flight stop, finished results are
+// kept and every other input gets a result of kind [KindCanceled]. The
+// error is non-nil only for a nil spec.
+func (e *Engine) Run(ctx context.Context, spec *Spec, inputs Inputs) ([]Result, error) {
+	seq, err := e.stream(ctx, spec, inputs, true)
 	if err != nil {
 		return nil, err
 	}
-	return e.Run(ctx, inputs), nil
-}
-
-// Stream runs one agent per input and yields results in completion order.
-// Memory stays bounded by [Job.MaxActive] for any number of inputs.
-// Breaking out of the loop cancels the agents still running and waits for
-// them. If ctx is cancelled, agents in flight stop and yield results of
-// kind [KindCanceled]; inputs not yet started yield nothing. The error is
-// non-nil only for a bad job.
-func Stream(ctx context.Context, j Job, inputs Inputs) (iter.Seq[Result], error) {
-	e, err := New(j)
-	if err != nil {
-		return nil, err
-	}
-	return e.Stream(ctx, inputs), nil
-}
-
-// Run is like the package-level [Run] on the engine's job.
-func (e *Engine) Run(ctx context.Context, inputs Inputs) []Result {
 	var results []Result
-	for r := range e.stream(ctx, inputs, true) {
+	for r := range seq {
 		for len(results) <= r.Index {
 			results = append(results, Result{})
 		}
 		results[r.Index] = r
 	}
-	return results
+	return results, nil
 }
 
-// Stream is like the package-level [Stream] on the engine's job.
-func (e *Engine) Stream(ctx context.Context, inputs Inputs) iter.Seq[Result] {
-	return e.stream(ctx, inputs, false)
+// Stream is the package-level [Stream] on spec: it runs one agent per
+// input and yields results in completion order. Memory stays bounded by
+// [Config.MaxActive] for any number of inputs. Breaking out of the loop
+// cancels the agents still running and waits for them. If ctx is
+// cancelled, or the engine shuts down, agents in flight stop and yield
+// results of kind [KindCanceled]; inputs not yet started yield nothing.
+// The error is non-nil only for a nil spec.
+func (e *Engine) Stream(ctx context.Context, spec *Spec, inputs Inputs) (iter.Seq[Result], error) {
+	return e.stream(ctx, spec, inputs, false)
 }
+
+// Run runs spec over inputs on a new engine with the default [Config],
+// and returns the results in input order; see [Engine.Run].
+func Run(ctx context.Context, spec *Spec, inputs Inputs) ([]Result, error) {
+	e, _ := New(Config{}) // the zero Config is valid
+	return e.Run(ctx, spec, inputs)
+}
+
+// Stream runs spec over inputs on a new engine with the default [Config],
+// and yields results as they complete; see [Engine.Stream].
+func Stream(ctx context.Context, spec *Spec, inputs Inputs) (iter.Seq[Result], error) {
+	e, _ := New(Config{}) // the zero Config is valid
+	return e.Stream(ctx, spec, inputs)
+}
+
+// errNoSpec is the error of a call without a Spec.
+var errNoSpec = fmt.Errorf("%w: nil spec", ErrBadJob)
 
 // stream runs inputs and yields results as they complete. With
 // cancelRest, inputs not started before ctx ends still yield a canceled
 // result each, so that every input has one.
-func (e *Engine) stream(ctx context.Context, inputs Inputs, cancelRest bool) iter.Seq[Result] {
+func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRest bool) (iter.Seq[Result], error) {
+	if spec == nil {
+		return nil, errNoSpec
+	}
+	rn, err := e.runnerOf(spec)
+	if err != nil {
+		return nil, err
+	}
 	return func(yield func(Result) bool) {
+		if !e.begin() {
+			if cancelRest {
+				i := 0
+				for in, _ := range inputs {
+					r := e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now())
+					if !yield(r) {
+						return
+					}
+					i++
+				}
+			}
+			return
+		}
+		defer e.work.Done()
+		ctx, unbind := e.bind(ctx)
+		defer unbind()
 		ctx, unavailable := context.WithCancelCause(ctx)
 		defer unavailable(nil)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
-		run := e.adm.out.begin()
-		defer e.adm.out.end(run)
-		wg.Go(func() { e.stopIfUnavailable(ctx, run, unavailable) })
-		if e.probe != nil {
-			wg.Go(func() { e.adm.probe(ctx, e.probe, e.job.Backpressure) })
-		}
-		// Every result holds one of MaxActive tokens from admission until it
-		// has been delivered, so out never blocks a sender.
-		out := make(chan outcome, e.job.MaxActive)
-		tokens := make(chan struct{}, e.job.MaxActive)
+		run := rn.gate.beginRun()
+		defer rn.gate.endRun(run)
+		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
+		// Every result holds one of the engine's active tokens from
+		// admission until it has been delivered; a run holds at most
+		// MaxActive, so out never blocks a sender.
+		out := make(chan outcome, e.cfg.MaxActive)
 		wg.Go(func() {
-			defer cancel() // stops the probe once every agent is done
-			e.admit(ctx, run, inputs, cancelRest, tokens, out)
+			e.admit(ctx, rn, run, inputs, cancelRest, out)
 			close(out)
 		})
 		stopped := false
 		for o := range out {
 			if !stopped {
-				e.deliver(o)
+				e.deliver(rn.id, o, e.cfg.OnResult)
 				if !yield(o.Result) {
 					stopped = true
 					cancel()
 				}
 			}
-			<-tokens
+			<-e.active
 		}
+		cancel() // stops the unavailability watch
 		wg.Wait()
-	}
+	}, nil
 }
 
 // stopIfUnavailable ends the run, with the unavailability error as its
 // context's cause, once the run declared the backend unavailable; or
 // returns when ctx ends.
-func (e *Engine) stopIfUnavailable(ctx context.Context, run *outageRun, stop context.CancelCauseFunc) {
+func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *outageRun, stop context.CancelCauseFunc) {
 	select {
 	case <-run.down:
-		err := e.adm.out.unavailable(run)
+		err := rn.gate.adm.out.unavailable(run)
 		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
-			slog.String("job", e.job.ID), slog.Any("err", err))
+			slog.String("job", rn.id), slog.Any("err", err))
 		stop(err)
 	case <-ctx.Done():
 	}
 }
 
-// admit reads inputs and starts one agent per input, at most MaxActive at
-// a time. It returns when every started agent has sent its result.
-func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cancelRest bool, tokens chan struct{}, out chan<- outcome) {
+// admit reads inputs and starts one agent per input, while it holds one
+// of the engine's active tokens. It returns when every started agent has
+// sent its result.
+func (e *Engine) admit(ctx context.Context, rn *runner, run *outageRun, inputs Inputs, cancelRest bool, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// Without the checkpoint the run would redo or duplicate work: every
 	// input fails with the load's error instead.
-	saved, loadErr := e.loadCheckpoint(ctx)
+	saved, loadErr := e.loadCheckpoint(ctx, rn.id)
 	index := 0
 	for in, err := range inputs {
 		i := index
@@ -275,9 +344,9 @@ func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cance
 			return
 		}
 		select {
-		case tokens <- struct{}{}:
+		case e.active <- struct{}{}:
 			if stopped() { // ctx ended as the token came
-				<-tokens
+				<-e.active
 				return
 			}
 		case <-ctx.Done():
@@ -286,15 +355,15 @@ func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cance
 			}
 			// Wait for room without starting the agent: the canceled
 			// result still needs a token.
-			tokens <- struct{}{}
+			e.active <- struct{}{}
 		}
 		e.stats.started.Add(1)
 		if err != nil {
-			out <- outcome{Result: e.fail(i, nil, -1, "input", err, KindInput, time.Now())}
+			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, KindInput, time.Now())}
 			continue
 		}
 		if loadErr != nil {
-			out <- outcome{Result: e.fail(i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), KindBackend, time.Now())}
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]
@@ -303,14 +372,18 @@ func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cance
 			// The state of another input at this index: run this one fresh.
 			hasPrev = false
 			e.log.LogAttrs(ctx, slog.LevelWarn, "saved state is of a different input: running the input again",
-				slog.String("job", e.job.ID), slog.Int("agent", i))
+				slog.String("job", rn.id), slog.Int("agent", i))
 		}
 		if hasPrev && e.finished(prev) {
-			out <- outcome{Result: StateResult(e.job.ID, prev), prior: workOf(&prev), restored: true}
+			out <- outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
 			continue
 		}
 		if ctx.Err() != nil || e.draining.Load() {
-			out <- outcome{Result: e.fail(i, in, -1, "generate", errors.Join(context.Canceled, context.Cause(ctx)), KindCanceled, time.Now())}
+			errs := []error{context.Canceled, context.Cause(ctx)}
+			if e.closedNow() {
+				errs = append(errs, ErrShutdown)
+			}
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), KindCanceled, time.Now())}
 			continue
 		}
 		var resume *agent.State
@@ -319,40 +392,52 @@ func (e *Engine) admit(ctx context.Context, run *outageRun, inputs Inputs, cance
 		}
 		prior := workOf(resume)
 		agents.Add(1)
-		go e.runAgent(ctx, run, i, in, resume, func(r Result) {
+		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r Result) {
 			out <- outcome{Result: r, prior: prior}
 			agents.Done()
 		})
 	}
 }
 
+// closedNow reports whether Shutdown was called.
+func (e *Engine) closedNow() bool {
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
+	return e.closed
+}
+
 // runAgent runs the agent of input i to completion, from resume when a
 // checkpoint holds its last completed turn, and hands its result to
-// deliver once it is checkpointed.
-func (e *Engine) runAgent(ctx context.Context, run *outageRun, i int, in Input, resume *agent.State, deliver func(Result)) {
+// deliver once it is checkpointed (when save is set).
+func (e *Engine) runAgent(ctx context.Context, rn *runner, run *outageRun, i int, in Input, resume *agent.State, save bool, deliver func(Result)) {
 	start := time.Now()
 	st := resume
 	if st == nil {
-		task, err := e.tmpl.Render(in)
-		if err != nil {
-			r := e.fail(i, in, -1, "render", err, KindTemplate, start)
-			e.finish(ctx, &agent.State{JobID: e.job.ID, Index: i, Input: in}, r, deliver)
+		spec := rn.spec.Value()
+		if spec == nil { // cannot be: the caller holds the spec
+			deliver(e.fail(rn.id, i, in, -1, "render", errNoSpec, KindTemplate, start))
 			return
 		}
-		st = &agent.State{JobID: e.job.ID, Index: i, Input: in, Status: agent.StatusRunning,
+		task, err := spec.Template().Render(in)
+		if err != nil {
+			r := e.fail(rn.id, i, in, -1, "render", err, KindTemplate, start)
+			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
+			return
+		}
+		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
 	}
 	actx := ctx
-	if e.job.Timeout > 0 {
+	if rn.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, e.job.Timeout, errAgentTimeout)
+		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, errAgentTimeout)
 		defer cancel()
 	}
-	err := e.runner.Run(actx, st)
+	err := rn.agent.Run(actx, st)
 	r := resultOf(i, in, st)
 	r.Timings.Total = time.Since(start)
 	if err != nil {
-		ae := &AgentError{JobID: e.job.ID, Agent: i, Turn: -1, Op: "generate", Err: err}
+		ae := &AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
@@ -361,18 +446,21 @@ func (e *Engine) runAgent(ctx context.Context, run *outageRun, i int, in Input, 
 		// The gate sees every call: it knows whether any was answered.
 		// Ungated, no call is observed and the backend is never declared down.
 		var down error
-		if e.gated {
-			down = e.adm.out.gaveUp(run, ae.Err)
+		if rn.gate.gated && run != nil {
+			down = rn.gate.adm.out.gaveUp(run, ae.Err)
 		}
 		if down != nil {
 			// Stopped by the unavailable backend, whichever error it
 			// saw first: no answer came, so it stays pending.
 			ae.Err, canceled, timedOut = down, true, false
 		}
+		if canceled && e.closedNow() && !errors.Is(ae.Err, ErrShutdown) {
+			ae.Err = errors.Join(ae.Err, ErrShutdown)
+		}
 		ae.Kind = classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, deliver)
+	e.finish(ctx, st, r, save, deliver)
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
@@ -392,35 +480,35 @@ func resultOf(i int, in Input, st *agent.State) Result {
 // instead, to resume from. A Checkpointer that can save asynchronously
 // does, so that the agent's goroutine ends at once: deliver is then called
 // from the Checkpointer once the state is durable.
-func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, deliver func(Result)) {
-	if e.job.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
+func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, save bool, deliver func(Result)) {
+	if !save || e.cfg.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
 		deliver(r)
 		return
 	}
 	recordOutcome(st, r)
-	if as, ok := e.job.Checkpoint.(asyncSaver); ok {
+	if as, ok := e.cfg.Checkpoint.(asyncSaver); ok {
 		as.SaveAsync(*st, func(err error) {
 			if err != nil {
-				e.saveFailed(ctx, st.Index, err)
-				if e.job.StopOnCheckpointError {
-					r = e.checkpointFailure(r, err)
+				e.saveFailed(ctx, st.JobID, st.Index, err)
+				if e.cfg.StopOnCheckpointError {
+					r = e.checkpointFailure(st.JobID, r, err)
 				}
 			}
 			deliver(r)
 		})
 		return
 	}
-	if err := e.save(ctx, st); err != nil && e.job.StopOnCheckpointError {
-		r = e.checkpointFailure(r, err)
+	if err := e.save(ctx, st); err != nil && e.cfg.StopOnCheckpointError {
+		r = e.checkpointFailure(st.JobID, r, err)
 	}
 	deliver(r)
 }
 
-func (e *Engine) fail(i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {
+func (e *Engine) fail(id string, i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {
 	return Result{
 		Index:   i,
 		Input:   in,
-		Err:     &AgentError{JobID: e.job.ID, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
+		Err:     &AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
 		Timings: Timings{Total: time.Since(start)},
 	}
 }
@@ -450,16 +538,16 @@ func workOf(st *agent.State) work {
 	return work{attempts: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
 }
 
-// deliver counts a result and calls the job's OnResult hook.
-func (e *Engine) deliver(o outcome) {
+// deliver counts a result of job id and calls onResult, if set.
+func (e *Engine) deliver(id string, o outcome, onResult OnResultFunc) {
 	e.stats.add(o)
 	r := o.Result
-	if e.job.OnResult != nil {
-		e.job.OnResult(r)
+	if onResult != nil {
+		onResult(r)
 	}
 	if r.Err != nil {
 		e.log.LogAttrs(context.Background(), slog.LevelDebug, "agent failed",
-			slog.String("job", e.job.ID), slog.Int("agent", r.Index), slog.Any("err", r.Err))
+			slog.String("job", id), slog.Int("agent", r.Index), slog.Any("err", r.Err))
 	}
 }
 
@@ -488,44 +576,60 @@ type Stats struct {
 	Tools []tool.Stats
 	// Usage sums the tokens of this engine's model calls.
 	Usage llm.Usage
-	// Inflight counts model calls holding a slot; Waiting those queued.
+	// Inflight, Waiting, Throttles and Pauses sum those of Backends;
+	// Limit sums their limits, and is zero (unlimited) when one is.
 	Inflight, Waiting int
-	// Limit is the current inflight limit; zero means unlimited.
-	Limit int
-	// LimitHistory is how the adaptive limit changed, from its start.
+	Limit             int
+	Throttles, Pauses int64
+	// LimitHistory and RateLimits are those of the engine's backend, when
+	// it has exactly one.
 	LimitHistory []sched.Change
-	// Throttles counts model calls the backend rate-limited or refused as
-	// overloaded.
-	Throttles int64
-	// Pauses counts how often backpressure paused admission.
-	Pauses int64
+	RateLimits   RateLimit
 	// CheckpointErrors counts checkpoint saves that failed: those agents'
 	// progress may be redone on resume.
 	CheckpointErrors int64
-	// RateLimits are the request and token budgets in force (configured
-	// or learnt from the backend); zero means none.
-	RateLimits RateLimit
+	// Backends has the admission of each backend the engine's jobs used,
+	// in the order of first use.
+	Backends []BackendStats
 }
 
 // Stats returns a snapshot of the engine's counters. It is safe to call
 // while runs are in progress.
 func (e *Engine) Stats() Stats {
 	s := e.stats.snapshot()
-	if e.pool != nil {
-		s.Tools = e.pool.Stats()
-		for _, t := range s.Tools {
-			s.ToolExecuted += t.Executed
+	e.runners.Range(func(_, v any) bool {
+		if spec := v.(*runner).spec.Value(); spec != nil && spec.Pool() != nil {
+			for _, t := range spec.Pool().Stats() {
+				s.Tools = append(s.Tools, t)
+				s.ToolExecuted += t.Executed
+			}
 		}
+		return true
+	})
+	e.gatesMu.Lock()
+	gates := make([]*gate, 0, len(e.gates))
+	for _, g := range e.gates {
+		gates = append(gates, g)
 	}
-	ss := e.adm.slots.Stats()
-	s.Inflight, s.Waiting, s.Limit = ss.Inflight, ss.Waiting, ss.Limit
-	if e.adm.aimd != nil {
-		s.LimitHistory = e.adm.aimd.History()
+	e.gatesMu.Unlock()
+	slices.SortFunc(gates, func(a, b *gate) int { return int(a.order - b.order) })
+	unlimited := false
+	for _, g := range gates {
+		b := g.stats()
+		s.Backends = append(s.Backends, b)
+		s.Inflight += b.Inflight
+		s.Waiting += b.Waiting
+		s.Limit += b.Limit
+		unlimited = unlimited || b.Limit == 0
+		s.Throttles += b.Throttles
+		s.Pauses += b.Pauses
 	}
-	s.Throttles = e.adm.throttl.Load()
-	s.Pauses = e.adm.pauses.Load()
-	rl := e.adm.rate.Limits()
-	s.RateLimits = RateLimit{RPM: rl.RPM, TPM: rl.TPM}
+	if unlimited {
+		s.Limit = 0
+	}
+	if len(s.Backends) == 1 {
+		s.LimitHistory, s.RateLimits = s.Backends[0].LimitHistory, s.Backends[0].RateLimits
+	}
 	return s
 }
 

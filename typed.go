@@ -15,22 +15,28 @@ type TypedResult[T any] struct {
 	Value T
 }
 
-// RunTyped is [Run] for outputs of Go type T: when the job has no output
-// schema, it is derived from T (see [schema.For]), and each successful
+// RunTyped is [Run] for outputs of Go type T: when d has no output schema,
+// it is derived from T (see [schema.For]); d is compiled with [NewSpec],
+// run on a new engine with the default [Config], and each successful
 // output is decoded into Value. The error is non-nil only for a bad job or
 // a T no schema can describe.
-func RunTyped[T any](ctx context.Context, j Job, inputs Inputs) ([]TypedResult[T], error) {
-	if len(j.OutputSchema) == 0 {
+func RunTyped[T any](ctx context.Context, d Def, inputs Inputs) ([]TypedResult[T], error) {
+	if len(d.OutputSchema) == 0 {
 		s, err := schema.For[T]()
 		if err != nil {
-			return nil, badJob("output type: %v", err)
+			return nil, fmt.Errorf("%w: output type: %v", ErrBadJob, err)
 		}
-		j.OutputSchema = s
+		d.OutputSchema = s
 	}
-	results, err := Run(ctx, j, inputs)
+	spec, err := NewSpec(d)
 	if err != nil {
 		return nil, err
 	}
+	results, err := Run(ctx, spec, inputs)
+	if err != nil {
+		return nil, err
+	}
+	j := spec.Def()
 	typed := make([]TypedResult[T], len(results))
 	for i, r := range results {
 		typed[i].Result = r

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
@@ -17,9 +18,9 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultMaxTurns     = 8
-	DefaultMaxRetries   = 2
-	DefaultOutageBudget = 5 * time.Minute
+	DefaultMaxTurns     = job.DefaultMaxTurns
+	DefaultMaxRetries   = job.DefaultMaxRetries
+	DefaultOutageBudget = job.DefaultOutageBudget
 )
 
 // maxOutageAttempt caps the exponent of the back-off between retries

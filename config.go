@@ -1,0 +1,206 @@
+package batchagent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// DefaultMaxActive is the default of [Config.MaxActive].
+const DefaultMaxActive = 1024
+
+// Config holds an [Engine]'s settings: what every job run on it shares. The
+// zero value is usable: an engine with the defaults, no checkpoint and no
+// logger. What to run is a [Spec], given to each call.
+type Config struct {
+	// MaxActive caps the agents alive at once across the engine's runs
+	// (Run and Stream), and so memory: results wait in a buffer of this
+	// size when a consumer is slow. Runs in progress take turns for the
+	// places, so two runs started together share them equally. Agents of
+	// Submit are not counted: the caller holds each one's Handle.
+	// Defaults to DefaultMaxActive.
+	MaxActive int
+	// Admission is the admission of model calls to each backend, for the
+	// backends Backends does not name. Every job whose Spec has the same
+	// Model and model name shares one admission: one adaptive limit, one
+	// rate budget, one queue probe, one prefix warm-up. Defaults to
+	// Admission's zero value.
+	Admission Admission
+	// Backends sets the admission of particular backends. Defaults to
+	// none.
+	Backends map[Backend]Admission
+	// Checkpoint, if set, saves every completed turn and final result, and
+	// a run resumes from what it holds: finished inputs are not run again
+	// (their saved results are delivered), unfinished agents continue from
+	// their last completed turn. States are saved under the Spec's ID.
+	// Defaults to nil: no checkpointing.
+	Checkpoint Checkpointer
+	// RetryFailed, with Checkpoint, runs inputs whose saved result is a
+	// failure again. Defaults to false.
+	RetryFailed bool
+	// StopOnCheckpointError, with Checkpoint, makes a failed save fatal:
+	// the engine drains (see [Engine.Drain]: no more inputs are admitted,
+	// agents stop after their turn in flight), and an agent whose final
+	// state could not be saved yields, instead of its outcome, a result of
+	// kind [KindCanceled] whose error wraps [ErrCheckpoint]; so every
+	// result delivered as done or failed is one a resumed run finds.
+	// Stats.CheckpointErrors counts the failed saves. Defaults to false: a
+	// failed save is logged and counted, and the result delivered all the
+	// same.
+	StopOnCheckpointError bool
+	// OnResult, if set, is called once per result of Run and Stream, in
+	// completion order within each run, serially within a run, before the
+	// result is returned or yielded. It runs outside the agents: a slow
+	// callback delays delivery, not the agents, until MaxActive results
+	// are waiting. Results of Submit are not passed to it: the Handle has
+	// them. Defaults to none.
+	OnResult OnResultFunc
+	// Logger receives lifecycle events and warnings. Defaults to none:
+	// silent.
+	Logger *slog.Logger
+}
+
+// Backend names a backend for [Config.Backends]: the llm.Model value and
+// the model name a Spec sends to it. Model must be comparable (every
+// backend of this module is a pointer); a Spec whose Model is not gets an
+// admission of its own.
+type Backend struct {
+	Model llm.Model
+	Name  string
+}
+
+// Admission configures how model calls to one backend are admitted:
+// concurrency, rate, backpressure and prefix warming. The zero value
+// adapts the concurrency from the backend's declared default and applies
+// no rate limit.
+type Admission struct {
+	// MaxInflight caps concurrent model calls. Defaults to the backend's
+	// declared default concurrency (llm.Capabilities), and to unlimited
+	// when it declares none. Unless FixedInflight is set, the limit adapts
+	// within [1, MaxInflight] (AIMD): halved when the backend rate-limits
+	// or is overloaded, raised by one after a window of clean calls,
+	// starting from the backend's default when it is lower.
+	MaxInflight int
+	// FixedInflight keeps the limit at MaxInflight. Defaults to false.
+	FixedInflight bool
+	// RateLimit paces calls to requests and tokens per minute. Defaults to
+	// none.
+	RateLimit RateLimit
+	// Backpressure pauses admission while a self-hosted server's queue is
+	// long, for backends that can report it. Defaults to on for them.
+	Backpressure Backpressure
+	// WarmPrefix sends the first model call alone and admits the others
+	// only when it returns, so the backend's prefix cache holds the shared
+	// prefix before the work arrives. Defaults to false.
+	WarmPrefix bool
+	// StartWindow is how long connection failures may last, from the
+	// first, before any model call of a run got an answer, until the run
+	// declares the backend unavailable ([ErrBackendUnavailable]). Defaults
+	// to DefaultStartWindow; NoStartWindow turns the check off.
+	StartWindow time.Duration
+	// NoStartWindow turns the unavailability check off: StartWindow must
+	// then be zero.
+	NoStartWindow bool
+	// PauseBackoff spaces the pauses of admission after connection
+	// failures (each twice the last, capped by Max and by 5s). Defaults to
+	// Backoff's defaults.
+	PauseBackoff Backoff
+}
+
+// RateLimit paces model calls to a hosted API's limits. Zero fields mean
+// no limit of that kind; limits the backend reports in its responses
+// (x-ratelimit-* headers) tighten them, or set them when unset.
+type RateLimit struct {
+	// RPM is requests per minute. Defaults to none.
+	RPM int
+	// TPM is tokens per minute, estimated before each call with CountTokens
+	// and corrected with the usage the call reports. Defaults to none.
+	TPM int
+	// CountTokens estimates a request's prompt tokens. Defaults to about
+	// four bytes a token. It is called only while a token budget is in
+	// force (TPM, or one learnt from the backend's headers).
+	CountTokens func(*llm.Request) int
+}
+
+// Backpressure holds admission back while a self-hosted server's queue is
+// long, so the server is fed at capacity instead of flooded. It applies
+// when the Model is an llm.QueueProber that declares the probe.
+type Backpressure struct {
+	// Disabled turns the probe off. Defaults to false.
+	Disabled bool
+	// MaxQueued pauses admission while the server reports more waiting
+	// requests than this. Defaults to DefaultMaxQueued.
+	MaxQueued int
+	// Interval is how often the server's queue is read. Defaults to
+	// DefaultProbeInterval.
+	Interval time.Duration
+}
+
+// OnResultFunc receives each result as it completes.
+type OnResultFunc func(Result)
+
+// ErrBadConfig is wrapped by the error [New] returns for an invalid
+// [Config].
+var ErrBadConfig = errors.New("batchagent: bad config")
+
+// validate checks c and returns it with its defaults filled.
+func (c Config) validate() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+	}
+	if c.MaxActive < 0 {
+		return bad("negative max active %d", c.MaxActive)
+	}
+	if c.MaxActive == 0 {
+		c.MaxActive = DefaultMaxActive
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RetryFailed && c.Checkpoint == nil {
+		return bad("retry failed needs a checkpoint")
+	}
+	if c.StopOnCheckpointError && c.Checkpoint == nil {
+		return bad("stop on checkpoint error needs a checkpoint")
+	}
+	if err := c.Admission.validate(); err != nil {
+		return bad("admission: %v", err)
+	}
+	backends := make(map[Backend]Admission, len(c.Backends))
+	for b, a := range c.Backends {
+		if b.Model == nil {
+			return bad("backend %q: no model", b.Name)
+		}
+		if !reflect.TypeOf(b.Model).Comparable() {
+			return bad("backend %q: model of type %T is not comparable", b.Name, b.Model)
+		}
+		if err := a.validate(); err != nil {
+			return bad("backend %q: admission: %v", b.Name, err)
+		}
+		backends[b] = a
+	}
+	c.Backends = backends
+	return c, nil
+}
+
+func (a Admission) validate() error {
+	switch {
+	case a.MaxInflight < 0:
+		return fmt.Errorf("negative max inflight %d", a.MaxInflight)
+	case a.RateLimit.RPM < 0 || a.RateLimit.TPM < 0:
+		return fmt.Errorf("negative rate limit (rpm %d, tpm %d)", a.RateLimit.RPM, a.RateLimit.TPM)
+	case a.Backpressure.MaxQueued < 0 || a.Backpressure.Interval < 0:
+		return fmt.Errorf("negative backpressure setting (max queued %d, interval %v)", a.Backpressure.MaxQueued, a.Backpressure.Interval)
+	case a.StartWindow < 0:
+		return fmt.Errorf("negative start window %v", a.StartWindow)
+	case a.NoStartWindow && a.StartWindow != 0:
+		return fmt.Errorf("no start window contradicts start window %v", a.StartWindow)
+	case a.PauseBackoff.Base < 0 || a.PauseBackoff.Max < 0 || a.PauseBackoff.RateLimitBase < 0:
+		return fmt.Errorf("negative pause backoff %+v", a.PauseBackoff)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package batchagent
+
+import (
+	"context"
+	"time"
+)
+
+// Handle is one agent started by [Engine.Submit]. Its methods are safe for
+// concurrent use.
+type Handle struct {
+	done   chan struct{} // closed once res is set
+	res    Result
+	cancel context.CancelFunc
+}
+
+// Submit starts one agent of spec on in and returns at once, without
+// waiting for model work: the agent waits for its backend's admission in
+// spec's priority class, so [Interactive] specs overtake batch work for
+// the next free slot. It is not limited by [Config.MaxActive]: each
+// Handle holds its agent. The agent ends when it finishes, when ctx or
+// [Handle.Cancel] cancels it, or when the engine shuts down; its result
+// (of kind [KindCanceled] for the last three) is then on the Handle. A
+// nil spec gives a Handle that is already done, with an error wrapping
+// [ErrBadJob]; so does an engine already shut down, with [ErrShutdown].
+// Submit's agents are not checkpointed, and their results are not passed
+// to [Config.OnResult]; Result.Index is the submission's number on the
+// engine, from 0.
+func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
+	h := &Handle{done: make(chan struct{})}
+	i := int(e.seq.Add(1) - 1)
+	if spec == nil {
+		h.end(e.fail("", i, in, -1, "submit", errNoSpec, KindInput, time.Now()))
+		return h
+	}
+	rn, err := e.runnerOf(spec)
+	if err != nil {
+		h.end(e.fail(spec.ID(), i, in, -1, "submit", err, KindInput, time.Now()))
+		return h
+	}
+	if !e.begin() {
+		h.end(e.fail(rn.id, i, in, -1, "submit", ErrShutdown, KindCanceled, time.Now()))
+		return h
+	}
+	ctx, h.cancel = e.bind(ctx)
+	e.stats.started.Add(1)
+	go func() { // owned by the engine: Shutdown waits for it
+		defer e.work.Done()
+		defer h.cancel()
+		if e.draining.Load() {
+			h.end(e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now()))
+			return
+		}
+		e.runAgent(ctx, rn, nil, i, in, nil, false, func(r Result) {
+			e.stats.add(outcome{Result: r})
+			h.end(r)
+		})
+	}()
+	return h
+}
+
+func (h *Handle) end(r Result) {
+	h.res = r
+	close(h.done)
+}
+
+// Done returns a channel closed when the agent's result is ready.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Try returns the agent's result and true when it is ready, or false at
+// once when it is not.
+func (h *Handle) Try() (Result, bool) {
+	select {
+	case <-h.done:
+		return h.res, true
+	default:
+		return Result{}, false
+	}
+}
+
+// Wait waits for the agent's result. It returns ctx's error if ctx ends
+// first; the agent goes on (see [Handle.Cancel]).
+func (h *Handle) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-h.done:
+		return h.res, nil
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Cancel stops the agent: a model call in flight is abandoned and its
+// slot freed. The result, of kind [KindCanceled] unless the agent
+// finished first, is on the Handle once the agent has stopped. Cancel may
+// be called more than once and after the agent ended.
+func (h *Handle) Cancel() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+}
