@@ -106,10 +106,6 @@ func estimateTokens(req *llm.Request) int {
 	return (n + 3) / 4
 }
 
-// classLevels is the priority credit of a class: far more turns than any
-// agent takes, so a higher class is always served first.
-const classLevels = 1 << 20
-
 // permit is one admitted call.
 type permit struct {
 	a         *admission
@@ -125,7 +121,7 @@ type permit struct {
 // failures) and a slot; none of these waits holds a slot. Once the engine
 // drains, the waits for prefix warming, the backend's queue and a pause
 // end with agent.ErrStopped.
-func (a *admission) Acquire(ctx context.Context, class Priority, priority int, req *llm.Request) (agent.Permit, error) {
+func (a *admission) Acquire(ctx context.Context, class sched.Class, flow uint64, priority int, req *llm.Request) (agent.Permit, error) {
 	p := &permit{a: a}
 	if a.warm {
 		if a.warmFirst.CompareAndSwap(false, true) {
@@ -156,7 +152,7 @@ func (a *admission) Acquire(ctx context.Context, class Priority, priority int, r
 			p.endWarm()
 			return nil, err
 		}
-		if err := a.slots.Acquire(ctx, priority+int(class)*classLevels); err != nil {
+		if err := a.slots.AcquireFlow(ctx, class, flow, priority); err != nil {
 			p.endWarm()
 			return nil, err
 		}

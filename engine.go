@@ -42,7 +42,8 @@ type Engine struct {
 	runners sync.Map // weak.Pointer[Spec] → *runner
 
 	stats counters
-	seq   atomic.Int64 // Submit's sequence numbers
+	seq   atomic.Int64  // Submit's sequence numbers
+	flows atomic.Uint64 // scheduling flows handed out: one per run and per runner
 
 	draining  atomic.Bool   // Drain was called
 	drained   chan struct{} // closed by Drain: waits between and before model calls end
@@ -137,6 +138,7 @@ func (e *Engine) bind(ctx context.Context) (context.Context, context.CancelFunc)
 // the engine's admission for its backend and class.
 type runner struct {
 	id      string
+	flow    uint64 // the flow of the spec's Submits
 	spec    weak.Pointer[Spec]
 	agent   *agent.Runner
 	gate    *gate
@@ -155,7 +157,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{id: d.ID, spec: key, gate: g, timeout: d.Timeout}
+	r := &runner{id: d.ID, flow: e.flows.Add(1), spec: key, gate: g, timeout: d.Timeout}
 	maxRetries := d.MaxRetries
 	if d.NoRetries {
 		maxRetries = -1
@@ -183,7 +185,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 		OutageBudget:   budget,
 	}
 	if g.gated {
-		cfg.Gate = &classGate{adm: g.adm, class: d.Priority}
+		cfg.Gate = &classGate{adm: g.adm, class: sched.Class(d.Priority)}
 	}
 	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
 	if e.cfg.Checkpoint != nil {
@@ -279,6 +281,7 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 		defer e.work.Done()
 		ctx, unbind := e.bind(ctx)
 		defer unbind()
+		ctx = context.WithValue(ctx, flowKey{}, e.flows.Add(1))
 		ctx, unavailable := context.WithCancelCause(ctx)
 		defer unavailable(nil)
 		ctx, cancel := context.WithCancel(ctx)

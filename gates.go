@@ -107,15 +107,21 @@ func (g *gate) endRun(r *outageRun) {
 }
 
 // classGate is the agent.Gate of one job's agents: the backend's gate, in
-// the job's priority class.
+// the job's priority class, each call in the flow its context names.
 type classGate struct {
 	adm   *admission
-	class Priority
+	class sched.Class
 }
 
 func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
-	return c.adm.Acquire(ctx, c.class, priority, req)
+	flow, _ := ctx.Value(flowKey{}).(uint64)
+	return c.adm.Acquire(ctx, c.class, flow, priority, req)
 }
+
+// flowKey is the context key of the scheduling flow of an agent's calls:
+// each run is a flow, and so is each spec's Submits; the flows of a class
+// take turns for the backend's slots.
+type flowKey struct{}
 
 func (c *classGate) LastAnswer() time.Time { return c.adm.LastAnswer() }
 

@@ -42,6 +42,7 @@ func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
 		return h
 	}
 	ctx, h.cancel = e.bind(ctx)
+	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
 	e.stats.started.Add(1)
 	go func() { // owned by the engine: Shutdown waits for it
 		defer e.work.Done()

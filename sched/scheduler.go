@@ -22,9 +22,29 @@ type Config struct {
 	Boost time.Duration
 }
 
+// Class is a waiter's priority class: a waiter of a higher class is always
+// served before any waiter of a lower one.
+type Class int
+
+// The classes.
+const (
+	// Batch is the class of bulk work.
+	Batch Class = 0
+	// Interactive is the class of work someone waits for.
+	Interactive Class = 1
+)
+
+// numClasses is the number of classes.
+const numClasses = 2
+
 // Scheduler is a priority counting semaphore with a limit that can change
 // while it is in use. It is safe for concurrent use. Every successful
 // [Scheduler.Acquire] must be matched by exactly one [Scheduler.Release].
+//
+// Waiters are served by class first (see [Class]); within a class, the
+// flows with waiters take turns (round robin: a flow is a job, so two jobs
+// sharing the slots progress at the same rate whatever their sizes);
+// within a flow, by priority and arrival (see the package doc).
 type Scheduler struct {
 	boost time.Duration
 	start time.Time
@@ -32,8 +52,22 @@ type Scheduler struct {
 	mu       sync.Mutex // protects the fields below
 	limit    int        // current number of slots; math.MaxInt when unlimited
 	inflight int        // slots held
-	waiters  waitHeap
+	waiting  int        // waiters in all flows
+	classes  [numClasses]classQueue
 	seq      uint64 // arrival counter, for FIFO among equal keys
+}
+
+// classQueue is the waiters of one class: the flows that have waiters, in
+// the order they take turns.
+type classQueue struct {
+	ring  []*flowQueue // flows with waiters; the head is served next
+	flows map[uint64]*flowQueue
+}
+
+// flowQueue is the waiters of one flow of a class.
+type flowQueue struct {
+	id      uint64
+	waiters waitHeap
 }
 
 // New returns a Scheduler. It returns an error if cfg.Limit or cfg.Boost is
@@ -52,24 +86,38 @@ func New(cfg Config) (*Scheduler, error) {
 	if limit == 0 {
 		limit = math.MaxInt
 	}
-	return &Scheduler{boost: cfg.Boost, start: time.Now(), limit: limit}, nil
+	s := &Scheduler{boost: cfg.Boost, start: time.Now(), limit: limit}
+	for i := range s.classes {
+		s.classes[i].flows = map[uint64]*flowQueue{}
+	}
+	return s, nil
 }
 
 // waiter is one blocked Acquire.
 type waiter struct {
 	key   int64 // arrival time in ns since start, minus the priority credit
 	seq   uint64
+	flow  *flowQueue
+	class Class
 	ready chan struct{} // closed when the slot is granted
-	index int           // position in the heap; -1 once removed
+	index int           // position in the flow's heap; -1 once removed
 }
 
-// Acquire blocks until a slot is free and it is the caller's turn, or ctx
-// is done. priority orders waiters: higher is served first (see the package
-// doc for how waiting time counts). On success the caller holds one slot and
-// must call Release; on failure it returns ctx.Err() and holds nothing.
-func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
+// Acquire is AcquireFlow in flow 0.
+func (s *Scheduler) Acquire(ctx context.Context, class Class, priority int) error {
+	return s.AcquireFlow(ctx, class, 0, priority)
+}
+
+// AcquireFlow blocks until a slot is free and it is the caller's turn, or
+// ctx is done. class and flow place the caller (see [Scheduler]);
+// priority orders the waiters of a flow: higher is served first (see the
+// package doc for how waiting time counts). On success the caller holds
+// one slot and must call Release; on failure it returns ctx.Err() and
+// holds nothing. A class out of range counts as the nearest one.
+func (s *Scheduler) AcquireFlow(ctx context.Context, class Class, flow uint64, priority int) error {
+	class = min(max(class, 0), numClasses-1)
 	s.mu.Lock()
-	if s.inflight < s.limit && len(s.waiters) == 0 {
+	if s.inflight < s.limit && s.waiting == 0 {
 		s.inflight++
 		s.mu.Unlock()
 		return nil
@@ -78,13 +126,23 @@ func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
 		s.mu.Unlock()
 		return err
 	}
+	cq := &s.classes[class]
+	fq := cq.flows[flow]
+	if fq == nil {
+		fq = &flowQueue{id: flow}
+		cq.flows[flow] = fq
+		cq.ring = append(cq.ring, fq)
+	}
 	w := &waiter{
 		key:   int64(time.Since(s.start)) - int64(priority)*int64(s.boost),
 		seq:   s.seq,
+		flow:  fq,
+		class: class,
 		ready: make(chan struct{}),
 	}
 	s.seq++
-	heap.Push(&s.waiters, w)
+	heap.Push(&fq.waiters, w)
+	s.waiting++
 	s.mu.Unlock()
 
 	select {
@@ -93,7 +151,9 @@ func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		if w.index >= 0 {
-			heap.Remove(&s.waiters, w.index)
+			heap.Remove(&w.flow.waiters, w.index)
+			s.waiting--
+			s.dropIfEmptyLocked(w.class, w.flow)
 			s.mu.Unlock()
 			return ctx.Err()
 		}
@@ -101,6 +161,21 @@ func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
 		// The slot was granted while we were leaving: hand it on.
 		s.Release()
 		return ctx.Err()
+	}
+}
+
+// dropIfEmptyLocked removes fq from its class once it has no waiters.
+func (s *Scheduler) dropIfEmptyLocked(class Class, fq *flowQueue) {
+	if len(fq.waiters) > 0 {
+		return
+	}
+	cq := &s.classes[class]
+	delete(cq.flows, fq.id)
+	for i, f := range cq.ring {
+		if f == fq {
+			cq.ring = append(cq.ring[:i], cq.ring[i+1:]...)
+			break
+		}
 	}
 }
 
@@ -154,18 +229,35 @@ type Stats struct {
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Limit: s.limit, Inflight: s.inflight, Waiting: len(s.waiters)}
+	st := Stats{Limit: s.limit, Inflight: s.inflight, Waiting: s.waiting}
 	if st.Limit == math.MaxInt {
 		st.Limit = 0
 	}
 	return st
 }
 
-// grantLocked hands free slots to the best waiters. s.mu must be held.
+// grantLocked hands free slots to the best waiters: the highest class with
+// waiters, its flow whose turn it is, that flow's best waiter. s.mu must
+// be held.
 func (s *Scheduler) grantLocked() {
-	for s.inflight < s.limit && len(s.waiters) > 0 {
-		w := heap.Pop(&s.waiters).(*waiter)
+	for s.inflight < s.limit && s.waiting > 0 {
+		c := Class(numClasses - 1)
+		for len(s.classes[c].ring) == 0 {
+			c--
+		}
+		cq := &s.classes[c]
+		fq := cq.ring[0]
+		w := heap.Pop(&fq.waiters).(*waiter)
+		s.waiting--
 		s.inflight++
+		if len(fq.waiters) == 0 {
+			delete(cq.flows, fq.id)
+			cq.ring = cq.ring[1:]
+		} else if len(cq.ring) > 1 {
+			// Its turn is over: to the back of the ring.
+			copy(cq.ring, cq.ring[1:])
+			cq.ring[len(cq.ring)-1] = fq
+		}
 		close(w.ready)
 	}
 }
