@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool"
@@ -139,7 +140,8 @@ func (e *Engine) bind(ctx context.Context) (context.Context, context.CancelFunc)
 type runner struct {
 	id      string
 	flow    uint64 // the flow of the spec's Submits
-	spec    weak.Pointer[Spec]
+	tmpl    *job.Template
+	pool    *tool.Pool // nil: no tools
 	agent   *agent.Runner
 	gate    *gate
 	timeout time.Duration
@@ -157,7 +159,9 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{id: d.ID, flow: e.flows.Add(1), spec: key, gate: g, timeout: d.Timeout}
+	// The runner holds the parts of spec it needs, never spec itself: the
+	// engine's map would keep spec alive.
+	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout}
 	maxRetries := d.MaxRetries
 	if d.NoRetries {
 		maxRetries = -1
@@ -416,12 +420,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *outageRun, i int
 	start := time.Now()
 	st := resume
 	if st == nil {
-		spec := rn.spec.Value()
-		if spec == nil { // cannot be: the caller holds the spec
-			deliver(e.fail(rn.id, i, in, -1, "render", errNoSpec, KindTemplate, start))
-			return
-		}
-		task, err := spec.Template().Render(in)
+		task, err := rn.tmpl.Render(in)
 		if err != nil {
 			r := e.fail(rn.id, i, in, -1, "render", err, KindTemplate, start)
 			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
@@ -601,8 +600,8 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := e.stats.snapshot()
 	e.runners.Range(func(_, v any) bool {
-		if spec := v.(*runner).spec.Value(); spec != nil && spec.Pool() != nil {
-			for _, t := range spec.Pool().Stats() {
+		if pool := v.(*runner).pool; pool != nil {
+			for _, t := range pool.Stats() {
 				s.Tools = append(s.Tools, t)
 				s.ToolExecuted += t.Executed
 			}
