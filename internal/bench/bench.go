@@ -115,7 +115,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -140,6 +140,8 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 			return nil, fmt.Errorf("bench: -n and -count must be positive")
 		}
 		return runLive(ctx, opt, w)
+	case "submit", "share":
+		return runShareScenario(ctx, scenario, opt, w)
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}
