@@ -181,7 +181,7 @@ func (a *admission) Acquire(ctx context.Context, priority int, req *llm.Request)
 			p.endWarm()
 			return nil, err
 		}
-		if err := a.slots.Acquire(ctx, priority); err != nil {
+		if err := a.slots.Acquire(ctx, sched.Batch, priority); err != nil {
 			p.endWarm()
 			return nil, err
 		}

@@ -96,7 +96,7 @@ func TestAIMDConverges(t *testing.T) {
 						return
 					default:
 					}
-					if err := s.Acquire(ctx, 0); err != nil {
+					if err := s.Acquire(ctx, sched.Batch, 0); err != nil {
 						return
 					}
 					epoch := a.Epoch()

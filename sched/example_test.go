@@ -14,7 +14,7 @@ func Example() {
 	}
 	ctx := context.Background()
 	turnsDone := 2 // agents closer to done get the next free slot first
-	if err := s.Acquire(ctx, turnsDone); err != nil {
+	if err := s.Acquire(ctx, sched.Batch, turnsDone); err != nil {
 		return
 	}
 	// ... the model call runs while the slot is held ...

@@ -55,8 +55,24 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{boost: cfg.Boost, start: time.Now(), limit: limit}, nil
 }
 
+// Class is a priority class. A waiter of a higher class is always served
+// before any waiter of a lower one, however long that one has waited;
+// priority (and waiting time, see the package doc) orders waiters within a
+// class. Any int is a valid class; the package names two.
+type Class int
+
+// The priority classes batchagent uses.
+const (
+	// Batch is the class of bulk work: runs over many inputs.
+	Batch Class = 0
+	// Interactive is the class of work someone is waiting for; it
+	// overtakes every Batch waiter.
+	Interactive Class = 1
+)
+
 // waiter is one blocked Acquire.
 type waiter struct {
+	class Class
 	key   int64 // arrival time in ns since start, minus the priority credit
 	seq   uint64
 	ready chan struct{} // closed when the slot is granted
@@ -64,10 +80,11 @@ type waiter struct {
 }
 
 // Acquire blocks until a slot is free and it is the caller's turn, or ctx
-// is done. priority orders waiters: higher is served first (see the package
-// doc for how waiting time counts). On success the caller holds one slot and
-// must call Release; on failure it returns ctx.Err() and holds nothing.
-func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
+// is done. Waiters of a higher class are served first; within a class,
+// priority orders them: higher is served first (see the package doc for how
+// waiting time counts). On success the caller holds one slot and must call
+// Release; on failure it returns ctx.Err() and holds nothing.
+func (s *Scheduler) Acquire(ctx context.Context, class Class, priority int) error {
 	s.mu.Lock()
 	if s.inflight < s.limit && len(s.waiters) == 0 {
 		s.inflight++
@@ -79,6 +96,7 @@ func (s *Scheduler) Acquire(ctx context.Context, priority int) error {
 		return err
 	}
 	w := &waiter{
+		class: class,
 		key:   int64(time.Since(s.start)) - int64(priority)*int64(s.boost),
 		seq:   s.seq,
 		ready: make(chan struct{}),
@@ -170,11 +188,15 @@ func (s *Scheduler) grantLocked() {
 	}
 }
 
-// waitHeap orders waiters by key, then arrival.
+// waitHeap orders waiters by class (highest first), then key, then
+// arrival.
 type waitHeap []*waiter
 
 func (h waitHeap) Len() int { return len(h) }
 func (h waitHeap) Less(i, j int) bool {
+	if h[i].class != h[j].class {
+		return h[i].class > h[j].class
+	}
 	if h[i].key != h[j].key {
 		return h[i].key < h[j].key
 	}

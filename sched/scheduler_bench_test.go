@@ -11,7 +11,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := s.Acquire(b.Context(), 1); err != nil {
+			if err := s.Acquire(b.Context(), sched.Batch, 1); err != nil {
 				b.Fatal(err)
 			}
 			s.Release()
@@ -28,7 +28,7 @@ func BenchmarkContended(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			if err := s.Acquire(b.Context(), i%3); err != nil {
+			if err := s.Acquire(b.Context(), sched.Batch, i%3); err != nil {
 				b.Fatal(err)
 			}
 			i++

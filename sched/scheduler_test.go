@@ -34,7 +34,7 @@ func TestNewRejectsNegative(t *testing.T) {
 func TestUnlimitedNeverBlocks(t *testing.T) {
 	s := newSched(t, sched.Config{})
 	for range 1000 {
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
 	}
@@ -51,7 +51,7 @@ func TestUnlimitedNeverBlocks(t *testing.T) {
 func TestPriorityOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatal(err)
 		}
 		var (
@@ -61,7 +61,7 @@ func TestPriorityOrder(t *testing.T) {
 		)
 		start := func(name string, prio int) {
 			wg.Go(func() {
-				if err := s.Acquire(t.Context(), prio); err != nil {
+				if err := s.Acquire(t.Context(), sched.Batch, prio); err != nil {
 					t.Errorf("Acquire(%s) = %v", name, err)
 					return
 				}
@@ -93,19 +93,19 @@ func TestPriorityOrder(t *testing.T) {
 func TestNoStarvation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: time.Second})
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatal(err)
 		}
 		served := make(chan string, 2) // one per waiter below
 		go func() {
-			if s.Acquire(t.Context(), 0) == nil {
+			if s.Acquire(t.Context(), sched.Batch, 0) == nil {
 				served <- "old"
 				s.Release()
 			}
 		}()
 		time.Sleep(3 * time.Second) // the old waiter's wait exceeds 2×Boost
 		go func() {
-			if s.Acquire(t.Context(), 2) == nil {
+			if s.Acquire(t.Context(), sched.Batch, 2) == nil {
 				served <- "new-prio2"
 				s.Release()
 			}
@@ -119,15 +119,55 @@ func TestNoStarvation(t *testing.T) {
 	})
 }
 
+// TestClassOrder checks that, with the limit full, an Interactive waiter
+// that arrives last is served before every earlier Batch waiter, whatever
+// their priority or waiting time, and Batch waiters then go by priority.
+func TestClassOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, sched.Config{Limit: 1, Boost: time.Second})
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu    sync.Mutex
+			order []string
+			wg    sync.WaitGroup
+		)
+		start := func(name string, class sched.Class, prio int) {
+			wg.Go(func() {
+				if err := s.Acquire(t.Context(), class, prio); err != nil {
+					t.Errorf("Acquire(%s) = %v", name, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				s.Release()
+			})
+			synctest.Wait() // make arrival order deterministic
+		}
+		start("batch-old", sched.Batch, 0)
+		time.Sleep(10 * time.Second) // less than the 100s credit of priority 100
+		start("batch-prio100", sched.Batch, 100)
+		start("interactive-last", sched.Interactive, 0)
+		s.Release()
+		wg.Wait()
+		want := []string{"interactive-last", "batch-prio100", "batch-old"}
+		if diff := cmp.Diff(want, order); diff != "" {
+			t.Errorf("service order (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestCancelWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		err := s.Acquire(ctx, 5)
+		err := s.Acquire(ctx, sched.Batch, 5)
 		if err != context.DeadlineExceeded {
 			t.Errorf("Acquire(expiring ctx) = %v, want %v", err, context.DeadlineExceeded)
 		}
@@ -135,7 +175,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 			t.Errorf("Stats() after cancel = %+v, want one held and no waiters", got)
 		}
 		s.Release()
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Errorf("Acquire after release = %v", err)
 		}
 		s.Release()
@@ -144,12 +184,12 @@ func TestCancelWhileWaiting(t *testing.T) {
 
 func TestAcquireOnDoneContextFailsWhenFull(t *testing.T) {
 	s := newSched(t, sched.Config{Limit: 1})
-	if err := s.Acquire(t.Context(), 0); err != nil {
+	if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := s.Acquire(ctx, 0); err != context.Canceled {
+	if err := s.Acquire(ctx, sched.Batch, 0); err != context.Canceled {
 		t.Errorf("Acquire(cancelled) = %v, want %v", err, context.Canceled)
 	}
 	s.Release()
@@ -168,7 +208,7 @@ func TestLimitRespected(t *testing.T) {
 			wg      sync.WaitGroup
 		)
 		work := func() {
-			if err := s.Acquire(t.Context(), 0); err != nil {
+			if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 				t.Error(err)
 				return
 			}
@@ -206,12 +246,12 @@ func TestLimitRespected(t *testing.T) {
 func TestSetLimitWakesWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
-		if err := s.Acquire(t.Context(), 0); err != nil {
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
 		go func() {
-			if s.Acquire(t.Context(), 0) == nil {
+			if s.Acquire(t.Context(), sched.Batch, 0) == nil {
 				close(done)
 			}
 		}()
