@@ -455,3 +455,33 @@ func TestGateCancelHoldsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestGateBackpressureWhileWaitingForSlot checks that a call granted its
+// slot while backpressure paused admission gives the slot back and waits
+// for the queue to drain.
+func TestGateBackpressureWhileWaitingForSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var waiting atomic.Int64
+		g := newGate(t, sched.GateConfig{Limit: 1, Fixed: true, ProbeInterval: 100 * time.Millisecond,
+			Probe: func(context.Context) (int, error) { return int(waiting.Load()), nil }})
+		r := g.BeginRun(t.Context())
+		defer g.EndRun(r)
+		begin := time.Now()
+		hold := admit(t, g)
+		admittedAt := make(chan time.Duration, 1) // the one waiter
+		go func() {
+			tk := admit(t, g)
+			admittedAt <- time.Since(begin)
+			tk.Release(sched.Outcome{})
+		}()
+		synctest.Wait() // the waiter waits for the slot
+		waiting.Store(100)
+		time.Sleep(150 * time.Millisecond) // the probe at 100ms pauses
+		hold.Release(sched.Outcome{})
+		time.Sleep(time.Second)
+		waiting.Store(0)
+		if got := <-admittedAt; got != 1200*time.Millisecond {
+			t.Errorf("waiter admitted after %v, want at the probe after the queue drained, 1.2s", got)
+		}
+	})
+}
