@@ -19,9 +19,9 @@ const (
 	// DefaultPauseBase is the first pause of admission after a connection
 	// failure; each further failure doubles it.
 	DefaultPauseBase = 50 * time.Millisecond
-	// DefaultPauseMax caps the pauses after connection failures (and
-	// further by maxConnPause) and the pause a backend asks for
-	// (Retry-After).
+	// DefaultPauseMax caps the pause a backend asks for (Retry-After) and
+	// the pauses after connection failures, which never exceed five
+	// seconds anyway.
 	DefaultPauseMax = 30 * time.Second
 	// DefaultStartWindow is the start window a caller should set in
 	// [GateConfig.StartWindow] unless it has a shorter budget for
