@@ -189,7 +189,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 		OutageBudget:   budget,
 	}
 	if g.gated {
-		cfg.Gate = &classGate{adm: g.adm, class: sched.Class(d.Priority)}
+		cfg.Gate = &classGate{g: g, class: sched.Class(d.Priority)}
 	}
 	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
 	if e.cfg.Checkpoint != nil {
@@ -291,8 +291,8 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
-		run := rn.gate.beginRun()
-		defer rn.gate.endRun(run)
+		run := rn.gate.g.BeginRun(ctx)
+		defer rn.gate.g.EndRun(run)
 		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
 		// Every result holds one of the engine's active tokens from
 		// admission until it has been delivered; a run holds at most
@@ -321,10 +321,10 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 // stopIfUnavailable ends the run, with the unavailability error as its
 // context's cause, once the run declared the backend unavailable; or
 // returns when ctx ends.
-func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *outageRun, stop context.CancelCauseFunc) {
+func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.Run, stop context.CancelCauseFunc) {
 	select {
-	case <-run.down:
-		err := rn.gate.adm.out.unavailable(run)
+	case <-run.Down():
+		err := run.Err()
 		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
 			slog.String("job", rn.id), slog.Any("err", err))
 		stop(err)
@@ -335,7 +335,7 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *outageR
 // admit reads inputs and starts one agent per input, while it holds one
 // of the engine's active tokens. It returns when every started agent has
 // sent its result.
-func (e *Engine) admit(ctx context.Context, rn *runner, run *outageRun, inputs Inputs, cancelRest bool, out chan<- outcome) {
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs Inputs, cancelRest bool, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// Without the checkpoint the run would redo or duplicate work: every
@@ -416,7 +416,7 @@ func (e *Engine) closedNow() bool {
 // runAgent runs the agent of input i to completion, from resume when a
 // checkpoint holds its last completed turn, and hands its result to
 // deliver once it is checkpointed (when save is set).
-func (e *Engine) runAgent(ctx context.Context, rn *runner, run *outageRun, i int, in Input, resume *agent.State, save bool, deliver func(Result)) {
+func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in Input, resume *agent.State, save bool, deliver func(Result)) {
 	start := time.Now()
 	st := resume
 	if st == nil {
@@ -449,7 +449,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *outageRun, i int
 		// Ungated, no call is observed and the backend is never declared down.
 		var down error
 		if rn.gate.gated && run != nil {
-			down = rn.gate.adm.out.gaveUp(run, ae.Err)
+			down = rn.gate.g.GaveUp(run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
 		}
 		if down != nil {
 			// Stopped by the unavailable backend, whichever error it

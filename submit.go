@@ -51,7 +51,9 @@ func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
 			h.end(e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now()))
 			return
 		}
-		e.runAgent(ctx, rn, nil, i, in, nil, false, func(r Result) {
+		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
+		defer rn.gate.g.EndRun(run)
+		e.runAgent(ctx, rn, run, i, in, nil, false, func(r Result) {
 			e.stats.add(outcome{Result: r})
 			h.end(r)
 		})

@@ -5,12 +5,21 @@
 // priority. batchagent gives each agent's model call a priority equal to the
 // turns it has completed, so agents that are close to done get the next free
 // slot before fresh ones start and results stream out early. Among equal
-// priorities waiters are served first come, first served.
+// priorities waiters are served first come, first served. Above priority
+// sits the [Class]: a waiter of a higher class (Interactive) is always served
+// before any waiter of a lower one (Batch), whatever their priorities.
+//
+// A [Gate] is what one backend's callers share: a Scheduler whose limit an
+// [AIMD] adapts, the request and token budgets of a [Rate], prefix warming,
+// backpressure from the backend's queue, pauses after congestion answers and
+// connection failures, and the detection of a backend that is down from a
+// [Run]'s start. One Gate serves every job on a backend.
 //
 // # No starvation
 //
-// Priority is converted into an arrival credit: a waiter with priority p is
-// ordered as if it had arrived p × [Config.Boost] earlier than it did. A
+// Within a class, priority is converted into an arrival credit: a waiter
+// with priority p is ordered as if it had arrived p × [Config.Boost] earlier
+// than it did. A
 // higher priority therefore wins over any waiting time shorter than the
 // difference in credit, and any waiter is eventually overtaken by nobody:
 // once it has waited longer than the largest credit in use, every later

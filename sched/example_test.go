@@ -22,3 +22,25 @@ func Example() {
 	fmt.Printf("%+v\n", s.Stats())
 	// Output: {Limit:8 Inflight:0 Waiting:0}
 }
+
+func ExampleGate() {
+	g, err := sched.NewGate(sched.GateConfig{Limit: 16, RPM: 600, StartWindow: sched.DefaultStartWindow})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	run := g.BeginRun(ctx) // one run of a job; its callers share the gate with every other job's
+	defer g.EndRun(run)
+
+	t, err := g.Acquire(ctx, sched.Interactive, 0, 0, 0) // served before any waiting Batch call
+	if err != nil {
+		return
+	}
+	// ... the model call runs; a streamed call reports its first event ...
+	t.Answering()
+	t.Release(sched.Outcome{Signal: sched.SignalOK, Tokens: 1200})
+
+	st := g.Stats()
+	fmt.Println(st.Limit, st.Inflight, st.RPM, run.Err())
+	// Output: 16 0 600 <nil>
+}

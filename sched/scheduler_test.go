@@ -119,6 +119,46 @@ func TestNoStarvation(t *testing.T) {
 	})
 }
 
+// TestClassOrder checks that, with the limit full, an Interactive waiter
+// that arrives last is served before every earlier Batch waiter, whatever
+// their priority or waiting time, and Batch waiters then go by priority.
+func TestClassOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, sched.Config{Limit: 1, Boost: time.Second})
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu    sync.Mutex
+			order []string
+			wg    sync.WaitGroup
+		)
+		start := func(name string, class sched.Class, prio int) {
+			wg.Go(func() {
+				if err := s.Acquire(t.Context(), class, prio); err != nil {
+					t.Errorf("Acquire(%s) = %v", name, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				s.Release()
+			})
+			synctest.Wait() // make arrival order deterministic
+		}
+		start("batch-old", sched.Batch, 0)
+		time.Sleep(10 * time.Second) // less than the 100s credit of priority 100
+		start("batch-prio100", sched.Batch, 100)
+		start("interactive-last", sched.Interactive, 0)
+		s.Release()
+		wg.Wait()
+		want := []string{"interactive-last", "batch-prio100", "batch-old"}
+		if diff := cmp.Diff(want, order); diff != "" {
+			t.Errorf("service order (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestCancelWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
