@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -121,7 +122,7 @@ func recordOutcome(st *agent.State, r Result) {
 		st.Status = agent.StatusDone
 		return
 	}
-	d := describe(r.Err)
+	d := job.Describe(r.Err)
 	st.Status = agent.StatusFailed
 	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
 	st.ErrClass = d.Class
@@ -133,7 +134,7 @@ func StateResult(jobID string, st agent.State) Result {
 	r := resultOf(st.Index, st.Input, &st)
 	if st.Status == agent.StatusFailed {
 		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
-		cause := restoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
+		cause := job.RestoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
 		r.Err = &AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: Kind(st.ErrKind), Err: cause}
 		r.Output = nil
 	}

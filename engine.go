@@ -432,7 +432,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 	actx := ctx
 	if rn.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, errAgentTimeout)
+		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
 		defer cancel()
 	}
 	err := rn.agent.Run(actx, st)
@@ -443,7 +443,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
-		timedOut := errors.Is(context.Cause(actx), errAgentTimeout)
+		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
 		// The gate sees every call: it knows whether any was answered.
 		// Ungated, no call is observed and the backend is never declared down.
@@ -459,7 +459,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		if canceled && e.closedNow() && !errors.Is(ae.Err, ErrShutdown) {
 			ae.Err = errors.Join(ae.Err, ErrShutdown)
 		}
-		ae.Kind = classify(ae.Err, timedOut, canceled)
+		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.finish(ctx, st, r, save, deliver)
@@ -644,7 +644,7 @@ type counters struct {
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
-	byKind            [len(kinds)]atomic.Int64 // indexed like kinds
+	byKind            [job.NumKinds]atomic.Int64 // indexed like kinds
 }
 
 func (c *counters) add(o outcome) {
@@ -656,7 +656,7 @@ func (c *counters) add(o outcome) {
 	if r.Err == nil {
 		c.ok.Add(1)
 	} else {
-		if i := slices.Index(kinds[:], KindOf(r.Err)); i >= 0 {
+		if i := slices.Index(job.Kinds, KindOf(r.Err)); i >= 0 {
 			c.byKind[i].Add(1)
 		}
 	}
@@ -682,7 +682,7 @@ func (c *counters) snapshot() Stats {
 		ByKind:           map[Kind]int64{},
 	}
 	s.Failed = s.Done - s.OK
-	for i, k := range kinds {
+	for i, k := range job.Kinds {
 		if n := c.byKind[i].Load(); n > 0 {
 			s.ByKind[k] = n
 		}

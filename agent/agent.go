@@ -31,11 +31,11 @@ const maxOutageAttempt = 5
 
 // ErrMaxTurns is returned when an agent used all its turns without a final
 // answer.
-var ErrMaxTurns = errors.New("agent: max turns reached without a final answer")
+var ErrMaxTurns = job.ErrMaxTurns
 
 // ErrStopped is returned when Config.Stop asked the agent to stop between
 // turns (a graceful shutdown): its state holds its last completed turn.
-var ErrStopped = errors.New("agent: stopped between turns")
+var ErrStopped = job.ErrStopped
 
 // StopFunc reports whether agents should stop before their next turn.
 type StopFunc func() bool

@@ -1,4 +1,4 @@
-package batchagent
+package job
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ type resultJSON struct {
 	Index     int             `json:"index"`
 	Input     Input           `json:"input,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
-	Error     *errorJSON      `json:"error,omitempty"`
+	Error     *ErrorInfo      `json:"error,omitempty"`
 	Raw       string          `json:"raw,omitempty"`
 	Attempts  int             `json:"attempts"`
 	Turns     int             `json:"turns"`
@@ -25,7 +25,9 @@ type resultJSON struct {
 	Timings   timingsJSON     `json:"timings"`
 }
 
-type errorJSON struct {
+// ErrorInfo is the flat, JSON form of an agent's error: what a result line
+// and a checkpoint record of it.
+type ErrorInfo struct {
 	Kind     Kind             `json:"kind"`
 	Op       string           `json:"op,omitempty"`
 	Turn     int              `json:"turn"`
@@ -59,16 +61,17 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if r.Err != nil {
 		v.Raw = r.Raw
-		v.Error = describe(r.Err)
+		v.Error = Describe(r.Err)
 	}
 	return json.Marshal(v)
 }
 
-// describe flattens an agent's error: its kind, failed step, turn (-1 when
-// none), message (the cause's, for an *AgentError), classes (see
-// [classOf]) and schema problems.
-func describe(err error) *errorJSON {
-	v := &errorJSON{Kind: KindOf(err), Turn: -1, Message: err.Error()}
+// Describe flattens an agent's error: its kind, failed step, turn (-1 when
+// none), message (the cause's, for an *AgentError), classes (the names of
+// the sentinel errors it wraps, comma-separated, as [RestoreCause] reads
+// them) and schema problems.
+func Describe(err error) *ErrorInfo {
+	v := &ErrorInfo{Kind: KindOf(err), Turn: -1, Message: err.Error()}
 	if ae, ok := errors.AsType[*AgentError](err); ok {
 		v.Op, v.Turn, v.Message, v.Problems = ae.Op, ae.Turn, ae.Err.Error(), ae.Problems()
 	}

@@ -1,4 +1,4 @@
-package batchagent
+package job
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 )
@@ -28,7 +27,7 @@ func TestRestoreCause(t *testing.T) {
 		wantClass string
 	}{
 		{"plain", errors.New("boom"), ""},
-		{"sentinel itself", agent.ErrMaxTurns, "max_turns"},
+		{"sentinel itself", ErrMaxTurns, "max_turns"},
 		{"api error", &llm.APIError{Backend: "b", StatusCode: 429, Err: llm.ErrRateLimited}, "rate_limited"},
 		{"unavailable and canceled", errors.Join(context.Canceled, fmt.Errorf("%w: no answer for 1m: %w", ErrBackendUnavailable, llm.ErrConnection)),
 			"connection,canceled,backend_unavailable"},
@@ -46,7 +45,7 @@ func TestRestoreCause(t *testing.T) {
 			if v, ok := errors.AsType[*schema.ValidationError](tt.err); ok {
 				ps = v.Problems
 			}
-			got := restoreCause(tt.err.Error(), class, ps, verr.Raw)
+			got := RestoreCause(tt.err.Error(), class, ps, verr.Raw)
 			if got.Error() != tt.err.Error() {
 				t.Errorf("restored text = %q, want %q", got, tt.err)
 			}
@@ -60,19 +59,19 @@ func TestRestoreCause(t *testing.T) {
 			if gok != wok || gok && !gocmp.Equal(gv, wv) {
 				t.Errorf("errors.As(restored) = %+v, %v; want %+v, %v", gv, gok, wv, wok)
 			}
-			if (tt.err == agent.ErrMaxTurns || tt.err == verr) && got != tt.err && !gocmp.Equal(got, tt.err) {
+			if (tt.err == ErrMaxTurns || tt.err == verr) && got != tt.err && !gocmp.Equal(got, tt.err) {
 				t.Errorf("restored %T %v, want the original value", got, got)
 			}
 		})
 	}
 	t.Run("saved before classes", func(t *testing.T) {
-		got := restoreCause(verr.Error(), "", problems, verr.Raw)
+		got := RestoreCause(verr.Error(), "", problems, verr.Raw)
 		if v, ok := errors.AsType[*schema.ValidationError](got); !ok || !gocmp.Equal(v, verr) {
 			t.Errorf("restoreCause without class, with problems = %#v, want %#v", got, verr)
 		}
 	})
 	t.Run("unknown class", func(t *testing.T) {
-		got := restoreCause("later", "from_the_future,rate_limited", nil, "")
+		got := RestoreCause("later", "from_the_future,rate_limited", nil, "")
 		if got.Error() != "later" || !errors.Is(got, llm.ErrRateLimited) {
 			t.Errorf("restoreCause with an unknown class = %q (rate limited %v), want text kept and the known class", got, errors.Is(got, llm.ErrRateLimited))
 		}
@@ -85,16 +84,16 @@ func TestRestoreCause(t *testing.T) {
 // failure, and an export would otherwise drop them from the result line.
 func TestRestoreCauseUnknownClassKeepsProblems(t *testing.T) {
 	problems := []schema.Problem{{Path: "$.a", Message: "missing"}}
-	got := restoreCause("bad answer", "from_the_future", problems, `{}`)
+	got := RestoreCause("bad answer", "from_the_future", problems, `{}`)
 	v, ok := errors.AsType[*schema.ValidationError](got)
 	if !ok || !gocmp.Equal(v.Problems, problems) {
-		t.Fatalf("restoreCause(%q, %q, problems) = %#v, want one answering errors.As with problems %v", "bad answer", "from_the_future", got, problems)
+		t.Fatalf("RestoreCause(%q, %q, problems) = %#v, want one answering errors.As with problems %v", "bad answer", "from_the_future", got, problems)
 	}
 	if got.Error() != "bad answer" {
 		t.Errorf("restoreCause text = %q, want %q", got, "bad answer")
 	}
 	ae := &AgentError{Op: "validate", Kind: KindValidation, Err: got}
-	if d := describe(ae); !gocmp.Equal(d.Problems, problems) {
-		t.Errorf("describe(restored).Problems = %v, want %v", d.Problems, problems)
+	if d := Describe(ae); !gocmp.Equal(d.Problems, problems) {
+		t.Errorf("Describe(restored).Problems = %v, want %v", d.Problems, problems)
 	}
 }

@@ -1,12 +1,12 @@
-package batchagent
+package job
 
 import (
 	"context"
 	"errors"
 	"strings"
 
-	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
 )
@@ -30,14 +30,18 @@ var errClasses = []struct {
 	{"truncated", llm.ErrTruncated},
 	{"canceled", context.Canceled},
 	{"deadline", context.DeadlineExceeded},
-	{"agent_timeout", errAgentTimeout},
-	{"max_turns", agent.ErrMaxTurns},
-	{"stopped", agent.ErrStopped},
+	{"agent_timeout", ErrAgentTimeout},
+	{"max_turns", ErrMaxTurns},
+	{"stopped", ErrStopped},
 	{"tool_fatal", tool.ErrFatal},
 	{"no_json", schema.ErrNoJSON},
 	{"checkpoint", ErrCheckpoint},
 	{"backend_unavailable", ErrBackendUnavailable},
 }
+
+// ErrBackendUnavailable ends a run whose backend never answered; see
+// batchagent.ErrBackendUnavailable. It is sched.ErrUnavailable.
+var ErrBackendUnavailable = sched.ErrUnavailable
 
 // classValidation names a cause holding a *schema.ValidationError.
 const classValidation = "validation"
@@ -58,7 +62,7 @@ func classOf(err error) string {
 	return strings.Join(names, ",")
 }
 
-// restoreCause rebuilds a saved failure's cause from its message, classes,
+// RestoreCause rebuilds a saved failure's cause from its message, classes,
 // schema problems and raw answer: an error whose text is msg and which
 // answers errors.Is for each class's sentinel and errors.As for a
 // *schema.ValidationError holding the problems, as the original did. A
@@ -69,7 +73,7 @@ func classOf(err error) string {
 // state saved before classes were recorded has none, and one saved by a
 // later version may name only classes unknown here. Any other cause with
 // no known class comes back as plain text.
-func restoreCause(msg, class string, problems []schema.Problem, raw string) error {
+func RestoreCause(msg, class string, problems []schema.Problem, raw string) error {
 	var errs []error
 	validation := len(problems) > 0
 	for name := range strings.SplitSeq(class, ",") {
