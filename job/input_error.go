@@ -23,4 +23,3 @@ func (e *InputError) Error() string {
 
 // Unwrap returns e.Err.
 func (e *InputError) Unwrap() error { return e.Err }
-
