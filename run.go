@@ -1,0 +1,393 @@
+package batchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/internal/retry"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// A runner is what the engine keeps of a Spec: its agent loop, wired to
+// the engine's admission for its backend and class.
+type runner struct {
+	id      string
+	flow    uint64 // the flow of the spec's Submits
+	tmpl    *job.Template
+	pool    *tool.Pool // nil: no tools
+	agent   *agent.Runner
+	gate    *gate
+	timeout time.Duration
+}
+
+// runnerOf returns the runner of spec, building it on first use. The
+// engine forgets it once spec is garbage.
+func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
+	key := weak.Make(spec)
+	if r, ok := e.runners.Load(key); ok {
+		return r.(*runner), nil
+	}
+	d := spec.Def()
+	g, err := e.gateOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	// The runner holds the parts of spec it needs, never spec itself: the
+	// engine's map would keep spec alive.
+	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout}
+	maxRetries := d.MaxRetries
+	if d.NoRetries {
+		maxRetries = -1
+	}
+	budget := d.OutageBudget
+	if d.NoOutageBudget {
+		budget = -1
+	}
+	cfg := agent.Config{
+		Model:          d.Model,
+		ModelName:      d.ModelName,
+		System:         d.System,
+		Tools:          spec.Pool(),
+		Schema:         spec.Schema(),
+		Check:          d.Check,
+		MaxTurns:       d.MaxTurns,
+		MaxRetries:     maxRetries,
+		MaxTokens:      d.MaxTokens,
+		MaxTokensLimit: d.MaxTokensLimit,
+		Backoff:        retry.Policy{Base: d.Backoff.Base, RateLimitBase: d.Backoff.RateLimitBase, Max: d.Backoff.Max},
+		Temperature:    d.Temperature,
+		TopP:           d.TopP,
+		Seed:           d.Seed,
+		StopSequences:  d.Stop,
+		OutageBudget:   budget,
+	}
+	if g.gated {
+		cfg.Gate = &classGate{g: g, class: sched.Class(d.Priority)}
+	}
+	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
+	if e.cfg.Checkpoint != nil {
+		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
+			if st.Output == nil { // the final turn is saved with the agent's result
+				_ = e.save(ctx, st) // counted and logged; under StopOnCheckpointError it drains
+			}
+		}
+	}
+	if r.agent, err = agent.New(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+	}
+	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
+		return prev.(*runner), nil
+	}
+	runtime.AddCleanup(spec, func(k weak.Pointer[Spec]) { e.runners.Delete(k) }, key)
+	return r, nil
+}
+
+// errNoSpec is the error of a call without a Spec.
+var errNoSpec = fmt.Errorf("%w: nil spec", ErrBadJob)
+
+// stream runs inputs and yields results as they complete. With
+// cancelRest, inputs not started before ctx ends still yield a canceled
+// result each, so that every input has one.
+func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRest bool) (iter.Seq[Result], error) {
+	if spec == nil {
+		return nil, errNoSpec
+	}
+	rn, err := e.runnerOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(Result) bool) {
+		if !e.begin() {
+			if cancelRest {
+				i := 0
+				for in, _ := range inputs {
+					r := e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now())
+					if !yield(r) {
+						return
+					}
+					i++
+				}
+			}
+			return
+		}
+		defer e.work.Done()
+		ctx, unbind := e.bind(ctx)
+		defer unbind()
+		ctx = context.WithValue(ctx, flowKey{}, e.flows.Add(1))
+		ctx, unavailable := context.WithCancelCause(ctx)
+		defer unavailable(nil)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		run := rn.gate.g.BeginRun(ctx)
+		defer rn.gate.g.EndRun(run)
+		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
+		// Every result holds one of the engine's active tokens from
+		// admission until it has been delivered; a run holds at most
+		// MaxActive, so out never blocks a sender.
+		out := make(chan outcome, e.cfg.MaxActive)
+		wg.Go(func() {
+			e.admit(ctx, rn, run, inputs, cancelRest, out)
+			close(out)
+		})
+		stopped := false
+		for o := range out {
+			if !stopped {
+				e.deliver(rn.id, o, e.cfg.OnResult)
+				if !yield(o.Result) {
+					stopped = true
+					cancel()
+				}
+			}
+			<-e.active
+		}
+		cancel() // stops the unavailability watch
+		wg.Wait()
+	}, nil
+}
+
+// stopIfUnavailable ends the run, with the unavailability error as its
+// context's cause, once the run declared the backend unavailable; or
+// returns when ctx ends.
+func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.Run, stop context.CancelCauseFunc) {
+	select {
+	case <-run.Down():
+		err := run.Err()
+		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
+			slog.String("job", rn.id), slog.Any("err", err))
+		stop(err)
+	case <-ctx.Done():
+	}
+}
+
+// admit reads inputs and starts one agent per input, while it holds one
+// of the engine's active tokens. It returns when every started agent has
+// sent its result.
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs Inputs, cancelRest bool, out chan<- outcome) {
+	var agents sync.WaitGroup
+	defer agents.Wait()
+	// Without the checkpoint the run would redo or duplicate work: every
+	// input fails with the load's error instead.
+	saved, loadErr := e.loadCheckpoint(ctx, rn.id)
+	index := 0
+	for in, err := range inputs {
+		i := index
+		index++
+		// Stream: inputs not started when the run stops yield nothing.
+		stopped := func() bool { return !cancelRest && (ctx.Err() != nil || e.draining.Load()) }
+		if stopped() {
+			return
+		}
+		select {
+		case e.active <- struct{}{}:
+			if stopped() { // ctx ended as the token came
+				<-e.active
+				return
+			}
+		case <-ctx.Done():
+			if !cancelRest {
+				return
+			}
+			// Wait for room without starting the agent: the canceled
+			// result still needs a token.
+			e.active <- struct{}{}
+		}
+		e.stats.started.Add(1)
+		if err != nil {
+			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, KindInput, time.Now())}
+			continue
+		}
+		if loadErr != nil {
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), KindBackend, time.Now())}
+			continue
+		}
+		prev, hasPrev := saved[i]
+		delete(saved, i) // what it holds is freed as the run moves on
+		if hasPrev && !prev.Input.Same(in) {
+			// The state of another input at this index: run this one fresh.
+			hasPrev = false
+			e.log.LogAttrs(ctx, slog.LevelWarn, "saved state is of a different input: running the input again",
+				slog.String("job", rn.id), slog.Int("agent", i))
+		}
+		if hasPrev && e.finished(prev) {
+			out <- outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
+			continue
+		}
+		if ctx.Err() != nil || e.draining.Load() {
+			errs := []error{context.Canceled, context.Cause(ctx)}
+			if e.closedNow() {
+				errs = append(errs, ErrShutdown)
+			}
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), KindCanceled, time.Now())}
+			continue
+		}
+		var resume *agent.State
+		if hasPrev && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
+			resume = &prev
+		}
+		prior := workOf(resume)
+		agents.Add(1)
+		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r Result) {
+			out <- outcome{Result: r, prior: prior}
+			agents.Done()
+		})
+	}
+}
+
+// closedNow reports whether Shutdown was called.
+func (e *Engine) closedNow() bool {
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
+	return e.closed
+}
+
+// runAgent runs the agent of input i to completion, from resume when a
+// checkpoint holds its last completed turn, and hands its result to
+// deliver once it is checkpointed (when save is set).
+func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in Input, resume *agent.State, save bool, deliver func(Result)) {
+	start := time.Now()
+	st := resume
+	if st == nil {
+		task, err := rn.tmpl.Render(in)
+		if err != nil {
+			r := e.fail(rn.id, i, in, -1, "render", err, KindTemplate, start)
+			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
+			return
+		}
+		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
+	}
+	actx := ctx
+	if rn.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
+		defer cancel()
+	}
+	err := rn.agent.Run(actx, st)
+	r := resultOf(i, in, st)
+	r.Timings.Total = time.Since(start)
+	if err != nil {
+		ae := &AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
+		if se, ok := errors.AsType[*agent.Error](err); ok {
+			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
+		}
+		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout)
+		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		// The gate sees every call: it knows whether any was answered.
+		// Ungated, no call is observed and the backend is never declared down.
+		var down error
+		if rn.gate.gated && run != nil {
+			down = rn.gate.g.GaveUp(run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
+		}
+		if down != nil {
+			// Stopped by the unavailable backend, whichever error it
+			// saw first: no answer came, so it stays pending.
+			ae.Err, canceled, timedOut = down, true, false
+		}
+		if canceled && e.closedNow() && !errors.Is(ae.Err, ErrShutdown) {
+			ae.Err = errors.Join(ae.Err, ErrShutdown)
+		}
+		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
+		r.Err, r.Output, r.Raw = ae, nil, st.Raw
+	}
+	e.finish(ctx, st, r, save, deliver)
+}
+
+// resultOf returns the result of agent i, whose input is in, from its
+// state: output, counters, usage and timings (Total as saved with a final
+// state; the engine sets it for the agents it runs).
+func resultOf(i int, in Input, st *agent.State) Result {
+	t := st.Timings
+	return Result{
+		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
+		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
+	}
+}
+
+// finish checkpoints a finished agent, then hands its result to deliver. An
+// agent stopped by the run's cancellation keeps its last completed turn
+// instead, to resume from. A Checkpointer that can save asynchronously
+// does, so that the agent's goroutine ends at once: deliver is then called
+// from the Checkpointer once the state is durable.
+func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, save bool, deliver func(Result)) {
+	if !save || e.cfg.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
+		deliver(r)
+		return
+	}
+	recordOutcome(st, r)
+	if as, ok := e.cfg.Checkpoint.(asyncSaver); ok {
+		as.SaveAsync(*st, func(err error) {
+			if err != nil {
+				e.saveFailed(ctx, st.JobID, st.Index, err)
+				if e.cfg.StopOnCheckpointError {
+					r = e.checkpointFailure(st.JobID, r, err)
+				}
+			}
+			deliver(r)
+		})
+		return
+	}
+	if err := e.save(ctx, st); err != nil && e.cfg.StopOnCheckpointError {
+		r = e.checkpointFailure(st.JobID, r, err)
+	}
+	deliver(r)
+}
+
+func (e *Engine) fail(id string, i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {
+	return Result{
+		Index:   i,
+		Input:   in,
+		Err:     &AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
+		Timings: Timings{Total: time.Since(start)},
+	}
+}
+
+// An outcome is a result on its way to delivery, with what its counters
+// hold of work done before this run.
+type outcome struct {
+	Result
+	// prior is the work of earlier runs: the saved turns of a resumed
+	// agent, all of a result restored from the checkpoint.
+	prior work
+	// restored marks a result read from the checkpoint, not run.
+	restored bool
+}
+
+// work is what an agent's counters hold.
+type work struct {
+	attempts, turns, toolCalls int
+	usage                      llm.Usage
+}
+
+// workOf returns the counters of st; zero for nil.
+func workOf(st *agent.State) work {
+	if st == nil {
+		return work{}
+	}
+	return work{attempts: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
+}
+
+// deliver counts a result of job id and calls onResult, if set.
+func (e *Engine) deliver(id string, o outcome, onResult OnResultFunc) {
+	e.stats.add(o)
+	r := o.Result
+	if onResult != nil {
+		onResult(r)
+	}
+	if r.Err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "agent failed",
+			slog.String("job", id), slog.Int("agent", r.Index), slog.Any("err", r.Err))
+	}
+}
