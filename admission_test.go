@@ -2,6 +2,7 @@ package batchagent_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,11 +209,48 @@ func TestTokensCountedOnlyUnderTPM(t *testing.T) {
 			_, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{RateLimit: tc.rl}},
 				batchagent.Def{Model: newSim(t, sim.Config{ToolTurns: -1}), Task: "{id}"}, batchagent.Slice(inputs(20)))
 			if len(res) != 20 || res[19].Err != nil {
-				t.Fatalf("Run: %d results, last %v", len(res), res[len(res)-1].Err)
+				t.Fatalf("Run: %d results, want 20, the last ok", len(res))
 			}
 			if got := counted.Load(); got != tc.want {
 				t.Errorf("CountTokens called %d times, want %d", got, tc.want)
 			}
 		})
 	}
+}
+
+// TestBackendsOverrideAdmission checks that Config.Backends sets the
+// admission of the backend it names, and Config.Admission that of the
+// others: the named backend runs 3 calls at once, another 1, and Stats
+// reports each backend's limit in the order of first use.
+func TestBackendsOverrideAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		named := &capacityModel{latency: 10 * time.Millisecond}
+		other := &capacityModel{latency: 10 * time.Millisecond}
+		e := newEngine(t, batchagent.Config{
+			Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true},
+			Backends: map[batchagent.Backend]batchagent.Admission{
+				{Model: named, Name: "big"}: {MaxInflight: 3, FixedInflight: true},
+			},
+		})
+		for _, d := range []batchagent.Def{
+			{Model: named, ModelName: "big", Task: "{id}"},
+			{Model: other, ModelName: "big", Task: "{id}"},
+			{Model: named, ModelName: "small", Task: "{id}"}, // another model name: another backend
+		} {
+			res, err := e.Run(t.Context(), mustSpec(t, d), batchagent.Slice(inputs(12)))
+			if err != nil || len(res) != 12 || res[11].Err != nil {
+				t.Fatalf("run on %q: %d results, %v", d.ModelName, len(res), err)
+			}
+		}
+		if named.peak != 3 || other.peak != 1 {
+			t.Errorf("peak calls in flight: named backend %d, other %d; want 3 and 1", named.peak, other.peak)
+		}
+		var limits []int
+		for _, b := range e.Stats().Backends {
+			limits = append(limits, b.Limit)
+		}
+		if want := []int{3, 1, 1}; !slices.Equal(limits, want) {
+			t.Errorf("backend limits in Stats = %v, want %v", limits, want)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
@@ -683,5 +685,65 @@ func TestStreamCancelledYieldsNothing(t *testing.T) {
 	}
 	if m.Stats().Calls != 0 {
 		t.Errorf("%d model calls, want 0", m.Stats().Calls)
+	}
+}
+
+// runDroppingSpec streams 20 inputs of a job with a cacheable tool on a
+// new engine, holding no reference to its Spec once the stream has begun
+// and collecting garbage after the first result. It returns the engine
+// and a weak pointer to the Spec.
+func runDroppingSpec(t *testing.T) (*batchagent.Engine, weak.Pointer[batchagent.Spec]) {
+	t.Helper()
+	doc, execs, _ := countingTool("read_file", 0, true)
+	e := newEngine(t, batchagent.Config{MaxActive: 4})
+	spec := mustSpec(t, batchagent.Def{Model: newSim(t, sim.Config{Seed: 1, Latency: 5 * time.Millisecond}),
+		Task: "read path: shared.txt for {id}", Tools: []tool.Tool{doc}})
+	collected := weak.Make(spec)
+	seq, err := e.Stream(t.Context(), spec, batchagent.Slice(inputs(20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = nil
+	n := 0
+	for r := range seq {
+		if n == 0 {
+			runtime.GC() // the spec may be collected while agents are still to start
+		}
+		if r.Err != nil {
+			t.Fatalf("result %d: %v", r.Index, r.Err)
+		}
+		n++
+	}
+	if n != 20 || execs.Load() != 1 {
+		t.Fatalf("%d results, %d tool executions; want 20 and 1", n, execs.Load())
+	}
+	return e, collected
+}
+
+// TestSpecDroppedDuringRun checks that a run does not depend on its caller
+// holding the Spec: an engine once fetched the template through a weak
+// pointer, and a collected Spec failed every later agent with "nil spec".
+func TestSpecDroppedDuringRun(t *testing.T) {
+	runDroppingSpec(t)
+}
+
+// TestStatsKeepWorkOfCollectedSpec checks that the engine's counters keep
+// the tool work of a Spec once the Spec is collected: they count the
+// engine's work, and must not go down.
+func TestStatsKeepWorkOfCollectedSpec(t *testing.T) {
+	t.Skip("bug: Engine.Stats sums the tool pools of the runners it still holds, and a runner is dropped when its Spec is collected: ToolExecuted falls from 1 to 0 and Tools empties (reported to the lead)")
+	e, collected := runDroppingSpec(t)
+	// Give the collector and the engine's cleanup of the spec's runner a
+	// chance to run; stop as soon as the counters change.
+	for i := 0; i < 100 && (collected.Value() != nil || e.Stats().ToolExecuted == 1); i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if collected.Value() != nil {
+		t.Skip("the spec was not collected: nothing to check")
+	}
+	if st := e.Stats(); st.ToolRequested != 20 || st.ToolExecuted != 1 || len(st.Tools) != 1 {
+		t.Errorf("stats after the spec was collected: tool calls requested %d, executed %d, per tool %v; want 20, 1 and one tool's counters",
+			st.ToolRequested, st.ToolExecuted, st.Tools)
 	}
 }

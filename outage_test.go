@@ -193,6 +193,31 @@ func TestOutageAfterAnswerIsNotDeadBackend(t *testing.T) {
 	})
 }
 
+// TestNoStartWindow checks that a start window turned off declares no
+// backend unavailable: with no outage budget either, agents on a backend
+// no call ever reached fail on their own, with the connection error,
+// after their retries, long after the default start window.
+func TestNoStartWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		m := &flakyModel{down: begin, up: begin.Add(time.Hour),
+			err: &llm.APIError{Backend: "fake", Message: "connect: connection refused", Err: llm.ErrConnection}}
+		_, res := runAll(t, batchagent.Config{Admission: batchagent.Admission{NoStartWindow: true}},
+			batchagent.Def{Model: m, Task: "{id}", NoOutageBudget: true, MaxRetries: 8}, 3)
+		for _, r := range res {
+			if batchagent.KindOf(r.Err) != batchagent.KindBackend || !errors.Is(r.Err, llm.ErrConnection) || errors.Is(r.Err, batchagent.ErrBackendUnavailable) {
+				t.Errorf("result %d: %v (kind %q), want a backend failure on the connection error, not ErrBackendUnavailable", r.Index, r.Err, batchagent.KindOf(r.Err))
+			}
+			if r.Attempts != 9 {
+				t.Errorf("result %d: %d attempts, want 9 (1 + 8 retries)", r.Index, r.Attempts)
+			}
+		}
+		if took := time.Since(begin); took <= batchagent.DefaultStartWindow {
+			t.Errorf("run ended after %v, want the retries to outlast the default start window %v", took, batchagent.DefaultStartWindow)
+		}
+	})
+}
+
 // TestSingleOverloadStaysShort checks that a lone 503 without Retry-After
 // (the 2 % of failures bench fair injects) neither pauses the other agents
 // nor delays its own agent by more than the short default back-off.
