@@ -2,6 +2,7 @@ package batchagent_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,14 +78,10 @@ func (m *capacityModel) QueueDepth(ctx context.Context) (llm.QueueDepth, error) 
 func TestAIMDConvergesNearCapacity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &capacityModel{k: 8, latency: 100 * time.Millisecond}
-		e, err := batchagent.New(batchagent.Job{
-			Model: m, Task: "{id}", MaxInflight: 64, MaxRetries: 50,
+		e, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 64}}, batchagent.Def{
+			Model: m, Task: "{id}", MaxRetries: 50,
 			Backoff: batchagent.Backoff{Base: 10 * time.Millisecond, RateLimitBase: 50 * time.Millisecond},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := e.Run(t.Context(), batchagent.Slice(inputs(400)))
+		}, batchagent.Slice(inputs(400)))
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatalf("result %d: %v", r.Index, r.Err)
@@ -109,14 +106,19 @@ func TestAIMDConvergesNearCapacity(t *testing.T) {
 func TestDeclaredConcurrencyStartsLow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &capacityModel{latency: 10 * time.Millisecond, declared: 4}
-		e, err := batchagent.New(batchagent.Job{Model: m, Task: "{id}", MaxInflight: 50})
-		if err != nil {
+		e := newEngine(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 50}})
+		spec := mustSpec(t, batchagent.Def{Model: m, Task: "{id}"})
+		// The backend's admission is made on its first use: a run of no
+		// inputs makes it.
+		if _, err := e.Run(t.Context(), spec, batchagent.Slice(nil)); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.Stats().Limit; got != 4 {
-			t.Errorf("initial limit = %d, want the backend's default 4", got)
+		if got := e.Stats().Limit; got != 4 || m.calls != 0 {
+			t.Errorf("initial limit = %d after %d calls, want the backend's default 4 before any call", got, m.calls)
 		}
-		e.Run(t.Context(), batchagent.Slice(inputs(200)))
+		if _, err := e.Run(t.Context(), spec, batchagent.Slice(inputs(200))); err != nil {
+			t.Fatal(err)
+		}
 		if m.peak > 50 || e.Stats().Limit <= 4 {
 			t.Errorf("peak %d limit %d: want growth above 4 and never above 50", m.peak, e.Stats().Limit)
 		}
@@ -127,12 +129,8 @@ func TestRPMPacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &capacityModel{latency: time.Millisecond}
 		start := time.Now()
-		res, err := batchagent.Run(t.Context(), batchagent.Job{
-			Model: m, Task: "{id}", RateLimit: batchagent.RateLimit{RPM: 600},
-		}, batchagent.Slice(inputs(160)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{RateLimit: batchagent.RateLimit{RPM: 600}}},
+			batchagent.Def{Model: m, Task: "{id}"}, batchagent.Slice(inputs(160)))
 		took := time.Since(start)
 		if len(res) != 160 || res[159].Err != nil {
 			t.Fatalf("results %d, last err %v", len(res), res[159].Err)
@@ -157,12 +155,9 @@ func TestBackpressurePausesAdmission(t *testing.T) {
 			m.mu.Unlock()
 		}()
 		m.latency = 100 * time.Millisecond
-		e, err := batchagent.New(batchagent.Job{Model: m, Task: "{id}", MaxInflight: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
 		start := time.Now()
-		e.Run(t.Context(), batchagent.Slice(inputs(20)))
+		e, _ := runWith(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 2}},
+			batchagent.Def{Model: m, Task: "{id}"}, batchagent.Slice(inputs(20)))
 		// The first probe (after 200ms) pauses; the calls already admitted
 		// before it ran go through, nothing after until the queue drains.
 		var during int
@@ -180,10 +175,8 @@ func TestBackpressurePausesAdmission(t *testing.T) {
 func TestWarmPrefixSendsOneFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &capacityModel{latency: 300 * time.Millisecond}
-		res, err := batchagent.Run(t.Context(), batchagent.Job{Model: m, Task: "{id}", WarmPrefix: true}, batchagent.Slice(inputs(10)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{WarmPrefix: true}},
+			batchagent.Def{Model: m, Task: "{id}"}, batchagent.Slice(inputs(10)))
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatal(r.Err)
@@ -213,14 +206,51 @@ func TestTokensCountedOnlyUnderTPM(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var counted atomic.Int64
 			tc.rl.CountTokens = func(*llm.Request) int { counted.Add(1); return 10 }
-			res, err := batchagent.Run(t.Context(), batchagent.Job{Model: newSim(t, sim.Config{ToolTurns: -1}), Task: "{id}", RateLimit: tc.rl},
-				batchagent.Slice(inputs(20)))
-			if err != nil || len(res) != 20 || res[19].Err != nil {
-				t.Fatalf("Run: %d results, %v", len(res), err)
+			_, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{RateLimit: tc.rl}},
+				batchagent.Def{Model: newSim(t, sim.Config{ToolTurns: -1}), Task: "{id}"}, batchagent.Slice(inputs(20)))
+			if len(res) != 20 || res[19].Err != nil {
+				t.Fatalf("Run: %d results, want 20, the last ok", len(res))
 			}
 			if got := counted.Load(); got != tc.want {
 				t.Errorf("CountTokens called %d times, want %d", got, tc.want)
 			}
 		})
 	}
+}
+
+// TestBackendsOverrideAdmission checks that Config.Backends sets the
+// admission of the backend it names, and Config.Admission that of the
+// others: the named backend runs 3 calls at once, another 1, and Stats
+// reports each backend's limit in the order of first use.
+func TestBackendsOverrideAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		named := &capacityModel{latency: 10 * time.Millisecond}
+		other := &capacityModel{latency: 10 * time.Millisecond}
+		e := newEngine(t, batchagent.Config{
+			Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true},
+			Backends: map[batchagent.Backend]batchagent.Admission{
+				{Model: named, Name: "big"}: {MaxInflight: 3, FixedInflight: true},
+			},
+		})
+		for _, d := range []batchagent.Def{
+			{Model: named, ModelName: "big", Task: "{id}"},
+			{Model: other, ModelName: "big", Task: "{id}"},
+			{Model: named, ModelName: "small", Task: "{id}"}, // another model name: another backend
+		} {
+			res, err := e.Run(t.Context(), mustSpec(t, d), batchagent.Slice(inputs(12)))
+			if err != nil || len(res) != 12 || res[11].Err != nil {
+				t.Fatalf("run on %q: %d results, %v", d.ModelName, len(res), err)
+			}
+		}
+		if named.peak != 3 || other.peak != 1 {
+			t.Errorf("peak calls in flight: named backend %d, other %d; want 3 and 1", named.peak, other.peak)
+		}
+		var limits []int
+		for _, b := range e.Stats().Backends {
+			limits = append(limits, b.Limit)
+		}
+		if want := []int{3, 1, 1}; !slices.Equal(limits, want) {
+			t.Errorf("backend limits in Stats = %v, want %v", limits, want)
+		}
+	})
 }

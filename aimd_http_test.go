@@ -52,14 +52,11 @@ func TestAIMDAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := batchagent.New(batchagent.Job{
-		Model: m, Task: "{id}", MaxInflight: 32, MaxRetries: 50,
+	e, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 32}}, batchagent.Def{
+		Model: m, Task: "{id}", MaxRetries: 50,
 		Backoff: batchagent.Backoff{Base: time.Millisecond, RateLimitBase: 5 * time.Millisecond, Max: 50 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range e.Run(t.Context(), batchagent.Slice(inputs(300))) {
+	}, batchagent.Slice(inputs(300)))
+	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("result %d: %v", r.Index, r.Err)
 		}

@@ -17,7 +17,7 @@ import (
 func TestCheckFeedsBack(t *testing.T) {
 	var calls atomic.Int64
 	reject := errors.New("value must be even")
-	j := batchagent.Job{
+	d := batchagent.Def{
 		Model:        newSim(t, sim.Config{Seed: 1}),
 		Task:         "item {id}",
 		OutputSchema: json.RawMessage(outSchema),
@@ -26,7 +26,7 @@ func TestCheckFeedsBack(t *testing.T) {
 			return reject
 		},
 	}
-	res, err := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(1)))
+	res, err := batchagent.Run(t.Context(), mustSpec(t, d), batchagent.Slice(inputs(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func TestCheckFeedsBack(t *testing.T) {
 }
 
 func TestCheckAccepts(t *testing.T) {
-	res, err := batchagent.Run(t.Context(), batchagent.Job{
+	res, err := batchagent.Run(t.Context(), mustSpec(t, batchagent.Def{
 		Model: newSim(t, sim.Config{Seed: 1}), Task: "item {id}", OutputSchema: json.RawMessage(outSchema),
 		Check: func(out json.RawMessage) error { return nil },
-	}, batchagent.Slice(inputs(3)))
+	}), batchagent.Slice(inputs(3)))
 	if err != nil {
 		t.Fatal(err)
 	}

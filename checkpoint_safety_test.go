@@ -22,9 +22,7 @@ import (
 // fresh run on the new inputs.
 func TestResumeRunsChangedInputsFresh(t *testing.T) {
 	ck := &fakeCheckpointer{}
-	if _, err := batchagent.Run(t.Context(), checkpointJob(t, ck, newSim(t, sim.Config{Seed: 9})), batchagent.Slice(inputs(10))); err != nil {
-		t.Fatal(err)
-	}
+	runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(newSim(t, sim.Config{Seed: 9})), batchagent.Slice(inputs(10)))
 	// Half-run agent 4 too: its saved turn must not be resumed either.
 	st := ck.states[4]
 	st.Status, st.Output, st.Turns, st.Messages = agent.StatusRunning, nil, 1, st.Messages[:3]
@@ -35,14 +33,11 @@ func TestResumeRunsChangedInputsFresh(t *testing.T) {
 	changed[4] = batchagent.Input{"id": "four"}              // edited, with a running state
 	changed[7], changed[8] = changed[8], changed[7]          // reordered
 	changed = append(changed, batchagent.Input{"id": "new"}) // added at the end
-	want := outputs(runOn(t, checkpointJob(t, &fakeCheckpointer{}, newSim(t, sim.Config{Seed: 9})), changed))
+	_, fresh := runWith(t, batchagent.Config{Checkpoint: &fakeCheckpointer{}}, checkpointDef(newSim(t, sim.Config{Seed: 9})), batchagent.Slice(changed))
+	want := outputs(fresh)
 
 	m := newSim(t, sim.Config{Seed: 9})
-	e, err := batchagent.New(checkpointJob(t, ck, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := e.Run(t.Context(), batchagent.Slice(changed))
+	e, res := runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(m), batchagent.Slice(changed))
 	for _, r := range res {
 		if r.Err != nil || fmt.Sprint(r.Input) != fmt.Sprint(changed[r.Index]) {
 			t.Errorf("result %d: input %v, err %v; want input %v, no error", r.Index, r.Input, r.Err, changed[r.Index])
@@ -60,16 +55,6 @@ func TestResumeRunsChangedInputsFresh(t *testing.T) {
 			t.Errorf("saved state %d has input %v, want %v", i, got, in)
 		}
 	}
-}
-
-// runOn runs j on in.
-func runOn(t *testing.T, j batchagent.Job, in []batchagent.Input) []batchagent.Result {
-	t.Helper()
-	res, err := batchagent.Run(t.Context(), j, batchagent.Slice(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
 }
 
 // failAfter is a Checkpointer whose saves fail once ok of them have
@@ -128,13 +113,8 @@ func TestStopOnCheckpointError(t *testing.T) {
 	for _, finalOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("finalOnly=%v", finalOnly), func(t *testing.T) {
 			ck := &failAfter{ok: 12, finalOnly: finalOnly}
-			j := checkpointJob(t, ck, newSim(t, sim.Config{Seed: 2}))
-			j.StopOnCheckpointError, j.MaxActive = true, 4
-			e, err := batchagent.New(j)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := e.Run(t.Context(), batchagent.Slice(inputs(100)))
+			e, res := runWith(t, batchagent.Config{Checkpoint: ck, StopOnCheckpointError: true, MaxActive: 4},
+				checkpointDef(newSim(t, sim.Config{Seed: 2})), batchagent.Slice(inputs(100)))
 			checkStopped(t, e, res, finalOnly, func(i int) (agent.State, bool) {
 				ck.mu.Lock()
 				defer ck.mu.Unlock()
@@ -155,19 +135,14 @@ func TestStopOnCheckpointErrorAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	j := checkpointJob(t, store, newSim(t, sim.Config{Seed: 2}))
-	j.StopOnCheckpointError, j.MaxActive = true, 4
 	n := 0
-	j.OnResult = func(batchagent.Result) {
-		if n++; n == 5 {
-			once.Do(func() { _ = store.Close() })
-		}
-	}
-	e, err := batchagent.New(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := e.Run(t.Context(), batchagent.Slice(inputs(100)))
+	cfg := batchagent.Config{Checkpoint: store, StopOnCheckpointError: true, MaxActive: 4,
+		OnResult: func(batchagent.Result) {
+			if n++; n == 5 {
+				once.Do(func() { _ = store.Close() })
+			}
+		}}
+	e, res := runWith(t, cfg, checkpointDef(newSim(t, sim.Config{Seed: 2})), batchagent.Slice(inputs(100)))
 	reopened, err := checkpoint.Open(path, checkpoint.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -54,12 +54,14 @@ func (f *fakeCheckpointer) Load(ctx context.Context, jobID string) ([]agent.Stat
 	return out, nil
 }
 
-func checkpointJob(t *testing.T, ck batchagent.Checkpointer, m *sim.Model) batchagent.Job {
+// checkpointDef returns the job of the checkpoint tests, "ck", on m: one
+// tool turn, then an answer.
+func checkpointDef(m *sim.Model) batchagent.Def {
 	echo := tool.Func(tool.Spec{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 		func(ctx context.Context, args json.RawMessage) (string, error) { return "contents", nil })
-	return batchagent.Job{
+	return batchagent.Def{
 		ID: "ck", Model: m, Task: "read path: {id}.txt", Tools: []tool.Tool{echo},
-		OutputSchema: json.RawMessage(outSchema), Checkpoint: ck,
+		OutputSchema: json.RawMessage(outSchema),
 	}
 }
 
@@ -74,10 +76,7 @@ func outputs(res []batchagent.Result) []string {
 func TestCheckpointResume(t *testing.T) {
 	ck := &fakeCheckpointer{}
 	first := newSim(t, sim.Config{Seed: 9})
-	res, err := batchagent.Run(t.Context(), checkpointJob(t, ck, first), batchagent.Slice(inputs(20)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(first), batchagent.Slice(inputs(20)))
 	want := outputs(res)
 	// One save after the tool turn, one for the result.
 	if ck.saves != 40 || first.Stats().Calls != 40 {
@@ -91,11 +90,7 @@ func TestCheckpointResume(t *testing.T) {
 
 	// Everything done: a second run calls no model and returns the same.
 	again := newSim(t, sim.Config{Seed: 9})
-	e2, err := batchagent.New(checkpointJob(t, ck, again))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res2 := e2.Run(t.Context(), batchagent.Slice(inputs(20)))
+	e2, res2 := runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(again), batchagent.Slice(inputs(20)))
 	if again.Stats().Calls != 0 {
 		t.Errorf("resuming a finished run made %d model calls, want 0", again.Stats().Calls)
 	}
@@ -118,11 +113,7 @@ func TestCheckpointResume(t *testing.T) {
 		ck.states[i] = st
 	}
 	third := newSim(t, sim.Config{Seed: 9})
-	e3, err := batchagent.New(checkpointJob(t, ck, third))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res3 := e3.Run(t.Context(), batchagent.Slice(inputs(20)))
+	e3, res3 := runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(third), batchagent.Slice(inputs(20)))
 	if third.Stats().Calls != 10 {
 		t.Errorf("resuming 10 agents after their first turn made %d model calls, want 10", third.Stats().Calls)
 	}
@@ -148,22 +139,23 @@ func TestCheckpointResume(t *testing.T) {
 
 func TestCheckpointRetryFailed(t *testing.T) {
 	ck := &fakeCheckpointer{}
-	j := checkpointJob(t, ck, newSim(t, sim.Config{Seed: 2, InvalidRate: 1}))
-	j.MaxRetries = -1
-	res, _ := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	d := checkpointDef(newSim(t, sim.Config{Seed: 2, InvalidRate: 1}))
+	d.NoRetries = true
+	cfg := batchagent.Config{Checkpoint: ck}
+	_, res := runWith(t, cfg, d, batchagent.Slice(inputs(3)))
 	if batchagent.KindOf(res[0].Err) != batchagent.KindValidation || ck.states[0].Status != agent.StatusFailed || len(ck.states[0].Problems) == 0 {
 		t.Fatalf("first run: %v, saved %+v; want a saved validation failure with problems", res[0].Err, ck.states[0].Status)
 	}
 	// Without RetryFailed the saved failure is returned as it was.
-	j.Model = newSim(t, sim.Config{Seed: 2})
-	res, _ = batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	d.Model = newSim(t, sim.Config{Seed: 2})
+	_, res = runWith(t, cfg, d, batchagent.Slice(inputs(3)))
 	ae, _ := res[0].Err.(*batchagent.AgentError)
 	if ae == nil || ae.Kind != batchagent.KindValidation || len(ae.Problems()) == 0 {
 		t.Errorf("resumed failure = %v, want the saved validation error with its problems", res[0].Err)
 	}
 	// With RetryFailed they run again, and now succeed.
-	j.RetryFailed = true
-	res, _ = batchagent.Run(t.Context(), j, batchagent.Slice(inputs(3)))
+	cfg.RetryFailed = true
+	_, res = runWith(t, cfg, d, batchagent.Slice(inputs(3)))
 	for _, r := range res {
 		if r.Err != nil {
 			t.Errorf("retried result %d: %v", r.Index, r.Err)
@@ -180,19 +172,19 @@ func TestDrainFinishesTurnsInFlight(t *testing.T) {
 	// depend on the machine's load.
 	synctest.Test(t, func(t *testing.T) {
 		ck := &fakeCheckpointer{}
-		want := outputs(mustRun(t, checkpointJob(t, &fakeCheckpointer{}, newSim(t, sim.Config{Seed: 9})), 30))
+		_, fresh := runWith(t, batchagent.Config{Checkpoint: &fakeCheckpointer{}}, checkpointDef(newSim(t, sim.Config{Seed: 9})), batchagent.Slice(inputs(30)))
+		want := outputs(fresh)
 		// Jitter staggers the agents, so that some are between turns when the
 		// run is drained.
 		m := newSim(t, sim.Config{Seed: 9, Latency: 20 * time.Millisecond, Jitter: 0.9})
-		j := checkpointJob(t, ck, m)
-		j.MaxActive = 8
-		e, err := batchagent.New(j)
+		e := newEngine(t, batchagent.Config{Checkpoint: ck, MaxActive: 8})
+		seq, err := e.Stream(t.Context(), mustSpec(t, checkpointDef(m)), batchagent.Slice(inputs(30)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var once sync.Once
 		var res []batchagent.Result
-		for r := range e.Stream(t.Context(), batchagent.Slice(inputs(30))) {
+		for r := range seq {
 			once.Do(e.Drain)
 			res = append(res, r)
 		}
@@ -212,20 +204,11 @@ func TestDrainFinishesTurnsInFlight(t *testing.T) {
 				t.Errorf("stopped agent %d saved at turn %d, want its completed first turn", st.Index, st.Turns)
 			}
 		}
-		resumed := mustRun(t, checkpointJob(t, ck, newSim(t, sim.Config{Seed: 9})), 30)
+		_, resumed := runWith(t, batchagent.Config{Checkpoint: ck}, checkpointDef(newSim(t, sim.Config{Seed: 9})), batchagent.Slice(inputs(30)))
 		if diff := gocmp.Diff(want, outputs(resumed)); diff != "" {
 			t.Errorf("outputs after resuming a drained run (-want +got):\n%s", diff)
 		}
 	})
-}
-
-func mustRun(t *testing.T, j batchagent.Job, n int) []batchagent.Result {
-	t.Helper()
-	res, err := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(n)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
 }
 
 // TestResultDeliveredOnlyWhenDurable runs agents against a real store
@@ -266,10 +249,11 @@ func TestResultDeliveredOnlyWhenDurable(t *testing.T) {
 	})
 	defer unlock.Stop()
 
-	j := checkpointJob(t, store, newSim(t, sim.Config{Seed: 3}))
+	e := newEngine(t, batchagent.Config{Checkpoint: store})
+	spec := mustSpec(t, checkpointDef(newSim(t, sim.Config{Seed: 3})))
 	start := time.Now()
 	n := 0
-	results, err := batchagent.Stream(t.Context(), j, batchagent.Slice(inputs(30)))
+	results, err := e.Stream(t.Context(), spec, batchagent.Slice(inputs(30)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,9 +288,7 @@ func TestCheckpointLoadFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newSim(t, sim.Config{Seed: 3})
-	if _, err := batchagent.Run(t.Context(), checkpointJob(t, store, m), batchagent.Slice(inputs(3))); err != nil {
-		t.Fatal(err)
-	}
+	runWith(t, batchagent.Config{Checkpoint: store}, checkpointDef(m), batchagent.Slice(inputs(3)))
 	store.Close()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -323,10 +305,7 @@ func TestCheckpointLoadFails(t *testing.T) {
 	}
 	defer store.Close()
 	again := newSim(t, sim.Config{Seed: 3})
-	res, err := batchagent.Run(t.Context(), checkpointJob(t, store, again), batchagent.Slice(inputs(3)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := runWith(t, batchagent.Config{Checkpoint: store}, checkpointDef(again), batchagent.Slice(inputs(3)))
 	if len(res) != 3 {
 		t.Fatalf("Run returned %d results, want 3", len(res))
 	}
@@ -348,12 +327,8 @@ func TestCheckpointLoadFails(t *testing.T) {
 // running and then as failed.
 func TestFailedFinalTurnSavedOnce(t *testing.T) {
 	ck := &fakeCheckpointer{}
-	j := batchagent.Job{ID: "ck", Model: newSim(t, sim.Config{Seed: 1, InvalidRate: 1, ToolTurns: -1}), Task: "{id}",
-		OutputSchema: json.RawMessage(outSchema), MaxRetries: -1, Checkpoint: ck}
-	res, err := batchagent.Run(t.Context(), j, batchagent.Slice(inputs(4)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := runWith(t, batchagent.Config{Checkpoint: ck}, batchagent.Def{ID: "ck", Model: newSim(t, sim.Config{Seed: 1, InvalidRate: 1, ToolTurns: -1}),
+		Task: "{id}", OutputSchema: json.RawMessage(outSchema), NoRetries: true}, batchagent.Slice(inputs(4)))
 	for _, r := range res {
 		if batchagent.KindOf(r.Err) != batchagent.KindValidation {
 			t.Fatalf("result %d: %v, want a validation failure", r.Index, r.Err)
@@ -377,11 +352,7 @@ func (*failingSaver) Save(context.Context, agent.State) error { return errors.Ne
 // TestCheckpointErrorsCounted checks that failed saves show in Stats: with
 // the default logger they would otherwise go unseen.
 func TestCheckpointErrorsCounted(t *testing.T) {
-	e, err := batchagent.New(checkpointJob(t, &failingSaver{}, newSim(t, sim.Config{Seed: 2})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := e.Run(t.Context(), batchagent.Slice(inputs(5)))
+	e, res := runWith(t, batchagent.Config{Checkpoint: &failingSaver{}}, checkpointDef(newSim(t, sim.Config{Seed: 2})), batchagent.Slice(inputs(5)))
 	// Two saves per agent: after the tool turn, and the final state.
 	if st := e.Stats(); st.OK != 5 || st.CheckpointErrors != 10 {
 		t.Errorf("ok %d, checkpoint errors %d; want 5 and 10 (%d results)", st.OK, st.CheckpointErrors, len(res))

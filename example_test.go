@@ -3,7 +3,9 @@ package batchagent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
@@ -31,20 +33,24 @@ func ExampleRun() {
 	if err != nil {
 		panic(err)
 	}
-	job := batchagent.Job{
+	// A Spec is compiled once and may be run any number of times.
+	spec, err := batchagent.NewSpec(batchagent.Def{
 		Model:        model,
 		System:       "You rate product reviews.",
 		Task:         "Rate this review of {product}: {text}",
 		OutputSchema: json.RawMessage(ratingSchema),
+	})
+	if err != nil {
+		panic(err) // a bad job: no model, a bad template or schema
 	}
 	inputs := []batchagent.Input{
 		{"product": "kettle", "text": "Boils fast, switch broke in a week."},
 		{"product": "lamp", "text": "Lovely light."},
 		{"product": "chair"}, // no "text": fails this input only
 	}
-	results, err := batchagent.Run(context.Background(), job, batchagent.Slice(inputs))
+	results, err := batchagent.Run(context.Background(), spec, batchagent.Slice(inputs))
 	if err != nil {
-		panic(err) // only a bad job gets here
+		panic(err) // only a nil spec gets here
 	}
 	for _, r := range results {
 		if r.Err != nil {
@@ -78,19 +84,28 @@ func ExampleStream() {
 	if err != nil {
 		panic(err)
 	}
-	engine, err := batchagent.New(batchagent.Job{
+	// The engine's settings are shared by every job run on it: here, at
+	// most 4 model calls at once to each backend.
+	engine, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{MaxInflight: 4}})
+	if err != nil {
+		panic(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{
 		Model:        model,
 		Task:         "Look up product: {product} and rate it.",
 		Tools:        []tool.Tool{lookup},
 		OutputSchema: json.RawMessage(ratingSchema),
-		MaxInflight:  4,
 	})
 	if err != nil {
 		panic(err)
 	}
 	inputs := []batchagent.Input{{"product": "kettle"}, {"product": "kettle"}, {"product": "kettle"}}
+	results, err := engine.Stream(context.Background(), spec, batchagent.Slice(inputs))
+	if err != nil {
+		panic(err)
+	}
 	ok := 0
-	for r := range engine.Stream(context.Background(), batchagent.Slice(inputs)) {
+	for r := range results {
 		if r.Err == nil {
 			ok++
 		}
@@ -114,7 +129,7 @@ func ExampleRunTyped() {
 	if err != nil {
 		panic(err)
 	}
-	job := batchagent.Job{
+	def := batchagent.Def{
 		Model: model,
 		Task:  "Review the pull request titled {title}.",
 		// A semantic check beyond the schema: sent back to the model when it fails.
@@ -130,7 +145,7 @@ func ExampleRunTyped() {
 		},
 	}
 	inputs := []batchagent.Input{{"title": "Fix the cache"}, {"title": "Add retries"}}
-	results, err := batchagent.RunTyped[Review](context.Background(), job, batchagent.Slice(inputs))
+	results, err := batchagent.RunTyped[Review](context.Background(), def, batchagent.Slice(inputs))
 	if err != nil {
 		panic(err)
 	}
@@ -140,4 +155,94 @@ func ExampleRunTyped() {
 	// Output:
 	// 0: ok=true verdict set=true
 	// 1: ok=true verdict set=true
+}
+
+func ExampleEngine_Submit() {
+	model, err := sim.New(sim.Config{Seed: 42})
+	if err != nil {
+		panic(err)
+	}
+	// One long-lived engine serves many jobs; an Interactive job's model
+	// calls go before those of batch jobs on the same backend.
+	engine, err := batchagent.New(batchagent.Config{})
+	if err != nil {
+		panic(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{
+		Model:        model,
+		Task:         "Rate this review of {product}: {text}",
+		OutputSchema: json.RawMessage(ratingSchema),
+		Priority:     batchagent.Interactive,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	// Submit returns at once with a Handle; the agent runs meanwhile.
+	h := engine.Submit(ctx, spec, batchagent.Input{"product": "lamp", "text": "Lovely light."})
+	r, err := h.Wait(ctx) // an error only if ctx ends first
+	if err != nil {
+		panic(err)
+	}
+	rating, err := batchagent.Decode[Rating](r)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("valid=%t turns=%d\n", rating.Score >= 1 && rating.Score <= 5, r.Turns)
+	// Once done, Try gives the same result without waiting.
+	again, done := h.Try()
+	fmt.Printf("done=%t same=%t\n", done, string(again.Output) == string(r.Output))
+	// A bad input fails its own Handle only.
+	bad := engine.Submit(ctx, spec, batchagent.Input{"product": "chair"})
+	<-bad.Done()
+	r, _ = bad.Try()
+	fmt.Printf("%s: %v\n", batchagent.KindOf(r.Err), r.Err.(*batchagent.AgentError).Err)
+	if err := engine.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// valid=true turns=1
+	// done=true same=true
+	// template: template: input has no field "text"
+}
+
+func ExampleEngine_Shutdown() {
+	model, err := sim.New(sim.Config{Seed: 1})
+	if err != nil {
+		panic(err)
+	}
+	engine, err := batchagent.New(batchagent.Config{})
+	if err != nil {
+		panic(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{Model: model, Task: "Summarise {doc}."})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var handles []*batchagent.Handle
+	for _, doc := range []string{"a.txt", "b.txt", "c.txt"} {
+		handles = append(handles, engine.Submit(ctx, spec, batchagent.Input{"doc": doc}))
+	}
+	// Shutdown stops admitting work, lets the turns in flight finish, and
+	// cancels what is left when its context ends (say, a signal's grace
+	// period). Every Handle then has its result: done, or canceled.
+	grace, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := engine.Shutdown(grace); err != nil {
+		fmt.Println("grace period over:", err)
+	}
+	ended := 0
+	for _, h := range handles {
+		if _, ok := h.Try(); ok {
+			ended++
+		}
+	}
+	fmt.Printf("handles ended: %d of %d\n", ended, len(handles))
+	// Work given to a shut-down engine ends at once, canceled.
+	r, _ := engine.Submit(ctx, spec, batchagent.Input{"doc": "d.txt"}).Try()
+	fmt.Printf("after shutdown: %s, shut down %t\n", batchagent.KindOf(r.Err), errors.Is(r.Err, batchagent.ErrShutdown))
+	// Output:
+	// handles ended: 3 of 3
+	// after shutdown: canceled, shut down true
 }

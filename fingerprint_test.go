@@ -14,8 +14,8 @@ import (
 // fingerprint that earlier versions recorded (no "sampling" part).
 func TestFingerprintSampling(t *testing.T) {
 	t.Parallel()
-	base := batchagent.Job{System: "s", Task: "t {x}", ModelName: "m"}
-	plain := base.Fingerprint()
+	base := batchagent.Def{Model: newSim(t, sim.Config{}), System: "s", Task: "t {x}", ModelName: "m"}
+	plain := mustSpec(t, base).Fingerprint()
 	if _, ok := plain["sampling"]; ok || len(plain) != 5 {
 		t.Fatalf("Fingerprint() of a job without sampling settings = %v, want the 5 parts of earlier versions", plain)
 	}
@@ -26,8 +26,8 @@ func TestFingerprintSampling(t *testing.T) {
 	stopped := base
 	stopped.Stop = []string{"END"}
 	seen := map[string]string{"none": ""}
-	for name, j := range map[string]batchagent.Job{"hot": hot, "cold": cold, "seeded": seeded, "stopped": stopped} {
-		fp := j.Fingerprint()
+	for name, d := range map[string]batchagent.Def{"hot": hot, "cold": cold, "seeded": seeded, "stopped": stopped} {
+		fp := mustSpec(t, d).Fingerprint()
 		s := fp["sampling"]
 		if s == "" {
 			t.Errorf("%s: Fingerprint() has no sampling part: %v", name, fp)
@@ -46,21 +46,22 @@ func TestFingerprintSampling(t *testing.T) {
 	}
 }
 
-// TestNewRefusesBadSampling checks the sampling settings New refuses.
-func TestNewRefusesBadSampling(t *testing.T) {
+// TestNewSpecRefusesBadSampling checks the sampling settings NewSpec
+// refuses.
+func TestNewSpecRefusesBadSampling(t *testing.T) {
 	t.Parallel()
 	model, err := sim.New(sim.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, j := range map[string]batchagent.Job{
+	for name, d := range map[string]batchagent.Def{
 		"NaN temperature":      {Temperature: new(math.NaN())},
 		"negative temperature": {Temperature: new(-1.0)},
 		"top_p above 1":        {TopP: new(1.5)},
 	} {
-		j.Model, j.Task = model, "t"
-		if _, err := batchagent.New(j); !errors.Is(err, batchagent.ErrBadJob) {
-			t.Errorf("%s: New() error = %v, want ErrBadJob", name, err)
+		d.Model, d.Task = model, "t"
+		if _, err := batchagent.NewSpec(d); !errors.Is(err, batchagent.ErrBadJob) {
+			t.Errorf("%s: NewSpec() error = %v, want ErrBadJob", name, err)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestImportRules(t *testing.T) {
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
-		"job":                 {"llm"},
+		"job":                 {"llm", "schema", "tool"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen"},

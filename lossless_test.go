@@ -102,54 +102,54 @@ func TestResultsLossless(t *testing.T) {
 		})
 	tests := []struct {
 		name     string
-		job      func(t *testing.T, j *batchagent.Job)
+		def      func(t *testing.T, d *batchagent.Def)
 		inputs   func() batchagent.Inputs
 		wantKind batchagent.Kind
 	}{
-		{name: "success", job: func(t *testing.T, j *batchagent.Job) { j.Model = newSim(t, sim.Config{}) }},
+		{name: "success", def: func(t *testing.T, d *batchagent.Def) { d.Model = newSim(t, sim.Config{}) }},
 		{name: "validation", wantKind: batchagent.KindValidation,
-			job: func(t *testing.T, j *batchagent.Job) { j.Model = newSim(t, sim.Config{InvalidRate: 1}) }},
+			def: func(t *testing.T, d *batchagent.Def) { d.Model = newSim(t, sim.Config{InvalidRate: 1}) }},
 		{name: "rate limit", wantKind: batchagent.KindRateLimit,
-			job: func(t *testing.T, j *batchagent.Job) { j.Model, j.OutageBudget = always(throttled), -1 }},
+			def: func(t *testing.T, d *batchagent.Def) { d.Model, d.NoOutageBudget = always(throttled), true }},
 		{name: "rate limit after outage budget", wantKind: batchagent.KindRateLimit,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.OutageBudget, j.MaxRetries = 5*time.Millisecond, 100
-				j.Model = &scriptModel{plan: func(n int, _ *llm.Request) step {
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.OutageBudget, d.MaxRetries = 5*time.Millisecond, 100
+				d.Model = &scriptModel{plan: func(n int, _ *llm.Request) step {
 					if n == 1 {
 						return step{toolCall: true} // answered: the backend is up
 					}
 					return step{err: throttled}
 				}}
-				j.Tools = []tool.Tool{echoNamed("read_file")}
+				d.Tools = []tool.Tool{echoNamed("read_file")}
 			}},
 		{name: "overloaded", wantKind: batchagent.KindBackend,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model, j.OutageBudget = newSim(t, sim.Config{FailRate: 1}), -1
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model, d.NoOutageBudget = newSim(t, sim.Config{FailRate: 1}), true
 			}},
 		{name: "context length", wantKind: batchagent.KindBackend,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model = always(&llm.APIError{Backend: "fake", StatusCode: 400, Message: "prompt too long", Err: llm.ErrContextLength})
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model = always(&llm.APIError{Backend: "fake", StatusCode: 400, Message: "prompt too long", Err: llm.ErrContextLength})
 			}},
 		{name: "truncated", wantKind: batchagent.KindTruncated,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model = always(&llm.APIError{Backend: "fake", Message: "answer over the size cap", Err: llm.ErrTruncated})
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model = always(&llm.APIError{Backend: "fake", Message: "answer over the size cap", Err: llm.ErrTruncated})
 			}},
 		{name: "tool", wantKind: batchagent.KindTool,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model, j.Tools = newSim(t, sim.Config{ToolTurns: 1}), []tool.Tool{fatal}
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model, d.Tools = newSim(t, sim.Config{ToolTurns: 1}), []tool.Tool{fatal}
 			}},
 		{name: "max turns", wantKind: batchagent.KindMaxTurns,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model, j.MaxTurns, j.Tools = newSim(t, sim.Config{ToolTurns: 5}), 2, []tool.Tool{echoTool()}
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model, d.MaxTurns, d.Tools = newSim(t, sim.Config{ToolTurns: 5}), 2, []tool.Tool{echoTool()}
 			}},
 		{name: "timeout", wantKind: batchagent.KindTimeout,
-			job: func(t *testing.T, j *batchagent.Job) {
-				j.Model, j.Timeout = newSim(t, sim.Config{Latency: time.Minute}), 20*time.Millisecond
+			def: func(t *testing.T, d *batchagent.Def) {
+				d.Model, d.Timeout = newSim(t, sim.Config{Latency: time.Minute}), 20*time.Millisecond
 			}},
 		{name: "template", wantKind: batchagent.KindTemplate,
-			job: func(t *testing.T, j *batchagent.Job) { j.Model, j.Task = newSim(t, sim.Config{}), "look at {missing}" }},
+			def: func(t *testing.T, d *batchagent.Def) { d.Model, d.Task = newSim(t, sim.Config{}), "look at {missing}" }},
 		{name: "input", wantKind: batchagent.KindInput,
-			job: func(t *testing.T, j *batchagent.Job) { j.Model = newSim(t, sim.Config{}) },
+			def: func(t *testing.T, d *batchagent.Def) { d.Model = newSim(t, sim.Config{}) },
 			inputs: func() batchagent.Inputs {
 				return batchagent.JSONL(strings.NewReader("{oops\n"), "in.jsonl")
 			}},
@@ -168,14 +168,13 @@ func TestResultsLossless(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				j := batchagent.Job{ID: "lossless", Task: "item {id}", OutputSchema: json.RawMessage(outSchema),
-					Backoff:    batchagent.Backoff{Base: time.Millisecond, RateLimitBase: time.Millisecond, Max: time.Millisecond},
-					Checkpoint: store}
-				tt.job(t, &j)
+				d := batchagent.Def{ID: "lossless", Task: "item {id}", OutputSchema: json.RawMessage(outSchema),
+					Backoff: batchagent.Backoff{Base: time.Millisecond, RateLimitBase: time.Millisecond, Max: time.Millisecond}}
+				tt.def(t, &d)
 				if model != nil {
-					j.Model = model
+					d.Model = model
 				}
-				res := newEngine(t, j).Run(t.Context(), in())
+				_, res := runWith(t, batchagent.Config{Checkpoint: store}, d, in())
 				if err := store.Close(); err != nil {
 					t.Fatal(err)
 				}

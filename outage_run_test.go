@@ -89,15 +89,6 @@ var (
 	throttled = &llm.APIError{Backend: "fake", StatusCode: 429, Err: llm.ErrRateLimited}
 )
 
-func newEngine(t *testing.T, j batchagent.Job) *batchagent.Engine {
-	t.Helper()
-	e, err := batchagent.New(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func wantAllOK(t *testing.T, what string, res []batchagent.Result, n int) {
 	t.Helper()
 	if len(res) != n {
@@ -138,8 +129,9 @@ func TestOutageClockSkipsQueueing(t *testing.T) {
 			}
 			return step{delay: 10 * time.Millisecond}
 		}}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", MaxInflight: 1, FixedInflight: true, OutageBudget: 2 * time.Second})
-		wantAllOK(t, "run", e.Run(t.Context(), batchagent.Slice(inputs(2))), 2)
+		_, res := runWith(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true}},
+			batchagent.Def{Model: m, Task: "{id}", OutageBudget: 2 * time.Second}, batchagent.Slice(inputs(2)))
+		wantAllOK(t, "run", res, 2)
 	})
 }
 
@@ -160,8 +152,8 @@ func TestSlowFirstAnswerIsNotDeadBackend(t *testing.T) {
 			}
 			return step{delay: 10 * time.Millisecond}
 		}}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", OutageBudget: time.Minute})
-		wantAllOK(t, "run", e.Run(t.Context(), batchagent.Slice(inputs(5))), 5)
+		_, res := runWith(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}", OutageBudget: time.Minute}, batchagent.Slice(inputs(5)))
+		wantAllOK(t, "run", res, 5)
 	})
 }
 
@@ -178,8 +170,8 @@ func TestCutStreamsAreAnswers(t *testing.T) {
 			}
 			return step{delay: 10 * time.Millisecond}
 		}}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", OutageBudget: time.Minute})
-		wantAllOK(t, "run", e.Run(t.Context(), batchagent.Slice(inputs(5))), 5)
+		_, res := runWith(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}", OutageBudget: time.Minute}, batchagent.Slice(inputs(5)))
+		wantAllOK(t, "run", res, 5)
 	})
 }
 
@@ -195,16 +187,24 @@ func TestDeadBackendOnLaterRun(t *testing.T) {
 			}
 			return step{delay: 10 * time.Millisecond}
 		}}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}"})
-		wantAllOK(t, "first run", e.Run(t.Context(), batchagent.Slice(inputs(5))), 5)
+		e := newEngine(t, batchagent.Config{})
+		spec := mustSpec(t, batchagent.Def{Model: m, Task: "{id}"})
+		run := func() []batchagent.Result {
+			res, err := e.Run(t.Context(), spec, batchagent.Slice(inputs(5)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		wantAllOK(t, "first run", run(), 5)
 		dead.Store(true)
 		begin := time.Now()
-		wantAllUnavailable(t, "second run", e.Run(t.Context(), batchagent.Slice(inputs(5))), 5)
+		wantAllUnavailable(t, "second run", run(), 5)
 		if took := time.Since(begin); took > batchagent.DefaultStartWindow+100*time.Millisecond {
 			t.Errorf("second run ended after %v, want about the start window %v", took, batchagent.DefaultStartWindow)
 		}
 		dead.Store(false)
-		wantAllOK(t, "third run", e.Run(t.Context(), batchagent.Slice(inputs(5))), 5)
+		wantAllOK(t, "third run", run(), 5)
 	})
 }
 
@@ -221,14 +221,22 @@ func TestDeadBackendConcurrentRuns(t *testing.T) {
 			}
 			return step{delay: 10 * time.Millisecond}
 		}}
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", MaxInflight: 1, FixedInflight: true, OutageBudget: time.Minute})
+		e := newEngine(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true}})
+		spec := mustSpec(t, batchagent.Def{Model: m, Task: "{id}", OutageBudget: time.Minute})
 		var resA []batchagent.Result
+		var errA error
 		var wg sync.WaitGroup
-		wg.Go(func() { resA = e.Run(t.Context(), batchagent.Slice(inputs(3))) })
+		wg.Go(func() { resA, errA = e.Run(t.Context(), spec, batchagent.Slice(inputs(3))) })
 		time.Sleep(time.Second) // the bubble's clock: start B 1s into the outage
-		resB := e.Run(t.Context(), batchagent.Slice(inputs(3)))
+		resB, err := e.Run(t.Context(), spec, batchagent.Slice(inputs(3)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		tookB := time.Since(begin)
 		wg.Wait()
+		if errA != nil {
+			t.Fatal(errA)
+		}
 		wantAllUnavailable(t, "run B", resB, 3)
 		// B's first call waits out the global pause in force at 1s (under
 		// 1s of back-off), and fails: the start window runs from there.
@@ -259,12 +267,15 @@ func TestDrainDuringRetryAfterStorm(t *testing.T) {
 		// turn take the free slots first (priority by turns done), the
 		// storm's pause can then stop the others before their first turn,
 		// and fewer than 20 would be checkpointed.
-		e := newEngine(t, batchagent.Job{Model: m, Task: "{id}", Tools: []tool.Tool{read}, Checkpoint: ck, OutageBudget: time.Hour,
-			MaxInflight: 20, FixedInflight: true})
+		e := newEngine(t, batchagent.Config{Checkpoint: ck, Admission: batchagent.Admission{MaxInflight: 20, FixedInflight: true}})
+		spec := mustSpec(t, batchagent.Def{Model: m, Task: "{id}", Tools: []tool.Tool{read}, OutageBudget: time.Hour})
 		begin := time.Now()
 		drain := time.AfterFunc(time.Second, e.Drain)
 		defer drain.Stop()
-		res := e.Run(t.Context(), batchagent.Slice(inputs(20)))
+		res, err := e.Run(t.Context(), spec, batchagent.Slice(inputs(20)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if took := time.Since(begin); took > time.Second+10*time.Millisecond {
 			t.Errorf("drained run ended after %v, want at once after the drain at 1s", took)
 		}

@@ -68,13 +68,10 @@ func (m *flakyModel) callsIn(from, to time.Time) int {
 	return n
 }
 
-func runAll(t *testing.T, j batchagent.Job, n int) (*batchagent.Engine, []batchagent.Result) {
+// runAll runs d over n inputs on a new engine with cfg.
+func runAll(t *testing.T, cfg batchagent.Config, d batchagent.Def, n int) (*batchagent.Engine, []batchagent.Result) {
 	t.Helper()
-	e, err := batchagent.New(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e, e.Run(t.Context(), batchagent.Slice(inputs(n)))
+	return runWith(t, cfg, d, batchagent.Slice(inputs(n)))
 }
 
 // TestRetryAfterPausesAdmission runs 200 agents through a 5s storm of
@@ -86,7 +83,7 @@ func TestRetryAfterPausesAdmission(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{down: begin, up: begin.Add(5 * time.Second), latency: 10 * time.Millisecond,
 			err: &llm.APIError{Backend: "fake", StatusCode: 429, RetryAfter: time.Second, Err: llm.ErrRateLimited}}
-		e, res := runAll(t, batchagent.Job{Model: m, Task: "{id}"}, 200)
+		e, res := runAll(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}"}, 200)
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatalf("result %d: %v", r.Index, r.Err)
@@ -115,7 +112,7 @@ func TestConnectionFailuresBackOffGlobally(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{down: begin.Add(100 * time.Millisecond), up: begin.Add(2100 * time.Millisecond), latency: 10 * time.Millisecond,
 			err: &llm.APIError{Backend: "fake", Message: "connect: connection refused", Err: llm.ErrConnection}}
-		e, res := runAll(t, batchagent.Job{Model: m, Task: "{id}"}, 200)
+		e, res := runAll(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}"}, 200)
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatalf("result %d: %v", r.Index, r.Err)
@@ -145,7 +142,7 @@ func TestDeadBackendStopsRun(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{down: begin, up: begin.Add(time.Hour),
 			err: &llm.APIError{Backend: "fake", Message: "connect: connection refused", Err: llm.ErrConnection}}
-		e, res := runAll(t, batchagent.Job{Model: m, Task: "{id}"}, 50)
+		e, res := runAll(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}"}, 50)
 		took := time.Since(begin)
 		if len(res) != 50 {
 			t.Fatalf("%d results, want 50", len(res))
@@ -169,14 +166,15 @@ func TestDeadBackendStopsRun(t *testing.T) {
 
 // TestOutageAfterAnswerIsNotDeadBackend checks that a backend that
 // answered once and then goes away for longer than the start window is
-// waited for, within the outage budget, and a shorter budget also shortens
-// the start window.
+// waited for, within the outage budget, and that a shorter start window
+// (set with a shorter budget, as a job with a short budget would) ends a
+// run on a dead backend sooner.
 func TestOutageAfterAnswerIsNotDeadBackend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{down: begin.Add(50 * time.Millisecond), up: begin.Add(15 * time.Second), latency: 10 * time.Millisecond,
 			err: &llm.APIError{Backend: "fake", Message: "connection reset by peer", Err: llm.ErrConnection}}
-		_, res := runAll(t, batchagent.Job{Model: m, Task: "{id}", OutageBudget: time.Minute}, 100)
+		_, res := runAll(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}", OutageBudget: time.Minute}, 100)
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatalf("result %d: %v", r.Index, r.Err)
@@ -187,9 +185,35 @@ func TestOutageAfterAnswerIsNotDeadBackend(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{down: begin, up: begin.Add(time.Hour),
 			err: &llm.APIError{Backend: "fake", Message: "connect: connection refused", Err: llm.ErrConnection}}
-		_, res := runAll(t, batchagent.Job{Model: m, Task: "{id}", OutageBudget: 2 * time.Second}, 10)
+		_, res := runAll(t, batchagent.Config{Admission: batchagent.Admission{StartWindow: 2 * time.Second}},
+			batchagent.Def{Model: m, Task: "{id}", OutageBudget: 2 * time.Second}, 10)
 		if took := time.Since(begin); took > 5*time.Second || !errors.Is(res[0].Err, batchagent.ErrBackendUnavailable) {
 			t.Errorf("run ended after %v with %v, want ErrBackendUnavailable after about the 2s budget", took, res[0].Err)
+		}
+	})
+}
+
+// TestNoStartWindow checks that a start window turned off declares no
+// backend unavailable: with no outage budget either, agents on a backend
+// no call ever reached fail on their own, with the connection error,
+// after their retries, long after the default start window.
+func TestNoStartWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		m := &flakyModel{down: begin, up: begin.Add(time.Hour),
+			err: &llm.APIError{Backend: "fake", Message: "connect: connection refused", Err: llm.ErrConnection}}
+		_, res := runAll(t, batchagent.Config{Admission: batchagent.Admission{NoStartWindow: true}},
+			batchagent.Def{Model: m, Task: "{id}", NoOutageBudget: true, MaxRetries: 8}, 3)
+		for _, r := range res {
+			if batchagent.KindOf(r.Err) != batchagent.KindBackend || !errors.Is(r.Err, llm.ErrConnection) || errors.Is(r.Err, batchagent.ErrBackendUnavailable) {
+				t.Errorf("result %d: %v (kind %q), want a backend failure on the connection error, not ErrBackendUnavailable", r.Index, r.Err, batchagent.KindOf(r.Err))
+			}
+			if r.Attempts != 9 {
+				t.Errorf("result %d: %d attempts, want 9 (1 + 8 retries)", r.Index, r.Attempts)
+			}
+		}
+		if took := time.Since(begin); took <= batchagent.DefaultStartWindow {
+			t.Errorf("run ended after %v, want the retries to outlast the default start window %v", took, batchagent.DefaultStartWindow)
 		}
 	})
 }
@@ -202,7 +226,7 @@ func TestSingleOverloadStaysShort(t *testing.T) {
 		begin := time.Now()
 		m := &flakyModel{failFirst: 1, latency: 10 * time.Millisecond,
 			err: &llm.APIError{Backend: "fake", StatusCode: 503, Err: llm.ErrOverloaded}}
-		_, res := runAll(t, batchagent.Job{Model: m, Task: "{id}"}, 16)
+		_, res := runAll(t, batchagent.Config{}, batchagent.Def{Model: m, Task: "{id}"}, 16)
 		for _, r := range res {
 			if r.Err != nil {
 				t.Fatalf("result %d: %v", r.Index, r.Err)

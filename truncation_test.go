@@ -93,7 +93,7 @@ func TestEndlessAnswerTruncated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			results, err := batchagent.Run(t.Context(), batchagent.Job{Model: m, Task: "Tell story {id}.", MaxTokens: 48},
+			results, err := batchagent.Run(t.Context(), mustSpec(t, batchagent.Def{Model: m, Task: "Tell story {id}.", MaxTokens: 48}),
 				batchagent.Slice(inputs(2)))
 			if err != nil {
 				t.Fatal(err)
@@ -217,9 +217,9 @@ func TestLengthRetriedWithLargerBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := batchagent.Run(t.Context(), batchagent.Job{
+	results, err := batchagent.Run(t.Context(), mustSpec(t, batchagent.Def{
 		Model: m, System: "You are a storyteller.", Task: "Story about a {id}.", OutputSchema: json.RawMessage(storySchema), MaxTokens: 48,
-	}, batchagent.Slice([]batchagent.Input{{"id": "fish"}}))
+	}), batchagent.Slice([]batchagent.Input{{"id": "fish"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,9 +264,9 @@ func TestAlwaysTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := batchagent.Run(t.Context(), batchagent.Job{
+	results, err := batchagent.Run(t.Context(), mustSpec(t, batchagent.Def{
 		Model: m, Task: "Story about a {id}.", OutputSchema: json.RawMessage(storySchema), MaxTokens: 48,
-	}, batchagent.Slice([]batchagent.Input{{"id": "fish"}}))
+	}), batchagent.Slice([]batchagent.Input{{"id": "fish"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestDefaultMaxTokensSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := batchagent.Run(t.Context(), batchagent.Job{Model: m, Task: "{id}"}, batchagent.Slice(inputs(2))); err != nil {
+	if _, err := batchagent.Run(t.Context(), mustSpec(t, batchagent.Def{Model: m, Task: "{id}"}), batchagent.Slice(inputs(2))); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{batchagent.DefaultMaxTokens, batchagent.DefaultMaxTokens}, srv.maxTokens()); diff != "" {
