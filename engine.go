@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/batchagent/batchagent/tool"
 )
 
 // ErrShutdown is the cause of the results of work an engine refused or
@@ -29,6 +31,9 @@ type Engine struct {
 	gates   map[any]*gate // by backendKey; for incomparable models by *Spec
 
 	runners sync.Map // weak.Pointer[Spec] → *runner
+
+	toolsMu      sync.Mutex   // serialises retire and Stats' reading of tools
+	retiredTools []tool.Stats // the tool counters of retired runners, by name
 
 	stats counters
 	seq   atomic.Int64  // Submit's sequence numbers

@@ -731,7 +731,7 @@ func TestSpecDroppedDuringRun(t *testing.T) {
 // the tool work of a Spec once the Spec is collected: they count the
 // engine's work, and must not go down.
 func TestStatsKeepWorkOfCollectedSpec(t *testing.T) {
-	t.Skip("bug: Engine.Stats sums the tool pools of the runners it still holds, and a runner is dropped when its Spec is collected: ToolExecuted falls from 1 to 0 and Tools empties (reported to the lead)")
+
 	e, collected := runDroppingSpec(t)
 	// Give the collector and the engine's cleanup of the spec's runner a
 	// chance to run; stop as soon as the counters change.

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"weak"
@@ -89,8 +90,37 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
 		return prev.(*runner), nil
 	}
-	runtime.AddCleanup(spec, func(k weak.Pointer[Spec]) { e.runners.Delete(k) }, key)
+	runtime.AddCleanup(spec, e.retire, key)
 	return r, nil
+}
+
+// retire forgets the runner of a Spec that is garbage, keeping its tools'
+// counters in the engine's. Every run and handle keeps its Spec alive
+// until it ends, so none uses the runner any more.
+func (e *Engine) retire(key weak.Pointer[Spec]) {
+	v, ok := e.runners.Load(key)
+	if !ok {
+		return
+	}
+	e.toolsMu.Lock()
+	defer e.toolsMu.Unlock()
+	if pool := v.(*runner).pool; pool != nil {
+		for _, t := range pool.Stats() {
+			i := slices.IndexFunc(e.retiredTools, func(r tool.Stats) bool { return r.Name == t.Name })
+			if i < 0 {
+				e.retiredTools = append(e.retiredTools, tool.Stats{Name: t.Name})
+				i = len(e.retiredTools) - 1
+			}
+			r := &e.retiredTools[i]
+			r.Requested += t.Requested
+			r.Executed += t.Executed
+			r.Coalesced += t.Coalesced
+			r.CacheHits += t.CacheHits
+			r.Errors += t.Errors
+			r.Batches += t.Batches
+		}
+	}
+	e.runners.Delete(key)
 }
 
 // errNoSpec is the error of a call without a Spec.
@@ -154,6 +184,7 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 		}
 		cancel() // stops the unavailability watch
 		wg.Wait()
+		runtime.KeepAlive(spec) // its runner's counters stay live until the run ends
 	}, nil
 }
 

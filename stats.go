@@ -31,7 +31,9 @@ type Stats struct {
 	ToolRequested int64
 	// ToolExecuted counts tool executions (after coalescing and caching).
 	ToolExecuted int64
-	// Tools has the per-tool counters of the pool.
+	// Tools has the per-tool counters of the specs' pools: first the sums,
+	// by tool name, of the specs no longer in use (garbage), then those of
+	// each live spec.
 	Tools []tool.Stats
 	// Usage sums the tokens of this engine's model calls.
 	Usage llm.Usage
@@ -56,6 +58,12 @@ type Stats struct {
 // while runs are in progress.
 func (e *Engine) Stats() Stats {
 	s := e.stats.snapshot()
+	e.toolsMu.Lock()
+	defer e.toolsMu.Unlock()
+	for _, t := range e.retiredTools {
+		s.Tools = append(s.Tools, t)
+		s.ToolExecuted += t.Executed
+	}
 	e.runners.Range(func(_, v any) bool {
 		if pool := v.(*runner).pool; pool != nil {
 			for _, t := range pool.Stats() {

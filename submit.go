@@ -2,6 +2,7 @@ package batchagent
 
 import (
 	"context"
+	"runtime"
 	"time"
 )
 
@@ -47,6 +48,7 @@ func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
 	go func() { // owned by the engine: Shutdown waits for it
 		defer e.work.Done()
 		defer h.cancel()
+		defer runtime.KeepAlive(spec) // its runner's counters stay live until the agent ends
 		if e.draining.Load() {
 			h.end(e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now()))
 			return
