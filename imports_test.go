@@ -23,7 +23,7 @@ func TestImportRules(t *testing.T) {
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
-		"job":                 {"llm", "schema", "tool"},
+		"job":                 {"llm", "schema", "tool", "sched"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen"},
