@@ -72,10 +72,10 @@ func TestParseKnobs(t *testing.T) {
 			PauseBackoff: backoff, // limits.backoff spaces the pauses after connection failures too
 		}},
 		Backend: config.DefaultBackend,
-		Tools: []config.Tool{{Name: "http_get", Settings: &httptool.Config{AllowHosts: []string{"example.com"}, MaxRedirects: -1, Cacheable: true}}},
-		MCP:   []config.MCPServer{{Server: mcptool.ServerConfig{Name: "files", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: 3 * time.Second}}},
-		Dir:   "/jobs",
-		Path:  "job.yaml",
+		Tools:   []config.Tool{{Name: "http_get", Settings: &httptool.Config{AllowHosts: []string{"example.com"}, MaxRedirects: -1, Cacheable: true}}},
+		MCP:     []config.MCPServer{{Server: mcptool.ServerConfig{Name: "files", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: 3 * time.Second}}},
+		Dir:     "/jobs",
+		Path:    "job.yaml",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse() mismatch (-want +got):\n%s", diff)

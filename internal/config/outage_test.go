@@ -13,7 +13,9 @@ import (
 // nopModel is a model for specs that never run.
 type nopModel struct{}
 
-func (nopModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { return &llm.Response{}, nil }
+func (nopModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	return &llm.Response{}, nil
+}
 
 func TestParseOutageBudget(t *testing.T) {
 	t.Parallel()
