@@ -66,7 +66,7 @@ type runner struct {
 
 	spec      *batchagent.Spec // the job; the runner holds it while the engine runs it
 	reduce    *reduce.Config   // nil: no reduce step
-	reduceOut string         // where the reduce output goes; "" for stdout
+	reduceOut string           // where the reduce output goes; "" for stdout
 	stdout    io.Writer
 	// limitSource says where the limit on model calls in flight comes
 	// from, for the summary.
