@@ -18,11 +18,14 @@ func ExampleRun() {
 		panic(err)
 	}
 	const summary = `{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"]}`
-	job := batchagent.Job{
+	spec, err := batchagent.NewSpec(batchagent.Def{
 		ID:           "papers",
 		Model:        model,
 		Task:         "Summarise paper {id}.",
 		OutputSchema: json.RawMessage(summary),
+	})
+	if err != nil {
+		panic(err)
 	}
 	inputs := make([]batchagent.Input, 25)
 	for i := range inputs {
@@ -33,7 +36,7 @@ func ExampleRun() {
 		OutputSchema: json.RawMessage(summary), // a reduce output is reduced again
 		GroupSize:    5,
 	}
-	results, rr, err := reduce.Run(context.Background(), job, batchagent.Slice(inputs), cfg)
+	results, rr, err := reduce.Run(context.Background(), nil, spec, batchagent.Slice(inputs), cfg)
 	if err != nil {
 		panic(err)
 	}

@@ -1,9 +1,10 @@
 // Package reduce combines the outputs of a batch job into one, with a reduce
 // prompt applied hierarchically when the outputs do not fit one call: group
 // the outputs, reduce each group, reduce the group results, until one output
-// remains. Each level is an ordinary [batchagent.Run] of its own job, so it
-// shares the map job's model, limits and checkpoint, and a checkpointed
-// reduce resumes like any run.
+// remains. Each level is an ordinary [batchagent.Engine.Run] of its own
+// [batchagent.Spec], built once per level from the map job's, so it shares
+// the map job's model, limits and the engine's admission and checkpoint,
+// and a checkpointed reduce resumes like any run.
 package reduce
 
 import (
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/batchagent/batchagent"
 )
@@ -56,13 +58,18 @@ type Result struct {
 	Reduced int
 }
 
-// Run runs j over inputs like [batchagent.Run], then reduces the successful
-// outputs with cfg like [Outputs]. Failed inputs are left out of the reduce
-// (their results say why). The error is non-nil for a bad job or reduce
-// step (wrapping [batchagent.ErrBadJob]), or when the reduce itself fails;
-// the map results come back whenever the map ran.
-func Run(ctx context.Context, j batchagent.Job, inputs batchagent.Inputs, cfg Config) ([]batchagent.Result, Result, error) {
-	results, err := batchagent.Run(ctx, j, inputs)
+// Run runs spec over inputs on e like [batchagent.Engine.Run], then
+// reduces the successful outputs with cfg like [Outputs]. A nil e is a new
+// engine with the default [batchagent.Config]. Failed inputs are left out
+// of the reduce (their results say why). The error is non-nil for a nil
+// spec or a bad reduce step (wrapping [batchagent.ErrBadJob]), or when the
+// reduce itself fails; the map results come back whenever the map ran.
+func Run(ctx context.Context, e *batchagent.Engine, spec *batchagent.Spec, inputs batchagent.Inputs, cfg Config) ([]batchagent.Result, Result, error) {
+	e, err := engineOr(e)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	results, err := e.Run(ctx, spec, inputs)
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -72,23 +79,36 @@ func Run(ctx context.Context, j batchagent.Job, inputs batchagent.Inputs, cfg Co
 			outputs = append(outputs, res.Output)
 		}
 	}
-	rr, err := Outputs(ctx, j, outputs, cfg)
+	rr, err := Outputs(ctx, e, spec, outputs, cfg)
 	return results, rr, err
 }
 
-// Outputs reduces outputs with cfg, using j's model, limits and
-// checkpoint (j's task, output schema, tools, check and OnResult are not
-// used): level L runs as job j.ID + "/reduce-L" (j.ID defaults to "job"),
-// so a checkpointed reduce resumes like any run. Outputs does not modify
+// engineOr returns e, or a new engine with the default Config when e is
+// nil.
+func engineOr(e *batchagent.Engine) (*batchagent.Engine, error) {
+	if e != nil {
+		return e, nil
+	}
+	return batchagent.New(batchagent.Config{})
+}
+
+// Outputs reduces outputs with cfg on e (nil: a new engine with the
+// default Config), using spec's model, priority and limits (its task,
+// output schema, tools, tool pool and check are not used): level L runs a
+// Spec of its own whose ID is spec's + "/reduce-L", so with the engine's
+// checkpoint a reduce resumes like any run. Outputs does not modify
 // outputs. It is safe for concurrent use; calls sharing a checkpoint need
 // distinct job IDs.
 //
-// The error wraps [batchagent.ErrBadJob] for an invalid cfg or j; it is
+// The error wraps [batchagent.ErrBadJob] for an invalid cfg or a nil spec; it is
 // also non-nil when outputs is empty or holds invalid JSON, when a level cannot combine any two
 // neighbouring outputs within cfg.MaxBytes, or when a reduce agent fails
 // (wrapping its [*batchagent.AgentError]). The Result then counts the
 // levels and calls run so far.
-func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, cfg Config) (Result, error) {
+func Outputs(ctx context.Context, e *batchagent.Engine, spec *batchagent.Spec, outputs []json.RawMessage, cfg Config) (Result, error) {
+	if spec == nil {
+		return Result{}, badConfig("reduce: nil spec")
+	}
 	if cfg.Task == "" {
 		return Result{}, badConfig("reduce: empty task template")
 	}
@@ -109,13 +129,14 @@ func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, c
 			return Result{}, fmt.Errorf("batchagent: reduce: output %d is not valid JSON", i)
 		}
 	}
-	if j.ID == "" {
-		j.ID = "job"
+	e, err := engineOr(e)
+	if err != nil {
+		return Result{}, err
 	}
-	rj := j
-	rj.Task, rj.OutputSchema, rj.Tools, rj.OnResult, rj.Check = cfg.Task, cfg.OutputSchema, nil, nil, nil
+	rd := spec.Def()
+	rd.Task, rd.OutputSchema, rd.Tools, rd.ToolPool, rd.Check = cfg.Task, cfg.OutputSchema, nil, batchagent.Def{}.ToolPool, nil
 	if cfg.System != "" {
-		rj.System = cfg.System
+		rd.System = cfg.System
 	}
 	rr := Result{Reduced: len(outputs)}
 	items := outputs
@@ -135,8 +156,13 @@ func Outputs(ctx context.Context, j batchagent.Job, outputs []json.RawMessage, c
 			}
 			ins[g] = batchagent.Input{"outputs": string(arr), "level": level, "group": g}
 		}
-		rj.ID = fmt.Sprintf("%s/reduce-%d", j.ID, level)
-		res, err := batchagent.Run(ctx, rj, batchagent.Slice(ins))
+		rd.ID = fmt.Sprintf("%s/reduce-%d", spec.ID(), level)
+		rs, err := batchagent.NewSpec(rd)
+		if err != nil {
+			return rr, err
+		}
+		res, err := e.Run(ctx, rs, batchagent.Slice(ins))
+		runtime.KeepAlive(rs) // the engine holds a Spec weakly
 		if err != nil {
 			return rr, err
 		}

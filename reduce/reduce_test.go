@@ -1,6 +1,7 @@
 package reduce_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/reduce"
+	"github.com/batchagent/batchagent/tool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,6 +27,24 @@ func newSim(t *testing.T, cfg sim.Config) *sim.Model {
 		t.Fatalf("sim.New(%+v) = %v", cfg, err)
 	}
 	return m
+}
+
+func newSpec(t *testing.T, d batchagent.Def) *batchagent.Spec {
+	t.Helper()
+	s, err := batchagent.NewSpec(d)
+	if err != nil {
+		t.Fatalf("NewSpec = %v", err)
+	}
+	return s
+}
+
+func newEngine(t *testing.T, cfg batchagent.Config) *batchagent.Engine {
+	t.Helper()
+	e, err := batchagent.New(cfg)
+	if err != nil {
+		t.Fatalf("New = %v", err)
+	}
+	return e
 }
 
 func inputs(n int) []batchagent.Input {
@@ -41,13 +61,13 @@ const summarySchema = `{"type":"object","properties":{"summary":{"type":"string"
 // groups of 10: 10 groups at level 1, then one at level 2.
 func TestRunReduceHierarchical(t *testing.T) {
 	m := newSim(t, sim.Config{Seed: 5, ToolTurns: -1})
-	j := batchagent.Job{ID: "papers", Model: m, Task: "Summarise paper {id}.", OutputSchema: json.RawMessage(summarySchema)}
+	spec := newSpec(t, batchagent.Def{ID: "papers", Model: m, Task: "Summarise paper {id}.", OutputSchema: json.RawMessage(summarySchema)})
 	r := reduce.Config{
 		Task:         "Combine these summaries (level {level}, group {group}) into one: {outputs}",
 		OutputSchema: json.RawMessage(summarySchema),
 		GroupSize:    10,
 	}
-	results, rr, err := reduce.Run(t.Context(), j, batchagent.Slice(inputs(95)), r)
+	results, rr, err := reduce.Run(t.Context(), newEngine(t, batchagent.Config{}), spec, batchagent.Slice(inputs(95)), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +102,12 @@ func TestReduceResumes(t *testing.T) {
 	}
 	r := reduce.Config{Task: "Combine {outputs}", OutputSchema: json.RawMessage(summarySchema), GroupSize: 4}
 	first := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
-	a, err := reduce.Outputs(t.Context(), batchagent.Job{ID: "r", Model: first, Checkpoint: ck}, outs, r)
+	a, err := reduce.Outputs(t.Context(), newEngine(t, batchagent.Config{Checkpoint: ck}), newSpec(t, batchagent.Def{ID: "r", Model: first, Task: "map"}), outs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := newSim(t, sim.Config{Seed: 1, ToolTurns: -1})
-	b, err := reduce.Outputs(t.Context(), batchagent.Job{ID: "r", Model: again, Checkpoint: ck}, outs, r)
+	b, err := reduce.Outputs(t.Context(), newEngine(t, batchagent.Config{Checkpoint: ck}), newSpec(t, batchagent.Def{ID: "r", Model: again, Task: "map"}), outs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,27 +118,49 @@ func TestReduceResumes(t *testing.T) {
 
 func TestReduceErrors(t *testing.T) {
 	m := newSim(t, sim.Config{})
-	j := batchagent.Job{Model: m, Task: "x"}
-	if _, err := reduce.Outputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{}); !errors.Is(err, batchagent.ErrBadJob) || err.Error() != "batchagent: bad job: reduce: empty task template" {
+	j := newSpec(t, batchagent.Def{Model: m, Task: "x"})
+	if _, err := reduce.Outputs(t.Context(), nil, j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{}); !errors.Is(err, batchagent.ErrBadJob) || err.Error() != "batchagent: bad job: reduce: empty task template" {
 		t.Errorf("empty reduce task: %v", err)
 	}
-	if _, err := reduce.Outputs(t.Context(), j, nil, reduce.Config{Task: "{outputs}"}); err == nil || errors.Is(err, batchagent.ErrBadJob) {
+	if _, err := reduce.Outputs(t.Context(), nil, j, nil, reduce.Config{Task: "{outputs}"}); err == nil || errors.Is(err, batchagent.ErrBadJob) {
 		t.Errorf("nothing to reduce: %v, want an error that is not ErrBadJob", err)
 	}
-	if _, err := reduce.Outputs(t.Context(), j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{Task: "{outputs}", GroupSize: 1}); !errors.Is(err, batchagent.ErrBadJob) {
+	if _, err := reduce.Outputs(t.Context(), nil, j, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{Task: "{outputs}", GroupSize: 1}); !errors.Is(err, batchagent.ErrBadJob) {
 		t.Errorf("group size 1: %v, want ErrBadJob", err)
+	}
+	if _, err := reduce.Outputs(t.Context(), nil, nil, []json.RawMessage{json.RawMessage(`1`)}, reduce.Config{Task: "{outputs}"}); !errors.Is(err, batchagent.ErrBadJob) {
+		t.Errorf("nil spec: %v, want ErrBadJob", err)
 	}
 	// An output that is not JSON would be sent to the model as an empty
 	// {outputs}: it is named instead, before any model call.
 	bad := []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`{"summary":`)}
-	if _, err := reduce.Outputs(t.Context(), j, bad, reduce.Config{Task: "{outputs}"}); err == nil || err.Error() != "batchagent: reduce: output 1 is not valid JSON" || m.Stats().Calls != 0 {
+	if _, err := reduce.Outputs(t.Context(), nil, j, bad, reduce.Config{Task: "{outputs}"}); err == nil || err.Error() != "batchagent: reduce: output 1 is not valid JSON" || m.Stats().Calls != 0 {
 		t.Errorf("Outputs(invalid output 1) = %v after %d model calls; want output 1 named and no call", err, m.Stats().Calls)
 	}
 	// Outputs too big to pair within MaxBytes: a level would not shrink,
 	// so the reduce stops at once instead of calling the model forever.
 	big := json.RawMessage(`"` + strings.Repeat("x", 600) + `"`)
-	_, err := reduce.Outputs(t.Context(), j, []json.RawMessage{big, big, big}, reduce.Config{Task: "{outputs}", MaxBytes: 1000})
+	_, err := reduce.Outputs(t.Context(), nil, j, []json.RawMessage{big, big, big}, reduce.Config{Task: "{outputs}", MaxBytes: 1000})
 	if err == nil || !strings.Contains(err.Error(), "reduce level 1: no two neighbouring outputs of its 3 fit in max bytes 1000") || m.Stats().Calls != 0 {
 		t.Errorf("outputs larger than MaxBytes/2: %v after %d model calls; want the no-progress error and no call", err, m.Stats().Calls)
+	}
+}
+
+// TestReduceDropsTools reduces with the Spec of a map job that has a tool
+// and a policy for it: the reduce agents get neither (a policy without its
+// tool would be a bad job), and call the model once per group.
+func TestReduceDropsTools(t *testing.T) {
+	m := newSim(t, sim.Config{Seed: 3, ToolTurns: -1})
+	echo := tool.Func(tool.Spec{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, args json.RawMessage) (string, error) { return string(args), nil })
+	spec := newSpec(t, batchagent.Def{ID: "m", Model: m, Task: "x {id}", Tools: []tool.Tool{echo},
+		ToolPool: tool.PoolConfig{Policies: map[string]tool.Policy{"echo": {MaxConcurrent: 1}}}})
+	outs := []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`2`), json.RawMessage(`3`)}
+	rr, err := reduce.Outputs(t.Context(), nil, spec, outs, reduce.Config{Task: "Combine {outputs}"})
+	if err != nil {
+		t.Fatalf("Outputs = %v", err)
+	}
+	if rr.Calls != 1 || rr.Levels != 1 || m.Stats().Calls != 1 {
+		t.Errorf("reduce %+v after %d model calls, want 1 call at 1 level", rr, m.Stats().Calls)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,7 +36,7 @@ const (
 // fail, deterministically), at most resumeMaxAgent agents at
 // once so that a cancelled run leaves some inputs done, some between turns
 // and some not started.
-func resumeJob(t testing.TB, c batchagent.Checkpointer) (batchagent.Job, *sim.Model) {
+func resumeJob(t testing.TB, c batchagent.Checkpointer) (*batchagent.Spec, *batchagent.Engine, *sim.Model) {
 	t.Helper()
 	m, err := sim.New(sim.Config{Seed: resumeSimSeed, Latency: resumeLatency, Jitter: 0.5, InvalidRate: resumeInvalid})
 	if err != nil {
@@ -44,11 +46,34 @@ func resumeJob(t testing.TB, c batchagent.Checkpointer) (batchagent.Job, *sim.Mo
 		func(ctx context.Context, args json.RawMessage) (string, error) {
 			return "contents of " + string(args), nil
 		})
-	return batchagent.Job{
+	spec, err := batchagent.NewSpec(batchagent.Def{
 		ID: resumeJobID, Model: m, Task: "read the file {id}.txt, numbered {big}", Tools: []tool.Tool{read},
-		OutputSchema: json.RawMessage(resumeSchema), MaxActive: resumeMaxAgent, Checkpoint: c,
-		MaxRetries: -1, // an invalid answer fails the input: failed results are restored too
-	}, m
+		OutputSchema: json.RawMessage(resumeSchema),
+		NoRetries:    true, // an invalid answer fails the input: failed results are restored too
+	})
+	if err != nil {
+		t.Fatalf("batchagent.NewSpec = %v", err)
+	}
+	e, err := batchagent.New(batchagent.Config{MaxActive: resumeMaxAgent, Checkpoint: c})
+	if err != nil {
+		t.Fatalf("batchagent.New = %v", err)
+	}
+	return spec, e, m
+}
+
+// stream is e.Stream of spec over the inputs of testResumeRun.
+func stream(ctx context.Context, t testing.TB, e *batchagent.Engine, spec *batchagent.Spec) iter.Seq[batchagent.Result] {
+	t.Helper()
+	seq, err := e.Stream(ctx, spec, batchagent.Slice(resumeInputsOf()))
+	if err != nil {
+		t.Fatalf("Engine.Stream = %v", err)
+	}
+	return func(yield func(batchagent.Result) bool) {
+		// The engine holds a Spec weakly while it runs: without this, the
+		// Spec may be collected mid-run and its agents fail with "nil spec".
+		defer runtime.KeepAlive(spec)
+		seq(yield)
+	}
 }
 
 // resumeInputsOf returns the inputs of testResumeRun, numbers as a JSON
@@ -72,16 +97,12 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 	fresh := runFresh(t)
 
 	// First run: cancelled once resumeStopAt results have come.
-	j, m1 := resumeJob(t, c)
-	e1, err := batchagent.New(j)
-	if err != nil {
-		t.Fatalf("batchagent.New = %v", err)
-	}
+	spec1, e1, m1 := resumeJob(t, c)
 	ctx, cancel := context.WithCancel(ctxOf(t))
 	defer cancel()
 	delivered := 0
 	finalFirst := map[int]agent.Status{} // the results the first run delivered, but canceled ones
-	for r := range e1.Stream(ctx, batchagent.Slice(resumeInputsOf())) {
+	for r := range stream(ctx, t, e1, spec1) {
 		if delivered++; delivered == resumeStopAt {
 			cancel()
 		}
@@ -118,13 +139,9 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 	t.Logf("cancelled run left %d inputs finished, %d between turns, %d not started", restored, running, resumeInputs-restored-running)
 
 	// Second run, by a second Engine on the same Checkpointer.
-	j2, m2 := resumeJob(t, c)
-	e2, err := batchagent.New(j2)
-	if err != nil {
-		t.Fatalf("batchagent.New = %v", err)
-	}
+	spec2, e2, m2 := resumeJob(t, c)
 	got := map[int]batchagent.Result{}
-	for r := range e2.Stream(ctxOf(t), batchagent.Slice(resumeInputsOf())) {
+	for r := range stream(ctxOf(t), t, e2, spec2) {
 		if _, dup := got[r.Index]; dup {
 			t.Errorf("resumed run: input %d has two results", r.Index)
 		}
@@ -153,8 +170,9 @@ func testResumeRun(t testing.TB, c batchagent.Checkpointer) {
 // results by index: most successful, some failed validation.
 func runFresh(t testing.TB) []batchagent.Result {
 	t.Helper()
-	j, _ := resumeJob(t, nil)
-	res, err := batchagent.Run(ctxOf(t), j, batchagent.Slice(resumeInputsOf()))
+	spec, e, _ := resumeJob(t, nil)
+	res, err := e.Run(ctxOf(t), spec, batchagent.Slice(resumeInputsOf()))
+	runtime.KeepAlive(spec) // see stream
 	if err != nil {
 		t.Fatalf("fresh run: %v", err)
 	}

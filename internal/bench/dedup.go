@@ -55,17 +55,17 @@ func dedupIdeal(wl workload, mode string) time.Duration {
 
 // runDedup runs one mode of the dedup scenario through the engine.
 func runDedup(ctx context.Context, e *env, wl workload, mode string) (tally, error) {
-	j := batchagent.Job{
+	j := batchagent.Def{
 		ID:           "dedup-" + mode,
 		System:       system,
 		Task:         task,
 		OutputSchema: json.RawMessage(outSchema),
-		MaxActive:    wl.n, // all agents at once
 	}
+	cfg := batchagent.Config{MaxActive: wl.n} // all agents at once
 	switch mode {
 	case "cache":
 		wl.toolDelay = dedupCacheDelay
-		j.MaxActive = max(1, wl.n/dedupWaves)
+		cfg.MaxActive = max(1, wl.n/dedupWaves)
 	case "coalesce":
 		wl.toolDelay = dedupToolDelay
 		j.ToolPool = tool.PoolConfig{CacheSize: -1}
@@ -86,19 +86,18 @@ func runDedup(ctx context.Context, e *env, wl workload, mode string) (tally, err
 		return tally{}, err
 	}
 	j.Model = m
-	eng, err := batchagent.New(j)
-	if err != nil {
-		return tally{}, err
-	}
 	ins := ids(wl.n)
 	for i, in := range ins {
 		in["key"] = fmt.Sprintf("k%d", i%dedupKeys)
 	}
 	var t tally
-	for r := range eng.Stream(ctx, batchagent.Slice(ins)) {
+	st, err := stream(ctx, cfg, j, batchagent.Slice(ins), func(r batchagent.Result) error {
 		t.count(r)
+		return nil
+	})
+	if err != nil {
+		return t, err
 	}
-	st := eng.Stats()
 	t.toolExec = st.ToolExecuted
 	for _, ts := range st.Tools {
 		t.cacheHits += ts.CacheHits

@@ -297,22 +297,21 @@ func liveColumns(r Report) string {
 // long system prompt would set it: the first call goes alone so that the
 // server's prefix cache holds the prefix before the others arrive.
 func liveEngine(ctx context.Context, m *openai.Model, lw liveWorkload) (liveRun, error) {
-	e, err := batchagent.New(batchagent.Job{
+	var r liveRun
+	cfg := batchagent.Config{MaxActive: lw.n, Admission: batchagent.Admission{WarmPrefix: true}}
+	_, err := stream(ctx, cfg, batchagent.Def{
 		ID:           "live",
 		Model:        m,
 		System:       liveSystem,
 		Task:         liveTask,
 		OutputSchema: json.RawMessage(liveSchema),
-		MaxActive:    lw.n,
 		MaxTokens:    lw.maxTokens,
-		WarmPrefix:   true,
+	}, batchagent.Slice(ids(lw.n)), func(res batchagent.Result) error {
+		r.add(res, res.Timings.TTFT)
+		return nil
 	})
 	if err != nil {
 		return liveRun{}, err
-	}
-	var r liveRun
-	for res := range e.Stream(ctx, batchagent.Slice(ids(lw.n))) {
-		r.add(res, res.Timings.TTFT)
 	}
 	return r, ctx.Err()
 }

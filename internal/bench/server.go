@@ -104,25 +104,24 @@ func runServer(ctx context.Context, wl workload, mode string) (serverRun, time.D
 }
 
 func serverEngine(ctx context.Context, m *openai.Model, wl workload) (serverRun, error) {
-	e, err := batchagent.New(batchagent.Job{
+	var r serverRun
+	cfg := batchagent.Config{MaxActive: wl.n, Admission: batchagent.Admission{WarmPrefix: true}}
+	_, err := stream(ctx, cfg, batchagent.Def{
 		ID:           "server",
 		Model:        m,
 		System:       serverSystem,
 		Task:         serverTask,
 		OutputSchema: json.RawMessage(outSchema),
-		MaxActive:    wl.n,
-		WarmPrefix:   true,
 		MaxRetries:   10,
-	})
-	if err != nil {
-		return serverRun{}, err
-	}
-	var r serverRun
-	for res := range e.Stream(ctx, batchagent.Slice(ids(wl.n))) {
+	}, batchagent.Slice(ids(wl.n)), func(res batchagent.Result) error {
 		r.count(res)
 		r.ttfts = append(r.ttfts, res.Timings.TTFT)
 		r.prompt += res.Usage.PromptTokens
 		r.cached += res.Usage.CachedTokens
+		return nil
+	})
+	if err != nil {
+		return serverRun{}, err
 	}
 	return r, ctx.Err()
 }

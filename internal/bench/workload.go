@@ -224,19 +224,21 @@ func runEngine(ctx context.Context, e *env, wl workload) (tally, error) {
 	if err != nil {
 		return tally{}, err
 	}
-	j := batchagent.Job{
+	j := batchagent.Def{
 		ID:           wl.name,
 		Model:        m,
 		System:       system,
 		Task:         task,
 		OutputSchema: json.RawMessage(outSchema),
-		MaxInflight:  wl.maxInflight,
+	}
+	cfg := batchagent.Config{
+		Admission: batchagent.Admission{MaxInflight: wl.maxInflight},
 		// All agents start at once, as the ideal assumes; at scale the
 		// default bound keeps memory flat.
 		MaxActive: wl.n,
 	}
 	if wl.files {
-		j.MaxActive = 0
+		cfg.MaxActive = 0
 	}
 	if wl.toolDelay > 0 {
 		rt, err := e.readTool(wl)
@@ -252,33 +254,34 @@ func runEngine(ctx context.Context, e *env, wl workload) (tally, error) {
 			return tally{}, err
 		}
 		defer store.Close()
-		if _, err := store.Begin(ctx, j.ID, j.Fingerprint(), false); err != nil {
+		spec, err := batchagent.NewSpec(j)
+		if err != nil {
 			return tally{}, err
 		}
-		j.Checkpoint = store
-	}
-	eng, err := batchagent.New(j)
-	if err != nil {
-		return tally{}, err
+		if _, err := store.Begin(ctx, j.ID, spec.Fingerprint(), false); err != nil {
+			return tally{}, err
+		}
+		cfg.Checkpoint = store
 	}
 	in, out, closeIO, err := e.io(wl)
 	if err != nil {
 		return tally{}, err
 	}
 	var t tally
-	for r := range eng.Stream(ctx, in) {
+	st, err := stream(ctx, cfg, j, in, func(r batchagent.Result) error {
 		t.count(r)
 		if out != nil {
-			if err := out.Write(r); err != nil {
-				closeIO()
-				return t, err
-			}
+			return out.Write(r)
 		}
+		return nil
+	})
+	if err != nil {
+		closeIO()
+		return t, err
 	}
 	if err := closeIO(); err != nil {
 		return t, err
 	}
-	st := eng.Stats()
 	t.toolExec = st.ToolExecuted
 	return t, ctx.Err()
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/batchagent/batchagent/backend/anthropic"
 	"github.com/batchagent/batchagent/backend/bedrock"
@@ -18,10 +17,7 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
-	"github.com/batchagent/batchagent/tool/filetool"
-	"github.com/batchagent/batchagent/tool/httptool"
 	"github.com/batchagent/batchagent/tool/mcptool"
-	"github.com/batchagent/batchagent/tool/sqltool"
 )
 
 // openBackend resolves a backend URL into a Model. Each scheme maps to its
@@ -111,13 +107,6 @@ type builtTools struct {
 	closers  []io.Closer
 }
 
-func policy(p config.Policy) tool.Policy {
-	return tool.Policy{
-		Rate: p.Rate, Burst: p.Burst, MaxConcurrent: p.MaxConcurrent, Timeout: time.Duration(p.Timeout),
-		NoCoalesce: p.NoCoalesce, BatchWindow: time.Duration(p.BatchWindow), BatchMax: p.BatchMax,
-	}
-}
-
 // buildTools builds the job file's built-in tools and connects its MCP
 // servers. On error, whatever was opened is closed.
 func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) {
@@ -127,62 +116,30 @@ func buildTools(ctx context.Context, cj *config.Job) (_ *builtTools, err error) 
 			_ = b.close() // the build error is the one to report
 		}
 	}()
-	cacheable := func(p *bool, def bool) bool {
-		if p != nil {
-			return *p
-		}
-		return def
-	}
-	for i, s := range cj.Tools {
-		var (
-			t   tool.Tool
-			err error
-		)
-		switch s.Name {
-		case "read_file":
-			// A batch reads the same files over and over.
-			t, err = filetool.ReadFile(filetool.ReadFileConfig{Roots: s.Roots, MaxBytes: s.MaxBytes, Cacheable: cacheable(s.Cacheable, true)})
-		case "list_dir":
-			t, err = filetool.ListDir(filetool.ListDirConfig{Roots: s.Roots, MaxEntries: s.MaxEntries, Cacheable: cacheable(s.Cacheable, true)})
-		case "http_get":
-			t, err = httptool.Get(httptool.Config{AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate, MaxBytes: s.MaxBytes,
-				Timeout: time.Duration(s.Timeout), MaxRedirects: s.MaxRedirects, Cacheable: cacheable(s.Cacheable, true)})
-		case "sql_query", "sql_lookup":
-			db, derr := sqltool.OpenSQLite(s.Database, true)
-			if derr != nil {
-				return nil, fmt.Errorf("tools[%d] %s: %w", i, s.Name, derr)
-			}
-			b.closers = append(b.closers, db)
-			if s.Name == "sql_query" {
-				t, err = sqltool.Query(sqltool.QueryConfig{DB: db, MaxRows: s.MaxRows, Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
-			} else {
-				t, err = sqltool.Lookup(sqltool.LookupConfig{DB: db, Table: s.Table, Key: s.Key, Columns: s.Columns, MaxRows: s.MaxRows,
-					Timeout: time.Duration(s.Timeout), Cacheable: cacheable(s.Cacheable, true)})
-			}
-		default:
-			return nil, fmt.Errorf("tools[%d]: unknown tool %q", i, s.Name)
+	for i := range cj.Tools {
+		s := &cj.Tools[i]
+		t, res, err := s.Build()
+		if res != nil {
+			b.closers = append(b.closers, res)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("tools[%d] %s: %w", i, s.Name, err)
 		}
 		b.tools = append(b.tools, t)
-		b.policies[t.Spec().Name] = policy(s.Policy)
+		b.policies[t.Spec().Name] = s.Policy
 		if c, ok := t.(io.Closer); ok {
 			b.closers = append(b.closers, c)
 		}
 	}
 	for i, m := range cj.MCP {
-		c, err := mcptool.Connect(ctx, mcptool.ServerConfig{
-			Name: m.Name, Command: m.Command, Env: m.Env, URL: m.URL, Tools: m.Tools,
-			Cacheable: m.Cacheable, Timeout: time.Duration(m.Timeout), ConnectTimeout: time.Duration(m.ConnectTimeout),
-		})
+		c, err := mcptool.Connect(ctx, m.Server)
 		if err != nil {
-			return nil, fmt.Errorf("mcp[%d] %s: %w", i, m.Name, err)
+			return nil, fmt.Errorf("mcp[%d] %s: %w", i, m.Server.Name, err)
 		}
 		b.closers = append(b.closers, c)
 		for _, t := range c.Tools() {
 			b.tools = append(b.tools, t)
-			b.policies[t.Spec().Name] = policy(m.Policy)
+			b.policies[t.Spec().Name] = m.Policy
 		}
 	}
 	return b, nil

@@ -25,6 +25,7 @@ const childEnv = "BATCHAGENT_CLI_CHILD"
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
 		limitFileSize()
+		ignoreEarlyInterrupts()
 		os.Exit(cli.Main(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 	}
 	goleak.VerifyTestMain(m)

@@ -14,15 +14,15 @@ import (
 // llm.Capabilities: openai 8, openai+http(s) 16, vllm and sglang 64,
 // llamacpp 8, ollama 4, sim+http 64, anthropic 4, bedrock 4; in-process
 // sim none).
-func concurrencySource(backendURL string, j batchagent.Job) string {
-	if j.MaxInflight > 0 {
-		return fmt.Sprintf("max %d: limits.max_inflight", j.MaxInflight)
+func concurrencySource(backendURL string, model llm.Model, maxInflight int) string {
+	if maxInflight > 0 {
+		return fmt.Sprintf("max %d: limits.max_inflight", maxInflight)
 	}
 	scheme := "backend"
 	if u, err := url.Parse(backendURL); err == nil && u.Scheme != "" {
 		scheme = u.Scheme
 	}
-	if c, ok := j.Model.(llm.Capable); ok && c.Capabilities().DefaultConcurrency > 0 {
+	if c, ok := model.(llm.Capable); ok && c.Capabilities().DefaultConcurrency > 0 {
 		return fmt.Sprintf("max %d: %s default; limits.max_inflight sets it", c.Capabilities().DefaultConcurrency, scheme)
 	}
 	return scheme + " declares no limit; limits.max_inflight sets one"

@@ -23,7 +23,6 @@ import (
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/reduce"
-	"github.com/batchagent/batchagent/tool"
 )
 
 // runFlags are the flags of `batchagent run`.
@@ -65,9 +64,9 @@ type runner struct {
 	saved        *savedStore // the checkpoint store as the engine sees it, or nil
 	resumedLines int         // result lines kept in the output on resume
 
-	job       batchagent.Job // as built, for the reduce step
-	reduce    *reduce.Config // nil: no reduce step
-	reduceOut string         // where the reduce output goes; "" for stdout
+	spec      *batchagent.Spec // the job; the runner holds it while the engine runs it
+	reduce    *reduce.Config   // nil: no reduce step
+	reduceOut string           // where the reduce output goes; "" for stdout
 	stdout    io.Writer
 	// limitSource says where the limit on model calls in flight comes
 	// from, for the summary.
@@ -90,7 +89,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: cj.Name}
+	r := &runner{name: cj.Def.ID}
 	if r.name == "" {
 		r.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
@@ -109,7 +108,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		backend = f.backend
 	}
 	r.backendAddr = backendAddr(backend)
-	model, err := openBackend(ctx, backend, cj.Model, cj.APIKeyEnv, environ)
+	model, err := openBackend(ctx, backend, cj.Def.ModelName, cj.APIKeyEnv, environ)
 	if err != nil {
 		return nil, err
 	}
@@ -118,41 +117,25 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, err
 	}
 	r.tools = tools
-	j := batchagent.Job{
-		ID:            r.name,
-		Model:         model,
-		ModelName:     cj.Model,
-		System:        cj.System,
-		Task:          cj.Task,
-		Tools:         tools.tools,
-		ToolPool:      tool.PoolConfig{Policies: tools.policies},
-		OutputSchema:  cj.OutputSchema.JSON,
-		MaxTurns:      cj.Limits.MaxTurns,
-		MaxInflight:   cj.Limits.MaxInflight,
-		MaxActive:     cj.Limits.MaxActive,
-		Timeout:       time.Duration(cj.Limits.Timeout),
-		FixedInflight: cj.Limits.FixedInflight,
-		RateLimit:     batchagent.RateLimit{RPM: cj.Limits.RPM, TPM: cj.Limits.TPM},
-		Backpressure:  batchagent.Backpressure{MaxQueued: max(cj.Limits.MaxQueued, 0), Disabled: cj.Limits.MaxQueued < 0},
-		WarmPrefix:    cj.WarmPrefix,
-	}
-	j.Logger = f.logger
-	applyKnobs(&j, cj)
-	if _, hosted := model.(llm.Capable); hosted || cj.Limits.TPM > 0 {
+	// The file holds the job and the engine's settings; what it cannot
+	// hold is added here: the model, the tools, the logger, the token
+	// counter and (below) the checkpoint.
+	def := cj.Def
+	def.ID, def.Model, def.Tools = r.name, model, tools.tools
+	def.ToolPool.Policies = tools.policies
+	cfg := cj.Engine
+	cfg.Logger = f.logger
+	if _, hosted := model.(llm.Capable); hosted || cfg.Admission.RateLimit.TPM > 0 {
 		// Token pacing (configured, or learnt from the backend's headers)
 		// needs real token counts.
-		counter, err := tokens.New(cj.Model)
+		counter, err := tokens.New(def.ModelName)
 		if err != nil {
 			return nil, err
 		}
-		j.RateLimit.CountTokens = counter.Count
+		cfg.Admission.RateLimit.CountTokens = counter.Count
 	}
-	j.OutageBudget = time.Duration(cj.Limits.OutageBudget)
-	if cj.Limits.MaxRetries != nil {
-		j.MaxRetries = *cj.Limits.MaxRetries
-		if j.MaxRetries == 0 {
-			j.MaxRetries = -1 // an explicit 0 in the file means no retries
-		}
+	if r.spec, err = batchagent.NewSpec(def); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.outPath = cj.Output
 	if f.out != "" {
@@ -163,8 +146,8 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	r.stdout = stdout
 	if red := cj.Reduce; red != nil {
-		r.reduce = &reduce.Config{Task: red.Task, System: red.System, OutputSchema: red.OutputSchema.JSON,
-			GroupSize: red.GroupSize, MaxBytes: red.MaxBytes}
+		rc := red.Config
+		r.reduce = &rc
 		r.reduceOut = red.Output
 		if r.reduceOut == "" && r.outPath != "" {
 			r.reduceOut = strings.TrimSuffix(r.outPath, filepath.Ext(r.outPath)) + ".reduce.json"
@@ -181,7 +164,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return nil, err
 	}
-	if err := checkPlaceholders(path, cj.Task, inPath); err != nil {
+	if err := checkPlaceholders(path, def.Task, inPath); err != nil {
 		return nil, err
 	}
 
@@ -202,26 +185,26 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		}
 		r.closers = append(r.closers, namedCloser{"state", store})
 		r.saved = &savedStore{Store: store}
-		j.Checkpoint, j.RetryFailed, j.StopOnCheckpointError = r.saved, f.retryFailed, true
+		cfg.Checkpoint, cfg.RetryFailed, cfg.StopOnCheckpointError = r.saved, f.retryFailed, true
 		r.statePath = statePath
 	}
-	if r.engine, err = batchagent.New(j); err != nil {
+	if r.engine, err = batchagent.New(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.job = j
-	r.limitSource = concurrencySource(backend, j)
+	r.limitSource = concurrencySource(backend, model, cfg.Admission.MaxInflight)
+	id := r.spec.ID()
 
 	// Nothing but the output can fail from here: record the run.
 	resumed := false
 	if store != nil {
-		fp := j.Fingerprint()
+		fp := r.spec.Fingerprint()
 		fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
-		if resumed, err = store.Begin(ctx, j.ID, fp, f.force); err != nil {
+		if resumed, err = store.Begin(ctx, id, fp, f.force); err != nil {
 			return nil, fmt.Errorf("%s: %w", statePath, err)
 		}
 		if r.total > 0 {
 			// For `batchagent status`: inputs without a state are pending.
-			if err := store.SetInputs(ctx, j.ID, r.total); err != nil {
+			if err := store.SetInputs(ctx, id, r.total); err != nil {
 				return nil, fmt.Errorf("%s: %w", statePath, err)
 			}
 		}
@@ -230,7 +213,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	var plan *outputPlan // a resumed run's: which lines of the output stay
 	var states []agent.State
 	if store != nil {
-		if states, err = r.saved.loadSaved(ctx, j.ID, statePath); err != nil {
+		if states, err = r.saved.loadSaved(ctx, id, statePath); err != nil {
 			return nil, err
 		}
 	}
@@ -258,7 +241,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	if plan != nil {
 		// Their lines are gone: discard the states of changed inputs too.
-		if err := r.saved.forget(ctx, j.ID, plan.drop); err != nil {
+		if err := r.saved.forget(ctx, id, plan.drop); err != nil {
 			return nil, fmt.Errorf("%s: %w", statePath, err)
 		}
 	}
@@ -375,10 +358,16 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var interrupted atomic.Bool
-	stopSignals := r.handleSignals(cancel, &interrupted, stderr)
+	stopSignals := r.handleSignals(&interrupted, stderr)
 	var outputs []json.RawMessage // for the reduce step
 	var unavailable error         // why the engine stopped: the backend never answered
-	for res := range r.engine.Stream(runCtx, r.inputs) {
+	results, err := r.engine.Stream(runCtx, r.spec, r.inputs)
+	if err != nil {
+		stopSignals()
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	for res := range results {
 		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
 			// Stopped before the backend ever answered: pending, resumable.
 			notWritten++
@@ -466,7 +455,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 // runReduce reduces the outputs and writes the final output.
 func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
 	start := time.Now()
-	rr, err := reduce.Outputs(ctx, r.job, outputs, *r.reduce)
+	rr, err := reduce.Outputs(ctx, r.engine, r.spec, outputs, *r.reduce)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 type closeFunc func() error
@@ -37,7 +38,7 @@ func TestRunnerCloseLabelsErrors(t *testing.T) {
 // what the runner closes, and that a tool's close error is kept as a
 // warning, not the run's error.
 func TestToolsClosedWithTheRunner(t *testing.T) {
-	b, err := buildTools(t.Context(), &config.Job{Tools: []config.Tool{{Name: "read_file", Roots: []string{t.TempDir()}}}})
+	b, err := buildTools(t.Context(), &config.Job{Tools: []config.Tool{{Name: "read_file", Settings: &filetool.ReadFileConfig{Roots: []string{t.TempDir()}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

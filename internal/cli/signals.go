@@ -16,12 +16,13 @@ import (
 // in flight before stopping at once.
 const gracePeriod = 30 * time.Second
 
-// handleSignals stops the run in two phases: the first SIGINT or SIGTERM
-// drains the engine (no new inputs; agents stop after the turn in flight,
-// which is checkpointed), the second, or the end of the grace period,
-// cancels everything at once. The returned function stops the handler
-// and waits for its goroutine.
-func (r *runner) handleSignals(cancel context.CancelFunc, interrupted *atomic.Bool, stderr io.Writer) func() {
+// handleSignals stops the run in two phases with [batchagent.Engine.Shutdown]:
+// the first SIGINT or SIGTERM shuts the engine down (no new inputs;
+// agents stop after the turn in flight, which is checkpointed), with a
+// context that ends at the second signal or at the end of the grace
+// period, when Shutdown cancels what is left at once. The returned
+// function stops the handler and waits for its goroutines.
+func (r *runner) handleSignals(interrupted *atomic.Bool, stderr io.Writer) func() {
 	sigs := make(chan os.Signal, 2) // a signal may arrive while the handler prints
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -33,18 +34,25 @@ func (r *runner) handleSignals(cancel context.CancelFunc, interrupted *atomic.Bo
 			return
 		}
 		interrupted.Store(true)
-		r.engine.Drain()
 		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once)\n", gracePeriod)
-		t := time.NewTimer(gracePeriod)
-		defer t.Stop()
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "batchagent: stopping at once")
-			cancel()
-		case <-t.C:
-			cancel()
-		case <-done:
-		}
+		ctx, stop := context.WithTimeout(context.Background(), gracePeriod)
+		defer stop()
+		shut := make(chan struct{})
+		wg.Go(func() { // ends the grace at a second signal
+			select {
+			case <-sigs:
+				fmt.Fprintln(stderr, "batchagent: stopping at once")
+				stop()
+			case <-shut:
+			case <-done:
+				// The run is over: Shutdown returns as soon as its
+				// stream has ended.
+			}
+		})
+		// Shutdown's error says only that the grace ended first: the
+		// results say which agents were stopped.
+		_ = r.engine.Shutdown(ctx)
+		close(shut)
 	})
 	return func() {
 		signal.Stop(sigs)

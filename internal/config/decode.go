@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -16,10 +16,9 @@ import (
 // alias, so that a small file cannot make Parse do unbounded work.
 const maxNodes = 100_000
 
-var (
-	durationType = reflect.TypeFor[Duration]()
-	schemaType   = reflect.TypeFor[Schema]()
-)
+// timeDurationType is the type of the durations of the engine's types,
+// written in the file as Duration is.
+var timeDurationType = reflect.TypeFor[time.Duration]()
 
 // A decoder walks a yaml.Node tree against a Go type, filling the value and
 // recording every problem it meets. It is used by one goroutine.
@@ -88,36 +87,6 @@ func (d *decoder) follow(n *yaml.Node, path string, fn func(*yaml.Node)) {
 	d.expanding[n]--
 }
 
-// value decodes n into v, whose type is one of the job file types.
-func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
-	if !d.visit(n, path, 1) {
-		return
-	}
-	d.follow(n, path, func(n *yaml.Node) {
-		d.nodes[path] = n
-		if isNull(n) {
-			return // absent: keep the zero value
-		}
-		t := v.Type()
-		switch {
-		case t == schemaType:
-			d.schema(n, path, v.Addr().Interface().(*Schema))
-		case t == durationType:
-			d.scalar(n, path, v)
-		case t.Kind() == reflect.Pointer:
-			p := reflect.New(t.Elem())
-			d.value(n, path, p.Elem())
-			v.Set(p)
-		case t.Kind() == reflect.Struct:
-			d.mapping(n, path, v)
-		case t.Kind() == reflect.Slice:
-			d.sequence(n, path, v)
-		default:
-			d.scalar(n, path, v)
-		}
-	})
-}
-
 // scalar decodes the scalar n into v with yaml.v3.
 func (d *decoder) scalar(n *yaml.Node, path string, v reflect.Value) {
 	t := v.Type()
@@ -126,7 +95,7 @@ func (d *decoder) scalar(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	// yaml.v3 truncates floats into integer fields; refuse them instead.
-	if isInt(t.Kind()) && t != durationType && n.ShortTag() == "!!float" {
+	if isInt(t.Kind()) && t != timeDurationType && n.ShortTag() == "!!float" {
 		d.problem(n, path, "expected an integer, got %s", describe(n))
 		return
 	}
@@ -136,29 +105,6 @@ func (d *decoder) scalar(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	v.Set(p.Elem())
-}
-
-// mapping decodes the mapping n into the struct v, field names coming from
-// the yaml tags.
-func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
-	if n.Kind != yaml.MappingNode {
-		d.problem(n, path, "expected a mapping, got %s", describe(n))
-		return
-	}
-	fields := fieldsOf(v.Type())
-	for _, e := range d.entries(n, path) {
-		key := e.key.Value
-		idx, ok := fields.index[key]
-		if !ok {
-			msg := fmt.Sprintf("unknown key %s", quote(key))
-			if s := suggest(key, fields.names); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			d.report(e.key, join(path, key), "%s", msg)
-			continue
-		}
-		d.value(e.value, join(path, key), v.FieldByIndex(idx))
-	}
 }
 
 // sequence decodes the sequence n into the slice v.
@@ -172,7 +118,7 @@ func (d *decoder) sequence(n *yaml.Node, path string, v reflect.Value) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		d.value(item, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
+		d.into(item, fmt.Sprintf("%s[%d]", path, i), s.Index(i).Addr().Interface())
 	}
 	v.Set(s)
 }
@@ -233,43 +179,6 @@ func (d *decoder) entries(n *yaml.Node, path string) []entry {
 	return out
 }
 
-// fields describes the yaml fields of a struct type.
-type fields struct {
-	names []string         // in declaration order, for suggestions
-	index map[string][]int // name to field index path (inline structs flattened)
-}
-
-func fieldsOf(t reflect.Type) fields {
-	fs := fields{index: make(map[string][]int)}
-	fs.add(t, nil)
-	return fs
-}
-
-// add records the fields of struct type t, reached through index prefix;
-// fields tagged ",inline" contribute their own fields.
-func (fs *fields) add(t reflect.Type, prefix []int) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		idx := append(slices.Clone(prefix), i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if opts == "inline" && f.Type.Kind() == reflect.Struct {
-			fs.add(f.Type, idx)
-			continue
-		}
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
-		}
-		fs.names = append(fs.names, name)
-		fs.index[name] = idx
-	}
-}
-
 // join appends key to a YAML path.
 func join(path, key string) string {
 	if path == "" {
@@ -294,7 +203,7 @@ func isInt(k reflect.Kind) bool {
 // want describes what a value of type t is written as.
 func want(t reflect.Type) string {
 	switch {
-	case t == durationType:
+	case t == timeDurationType:
 		return `a duration like "30s"`
 	case isInt(t.Kind()):
 		return "an integer"

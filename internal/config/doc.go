@@ -26,39 +26,66 @@
 //
 // # Engine knobs
 //
-// Every setting of the engine that a file can express has a key; a key left
-// out keeps the engine's default ([Job] documents each):
+// The file decodes straight into the engine's types: what to run into a
+// job.Def, engine settings into a batchagent.Config, each tool's settings
+// into its package's config (filetool, httptool, sqltool), from one table
+// of keys; a tool is one entry of the table of tools. Every setting of
+// the engine that a file can express has a key; a key left out keeps the
+// engine's default (job.Def and batchagent.Config document each):
 //
-//	max_tokens: 1024              # batchagent.Job.MaxTokens
-//	max_tokens_limit: 4096        # Job.MaxTokensLimit: cap for retries of cut answers
-//	temperature: 0                # Job.Temperature (sent even when 0)
-//	top_p: 0.9                    # Job.TopP, 0 to 1
-//	seed: 42                      # Job.Seed (OpenAI-compatible backends)
-//	stop: [END]                   # Job.Stop
-//	tool_pool:                    # tool.PoolConfig
-//	  cache_size: 4096            # -1: no cache
+//	max_tokens: 1024              # Def.MaxTokens
+//	max_tokens_limit: 4096        # Def.MaxTokensLimit: cap for retries of cut answers
+//	temperature: 0                # Def.Temperature (sent even when 0)
+//	top_p: 0.9                    # Def.TopP, 0 to 1
+//	seed: 42                      # Def.Seed (OpenAI-compatible backends)
+//	stop: [END]                   # Def.Stop
+//	warm_prefix: true             # Config.Admission.WarmPrefix
+//	tool_pool:                    # Def.ToolPool (tool.PoolConfig)
+//	  cache_size: 4096            # off: no cache
 //	  cache_ttl: 10m
-//	  max_result_bytes: 65536     # -1: no cap
+//	  max_result_bytes: 65536     # off: no cap
 //	  timeout: 30s                # per execution, unless the tool sets one
 //	limits:
-//	  max_inflight: 8             # also max_active, max_retries, fixed_inflight,
-//	  rpm: 600                    # tpm, max_queued, timeout
-//	  backoff:                    # batchagent.Job.Backoff
+//	  max_turns: 8                # Def.MaxTurns
+//	  max_retries: 2              # Def.MaxRetries; off (or 0): none
+//	  timeout: 2m                 # Def.Timeout, per agent
+//	  outage_budget: 5m           # Def.OutageBudget; off: outages get max_retries only
+//	  max_active: 1024            # Config.MaxActive
+//	  max_inflight: 8             # Config.Admission.MaxInflight; also fixed_inflight
+//	  rpm: 600                    # Config.Admission.RateLimit; also tpm
+//	  max_queued: 4               # Config.Admission.Backpressure; off: no queue probe
+//	  probe_interval: 200ms       # Config.Admission.Backpressure.Interval
+//	  backoff:                    # Def.Backoff and Config.Admission.PauseBackoff
 //	    base: 50ms
 //	    rate_limit_base: 1s
 //	    max: 30s
-//	  probe_interval: 200ms       # Job.Backpressure.Interval
 //	tools:
 //	  - name: http_get            # per tool: rate, burst, max_concurrent, timeout,
-//	    max_redirects: -1         # no_coalesce, batch_window, batch_max (tool.Policy)
+//	    max_redirects: off        # no_coalesce, batch_window, batch_max (tool.Policy)
 //	mcp:
 //	  - name: files
 //	    command: [mcp-files]
 //	    connect_timeout: 1m
 //
-// What has no key is what a file cannot hold: functions (Job.Check,
-// OnResult, RateLimit.CountTokens), the logger, and the checkpoint store
-// and resume options, which are flags of "batchagent run".
+// limits.outage_budget also bounds how long a run waits for a backend that
+// never answered before it stops with the backend unavailable
+// (Admission.StartWindow: the shorter of 10s and the budget; none when the
+// budget is off), and limits.backoff also spaces the pauses of admission
+// after connection failures.
+//
+// # Turning a setting off
+//
+// A setting that can be turned off takes the word off: max_retries,
+// outage_budget, max_queued, cache_size, max_result_bytes and
+// max_redirects. For max_retries, 0 means off too. Older files wrote -1 for
+// off (max_queued, cache_size, max_result_bytes, max_redirects): -1 is
+// still read as off, but it is deprecated; write off. Other negative
+// numbers are refused.
+//
+// What has no key is what a file cannot hold: functions (Def.Check,
+// OnResult, RateLimit.CountTokens), the model (the CLI resolves backend),
+// the logger, and the checkpoint store and resume options, which are
+// flags of "batchagent run".
 //
 // # Strictness
 //
@@ -72,6 +99,7 @@
 //
 // yaml.v3's own strict mode (KnownFields) stops at the first problem and
 // reports no columns, so the package decodes the file into a yaml.Node and
-// walks it against the Go types itself; yaml.v3 still decodes every scalar.
+// walks it against its table of keys itself; yaml.v3 still decodes every
+// scalar.
 // Anchors, aliases and merge keys ("<<") are supported.
 package config

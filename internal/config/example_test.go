@@ -27,13 +27,13 @@ limits:
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("name:", j.Name)
+	fmt.Println("name:", j.Def.ID)
 	fmt.Println("backend:", j.Backend)
-	fmt.Println("task:", j.Task)
+	fmt.Println("task:", j.Def.Task)
 	fmt.Println("inputs:", j.Inputs)
-	fmt.Println("schema:", string(j.OutputSchema.JSON))
-	fmt.Println("max turns:", j.Limits.MaxTurns)
-	fmt.Println("timeout:", j.Limits.Timeout)
+	fmt.Println("schema:", string(j.Def.OutputSchema))
+	fmt.Println("max turns:", j.Def.MaxTurns)
+	fmt.Println("timeout:", j.Def.Timeout)
 	// Output:
 	// name: triage
 	// backend: sim://?latency=60ms

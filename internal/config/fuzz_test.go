@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // FuzzJobSpecDecode checks that Parse never panics and that it returns
@@ -83,26 +85,43 @@ func FuzzJobSpecDecode(f *testing.F) {
 			}
 			return
 		}
-		if j == nil || strings.TrimSpace(j.Task) == "" {
+		if j == nil || strings.TrimSpace(j.Def.Task) == "" {
 			t.Fatalf("Parse(%q) = %+v, nil, want a job with a task", data, j)
 		}
 		if j.Backend == "" || j.Dir != dir || j.Path != "job.yaml" {
 			t.Errorf("Parse(%q) = Backend %q, Dir %q, Path %q, want a backend, %q, %q", data, j.Backend, j.Dir, j.Path, dir, "job.yaml")
 		}
-		if p := j.Temperature; j.MaxTokens < 0 || p != nil && !(*p >= 0 && *p <= math.MaxFloat64) || j.TopP != nil && !(*j.TopP >= 0 && *j.TopP <= 1) {
-			t.Errorf("Parse(%q) accepted max_tokens %d, temperature %v, top_p %v", data, j.MaxTokens, j.Temperature, j.TopP)
+		d := j.Def
+		if p := d.Temperature; d.MaxTokens < 0 || p != nil && !(*p >= 0 && *p <= math.MaxFloat64) || d.TopP != nil && !(*d.TopP >= 0 && *d.TopP <= 1) {
+			t.Errorf("Parse(%q) accepted max_tokens %d, temperature %v, top_p %v", data, d.MaxTokens, d.Temperature, d.TopP)
 		}
-		if b := j.Limits.Backoff; b.Base < 0 || b.RateLimitBase < 0 || b.Max < 0 || j.ToolPool.CacheSize < -1 || j.ToolPool.MaxResultBytes < -1 || j.ToolPool.CacheTTL < 0 {
-			t.Errorf("Parse(%q) accepted back-off %+v, tool pool %+v", data, b, j.ToolPool)
+		if b := d.Backoff; b.Base < 0 || b.RateLimitBase < 0 || b.Max < 0 || d.ToolPool.CacheSize < -1 || d.ToolPool.MaxResultBytes < -1 || d.ToolPool.CacheTTL < 0 {
+			t.Errorf("Parse(%q) accepted back-off %+v, tool pool %+v", data, b, d.ToolPool)
 		}
-		if slices.Contains(j.Stop, "") {
+		if slices.Contains(d.Stop, "") {
 			t.Errorf("Parse(%q) accepted an empty stop sequence", data)
 		}
-		if s := j.OutputSchema.JSON; s != nil && (!json.Valid(s) || s[0] != '{') {
-			t.Errorf("Parse(%q).OutputSchema.JSON = %s, want a JSON object", data, s)
+		if s := d.OutputSchema; s != nil && (!json.Valid(s) || s[0] != '{') {
+			t.Errorf("Parse(%q).Def.OutputSchema = %s, want a JSON object", data, s)
 		}
-		for _, tool := range j.Tools {
-			for _, r := range tool.Roots {
+		// What the file holds is what the engine takes: a job file that
+		// parses gives a valid Def and Config.
+		d.Model = nopModel{}
+		if _, err := batchagent.NewSpec(d); err != nil {
+			t.Errorf("Parse(%q) accepted a Def that NewSpec refuses: %v", data, err)
+		}
+		if _, err := batchagent.New(j.Engine); err != nil {
+			t.Errorf("Parse(%q) accepted a Config that New refuses: %v", data, err)
+		}
+		for _, tl := range j.Tools {
+			var roots []string
+			switch s := tl.Settings.(type) {
+			case *filetool.ReadFileConfig:
+				roots = s.Roots
+			case *filetool.ListDirConfig:
+				roots = s.Roots
+			}
+			for _, r := range roots {
 				if !filepath.IsAbs(r) {
 					t.Errorf("Parse(%q) tool root %q, want an absolute path", data, r)
 				}

@@ -8,108 +8,193 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/reduce"
 )
 
 // DefaultBackend is the backend URL a job uses when its file names none: the
 // in-process simulator.
 const DefaultBackend = "sim://"
 
-// Job is a parsed job file. Relative paths in the file have been resolved
-// against the directory of the job file, so every path in a Job returned by
-// [Load] or [Parse] is absolute.
+// Job is a parsed job file, decoded straight into the engine's types: what
+// to run in a job.Def, the engine's settings in a batchagent.Config, the
+// tools' settings in their packages' config types. Relative paths in the
+// file have been resolved against the directory of the job file, so every
+// path in a Job returned by [Load] or [Parse] is absolute.
 //
-// A Job is a plain value: the package never modifies one after returning it.
+// What a file cannot hold is left for the caller: Def.Model (resolved
+// from Backend), Def.Tools and Def.ToolPool.Policies (built from Tools and
+// MCP), Def.Check, and the Config's Checkpoint, OnResult, Logger and
+// Admission.RateLimit.CountTokens.
+//
+// A Job is a plain value: the package never modifies one after returning
+// it. It marshals to YAML (MarshalYAML) that parses back to the same Job.
 type Job struct {
-	// Name is an optional label for the job.
-	Name string `yaml:"name"`
-	// Model is the model name passed to the backend. Empty means the
-	// backend's default.
-	Model string `yaml:"model"`
+	// Def is what to run. Its ID is the file's name (empty when the file
+	// has none), ModelName its model.
+	Def job.Def
+	// Engine holds the engine settings of the file: MaxActive and the
+	// Admission of the job's backend. Admission.StartWindow is the shorter
+	// of DefaultStartWindow and limits.outage_budget (NoStartWindow when
+	// the budget is off), and Admission.PauseBackoff is limits.backoff,
+	// as Def.Backoff: the file's back-off spaces the pauses of admission
+	// after connection failures too.
+	Engine batchagent.Config
 	// Backend is the backend URL, such as "sim://?latency=60ms&tool_turns=1".
 	// Defaults to DefaultBackend.
-	Backend string `yaml:"backend"`
+	Backend string
 	// APIKeyEnv names the environment variable holding the backend's API
 	// key. Empty means the backend's usual one (OPENAI_API_KEY,
 	// ANTHROPIC_API_KEY). Keys are never written in job files.
-	APIKeyEnv string `yaml:"api_key_env"`
-	// System is the system prompt. Empty means none.
-	System string `yaml:"system"`
-	// Task is the task template, with {field} placeholders and {{ and }} for
-	// literal braces. It is required.
-	Task string `yaml:"task"`
+	APIKeyEnv string
 	// Inputs is the absolute path of a .jsonl or .csv input file. Empty means
 	// the inputs come from elsewhere (a flag).
-	Inputs string `yaml:"inputs"`
+	Inputs string
 	// Output is the absolute path of the default output file. Empty means
 	// none.
-	Output string `yaml:"output"`
-	// OutputSchema is the JSON Schema the output of each agent must satisfy,
-	// written inline as YAML or given as the path of a .json or .yaml file.
-	// Zero means no schema.
-	OutputSchema Schema `yaml:"output_schema"`
+	Output string
+	// SchemaFile is the absolute path of the output schema's file when
+	// output_schema names one; Def.OutputSchema holds the schema either
+	// way.
+	SchemaFile string
 	// Tools are the built-in tools the agents may call. Empty means none.
-	Tools []Tool `yaml:"tools"`
+	Tools []Tool
 	// MCP lists MCP servers whose tools the agents may call.
-	MCP []MCPServer `yaml:"mcp"`
-	// Limits are the engine limits. Zero fields mean the engine defaults.
-	Limits Limits `yaml:"limits"`
-	// MaxTokens caps the tokens of each generation. Zero means the engine's
-	// default.
-	MaxTokens int `yaml:"max_tokens"`
-	// MaxTokensLimit caps the raised token cap with which an answer cut off
-	// at max_tokens is asked again. Zero means the engine's default (4×
-	// max_tokens); equal to max_tokens keeps the cap and only asks for a
-	// shorter answer.
-	MaxTokensLimit int `yaml:"max_tokens_limit"`
-	// Temperature is the sampling temperature, from 0 (most likely tokens)
-	// up; backends accept up to 1 (Anthropic) or 2 (OpenAI). Nil means the
-	// backend's default.
-	Temperature *float64 `yaml:"temperature"`
-	// TopP is the nucleus sampling mass, in [0, 1]. Nil means the backend's
-	// default.
-	TopP *float64 `yaml:"top_p"`
-	// Seed asks for deterministic sampling where the backend supports it
-	// (OpenAI-compatible servers; Anthropic and Bedrock ignore it). Nil
-	// means none.
-	Seed *int64 `yaml:"seed"`
-	// Stop lists sequences that end a generation. Empty means none.
-	Stop []string `yaml:"stop"`
-	// ToolPool configures the pool all tools run in: result cache, result
-	// size cap and default timeout. Zero fields mean the defaults.
-	ToolPool ToolPool `yaml:"tool_pool"`
-	// WarmPrefix sends one request first and the rest only when it
-	// returns, so the server's prefix cache holds the shared prefix.
-	WarmPrefix bool `yaml:"warm_prefix"`
+	MCP []MCPServer
 	// Reduce, when set, combines the outputs once the inputs are done.
-	Reduce *Reduce `yaml:"reduce"`
+	Reduce *Reduce
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
-	Dir string `yaml:"-"`
+	Dir string
 	// Path is the job file path as given to Load, or the name given to Parse.
-	Path string `yaml:"-"`
+	Path string
 }
 
-// Schema holds an output schema as JSON. The zero Schema means no schema.
-type Schema struct {
+// keys is the table of the job file's keys: each names the field of the
+// engine's types that its value goes to.
+func (j *Job) keys() keys {
+	d, a := &j.Def, &j.Engine.Admission
+	return keys{
+		{"name", &d.ID},
+		{"model", &d.ModelName},
+		{"backend", &j.Backend},
+		{"api_key_env", &j.APIKeyEnv},
+		{"system", &d.System},
+		{"task", &d.Task},
+		{"inputs", &j.Inputs},
+		{"output", &j.Output},
+		{"output_schema", schemaField{&d.OutputSchema, &j.SchemaFile}},
+		{"tools", &j.Tools},
+		{"mcp", &j.MCP},
+		{"limits", keys{
+			{"max_turns", &d.MaxTurns},
+			{"max_inflight", &a.MaxInflight},
+			{"max_active", &j.Engine.MaxActive},
+			{"max_retries", offInt{v: &d.MaxRetries, off: &d.NoRetries, zeroOff: true}},
+			{"timeout", &d.Timeout},
+			{"backoff", keys{{"base", &d.Backoff.Base}, {"rate_limit_base", &d.Backoff.RateLimitBase}, {"max", &d.Backoff.Max}}},
+			{"probe_interval", &a.Backpressure.Interval},
+			{"outage_budget", offDuration{&d.OutageBudget, &d.NoOutageBudget}},
+			{"fixed_inflight", &a.FixedInflight},
+			{"rpm", &a.RateLimit.RPM},
+			{"tpm", &a.RateLimit.TPM},
+			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
+		}},
+		{"max_tokens", &d.MaxTokens},
+		{"max_tokens_limit", &d.MaxTokensLimit},
+		{"temperature", &d.Temperature},
+		{"top_p", &d.TopP},
+		{"seed", &d.Seed},
+		{"stop", &d.Stop},
+		{"tool_pool", keys{
+			{"cache_size", offInt{v: &d.ToolPool.CacheSize, offValue: -1, minusOne: true}},
+			{"cache_ttl", &d.ToolPool.CacheTTL},
+			{"max_result_bytes", offInt{v: &d.ToolPool.MaxResultBytes, offValue: -1, minusOne: true}},
+			{"timeout", &d.ToolPool.Timeout},
+		}},
+		{"warm_prefix", &a.WarmPrefix},
+		{"reduce", &j.Reduce},
+	}
+}
+
+// MarshalYAML implements yaml.Marshaler: the job file of j, with the keys
+// that are set, which [Parse] reads back as the same Job.
+func (j Job) MarshalYAML() (any, error) {
+	n, err := encodeTable(j.keys())
+	if err != nil {
+		return nil, fmt.Errorf("config: marshal job: %w", err)
+	}
+	if n == nil {
+		return map[string]any{}, nil
+	}
+	return n, nil
+}
+
+// Reduce is a job's reduce step: a prompt over the map outputs, applied
+// hierarchically when they do not fit one call.
+type Reduce struct {
+	// Config is the reduce step as reduce.Outputs takes it.
+	Config reduce.Config
+	// SchemaFile is the absolute path of the reduce output schema's file,
+	// when reduce.output_schema names one.
+	SchemaFile string
+	// Output is where the final output is written (resolved like the
+	// job's output). Empty means next to the results: OUT.reduce.json, or
+	// stdout when the results go to stdout.
+	Output string
+}
+
+func (r *Reduce) keys() keys {
+	c := &r.Config
+	return keys{
+		{"system", &c.System},
+		{"task", &c.Task},
+		{"output_schema", schemaField{&c.OutputSchema, &r.SchemaFile}},
+		{"group_size", &c.GroupSize},
+		{"max_bytes", &c.MaxBytes},
+		{"output", &r.Output},
+	}
+}
+
+// schemaField is an output schema: written inline as YAML, or as the path
+// of a .json or .yaml file. It decodes into the schema's JSON and, for a
+// file, its absolute path.
+type schemaField struct {
+	json *json.RawMessage
+	file *string
+}
+
+func (f schemaField) decode(d *decoder, n *yaml.Node, path string) {
+	var s schemaSource
+	d.schema(n, path, &s)
+	*f.json, *f.file = s.JSON, s.File
+}
+
+func (f schemaField) encode() (any, error) {
+	return schemaSource{JSON: *f.json, File: *f.file}.marshal()
+}
+
+// schemaSource holds an output schema as JSON, and the file it came from.
+type schemaSource struct {
 	// JSON is the schema as compact JSON, with object keys in the order of
-	// the file. It is nil when no schema was given. A YAML mapping is
-	// converted to JSON: keys must be strings, YAML integers stay integers
-	// and other scalars map to their JSON counterparts.
+	// the file. A YAML mapping is converted to JSON: keys must be strings,
+	// YAML integers stay integers and other scalars map to their JSON
+	// counterparts.
 	JSON json.RawMessage
 	// File is the absolute path of the schema file when the schema was given
 	// as a path, and empty when it was written inline.
 	File string
 }
 
-// MarshalYAML implements yaml.Marshaler so that a marshalled Job reads back
-// as the same Job: a schema from a file marshals as its path, an inline one
-// as a mapping in flow style, and the zero Schema as null.
-func (s Schema) MarshalYAML() (any, error) {
+// marshal returns what a schema marshals as: its path when it came from a
+// file, an inline one as a mapping in flow style, nil for none.
+func (s schemaSource) marshal() (any, error) {
 	switch {
 	case s.File != "":
 		return s.File, nil
@@ -125,142 +210,6 @@ func (s Schema) MarshalYAML() (any, error) {
 		return n.Content[0], nil
 	}
 	return &n, nil
-}
-
-// Tool configures one built-in tool. Each tool takes only the options that
-// apply to it; see the table in the README.
-type Tool struct {
-	// Name is the name of a built-in tool: read_file, list_dir, http_get,
-	// sql_query or sql_lookup. It is required.
-	Name string `yaml:"name"`
-	// Roots are the absolute directories read_file and list_dir may read
-	// below. Required for them.
-	Roots []string `yaml:"roots"`
-	// MaxBytes caps what read_file reads and what http_get downloads. Zero
-	// means the tool's default.
-	MaxBytes int64 `yaml:"max_bytes"`
-	// MaxEntries caps the entries list_dir returns. Zero means its default.
-	MaxEntries int `yaml:"max_entries"`
-	// AllowHosts are the hosts http_get may fetch ("example.com",
-	// "*.example.com"); none by default.
-	AllowHosts []string `yaml:"allow_hosts"`
-	// AllowPrivate lets http_get reach loopback, private and link-local
-	// addresses.
-	AllowPrivate bool `yaml:"allow_private"`
-	// Database is the SQLite file of sql_query and sql_lookup, opened read
-	// only (absolute after parsing).
-	Database string `yaml:"database"`
-	// MaxRows caps the rows sql_query returns, and those sql_lookup
-	// returns for one key. Zero means the tool's default.
-	MaxRows int `yaml:"max_rows"`
-	// MaxRedirects caps the redirects http_get follows; -1 follows none.
-	// Zero means its default.
-	MaxRedirects int `yaml:"max_redirects"`
-	// Table, Key and Columns define sql_lookup: rows of Table whose Key
-	// column equals the argument; Columns empty means all.
-	Table   string   `yaml:"table"`
-	Key     string   `yaml:"key"`
-	Columns []string `yaml:"columns"`
-	// Cacheable says whether results of the tool may be cached. Nil means
-	// the tool's default.
-	Cacheable *bool `yaml:"cacheable"`
-	// Policy limits the tool's executions.
-	Policy `yaml:",inline"`
-}
-
-// Policy limits a tool's executions: a rate, a concurrency cap, a timeout,
-// and batching for batchable tools. Zero fields mean no limit or the
-// default.
-type Policy struct {
-	Rate          float64  `yaml:"rate"`           // executions per second
-	Burst         int      `yaml:"burst"`          // token bucket size
-	MaxConcurrent int      `yaml:"max_concurrent"` // executions at once
-	Timeout       Duration `yaml:"timeout"`        // per execution
-	NoCoalesce    bool     `yaml:"no_coalesce"`    // run identical concurrent calls each
-	BatchWindow   Duration `yaml:"batch_window"`   // batchable tools: wait for more calls
-	BatchMax      int      `yaml:"batch_max"`      // batchable tools: calls per batch
-}
-
-// Reduce is a job's reduce step: a prompt over the map outputs, applied
-// hierarchically when they do not fit one call.
-type Reduce struct {
-	// System is the reduce prompt's system message; empty means the job's.
-	System string `yaml:"system"`
-	// Task is the reduce template; {outputs} is a JSON array of outputs,
-	// {level} and {group} number the call. Required.
-	Task string `yaml:"task"`
-	// OutputSchema is the schema of a reduce output, inline or a file.
-	OutputSchema Schema `yaml:"output_schema"`
-	// GroupSize caps the outputs per reduce call; zero means the default.
-	GroupSize int `yaml:"group_size"`
-	// MaxBytes caps the bytes of outputs per reduce call; zero means the
-	// default.
-	MaxBytes int `yaml:"max_bytes"`
-	// Output is where the final output is written (resolved like the
-	// job's output). Empty means next to the results: OUT.reduce.json, or
-	// stdout when the results go to stdout.
-	Output string `yaml:"output"`
-}
-
-// MCPServer is an MCP server whose tools the agents may call: a stdio
-// command or a streamable-HTTP URL.
-type MCPServer struct {
-	// Name labels the server in errors. Required.
-	Name string `yaml:"name"`
-	// Command is the program and its arguments (stdio transport).
-	Command []string `yaml:"command"`
-	// Env adds "KEY=VALUE" entries to the command's environment.
-	Env []string `yaml:"env"`
-	// URL is a streamable-HTTP endpoint. Exactly one of Command and URL.
-	URL string `yaml:"url"`
-	// Tools restricts which of the server's tools are exposed; empty means
-	// all.
-	Tools []string `yaml:"tools"`
-	// Cacheable marks the server's tools cacheable.
-	Cacheable bool `yaml:"cacheable"`
-	// ConnectTimeout bounds starting the server, the handshake and listing
-	// its tools. Zero means the default.
-	ConnectTimeout Duration `yaml:"connect_timeout"`
-	// Policy limits each of the server's tools.
-	Policy `yaml:",inline"`
-}
-
-// Limits are the engine limits of a job. The zero Limits means the engine
-// defaults throughout; negative values are rejected by Parse.
-type Limits struct {
-	// MaxTurns caps the turns of one agent. Zero means the engine default (8).
-	MaxTurns int `yaml:"max_turns"`
-	// MaxInflight caps concurrent model requests. Zero means the engine
-	// default.
-	MaxInflight int `yaml:"max_inflight"`
-	// MaxActive caps the agents alive at once. Zero means the engine default.
-	MaxActive int `yaml:"max_active"`
-	// MaxRetries caps the retries of one model request. Nil means the engine
-	// default (2); a pointer to zero turns retries off.
-	MaxRetries *int `yaml:"max_retries"`
-	// Timeout bounds the run time of one agent. Zero means no timeout.
-	Timeout Duration `yaml:"timeout"`
-	// Backoff spaces the retries of failed model calls. Zero fields mean
-	// the engine defaults.
-	Backoff Backoff `yaml:"backoff"`
-	// ProbeInterval is how often a self-hosted server's queue is read for
-	// max_queued. Zero means the engine default (200ms).
-	ProbeInterval Duration `yaml:"probe_interval"`
-	// OutageBudget is how long one model request is retried while the
-	// backend cannot answer (rate limits, overload, connection failures,
-	// timeouts) before the agent fails. Zero means the engine default (5m).
-	OutageBudget Duration `yaml:"outage_budget"`
-	// FixedInflight keeps the inflight limit at max_inflight instead of
-	// adapting it to the backend's throttling.
-	FixedInflight bool `yaml:"fixed_inflight"`
-	// RPM and TPM pace requests and tokens per minute. Zero means no limit
-	// beyond what the backend reports.
-	RPM int `yaml:"rpm"`
-	TPM int `yaml:"tpm"`
-	// MaxQueued pauses admission while a self-hosted server reports more
-	// waiting requests than this. Zero means the engine default; -1 turns
-	// the probe off.
-	MaxQueued int `yaml:"max_queued"`
 }
 
 // Duration is a time.Duration written in YAML as a string such as "30s" or
@@ -321,7 +270,7 @@ func Parse(data []byte, name, dir string) (*Job, error) {
 	d := newDecoder(absDir)
 	j := &Job{Dir: absDir, Path: name}
 	if root := d.document(data); root != nil {
-		d.value(root, "", reflect.ValueOf(j).Elem())
+		d.into(root, "", j.keys())
 		d.validate(j, root)
 	}
 	if len(d.problems) > 0 {

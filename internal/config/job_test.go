@@ -11,9 +11,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 // writeFile writes content to dir/name, creating parent directories, and
@@ -39,8 +43,6 @@ func mkdir(t *testing.T, dir, name string) string {
 	}
 	return path
 }
-
-func ptr[T any](v T) *T { return &v }
 
 const fullJob = `# A job using every key.
 name: triage
@@ -81,29 +83,27 @@ func TestLoadFullJob(t *testing.T) {
 		t.Fatalf("Load(%q) error = %v", path, err)
 	}
 	want := &config.Job{
-		Name:    "triage",
-		Model:   "gpt-4o-mini",
+		Def: job.Def{
+			ID:           "triage",
+			ModelName:    "gpt-4o-mini",
+			System:       "You label tickets.",
+			Task:         "Label this ticket: {text} ({{not a placeholder}})",
+			OutputSchema: json.RawMessage(`{"type":"object","required":["label"],"properties":{"label":{"type":"string","enum":["bug","feature"]},"score":{"type":"number","minimum":0,"maximum":1.5}}}`),
+			MaxTurns:     4,
+			NoRetries:    true,
+			Timeout:      2 * time.Minute,
+		},
+		Engine: batchagent.Config{
+			MaxActive: 100,
+			Admission: batchagent.Admission{MaxInflight: 16},
+		},
 		Backend: "sim://?latency=60ms&tool_turns=1",
-		System:  "You label tickets.",
-		Task:    "Label this ticket: {text} ({{not a placeholder}})",
 		Inputs:  filepath.Join(dir, "tickets.jsonl"),
 		Output:  filepath.Join(dir, "out", "labels.jsonl"),
-		OutputSchema: config.Schema{
-			JSON: json.RawMessage(`{"type":"object","required":["label"],"properties":{"label":{"type":"string","enum":["bug","feature"]},"score":{"type":"number","minimum":0,"maximum":1.5}}}`),
-		},
 		Tools: []config.Tool{{
-			Name:      "read_file",
-			Roots:     []string{docs, other},
-			MaxBytes:  65536,
-			Cacheable: ptr(false),
+			Name:     "read_file",
+			Settings: &filetool.ReadFileConfig{Roots: []string{docs, other}, MaxBytes: 65536, Cacheable: false},
 		}},
-		Limits: config.Limits{
-			MaxTurns:    4,
-			MaxInflight: 16,
-			MaxActive:   100,
-			MaxRetries:  ptr(0),
-			Timeout:     config.Duration(2 * time.Minute),
-		},
 		Dir:  dir,
 		Path: path,
 	}
@@ -119,8 +119,8 @@ func TestParseMinimalJob(t *testing.T) {
 		t.Fatalf("Parse() error = %v", err)
 	}
 	want := &config.Job{
+		Def:     job.Def{Task: "Summarise {doc}"},
 		Backend: config.DefaultBackend,
-		Task:    "Summarise {doc}",
 		Dir:     "/jobs",
 		Path:    "job.yaml",
 	}
@@ -166,16 +166,16 @@ output_schema:
 	if err != nil {
 		t.Fatalf("Parse() error = %v", err)
 	}
-	wantTools := []config.Tool{{Name: "read_file", Roots: []string{docs}, MaxBytes: 20}}
+	wantTools := []config.Tool{{Name: "read_file", Settings: &filetool.ReadFileConfig{Roots: []string{docs}, MaxBytes: 20, Cacheable: true}}}
 	if diff := cmp.Diff(wantTools, got.Tools); diff != "" {
 		t.Errorf("Parse().Tools mismatch (-want +got):\n%s", diff)
 	}
-	if got.System != "Read {path}" {
-		t.Errorf("Parse().System = %q, want %q", got.System, "Read {path}")
+	if got.Def.System != "Read {path}" {
+		t.Errorf("Parse().Def.System = %q, want %q", got.Def.System, "Read {path}")
 	}
 	const wantSchema = `{"definitions":{"base":{"type":"string","minLength":1}},"properties":{"a":{"maxLength":5,"type":"string","minLength":1}}}`
-	if string(got.OutputSchema.JSON) != wantSchema {
-		t.Errorf("Parse().OutputSchema.JSON = %s, want %s", got.OutputSchema.JSON, wantSchema)
+	if string(got.Def.OutputSchema) != wantSchema {
+		t.Errorf("Parse().Def.OutputSchema = %s, want %s", got.Def.OutputSchema, wantSchema)
 	}
 }
 
@@ -265,16 +265,21 @@ func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 func writeBytes(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 
 func TestParseAdmissionSettings(t *testing.T) {
-	j, err := config.Parse([]byte("task: x\nwarm_prefix: true\nlimits:\n  rpm: 500\n  tpm: 90000\n  fixed_inflight: true\n  max_queued: -1\n"), "job.yaml", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	want := batchagent.Admission{
+		RateLimit: batchagent.RateLimit{RPM: 500, TPM: 90000}, FixedInflight: true, WarmPrefix: true,
+		Backpressure: batchagent.Backpressure{Disabled: true},
 	}
-	want := config.Limits{RPM: 500, TPM: 90000, FixedInflight: true, MaxQueued: -1}
-	if diff := cmp.Diff(want, j.Limits); diff != "" || !j.WarmPrefix {
-		t.Errorf("limits (-want +got):\n%s\nwarm_prefix %v, want true", diff, j.WarmPrefix)
+	for _, off := range []string{"off", "-1"} { // -1: the deprecated spelling
+		j, err := config.Parse([]byte("task: x\nwarm_prefix: true\nlimits:\n  rpm: 500\n  tpm: 90000\n  fixed_inflight: true\n  max_queued: "+off+"\n"), "job.yaml", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, j.Engine.Admission, cmpopts.IgnoreFields(batchagent.RateLimit{}, "CountTokens")); diff != "" {
+			t.Errorf("max_queued: %s: admission (-want +got):\n%s", off, diff)
+		}
 	}
-	_, err = config.Parse([]byte("task: x\nlimits:\n  rpm: -5\n  max_queued: -2\n"), "job.yaml", t.TempDir())
-	for _, w := range []string{"job.yaml:3:8: limits.rpm: must not be negative", "job.yaml:4:15: limits.max_queued: must be -1"} {
+	_, err := config.Parse([]byte("task: x\nlimits:\n  rpm: -5\n  max_queued: -2\n"), "job.yaml", t.TempDir())
+	for _, w := range []string{"job.yaml:3:8: limits.rpm: must not be negative", "job.yaml:4:15: limits.max_queued: must be off or not negative (-1, deprecated, means off too), got -2"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Parse(bad limits) = %v, want it to contain %q", err, w)
 		}

@@ -4,45 +4,15 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/batchagent/batchagent"
 )
 
-// Backoff spaces the retries of failed model calls: exponential back-off
-// with full jitter, or the wait the backend asked for (Retry-After). Zero
-// fields mean the engine defaults.
-type Backoff struct {
-	// Base is the back-off ceiling of a first retry; it doubles with each
-	// attempt. Zero means the engine default (50ms).
-	Base Duration `yaml:"base"`
-	// RateLimitBase replaces Base after a rate-limit error that came
-	// without a Retry-After. Zero means the engine default (1s).
-	RateLimitBase Duration `yaml:"rate_limit_base"`
-	// Max caps every wait. Zero means the engine default (30s).
-	Max Duration `yaml:"max"`
-}
-
-// ToolPool configures the pool that runs every tool of a job. Zero fields
-// mean the defaults.
-type ToolPool struct {
-	// CacheSize is the most results kept for cacheable tools, least
-	// recently used dropped first. Zero means the default (4096); -1 turns
-	// the cache off.
-	CacheSize int `yaml:"cache_size"`
-	// CacheTTL is how long a cached result stays valid. Zero means the
-	// default (10m).
-	CacheTTL Duration `yaml:"cache_ttl"`
-	// MaxResultBytes cuts longer tool results, with a marker saying so.
-	// Zero means the default (64 KiB); -1 means no limit.
-	MaxResultBytes int `yaml:"max_result_bytes"`
-	// Timeout bounds each tool execution, unless the tool's own timeout
-	// says otherwise. Zero means none.
-	Timeout Duration `yaml:"timeout"`
-}
-
-// validateKnobs checks the sampling parameters, the back-off, the tool
-// pool and the tool options that take -1.
-func (d *decoder) validateKnobs(j *Job) {
+// validateKnobs checks the sampling parameters, the back-off and the tool
+// pool.
+func (d *decoder) validateKnobs(job *Job) {
+	j := &job.Def
 	if j.MaxTokens < 0 && d.ok("max_tokens") {
 		d.report(d.at("max_tokens"), "max_tokens", "must not be negative, got %d", j.MaxTokens)
 	}
@@ -73,12 +43,12 @@ func (d *decoder) validateKnobs(j *Job) {
 	}
 	for _, f := range []struct {
 		path string
-		v    Duration
+		v    time.Duration
 	}{
-		{"limits.backoff.base", j.Limits.Backoff.Base},
-		{"limits.backoff.rate_limit_base", j.Limits.Backoff.RateLimitBase},
-		{"limits.backoff.max", j.Limits.Backoff.Max},
-		{"limits.probe_interval", j.Limits.ProbeInterval},
+		{"limits.backoff.base", j.Backoff.Base},
+		{"limits.backoff.rate_limit_base", j.Backoff.RateLimitBase},
+		{"limits.backoff.max", j.Backoff.Max},
+		{"limits.probe_interval", job.Engine.Admission.Backpressure.Interval},
 		{"tool_pool.cache_ttl", j.ToolPool.CacheTTL},
 		{"tool_pool.timeout", j.ToolPool.Timeout},
 	} {
@@ -86,30 +56,7 @@ func (d *decoder) validateKnobs(j *Job) {
 			d.report(d.at(f.path), f.path, "must not be negative, got %s", f.v)
 		}
 	}
-	if b := j.Limits.Backoff; b.Max > 0 && b.Base > b.Max && d.ok("limits.backoff.base") {
+	if b := j.Backoff; b.Max > 0 && b.Base > b.Max && d.ok("limits.backoff.base") {
 		d.report(d.at("limits.backoff.base"), "limits.backoff.base", "must not exceed limits.backoff.max (%s), got %s", b.Max, b.Base)
-	}
-	minusOne := []struct {
-		path string
-		v    int
-	}{
-		{"tool_pool.cache_size", j.ToolPool.CacheSize},
-		{"tool_pool.max_result_bytes", j.ToolPool.MaxResultBytes},
-	}
-	for i, t := range j.Tools {
-		minusOne = append(minusOne, struct {
-			path string
-			v    int
-		}{fmt.Sprintf("tools[%d].max_redirects", i), t.MaxRedirects})
-	}
-	for _, f := range minusOne {
-		if f.v < -1 && d.ok(f.path) {
-			d.report(d.at(f.path), f.path, "must be -1 (off) or more, got %d", f.v)
-		}
-	}
-	for i, m := range j.MCP {
-		if path := fmt.Sprintf("mcp[%d].connect_timeout", i); m.ConnectTimeout < 0 && d.ok(path) {
-			d.report(d.at(path), path, "must not be negative, got %s", m.ConnectTimeout)
-		}
 	}
 }

@@ -6,7 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/tool/httptool"
+	"github.com/batchagent/batchagent/tool/mcptool"
 )
 
 // knobsJob sets every engine knob that has a job-file key beyond the
@@ -25,14 +30,14 @@ limits:
     max: 1m
   probe_interval: 500ms
 tool_pool:
-  cache_size: -1
+  cache_size: off
   cache_ttl: 30s
   max_result_bytes: 4096
   timeout: 5s
 tools:
   - name: http_get
     allow_hosts: [example.com]
-    max_redirects: -1
+    max_redirects: off
 mcp:
   - name: files
     url: http://127.0.0.1:1/mcp
@@ -45,32 +50,32 @@ func TestParseKnobs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse() error = %v", err)
 	}
+	backoff := job.Backoff{Base: 100 * time.Millisecond, RateLimitBase: 2 * time.Second, Max: time.Minute}
 	want := &config.Job{
-		Backend:     config.DefaultBackend,
-		Task:        "Label {text}",
-		MaxTokens:   512,
-		Temperature: ptr(0.0),
-		TopP:        ptr(0.9),
-		Seed:        ptr(int64(42)),
-		Stop:        []string{"END", "\n\n"},
-		Limits: config.Limits{
-			Backoff: config.Backoff{
-				Base:          config.Duration(100 * time.Millisecond),
-				RateLimitBase: config.Duration(2 * time.Second),
-				Max:           config.Duration(time.Minute),
+		Def: job.Def{
+			Task:        "Label {text}",
+			MaxTokens:   512,
+			Temperature: new(0.0),
+			TopP:        new(0.9),
+			Seed:        new(int64(42)),
+			Stop:        []string{"END", "\n\n"},
+			Backoff:     backoff,
+			ToolPool: tool.PoolConfig{
+				CacheSize:      -1,
+				CacheTTL:       30 * time.Second,
+				MaxResultBytes: 4096,
+				Timeout:        5 * time.Second,
 			},
-			ProbeInterval: config.Duration(500 * time.Millisecond),
 		},
-		ToolPool: config.ToolPool{
-			CacheSize:      -1,
-			CacheTTL:       config.Duration(30 * time.Second),
-			MaxResultBytes: 4096,
-			Timeout:        config.Duration(5 * time.Second),
-		},
-		Tools: []config.Tool{{Name: "http_get", AllowHosts: []string{"example.com"}, MaxRedirects: -1}},
-		MCP:   []config.MCPServer{{Name: "files", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: config.Duration(3 * time.Second)}},
-		Dir:   "/jobs",
-		Path:  "job.yaml",
+		Engine: batchagent.Config{Admission: batchagent.Admission{
+			Backpressure: batchagent.Backpressure{Interval: 500 * time.Millisecond},
+			PauseBackoff: backoff, // limits.backoff spaces the pauses after connection failures too
+		}},
+		Backend: config.DefaultBackend,
+		Tools:   []config.Tool{{Name: "http_get", Settings: &httptool.Config{AllowHosts: []string{"example.com"}, MaxRedirects: -1, Cacheable: true}}},
+		MCP:     []config.MCPServer{{Server: mcptool.ServerConfig{Name: "files", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: 3 * time.Second}}},
+		Dir:     "/jobs",
+		Path:    "job.yaml",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
@@ -129,9 +134,9 @@ func TestParseKnobProblems(t *testing.T) {
 			name: "tool pool",
 			in:   "task: x\ntool_pool:\n  cache_size: -2\n  cache_ttl: -1m\n  max_result_bytes: -5\n  timeout: 1h\n  cache_sise: 3\n",
 			want: []config.Problem{
-				{Line: 3, Col: 15, Path: "tool_pool.cache_size", Msg: "must be -1 (off) or more, got -2"},
+				{Line: 3, Col: 15, Path: "tool_pool.cache_size", Msg: "must be off or not negative (-1, deprecated, means off too), got -2"},
 				{Line: 4, Col: 14, Path: "tool_pool.cache_ttl", Msg: "must not be negative, got -1m0s"},
-				{Line: 5, Col: 21, Path: "tool_pool.max_result_bytes", Msg: "must be -1 (off) or more, got -5"},
+				{Line: 5, Col: 21, Path: "tool_pool.max_result_bytes", Msg: "must be off or not negative (-1, deprecated, means off too), got -5"},
 				{Line: 7, Col: 3, Path: "tool_pool.cache_sise", Msg: `unknown key "cache_sise" (did you mean "cache_size"?)`},
 			},
 		},
@@ -139,7 +144,7 @@ func TestParseKnobProblems(t *testing.T) {
 			name: "tool options",
 			in:   "task: x\ntools:\n  - name: http_get\n    max_redirects: -3\n  - name: list_dir\n    roots: [.]\n    max_redirects: 2\nmcp:\n  - name: m\n    url: http://h/mcp\n    connect_timeout: -1s\n",
 			want: []config.Problem{
-				{Line: 4, Col: 20, Path: "tools[0].max_redirects", Msg: "must be -1 (off) or more, got -3"},
+				{Line: 4, Col: 20, Path: "tools[0].max_redirects", Msg: "must be off or not negative (-1, deprecated, means off too), got -3"},
 				{Line: 7, Col: 20, Path: "tools[1].max_redirects", Msg: `tool "list_dir" does not take max_redirects`},
 				{Line: 11, Col: 22, Path: "mcp[0].connect_timeout", Msg: "must not be negative, got -1s"},
 			},

@@ -17,7 +17,7 @@ import (
 
 // schema decodes output_schema: an inline mapping converted to JSON, or the
 // path of a schema file, which it reads.
-func (d *decoder) schema(n *yaml.Node, path string, s *Schema) {
+func (d *decoder) schema(n *yaml.Node, path string, s *schemaSource) {
 	switch {
 	case n.Kind == yaml.MappingNode:
 		var buf bytes.Buffer

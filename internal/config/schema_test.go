@@ -46,17 +46,23 @@ func TestParseInlineSchema(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q) error = %v", in, err)
 			}
-			if got := string(j.OutputSchema.JSON); got != tt.want {
-				t.Errorf("Parse(%q).OutputSchema.JSON = %s, want %s", in, got, tt.want)
+			if got := string(j.Def.OutputSchema); got != tt.want {
+				t.Errorf("Parse(%q).Def.OutputSchema = %s, want %s", in, got, tt.want)
 			}
-			if !json.Valid(j.OutputSchema.JSON) {
-				t.Errorf("Parse(%q).OutputSchema.JSON = %s, not valid JSON", in, j.OutputSchema.JSON)
+			if !json.Valid(j.Def.OutputSchema) {
+				t.Errorf("Parse(%q).Def.OutputSchema = %s, not valid JSON", in, j.Def.OutputSchema)
 			}
-			if j.OutputSchema.File != "" {
-				t.Errorf("Parse(%q).OutputSchema.File = %q, want empty", in, j.OutputSchema.File)
+			if j.SchemaFile != "" {
+				t.Errorf("Parse(%q).SchemaFile = %q, want empty", in, j.SchemaFile)
 			}
 		})
 	}
+}
+
+// schemaOf is a decoded output schema and the file it came from.
+type schemaOf struct {
+	JSON json.RawMessage
+	File string
 }
 
 func TestParseSchemaFile(t *testing.T) {
@@ -69,12 +75,12 @@ func TestParseSchemaFile(t *testing.T) {
 	tests := []struct {
 		name string
 		path string // as written in the job file
-		want config.Schema
+		want schemaOf
 	}{
 		{
 			name: "json",
 			path: "schemas/out.json",
-			want: config.Schema{
+			want: schemaOf{
 				JSON: json.RawMessage(`{"type":"object","properties":{"a":{"pattern":"<b>"}}}`),
 				File: filepath.Join(dir, "schemas", "out.json"),
 			},
@@ -82,7 +88,7 @@ func TestParseSchemaFile(t *testing.T) {
 		{
 			name: "yaml",
 			path: "schemas/out.yaml",
-			want: config.Schema{
+			want: schemaOf{
 				JSON: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","minimum":1}}}`),
 				File: filepath.Join(dir, "schemas", "out.yaml"),
 			},
@@ -90,7 +96,7 @@ func TestParseSchemaFile(t *testing.T) {
 		{
 			name: "yml absolute",
 			path: filepath.Join(dir, "out.yml"),
-			want: config.Schema{
+			want: schemaOf{
 				JSON: json.RawMessage(`{"type":"object"}`),
 				File: filepath.Join(dir, "out.yml"),
 			},
@@ -104,7 +110,7 @@ func TestParseSchemaFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q) error = %v", in, err)
 			}
-			if diff := cmp.Diff(tt.want, j.OutputSchema); diff != "" {
+			if diff := cmp.Diff(tt.want, schemaOf{j.Def.OutputSchema, j.SchemaFile}); diff != "" {
 				t.Errorf("Parse(%q).OutputSchema mismatch (-want +got):\n%s", in, diff)
 			}
 		})

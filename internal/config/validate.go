@@ -1,41 +1,21 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"net/url"
 	"os"
-	"reflect"
-	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/schema"
 )
-
-// toolSpec says which options a built-in tool takes. Every tool takes
-// name, cacheable and the policy options.
-type toolSpec struct {
-	roots    bool     // requires at least one root
-	database bool     // requires a database file
-	options  []string // the other options it takes
-}
-
-// builtinTools are the tools a job file may name.
-var builtinTools = map[string]toolSpec{
-	"read_file":  {roots: true, options: []string{"roots", "max_bytes"}},
-	"list_dir":   {roots: true, options: []string{"roots", "max_entries"}},
-	"http_get":   {options: []string{"allow_hosts", "allow_private", "max_bytes", "max_redirects"}},
-	"sql_query":  {database: true, options: []string{"database", "max_rows"}},
-	"sql_lookup": {database: true, options: []string{"database", "table", "key", "columns", "max_rows"}},
-}
-
-// commonToolKeys are taken by every tool.
-var commonToolKeys = []string{"name", "cacheable", "rate", "burst", "max_concurrent", "timeout", "no_coalesce", "batch_window", "batch_max"}
 
 // validate checks the meaning of a decoded job, resolves its paths and fills
 // in defaults. It skips values that failed to decode, so that each mistake
@@ -45,10 +25,10 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		switch n := d.nodes["task"]; {
 		case n == nil:
 			d.report(root, "task", "required key is missing")
-		case strings.TrimSpace(j.Task) == "":
+		case strings.TrimSpace(j.Def.Task) == "":
 			d.report(n, "task", "must not be empty")
 		default:
-			d.checkTemplate(n, "task", j.Task)
+			d.checkTemplate(n, "task", j.Def.Task)
 		}
 	}
 
@@ -69,19 +49,33 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		j.Output = d.resolve(j.Output)
 	}
 
-	d.checkSchema("output_schema", j.OutputSchema)
-	d.validateLimits(&j.Limits)
+	d.checkSchema("output_schema", j.Def.OutputSchema, j.SchemaFile)
+	d.validateLimits(j)
 	d.validateKnobs(j)
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
 	d.validateReduce(j.Reduce)
+
+	// What the file's settings mean for the engine beyond their own
+	// fields: the back-off also spaces the pauses of admission after
+	// connection failures, and the outage budget bounds how long a run
+	// waits for a backend that never answered.
+	a := &j.Engine.Admission
+	a.PauseBackoff = j.Def.Backoff
+	switch {
+	case j.Def.NoOutageBudget:
+		a.NoStartWindow = true
+	case j.Def.OutageBudget > 0:
+		a.StartWindow = min(batchagent.DefaultStartWindow, j.Def.OutageBudget)
+	}
 }
 
 // validateReduce checks the reduce step.
-func (d *decoder) validateReduce(r *Reduce) {
-	if r == nil || !d.ok("reduce") {
+func (d *decoder) validateReduce(rd *Reduce) {
+	if rd == nil || !d.ok("reduce") {
 		return
 	}
+	r := &rd.Config
 	switch {
 	case !d.ok("reduce.task"):
 	case r.Task == "":
@@ -89,7 +83,7 @@ func (d *decoder) validateReduce(r *Reduce) {
 	default:
 		d.checkTemplate(d.at("reduce.task"), "reduce.task", r.Task)
 	}
-	d.checkSchema("reduce.output_schema", r.OutputSchema)
+	d.checkSchema("reduce.output_schema", r.OutputSchema, rd.SchemaFile)
 	if r.GroupSize == 1 || r.GroupSize < 0 {
 		if d.ok("reduce.group_size") {
 			d.report(d.at("reduce.group_size"), "reduce.group_size", "must be at least 2, got %d", r.GroupSize)
@@ -98,72 +92,45 @@ func (d *decoder) validateReduce(r *Reduce) {
 	if r.MaxBytes < 0 && d.ok("reduce.max_bytes") {
 		d.report(d.at("reduce.max_bytes"), "reduce.max_bytes", "must not be negative, got %d", r.MaxBytes)
 	}
-	if r.Output != "" {
-		r.Output = d.resolve(r.Output)
+	if rd.Output != "" {
+		rd.Output = d.resolve(rd.Output)
 	}
 }
 
-func (d *decoder) validateLimits(l *Limits) {
+func (d *decoder) validateLimits(j *Job) {
 	for _, f := range []struct {
 		path string
 		v    int64
 	}{
-		{"limits.max_turns", int64(l.MaxTurns)},
-		{"limits.max_inflight", int64(l.MaxInflight)},
-		{"limits.max_active", int64(l.MaxActive)},
-		{"limits.max_retries", int64(derefInt(l.MaxRetries))},
-		{"limits.rpm", int64(l.RPM)},
-		{"limits.tpm", int64(l.TPM)},
+		{"limits.max_turns", int64(j.Def.MaxTurns)},
+		{"limits.max_inflight", int64(j.Engine.Admission.MaxInflight)},
+		{"limits.max_active", int64(j.Engine.MaxActive)},
+		{"limits.rpm", int64(j.Engine.Admission.RateLimit.RPM)},
+		{"limits.tpm", int64(j.Engine.Admission.RateLimit.TPM)},
 	} {
 		if f.v < 0 && d.ok(f.path) {
 			d.report(d.at(f.path), f.path, "must not be negative, got %d", f.v)
 		}
 	}
-	if l.MaxQueued < -1 && d.ok("limits.max_queued") {
-		d.report(d.at("limits.max_queued"), "limits.max_queued", "must be -1 (probe off) or more, got %d", l.MaxQueued)
+	if j.Def.Timeout < 0 && d.ok("limits.timeout") {
+		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", j.Def.Timeout)
 	}
-	if l.Timeout < 0 && d.ok("limits.timeout") {
-		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", l.Timeout)
-	}
-	if l.OutageBudget < 0 && d.ok("limits.outage_budget") {
-		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", l.OutageBudget)
+	if j.Def.OutageBudget < 0 && d.ok("limits.outage_budget") {
+		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", j.Def.OutageBudget)
 	}
 }
 
+// validateTools checks each tool with its kind's check, the numbers and
+// durations of its settings and policy (none may be negative), and that
+// no tool is configured twice.
 func (d *decoder) validateTools(tools []Tool) {
-	if len(tools) == 0 {
-		return
-	}
 	seen := make(map[string]*yaml.Node)
-	toolFields := fieldsOf(reflect.TypeFor[Tool]())
 	for i := range tools {
 		t := &tools[i]
 		path := fmt.Sprintf("tools[%d]", i)
-		if !d.ok(path) {
-			continue
-		}
-		// Roots are paths: resolve them whatever the tool.
-		for k, r := range t.Roots {
-			if r != "" {
-				t.Roots[k] = d.resolve(r)
-			}
-		}
-
 		namePath := path + ".name"
-		if !d.ok(namePath) {
-			continue
-		}
-		if t.Name == "" {
-			if d.nodes[namePath] == nil {
-				d.report(d.at(namePath), namePath, "required key is missing")
-			} else {
-				d.report(d.at(namePath), namePath, "must not be empty")
-			}
-			continue
-		}
-		spec, known := builtinTools[t.Name]
-		if !known {
-			d.report(d.at(namePath), namePath, "%s", unknownTool(t.Name))
+		k, known := toolKinds[t.Name]
+		if !d.ok(path) || !d.ok(namePath) || !known {
 			continue
 		}
 		if first := seen[t.Name]; first != nil {
@@ -171,86 +138,94 @@ func (d *decoder) validateTools(tools []Tool) {
 		} else {
 			seen[t.Name] = d.at(namePath)
 		}
+		k.check(d, path, t.Settings)
+		for _, key := range append(k.keys(t.Settings), policyKeys(&t.Policy)...) {
+			d.checkNotNegative(path+"."+key.name, key.dst)
+		}
+	}
+}
 
-		tv := reflect.ValueOf(*t)
-		for _, key := range toolFields.names {
-			kp := path + "." + key
-			set := d.nodes[kp] != nil && !tv.FieldByIndex(toolFields.index[key]).IsZero()
-			if set && d.ok(kp) && !slices.Contains(commonToolKeys, key) && !slices.Contains(spec.options, key) {
-				d.report(d.at(kp), kp, "tool %q does not take %s", t.Name, key)
-			}
+// checkNotNegative reports at path a negative number or duration in dst.
+func (d *decoder) checkNotNegative(path string, dst any) {
+	if !d.ok(path) {
+		return
+	}
+	switch v := dst.(type) {
+	case *int:
+		if *v < 0 {
+			d.report(d.at(path), path, "must not be negative, got %d", *v)
 		}
+	case *int64:
+		if *v < 0 {
+			d.report(d.at(path), path, "must not be negative, got %d", *v)
+		}
+	case *float64:
+		if *v < 0 {
+			d.report(d.at(path), path, "must not be negative")
+		}
+	case *time.Duration:
+		if *v < 0 {
+			d.report(d.at(path), path, "must not be negative, got %s", *v)
+		}
+	}
+}
 
-		rootsPath := path + ".roots"
-		switch {
-		case !d.ok(rootsPath) || !spec.roots:
-		case len(t.Roots) == 0:
-			msg := "required key is missing"
-			if d.nodes[rootsPath] != nil {
-				msg = "must list at least one directory"
-			}
-			d.report(d.at(rootsPath), rootsPath, "%s (%s reads files only below its roots)", msg, t.Name)
-		default:
-			for k, r := range t.Roots {
-				d.checkRoot(r, fmt.Sprintf("%s[%d]", rootsPath, k))
-			}
+// checkRoots resolves the roots of a file tool and checks that each is a
+// directory.
+func (d *decoder) checkRoots(path string, roots []string, name string) {
+	rootsPath := path + ".roots"
+	for k, r := range roots {
+		if r != "" {
+			roots[k] = d.resolve(r)
 		}
-		if spec.database {
-			d.checkDatabase(t, path)
+	}
+	switch {
+	case !d.ok(rootsPath):
+	case len(roots) == 0:
+		msg := "required key is missing"
+		if d.nodes[rootsPath] != nil {
+			msg = "must list at least one directory"
 		}
-		if t.Name == "sql_lookup" {
-			for _, key := range []string{"table", "key"} {
-				kp := path + "." + key
-				if d.ok(kp) && d.nodes[kp] == nil {
-					d.report(d.at(path), kp, "required key is missing (sql_lookup looks rows up by a key column of a table)")
-				}
-			}
-		}
-		for key, v := range map[string]int64{"max_bytes": t.MaxBytes, "max_entries": int64(t.MaxEntries), "max_rows": int64(t.MaxRows),
-			"burst": int64(t.Burst), "max_concurrent": int64(t.MaxConcurrent), "batch_max": int64(t.BatchMax)} {
-			kp := path + "." + key
-			if v < 0 && d.ok(kp) {
-				d.report(d.at(kp), kp, "must not be negative, got %d", v)
-			}
-		}
-		for key, v := range map[string]Duration{"timeout": t.Timeout, "batch_window": t.BatchWindow} {
-			if kp := path + "." + key; v < 0 && d.ok(kp) {
-				d.report(d.at(kp), kp, "must not be negative, got %s", v)
-			}
-		}
-		if kp := path + ".rate"; t.Rate < 0 && d.ok(kp) {
-			d.report(d.at(kp), kp, "must not be negative")
+		d.report(d.at(rootsPath), rootsPath, "%s (%s reads files only below its roots)", msg, name)
+	default:
+		for k, r := range roots {
+			d.checkRoot(r, fmt.Sprintf("%s[%d]", rootsPath, k))
 		}
 	}
 }
 
 // checkDatabase resolves and checks the database file of a SQL tool.
-func (d *decoder) checkDatabase(t *Tool, path string) {
+func (d *decoder) checkDatabase(path string, db *string, name string) {
 	kp := path + ".database"
 	if !d.ok(kp) {
 		return
 	}
-	if t.Database == "" {
-		d.report(d.at(path), kp, "required key is missing (the SQLite file %s queries)", t.Name)
+	if *db == "" {
+		d.report(d.at(path), kp, "required key is missing (the SQLite file %s queries)", name)
 		return
 	}
-	t.Database = d.resolve(t.Database)
-	fi, err := os.Stat(t.Database)
+	*db = d.resolve(*db)
+	fi, err := os.Stat(*db)
 	switch {
 	case err != nil:
 		d.report(d.at(kp), kp, "cannot open database: %v", err)
 	case fi.IsDir():
-		d.report(d.at(kp), kp, "%s is a directory, want a SQLite file", t.Database)
+		d.report(d.at(kp), kp, "%s is a directory, want a SQLite file", *db)
 	}
 }
 
 // validateMCP checks the MCP servers.
 func (d *decoder) validateMCP(servers []MCPServer) {
 	names := map[string]bool{}
-	for i, m := range servers {
+	for i := range servers {
+		servers[i].Server.Timeout = servers[i].Policy.Timeout
+		m := servers[i].Server
 		path := fmt.Sprintf("mcp[%d]", i)
 		if !d.ok(path) {
 			continue
+		}
+		for _, key := range servers[i].keys() {
+			d.checkNotNegative(path+"."+key.name, key.dst)
 		}
 		switch {
 		case m.Name == "":
@@ -292,15 +267,6 @@ func (d *decoder) checkRoot(r, path string) {
 	}
 }
 
-func unknownTool(name string) string {
-	known := slices.Sorted(maps.Keys(builtinTools))
-	msg := fmt.Sprintf("unknown tool %s", quote(name))
-	if s := suggest(name, known); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return msg + "; known tools: " + strings.Join(known, ", ")
-}
-
 // ok reports whether path and every path above it decoded without a
 // problem.
 func (d *decoder) ok(path string) bool {
@@ -339,23 +305,16 @@ func parent(path string) string {
 	return path[:i]
 }
 
-func derefInt(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
 // checkSchema reports at path an output schema that does not compile, so
 // that it is found before any agent runs.
-func (d *decoder) checkSchema(path string, s Schema) {
-	if s.JSON == nil || !d.ok(path) {
+func (d *decoder) checkSchema(path string, js json.RawMessage, file string) {
+	if js == nil || !d.ok(path) {
 		return
 	}
-	if _, err := schema.Compile(s.JSON); err != nil {
+	if _, err := schema.Compile(js); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "schema: ")
-		if s.File != "" {
-			msg = "schema file " + s.File + ": " + msg
+		if file != "" {
+			msg = "schema file " + file + ": " + msg
 		}
 		d.report(d.at(path), path, "%s", msg)
 	}

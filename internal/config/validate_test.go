@@ -77,7 +77,7 @@ func TestParseSemanticProblems(t *testing.T) {
 			want: []config.Problem{
 				{Line: 3, Col: 14, Path: "limits.max_turns", Msg: "must not be negative, got -1"},
 				{Line: 4, Col: 15, Path: "limits.max_active", Msg: "must not be negative, got -2"},
-				{Line: 5, Col: 16, Path: "limits.max_retries", Msg: "must not be negative, got -3"},
+				{Line: 5, Col: 16, Path: "limits.max_retries", Msg: "must be off or not negative, got -3"},
 				{Line: 6, Col: 12, Path: "limits.timeout", Msg: "must not be negative, got -5s"},
 			},
 		},
@@ -243,10 +243,10 @@ mcp:
 	if got := j.Tools[1].Policy; got.Rate != 2.5 || got.MaxConcurrent != 4 || time.Duration(got.Timeout) != 5*time.Second {
 		t.Errorf("http_get policy = %+v", got)
 	}
-	if got := j.Tools[2]; got.Database != filepath.Join(dir, "shop.db") || got.Table != "products" || got.BatchMax != 50 {
-		t.Errorf("sql_lookup = %+v", got)
+	if got, ok := j.Tools[2].Settings.(*config.SQLLookup); !ok || got.Database != filepath.Join(dir, "shop.db") || got.Table != "products" || j.Tools[2].Policy.BatchMax != 50 {
+		t.Errorf("sql_lookup = %+v", j.Tools[2])
 	}
-	if len(j.MCP) != 2 || j.MCP[0].Command[0] != "mcp-files" || !j.MCP[0].Cacheable || j.MCP[1].URL == "" {
+	if len(j.MCP) != 2 || j.MCP[0].Server.Command[0] != "mcp-files" || !j.MCP[0].Server.Cacheable || j.MCP[1].Server.URL == "" {
 		t.Errorf("mcp = %+v", j.MCP)
 	}
 

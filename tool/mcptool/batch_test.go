@@ -1,6 +1,7 @@
 package mcptool_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,12 +40,16 @@ func TestBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			echo := byName(t, c, "echo")
-			eng, err := batchagent.New(batchagent.Job{
+			spec, err := batchagent.NewSpec(batchagent.Def{
 				ID:    "mcp",
 				Model: model,
 				Task:  tt.task,
 				Tools: []tool.Tool{echo},
 			})
+			if err != nil {
+				t.Fatalf("NewSpec() = %v", err)
+			}
+			eng, err := batchagent.New(batchagent.Config{})
 			if err != nil {
 				t.Fatalf("New() = %v", err)
 			}
@@ -52,13 +57,17 @@ func TestBatch(t *testing.T) {
 			for i := range inputs {
 				inputs[i] = batchagent.Input{"id": i}
 			}
-			results := eng.Run(t.Context(), batchagent.Slice(inputs))
+			results, err := eng.Run(t.Context(), spec, batchagent.Slice(inputs))
+			if err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
 			for _, r := range results {
 				if !r.OK() || r.ToolCalls != 1 {
 					t.Errorf("result %d: err %v, %d tool calls, want OK with 1 tool call", r.Index, r.Err, r.ToolCalls)
 				}
 			}
 			st := eng.Stats()
+			runtime.KeepAlive(spec) // Stats counts the tools of the Specs still alive
 			if len(st.Tools) != 1 {
 				t.Fatalf("Stats().Tools = %+v, want the echo tool only", st.Tools)
 			}

@@ -46,7 +46,7 @@ func Example() {
 		s := t.Spec()
 		fmt.Printf("%s: %s %s\n", s.Name, s.Description, s.Parameters)
 	}
-	// The tools join a pool (or a batchagent.Job's Tools) like any other.
+	// The tools join a pool (or a batchagent.Def's Tools) like any other.
 	pool, err := tool.NewPool(c.Tools(), tool.PoolConfig{})
 	if err != nil {
 		fmt.Println(err)
