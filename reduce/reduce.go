@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/batchagent/batchagent"
 )
@@ -162,7 +161,6 @@ func Outputs(ctx context.Context, e *batchagent.Engine, spec *batchagent.Spec, o
 			return rr, err
 		}
 		res, err := e.Run(ctx, rs, batchagent.Slice(ins))
-		runtime.KeepAlive(rs) // the engine holds a Spec weakly
 		if err != nil {
 			return rr, err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,12 +67,7 @@ func stream(ctx context.Context, t testing.TB, e *batchagent.Engine, spec *batch
 	if err != nil {
 		t.Fatalf("Engine.Stream = %v", err)
 	}
-	return func(yield func(batchagent.Result) bool) {
-		// The engine holds a Spec weakly while it runs: without this, the
-		// Spec may be collected mid-run and its agents fail with "nil spec".
-		defer runtime.KeepAlive(spec)
-		seq(yield)
-	}
+	return seq
 }
 
 // resumeInputsOf returns the inputs of testResumeRun, numbers as a JSON
@@ -172,7 +166,6 @@ func runFresh(t testing.TB) []batchagent.Result {
 	t.Helper()
 	spec, e, _ := resumeJob(t, nil)
 	res, err := e.Run(ctxOf(t), spec, batchagent.Slice(resumeInputsOf()))
-	runtime.KeepAlive(spec) // see stream
 	if err != nil {
 		t.Fatalf("fresh run: %v", err)
 	}

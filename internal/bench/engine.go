@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 
 	"github.com/batchagent/batchagent"
 )
@@ -27,9 +26,5 @@ func stream(ctx context.Context, cfg batchagent.Config, d batchagent.Def, inputs
 			return eng.Stats(), err
 		}
 	}
-	st := eng.Stats()
-	// The engine holds a Spec weakly: keep it until Stats has read its
-	// tools' counters.
-	runtime.KeepAlive(spec)
-	return st, nil
+	return eng.Stats(), nil
 }

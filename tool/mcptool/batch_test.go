@@ -1,7 +1,6 @@
 package mcptool_test
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,7 +66,6 @@ func TestBatch(t *testing.T) {
 				}
 			}
 			st := eng.Stats()
-			runtime.KeepAlive(spec) // Stats counts the tools of the Specs still alive
 			if len(st.Tools) != 1 {
 				t.Fatalf("Stats().Tools = %+v, want the echo tool only", st.Tools)
 			}
