@@ -35,8 +35,8 @@ func TestCheckFeedsBack(t *testing.T) {
 	if !ok || ae.Kind != batchagent.KindValidation || !strings.Contains(ae.Error(), "value must be even") {
 		t.Fatalf("err = %v, want a validation failure carrying the check's message", r.Err)
 	}
-	if calls.Load() != 3 || r.Attempts != 3 {
-		t.Errorf("check ran %d times over %d model calls, want 3 and 3 (1 + 2 corrections)", calls.Load(), r.Attempts)
+	if calls.Load() != 3 || r.ModelCalls != 3 {
+		t.Errorf("check ran %d times over %d model calls, want 3 and 3 (1 + 2 corrections)", calls.Load(), r.ModelCalls)
 	}
 	if len(ae.Problems()) != 1 || ae.Problems()[0].Path != "$" {
 		t.Errorf("problems = %v, want one at $", ae.Problems())
@@ -55,8 +55,8 @@ func TestCheckAccepts(t *testing.T) {
 		t.Fatalf("Run returned %d results, want 3", len(res))
 	}
 	for i, r := range res {
-		if r.Index != i || r.Err != nil || r.Attempts != 1 {
-			t.Errorf("result %d: index %d err %v attempts %d, want index %d and success on the first call", i, r.Index, r.Err, r.Attempts, i)
+		if r.Index != i || r.Err != nil || r.ModelCalls != 1 {
+			t.Errorf("result %d: index %d err %v attempts %d, want index %d and success on the first call", i, r.Index, r.Err, r.ModelCalls, i)
 		}
 		var out struct {
 			Value     *int    `json:"value"`

@@ -97,9 +97,9 @@ func TestCheckpointResume(t *testing.T) {
 	// The engine's counters say what it did: it restored 20 results and
 	// did no work.
 	if st := e2.Stats(); st.Done != 20 || st.OK != 20 || st.Restored != 20 || st.ModelCalls != 0 || st.Turns != 0 ||
-		st.ToolRequested != 0 || st.Usage != (llm.Usage{}) {
+		st.ToolCalls != 0 || st.Usage != (llm.Usage{}) {
 		t.Errorf("stats of a resumed finished run: done %d ok %d restored %d model calls %d turns %d tool calls %d usage %+v; want 20 20 20 0 0 0 zero",
-			st.Done, st.OK, st.Restored, st.ModelCalls, st.Turns, st.ToolRequested, st.Usage)
+			st.Done, st.OK, st.Restored, st.ModelCalls, st.Turns, st.ToolCalls, st.Usage)
 	}
 	if diff := gocmp.Diff(want, outputs(res2)); diff != "" {
 		t.Errorf("resumed outputs (-want +got):\n%s", diff)
@@ -127,10 +127,10 @@ func TestCheckpointResume(t *testing.T) {
 		usage = usage.Add(llm.Usage{PromptTokens: u.PromptTokens - before.PromptTokens,
 			CompletionTokens: u.CompletionTokens - before.CompletionTokens, CachedTokens: u.CachedTokens - before.CachedTokens})
 	}
-	if st := e3.Stats(); st.Restored != 10 || st.ModelCalls != 10 || st.Turns != 10 || st.ToolRequested != 0 ||
+	if st := e3.Stats(); st.Restored != 10 || st.ModelCalls != 10 || st.Turns != 10 || st.ToolCalls != 0 ||
 		st.Usage != usage || usage.PromptTokens <= 0 {
 		t.Errorf("stats after resuming mid-agent: restored %d model calls %d turns %d tool calls %d usage %+v; want 10 10 10 0 %+v (> 0)",
-			st.Restored, st.ModelCalls, st.Turns, st.ToolRequested, st.Usage, usage)
+			st.Restored, st.ModelCalls, st.Turns, st.ToolCalls, st.Usage, usage)
 	}
 	if diff := gocmp.Diff(want, outputs(res3)); diff != "" {
 		t.Errorf("outputs after resuming mid-agent (-want +got):\n%s", diff)

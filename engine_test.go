@@ -133,8 +133,8 @@ func TestRunAllSucceed(t *testing.T) {
 		if r.Index != i || r.Err != nil || r.Input["id"] != fmt.Sprint(i) {
 			t.Fatalf("result %d = {Index:%d Err:%v Input:%v}, want index %d, no error", i, r.Index, r.Err, r.Input, i)
 		}
-		if r.Turns != 2 || r.Attempts != 2 || r.ToolCalls != 1 {
-			t.Errorf("result %d: turns %d attempts %d tool calls %d, want 2, 2, 1", i, r.Turns, r.Attempts, r.ToolCalls)
+		if r.Turns != 2 || r.ModelCalls != 2 || r.ToolCalls != 1 {
+			t.Errorf("result %d: turns %d attempts %d tool calls %d, want 2, 2, 1", i, r.Turns, r.ModelCalls, r.ToolCalls)
 		}
 		v, err := batchagent.Decode[out](r)
 		if err != nil || v.FirstWord == "" {
@@ -313,8 +313,8 @@ func TestFailureKinds(t *testing.T) {
 			if ae.Kind != tt.wantKind || ae.Op != tt.wantOp || !strings.Contains(ae.Error(), tt.wantMsg) {
 				t.Errorf("err = kind %q op %q %q, want kind %q op %q mentioning %q", ae.Kind, ae.Op, ae.Error(), tt.wantKind, tt.wantOp, tt.wantMsg)
 			}
-			if r.Attempts != tt.attempts {
-				t.Errorf("attempts = %d, want %d", r.Attempts, tt.attempts)
+			if r.ModelCalls != tt.attempts {
+				t.Errorf("attempts = %d, want %d", r.ModelCalls, tt.attempts)
 			}
 			if r.Output != nil {
 				t.Errorf("failed result has output %s", r.Output)
@@ -342,8 +342,8 @@ func TestValidationErrorCarriesProblemsAndRaw(t *testing.T) {
 	if len(ae.Problems()) == 0 || res[0].Raw == "" {
 		t.Errorf("validation error problems = %v, raw = %q; want both set", ae.Problems(), res[0].Raw)
 	}
-	if res[0].Attempts != 1 {
-		t.Errorf("attempts with retries disabled = %d, want 1", res[0].Attempts)
+	if res[0].ModelCalls != 1 {
+		t.Errorf("attempts with retries disabled = %d, want 1", res[0].ModelCalls)
 	}
 }
 
@@ -372,7 +372,7 @@ func TestRetriesTransientFailures(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("result %d: %v", r.Index, r.Err)
 		}
-		attempts += r.Attempts
+		attempts += r.ModelCalls
 	}
 	st := m.Stats()
 	if st.Failures == 0 || int64(attempts) != st.Calls || attempts != 100+int(st.Failures) {
@@ -742,8 +742,8 @@ func TestStatsKeepWorkOfCollectedSpec(t *testing.T) {
 	if collected.Value() != nil {
 		t.Skip("the spec was not collected: nothing to check")
 	}
-	if st := e.Stats(); st.ToolRequested != 20 || st.ToolExecuted != 1 || len(st.Tools) != 1 {
+	if st := e.Stats(); st.ToolCalls != 20 || st.ToolExecuted != 1 || len(st.Tools) != 1 {
 		t.Errorf("stats after the spec was collected: tool calls requested %d, executed %d, per tool %v; want 20, 1 and one tool's counters",
-			st.ToolRequested, st.ToolExecuted, st.Tools)
+			st.ToolCalls, st.ToolExecuted, st.Tools)
 	}
 }

@@ -112,7 +112,7 @@ func ExampleStream() {
 	}
 	st := engine.Stats()
 	fmt.Printf("ok %d of %d, model calls %d, tool calls requested %d, executed %d\n",
-		ok, len(inputs), st.ModelCalls, st.ToolRequested, st.ToolExecuted)
+		ok, len(inputs), st.ModelCalls, st.ToolCalls, st.ToolExecuted)
 	// Output:
 	// ok 3 of 3, model calls 6, tool calls requested 3, executed 1
 }

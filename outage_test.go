@@ -208,8 +208,8 @@ func TestNoStartWindow(t *testing.T) {
 			if batchagent.KindOf(r.Err) != batchagent.KindBackend || !errors.Is(r.Err, llm.ErrConnection) || errors.Is(r.Err, batchagent.ErrBackendUnavailable) {
 				t.Errorf("result %d: %v (kind %q), want a backend failure on the connection error, not ErrBackendUnavailable", r.Index, r.Err, batchagent.KindOf(r.Err))
 			}
-			if r.Attempts != 9 {
-				t.Errorf("result %d: %d attempts, want 9 (1 + 8 retries)", r.Index, r.Attempts)
+			if r.ModelCalls != 9 {
+				t.Errorf("result %d: %d attempts, want 9 (1 + 8 retries)", r.Index, r.ModelCalls)
 			}
 		}
 		if took := time.Since(begin); took <= batchagent.DefaultStartWindow {

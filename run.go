@@ -341,7 +341,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 func resultOf(i int, in Input, st *agent.State) Result {
 	t := st.Timings
 	return Result{
-		Index: i, Input: in, Output: st.Output, Attempts: st.ModelCalls, Turns: st.Turns,
+		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
 		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 	}
@@ -398,7 +398,7 @@ type outcome struct {
 
 // work is what an agent's counters hold.
 type work struct {
-	attempts, turns, toolCalls int
+	modelCalls, turns, toolCalls int
 	usage                      llm.Usage
 }
 
@@ -407,7 +407,7 @@ func workOf(st *agent.State) work {
 	if st == nil {
 		return work{}
 	}
-	return work{attempts: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
+	return work{modelCalls: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
 }
 
 // deliver counts a result of job id and calls onResult, if set.

@@ -27,8 +27,8 @@ type Stats struct {
 	ModelCalls int64
 	// Turns counts completed model turns.
 	Turns int64
-	// ToolRequested counts tool calls requested by models.
-	ToolRequested int64
+	// ToolCalls counts tool calls requested by models.
+	ToolCalls int64
 	// ToolExecuted counts tool executions (after coalescing and caching).
 	ToolExecuted int64
 	// Tools has the per-tool counters of the specs' pools: first the sums,
@@ -125,7 +125,7 @@ func (c *counters) add(o outcome) {
 			c.byKind[i].Add(1)
 		}
 	}
-	c.modelCalls.Add(int64(r.Attempts - p.attempts))
+	c.modelCalls.Add(int64(r.ModelCalls - p.modelCalls))
 	c.turns.Add(int64(r.Turns - p.turns))
 	c.toolCalls.Add(int64(r.ToolCalls - p.toolCalls))
 	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
@@ -142,7 +142,7 @@ func (c *counters) snapshot() Stats {
 		CheckpointErrors: c.ckptErrors.Load(),
 		ModelCalls:       c.modelCalls.Load(),
 		Turns:            c.turns.Load(),
-		ToolRequested:    c.toolCalls.Load(),
+		ToolCalls:        c.toolCalls.Load(),
 		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
 		ByKind:           map[Kind]int64{},
 	}

@@ -104,8 +104,8 @@ func TestEndlessAnswerTruncated(t *testing.T) {
 				} else if !strings.Contains(r.Err.Error(), "size cap (max_tokens 48)") {
 					t.Errorf("result %d: error %q does not name the size cap", r.Index, r.Err)
 				}
-				if r.Attempts != 1 {
-					t.Errorf("result %d: %d attempts, want 1: a cut-off endless answer is not retried", r.Index, r.Attempts)
+				if r.ModelCalls != 1 {
+					t.Errorf("result %d: %d attempts, want 1: a cut-off endless answer is not retried", r.Index, r.ModelCalls)
 				}
 			}
 			srv.handlers.Wait() // every handler returned: the client closed its connections
@@ -230,8 +230,8 @@ func TestLengthRetriedWithLargerBudget(t *testing.T) {
 	if got, want := string(r.Output), `{"title":"A fish","mood":"happy"}`; got != want {
 		t.Errorf("output = %s, want %s", got, want)
 	}
-	if r.Truncations != 2 || r.Attempts != 3 {
-		t.Errorf("truncations %d, attempts %d; want 2 and 3", r.Truncations, r.Attempts)
+	if r.Truncations != 2 || r.ModelCalls != 3 {
+		t.Errorf("truncations %d, attempts %d; want 2 and 3", r.Truncations, r.ModelCalls)
 	}
 	if diff := cmp.Diff([]int{48, 96, 192}, srv.maxTokens()); diff != "" {
 		t.Errorf("max_tokens sent (-want +got):\n%s", diff)
@@ -282,8 +282,8 @@ func TestAlwaysTruncated(t *testing.T) {
 	if te, ok := errors.AsType[*agent.TruncatedError](r.Err); !ok || !cmp.Equal(te.MaxTokens, []int{48, 96, 192}) {
 		t.Errorf("error %v: want a *agent.TruncatedError with MaxTokens [48 96 192]", r.Err)
 	}
-	if r.Truncations != 3 || r.Attempts != 3 || !strings.HasPrefix(r.Raw, `{ "title" : "I will`) {
-		t.Errorf("truncations %d, attempts %d, raw %q; want 3, 3 and the cut answer", r.Truncations, r.Attempts, r.Raw)
+	if r.Truncations != 3 || r.ModelCalls != 3 || !strings.HasPrefix(r.Raw, `{ "title" : "I will`) {
+		t.Errorf("truncations %d, attempts %d, raw %q; want 3, 3 and the cut answer", r.Truncations, r.ModelCalls, r.Raw)
 	}
 	if diff := cmp.Diff([]int{48, 96, 192}, srv.maxTokens()); diff != "" {
 		t.Errorf("max_tokens sent (-want +got):\n%s", diff)

@@ -26,8 +26,8 @@ type Result struct {
 	// Raw is the model's last final answer as written, kept on failure
 	// (for example the invalid output of a validation error).
 	Raw string
-	// Attempts counts model calls, retries included.
-	Attempts int
+	// ModelCalls counts model calls, retries included.
+	ModelCalls int
 	// Turns counts completed model turns.
 	Turns int
 	// ToolCalls counts tool calls the model requested.

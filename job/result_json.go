@@ -11,18 +11,18 @@ import (
 
 // resultJSON is the JSON form of a Result: one line of the CLI's output.
 type resultJSON struct {
-	Index     int             `json:"index"`
-	Input     Input           `json:"input,omitempty"`
-	Output    json.RawMessage `json:"output,omitempty"`
-	Error     *ErrorInfo      `json:"error,omitempty"`
-	Raw       string          `json:"raw,omitempty"`
-	Attempts  int             `json:"attempts"`
-	Turns     int             `json:"turns"`
-	ToolCalls int             `json:"tool_calls"`
-	Repairs   int             `json:"repairs,omitempty"`
-	Truncated int             `json:"truncations,omitempty"`
-	Usage     llm.Usage       `json:"usage"`
-	Timings   timingsJSON     `json:"timings"`
+	Index      int             `json:"index"`
+	Input      Input           `json:"input,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      *ErrorInfo      `json:"error,omitempty"`
+	Raw        string          `json:"raw,omitempty"`
+	ModelCalls int             `json:"model_calls"`
+	Turns      int             `json:"turns"`
+	ToolCalls  int             `json:"tool_calls"`
+	Repairs    int             `json:"repairs,omitempty"`
+	Truncated  int             `json:"truncations,omitempty"`
+	Usage      llm.Usage       `json:"usage"`
+	Timings    timingsJSON     `json:"timings"`
 }
 
 // ErrorInfo is the flat, JSON form of an agent's error: what a result line
@@ -51,7 +51,7 @@ type timingsJSON struct {
 // seconds.
 func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
-		Index: r.Index, Input: r.Input, Output: r.Output, Attempts: r.Attempts,
+		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
 		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Usage: r.Usage,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),

@@ -374,13 +374,13 @@ func naiveLiveAgent(ctx context.Context, m *openai.Model, lw liveWorkload, i int
 
 // naiveCall is one naive agent's single turn: req streamed, the answer
 // parsed by sch once (no correction turn), a transient failure retried
-// after a fixed pause, up to maxRetries times. It sets res's Attempts,
+// after a fixed pause, up to maxRetries times. It sets res's ModelCalls,
 // Turns, Usage, Raw, Output and Err, and returns the time from its start to
 // the first token of the answer (zero when no token came).
 func naiveCall(ctx context.Context, m *openai.Model, req *llm.Request, sch *schema.Schema, maxRetries int, pause time.Duration, res *batchagent.Result) time.Duration {
 	ready := time.Now()
 	for attempt := 0; ; attempt++ {
-		res.Attempts++
+		res.ModelCalls++
 		var (
 			acc   llm.Accumulator
 			first time.Time

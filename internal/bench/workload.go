@@ -292,9 +292,9 @@ func (t *tally) count(r batchagent.Result) {
 	} else {
 		t.failed++
 	}
-	t.maxRetried = max(t.maxRetried, r.Attempts-r.Turns)
+	t.maxRetried = max(t.maxRetried, r.ModelCalls-r.Turns)
 	t.toolReq += int64(r.ToolCalls)
-	t.llmCalls += int64(r.Attempts)
+	t.llmCalls += int64(r.ModelCalls)
 }
 
 // io opens the scenario's inputs and, for file scenarios, its output.
@@ -417,7 +417,7 @@ func naiveAgent(ctx context.Context, m *sim.Model, sch *schema.Schema, tmpl *job
 		req := &llm.Request{Messages: msgs, Tools: tools, Output: &llm.OutputSpec{Schema: sch.Raw()}}
 		var resp *llm.Response
 		for attempt := 0; ; attempt++ {
-			r.Attempts++
+			r.ModelCalls++
 			resp, err = m.Generate(ctx, req)
 			if err == nil || !llm.IsTransient(err) || attempt == 2 {
 				break

@@ -16,7 +16,7 @@ import (
 // ordered mode they are indexes 0..n-1 in order.
 func FuzzReconcile(f *testing.F) {
 	ok := func(i int) string {
-		return `{"index":` + string(rune('0'+i)) + `,"output":{"v":` + string(rune('0'+i)) + `},"attempts":1}` + "\n"
+		return `{"index":` + string(rune('0'+i)) + `,"output":{"v":` + string(rune('0'+i)) + `},"model_calls":1}` + "\n"
 	}
 	f.Add([]byte(ok(0)+ok(1)+ok(2)), false)
 	f.Add([]byte(ok(2)+ok(0)+ok(0)+ok(1)), true)

@@ -17,7 +17,7 @@ import (
 )
 
 func result(i int) batchagent.Result {
-	return batchagent.Result{Index: i, Input: batchagent.Input{"id": i}, Output: json.RawMessage(`{"v":1}`), Turns: 1, Attempts: 1}
+	return batchagent.Result{Index: i, Input: batchagent.Input{"id": i}, Output: json.RawMessage(`{"v":1}`), Turns: 1, ModelCalls: 1}
 }
 
 func indexes(t *testing.T, out string) []int {
