@@ -43,7 +43,7 @@ func TestImportRules(t *testing.T) {
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
 			"internal/tokens", "job", "llm", "reduce", "tool", "tool/mcptool"},
-		"cmd/batchagent":      {"internal/cli"},
+		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value
 		// generator is internal to the two.
