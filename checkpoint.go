@@ -2,11 +2,9 @@ package batchagent
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/internal/engine"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -49,94 +47,6 @@ type Checkpointer interface {
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
 
-// asyncSaver is a [Checkpointer] that can record a state without making the
-// caller wait: done is called exactly once, without blocking, when the
-// state is durable (nil; a later Load sees it) or could not be saved. The
-// engine saves final states this way, so that a finished agent's goroutine
-// ends at once and its result is delivered from done: a second call would
-// deliver it twice. As with Save, a later save of the same index replaces
-// the state. *checkpoint.Store implements it.
-type asyncSaver interface {
-	SaveAsync(s agent.State, done func(error))
-}
-
-// saveTimeout bounds a checkpoint write made after the run was cancelled.
-const saveTimeout = 5 * time.Second
-
-// loadCheckpoint returns the saved states of job id by input index.
-func (e *Engine) loadCheckpoint(ctx context.Context, id string) (map[int]agent.State, error) {
-	if e.cfg.Checkpoint == nil {
-		return nil, nil
-	}
-	states, err := e.cfg.Checkpoint.Load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[int]agent.State, len(states))
-	for _, st := range states {
-		m[st.Index] = st
-	}
-	return m, nil
-}
-
-// finished reports whether a saved state needs no more work.
-func (e *Engine) finished(st agent.State) bool {
-	return st.Status == agent.StatusDone || (st.Status == agent.StatusFailed && !e.cfg.RetryFailed)
-}
-
-// save writes st, surviving a cancelled run: final writes use a context
-// without its cancellation and a short timeout. It returns the save's
-// error, already counted and logged.
-func (e *Engine) save(ctx context.Context, st *agent.State) error {
-	if e.cfg.Checkpoint == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
-	defer cancel()
-	err := e.cfg.Checkpoint.Save(ctx, *st)
-	if err != nil {
-		e.saveFailed(ctx, st.JobID, st.Index, err)
-	}
-	return err
-}
-
-// saveFailed counts and logs a failed checkpoint write of agent idx and,
-// under [Config.StopOnCheckpointError], drains the engine.
-func (e *Engine) saveFailed(ctx context.Context, id string, idx int, err error) {
-	e.stats.ckptErrors.Add(1)
-	if e.cfg.StopOnCheckpointError {
-		e.Drain()
-		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: stopping the run",
-			slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
-		return
-	}
-	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
-		slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
-}
-
-// recordOutcome fills st's status and failure from a finished agent's
-// result.
-func recordOutcome(st *agent.State, r Result) {
-	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
-	if r.Err == nil {
-		st.Status = agent.StatusDone
-		return
-	}
-	d := job.Describe(r.Err)
-	st.Status = agent.StatusFailed
-	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
-	st.ErrClass = d.Class
-}
-
 // StateResult rebuilds the result of a finished agent from its saved state,
 // as a resumed run and `batchagent export` report it.
-func StateResult(jobID string, st agent.State) Result {
-	r := resultOf(st.Index, st.Input, &st)
-	if st.Status == agent.StatusFailed {
-		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
-		cause := job.RestoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
-		r.Err = &AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: Kind(st.ErrKind), Err: cause}
-		r.Output = nil
-	}
-	return r
-}
+func StateResult(jobID string, st agent.State) Result { return engine.StateResult(jobID, st) }

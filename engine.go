@@ -2,19 +2,15 @@ package batchagent
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 
-	"github.com/batchagent/batchagent/tool"
+	"github.com/batchagent/batchagent/internal/engine"
 )
 
 // ErrShutdown is the cause of the results of work an engine refused or
 // stopped because [Engine.Shutdown] was called: their kind is
 // [KindCanceled] and their error wraps it.
-var ErrShutdown = errors.New("batchagent: engine shut down")
+var ErrShutdown = engine.ErrShutdown
 
 // Engine runs jobs: many at once, for as long as it lives. It owns what
 // jobs share: each backend's admission (one adaptive limit, one rate
@@ -22,33 +18,8 @@ var ErrShutdown = errors.New("batchagent: engine shut down")
 // [Interactive] work served before [Batch] work), the places for active
 // agents, the checkpoint and the counters. It is safe for concurrent use.
 type Engine struct {
-	cfg Config
-	log *slog.Logger
-
-	active chan struct{} // a token per active agent of Run and Stream
-
-	gatesMu sync.Mutex
-	gates   map[any]*gate // by backendKey; for incomparable models by *Spec
-
-	runners sync.Map // weak.Pointer[Spec] → *runner
-
-	toolsMu      sync.Mutex   // serialises retire and Stats' reading of tools
-	retiredTools []tool.Stats // the tool counters of retired runners, by name
-
-	stats counters
-	seq   atomic.Int64  // Submit's sequence numbers
-	flows atomic.Uint64 // scheduling flows handed out: one per run and per runner
-
-	draining  atomic.Bool   // Drain was called
-	drained   chan struct{} // closed by Drain: waits between and before model calls end
-	drainOnce sync.Once
-
-	base context.Context    // ended when Shutdown's context ends
-	kill context.CancelFunc // ends base
-
-	workMu sync.Mutex     // protects closed and the Add of work
-	closed bool           // Shutdown was called: no more work
-	work   sync.WaitGroup // runs and handles in progress
+	cfg  Config
+	core *engine.Engine
 }
 
 // New returns an Engine with cfg's settings. The error wraps
@@ -59,14 +30,17 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		active:  make(chan struct{}, cfg.MaxActive),
-		gates:   map[any]*gate{},
-		drained: make(chan struct{}),
+	e := &Engine{cfg: cfg}
+	opt := engine.Options{
+		MaxActive:             cfg.MaxActive,
+		Checkpoint:            cfg.Checkpoint,
+		RetryFailed:           cfg.RetryFailed,
+		StopOnCheckpointError: cfg.StopOnCheckpointError,
+		OnResult:              cfg.OnResult,
+		Logger:                cfg.Logger,
+		Admission:             cfg.admission,
 	}
-	e.base, e.kill = context.WithCancel(context.Background())
+	e.core = engine.New(opt)
 	return e, nil
 }
 
@@ -78,10 +52,7 @@ func New(cfg Config) (*Engine, error) {
 // waiting to retry a model call, or in a pause of admission (a backend's
 // Retry-After, an outage), stop at once. [Engine.Shutdown] drains and then
 // waits.
-func (e *Engine) Drain() {
-	e.draining.Store(true)
-	e.drainOnce.Do(func() { close(e.drained) })
-}
+func (e *Engine) Drain() { e.core.Drain() }
 
 // Shutdown stops the engine gracefully: it drains (see [Engine.Drain]),
 // so no more work is admitted and the turns in flight finish and are
@@ -90,43 +61,7 @@ func (e *Engine) Drain() {
 // ends with a result; later calls of Run, Stream and Submit give
 // [KindCanceled] results whose error wraps [ErrShutdown]. It returns
 // ctx's error when ctx ended before the work did, else nil.
-func (e *Engine) Shutdown(ctx context.Context) error {
-	e.workMu.Lock()
-	e.closed = true
-	e.workMu.Unlock()
-	e.Drain()
-	done := make(chan struct{})
-	go func() { // owned here: it ends when the work does, which it waits for
-		e.work.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		e.kill()
-		<-done
-		return ctx.Err()
-	}
-}
-
-// begin registers work for Shutdown; false once the engine is shut down.
-func (e *Engine) begin() bool {
-	e.workMu.Lock()
-	defer e.workMu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.work.Add(1)
-	return true
-}
-
-// bind returns ctx, also cancelled when Shutdown gives up waiting.
-func (e *Engine) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(e.base, cancel)
-	return ctx, func() { stop(); cancel() }
-}
+func (e *Engine) Shutdown(ctx context.Context) error { return e.core.Shutdown(ctx) }
 
 // Run is the package-level [Run] on spec: it runs one agent per input and
 // returns the results in input order, one per input. If ctx is cancelled,
@@ -134,7 +69,7 @@ func (e *Engine) bind(ctx context.Context) (context.Context, context.CancelFunc)
 // kept and every other input gets a result of kind [KindCanceled]. The
 // error is non-nil only for a nil spec.
 func (e *Engine) Run(ctx context.Context, spec *Spec, inputs Inputs) ([]Result, error) {
-	seq, err := e.stream(ctx, spec, inputs, true)
+	seq, err := e.core.Stream(ctx, spec, inputs, true)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +91,7 @@ func (e *Engine) Run(ctx context.Context, spec *Spec, inputs Inputs) ([]Result, 
 // results of kind [KindCanceled]; inputs not yet started yield nothing.
 // The error is non-nil only for a nil spec.
 func (e *Engine) Stream(ctx context.Context, spec *Spec, inputs Inputs) (iter.Seq[Result], error) {
-	return e.stream(ctx, spec, inputs, false)
+	return e.core.Stream(ctx, spec, inputs, false)
 }
 
 // Run runs spec over inputs on a new engine with the default [Config],

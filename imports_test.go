@@ -11,7 +11,7 @@ import (
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/batchagent/batchagent"
 	allowed := map[string][]string{
-		"":                    {"job", "input", "llm", "agent", "sched", "tool", "schema", "internal/retry"},
+		"":                    {"job", "input", "llm", "agent", "sched", "tool", "schema", "internal/engine"},
 		"llm":                 {},
 		"sched":               {},
 		"tool":                {},
@@ -23,6 +23,7 @@ func TestImportRules(t *testing.T) {
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
+		"internal/engine":     {"agent", "job", "llm", "sched", "tool", "internal/retry"},
 		"job":                 {"llm", "schema", "tool", "sched"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},

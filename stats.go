@@ -1,10 +1,6 @@
 package batchagent
 
 import (
-	"slices"
-	"sync/atomic"
-
-	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool"
@@ -57,32 +53,20 @@ type Stats struct {
 // Stats returns a snapshot of the engine's counters. It is safe to call
 // while runs are in progress.
 func (e *Engine) Stats() Stats {
-	s := e.stats.snapshot()
-	e.toolsMu.Lock()
-	defer e.toolsMu.Unlock()
-	for _, t := range e.retiredTools {
-		s.Tools = append(s.Tools, t)
+	c := e.core.Counts()
+	s := Stats{
+		Started: c.Started, Done: c.Done, OK: c.OK, Failed: c.Failed, Restored: c.Restored,
+		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Turns: c.Turns, ToolCalls: c.ToolCalls,
+		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
+	}
+	for _, t := range s.Tools {
 		s.ToolExecuted += t.Executed
 	}
-	e.runners.Range(func(_, v any) bool {
-		if pool := v.(*runner).pool; pool != nil {
-			for _, t := range pool.Stats() {
-				s.Tools = append(s.Tools, t)
-				s.ToolExecuted += t.Executed
-			}
-		}
-		return true
-	})
-	e.gatesMu.Lock()
-	gates := make([]*gate, 0, len(e.gates))
-	for _, g := range e.gates {
-		gates = append(gates, g)
-	}
-	e.gatesMu.Unlock()
-	slices.SortFunc(gates, func(a, b *gate) int { return int(a.order - b.order) })
 	unlimited := false
-	for _, g := range gates {
-		b := g.stats()
+	for _, g := range e.core.Gates() {
+		b := BackendStats{Backend: Backend{Model: g.Model, Name: g.Name}, Inflight: g.Inflight, Waiting: g.Waiting,
+			Limit: g.Limit, LimitHistory: g.LimitHistory, Throttles: g.Throttles, Pauses: g.Pauses,
+			RateLimits: RateLimit{RPM: g.RPM, TPM: g.TPM}}
 		s.Backends = append(s.Backends, b)
 		s.Inflight += b.Inflight
 		s.Waiting += b.Waiting
@@ -96,61 +80,6 @@ func (e *Engine) Stats() Stats {
 	}
 	if len(s.Backends) == 1 {
 		s.LimitHistory, s.RateLimits = s.Backends[0].LimitHistory, s.Backends[0].RateLimits
-	}
-	return s
-}
-
-// counters accumulates delivered results.
-type counters struct {
-	started, done, ok atomic.Int64
-	restored          atomic.Int64
-	ckptErrors        atomic.Int64
-	modelCalls, turns atomic.Int64
-	toolCalls         atomic.Int64
-	prompt, compl     atomic.Int64
-	cached            atomic.Int64
-	byKind            [job.NumKinds]atomic.Int64 // indexed like kinds
-}
-
-func (c *counters) add(o outcome) {
-	r, p := o.Result, o.prior
-	c.done.Add(1)
-	if o.restored {
-		c.restored.Add(1)
-	}
-	if r.Err == nil {
-		c.ok.Add(1)
-	} else {
-		if i := slices.Index(job.Kinds, KindOf(r.Err)); i >= 0 {
-			c.byKind[i].Add(1)
-		}
-	}
-	c.modelCalls.Add(int64(r.ModelCalls - p.modelCalls))
-	c.turns.Add(int64(r.Turns - p.turns))
-	c.toolCalls.Add(int64(r.ToolCalls - p.toolCalls))
-	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
-	c.compl.Add(r.Usage.CompletionTokens - p.usage.CompletionTokens)
-	c.cached.Add(r.Usage.CachedTokens - p.usage.CachedTokens)
-}
-
-func (c *counters) snapshot() Stats {
-	s := Stats{
-		Started:          c.started.Load(),
-		Done:             c.done.Load(),
-		OK:               c.ok.Load(),
-		Restored:         c.restored.Load(),
-		CheckpointErrors: c.ckptErrors.Load(),
-		ModelCalls:       c.modelCalls.Load(),
-		Turns:            c.turns.Load(),
-		ToolCalls:        c.toolCalls.Load(),
-		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
-		ByKind:           map[Kind]int64{},
-	}
-	s.Failed = s.Done - s.OK
-	for i, k := range job.Kinds {
-		if n := c.byKind[i].Load(); n > 0 {
-			s.ByKind[k] = n
-		}
 	}
 	return s
 }

@@ -1,10 +1,6 @@
 package batchagent
 
-import (
-	"context"
-	"runtime"
-	"time"
-)
+import "context"
 
 // Handle is one agent started by [Engine.Submit]. Its methods are safe for
 // concurrent use.
@@ -28,38 +24,7 @@ type Handle struct {
 // engine, from 0.
 func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
 	h := &Handle{done: make(chan struct{})}
-	i := int(e.seq.Add(1) - 1)
-	if spec == nil {
-		h.end(e.fail("", i, in, -1, "submit", errNoSpec, KindInput, time.Now()))
-		return h
-	}
-	rn, err := e.runnerOf(spec)
-	if err != nil {
-		h.end(e.fail(spec.ID(), i, in, -1, "submit", err, KindInput, time.Now()))
-		return h
-	}
-	if !e.begin() {
-		h.end(e.fail(rn.id, i, in, -1, "submit", ErrShutdown, KindCanceled, time.Now()))
-		return h
-	}
-	ctx, h.cancel = e.bind(ctx)
-	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
-	e.stats.started.Add(1)
-	go func() { // owned by the engine: Shutdown waits for it
-		defer e.work.Done()
-		defer h.cancel()
-		defer runtime.KeepAlive(spec) // its runner's counters stay live until the agent ends
-		if e.draining.Load() {
-			h.end(e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now()))
-			return
-		}
-		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
-		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, rn, run, i, in, nil, false, func(r Result) {
-			e.stats.add(outcome{Result: r})
-			h.end(r)
-		})
-	}()
+	h.cancel = e.core.Submit(ctx, spec, in, h.end)
 	return h
 }
 

@@ -1,4 +1,4 @@
-package batchagent
+package engine
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type runner struct {
 
 // runnerOf returns the runner of spec, building it on first use. The
 // engine forgets it once spec is garbage.
-func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
+func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 	key := weak.Make(spec)
 	if r, ok := e.runners.Load(key); ok {
 		return r.(*runner), nil
@@ -77,7 +77,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 		cfg.Gate = &classGate{g: g, class: sched.Class(d.Priority)}
 	}
 	cfg.Stop, cfg.Stopped = e.draining.Load, e.drained
-	if e.cfg.Checkpoint != nil {
+	if e.opt.Checkpoint != nil {
 		cfg.OnTurn = func(ctx context.Context, st *agent.State) {
 			if st.Output == nil { // the final turn is saved with the agent's result
 				_ = e.save(ctx, st) // counted and logged; under StopOnCheckpointError it drains
@@ -85,7 +85,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 		}
 	}
 	if r.agent, err = agent.New(cfg); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+		return nil, fmt.Errorf("%w: %v", job.ErrBadSpec, err)
 	}
 	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
 		return prev.(*runner), nil
@@ -97,7 +97,7 @@ func (e *Engine) runnerOf(spec *Spec) (*runner, error) {
 // retire forgets the runner of a Spec that is garbage, keeping its tools'
 // counters in the engine's. Every run and handle keeps its Spec alive
 // until it ends, so none uses the runner any more.
-func (e *Engine) retire(key weak.Pointer[Spec]) {
+func (e *Engine) retire(key weak.Pointer[job.Spec]) {
 	v, ok := e.runners.Load(key)
 	if !ok {
 		return
@@ -124,12 +124,12 @@ func (e *Engine) retire(key weak.Pointer[Spec]) {
 }
 
 // errNoSpec is the error of a call without a Spec.
-var errNoSpec = fmt.Errorf("%w: nil spec", ErrBadJob)
+var errNoSpec = fmt.Errorf("%w: nil spec", job.ErrBadSpec)
 
-// stream runs inputs and yields results as they complete. With
+// Stream runs spec over inputs and yields results as they complete. With
 // cancelRest, inputs not started before ctx ends still yield a canceled
 // result each, so that every input has one.
-func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRest bool) (iter.Seq[Result], error) {
+func (e *Engine) Stream(ctx context.Context, spec *job.Spec, inputs iter.Seq2[job.Input, error], cancelRest bool) (iter.Seq[job.Result], error) {
 	if spec == nil {
 		return nil, errNoSpec
 	}
@@ -137,12 +137,12 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 	if err != nil {
 		return nil, err
 	}
-	return func(yield func(Result) bool) {
+	return func(yield func(job.Result) bool) {
 		if !e.begin() {
 			if cancelRest {
 				i := 0
 				for in, _ := range inputs {
-					r := e.fail(rn.id, i, in, -1, "generate", ErrShutdown, KindCanceled, time.Now())
+					r := e.fail(rn.id, i, in, -1, "generate", ErrShutdown, job.KindCanceled, time.Now())
 					if !yield(r) {
 						return
 					}
@@ -166,7 +166,7 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 		// Every result holds one of the engine's active tokens from
 		// admission until it has been delivered; a run holds at most
 		// MaxActive, so out never blocks a sender.
-		out := make(chan outcome, e.cfg.MaxActive)
+		out := make(chan outcome, e.opt.MaxActive)
 		wg.Go(func() {
 			e.admit(ctx, rn, run, inputs, cancelRest, out)
 			close(out)
@@ -174,7 +174,7 @@ func (e *Engine) stream(ctx context.Context, spec *Spec, inputs Inputs, cancelRe
 		stopped := false
 		for o := range out {
 			if !stopped {
-				e.deliver(rn.id, o, e.cfg.OnResult)
+				e.deliver(rn.id, o, e.opt.OnResult)
 				if !yield(o.Result) {
 					stopped = true
 					cancel()
@@ -205,7 +205,7 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.R
 // admit reads inputs and starts one agent per input, while it holds one
 // of the engine's active tokens. It returns when every started agent has
 // sent its result.
-func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs Inputs, cancelRest bool, out chan<- outcome) {
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// Without the checkpoint the run would redo or duplicate work: every
@@ -236,11 +236,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs I
 		}
 		e.stats.started.Add(1)
 		if err != nil {
-			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, KindInput, time.Now())}
+			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, job.KindInput, time.Now())}
 			continue
 		}
 		if loadErr != nil {
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), KindBackend, time.Now())}
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), job.KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]
@@ -260,7 +260,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs I
 			if e.closedNow() {
 				errs = append(errs, ErrShutdown)
 			}
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), KindCanceled, time.Now())}
+			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), job.KindCanceled, time.Now())}
 			continue
 		}
 		var resume *agent.State
@@ -269,7 +269,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs I
 		}
 		prior := workOf(resume)
 		agents.Add(1)
-		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r Result) {
+		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
 			out <- outcome{Result: r, prior: prior}
 			agents.Done()
 		})
@@ -286,13 +286,13 @@ func (e *Engine) closedNow() bool {
 // runAgent runs the agent of input i to completion, from resume when a
 // checkpoint holds its last completed turn, and hands its result to
 // deliver once it is checkpointed (when save is set).
-func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in Input, resume *agent.State, save bool, deliver func(Result)) {
+func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in job.Input, resume *agent.State, save bool, deliver func(job.Result)) {
 	start := time.Now()
 	st := resume
 	if st == nil {
 		task, err := rn.tmpl.Render(in)
 		if err != nil {
-			r := e.fail(rn.id, i, in, -1, "render", err, KindTemplate, start)
+			r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
 			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
 			return
 		}
@@ -309,7 +309,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 	r := resultOf(i, in, st)
 	r.Timings.Total = time.Since(start)
 	if err != nil {
-		ae := &AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
+		ae := &job.AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
@@ -338,12 +338,12 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 // resultOf returns the result of agent i, whose input is in, from its
 // state: output, counters, usage and timings (Total as saved with a final
 // state; the engine sets it for the agents it runs).
-func resultOf(i int, in Input, st *agent.State) Result {
+func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	t := st.Timings
-	return Result{
+	return job.Result{
 		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
-		Timings: Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
+		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 	}
 }
 
@@ -352,17 +352,17 @@ func resultOf(i int, in Input, st *agent.State) Result {
 // instead, to resume from. A Checkpointer that can save asynchronously
 // does, so that the agent's goroutine ends at once: deliver is then called
 // from the Checkpointer once the state is durable.
-func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, save bool, deliver func(Result)) {
-	if !save || e.cfg.Checkpoint == nil || KindOf(r.Err) == KindCanceled {
+func (e *Engine) finish(ctx context.Context, st *agent.State, r job.Result, save bool, deliver func(job.Result)) {
+	if !save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
 		deliver(r)
 		return
 	}
 	recordOutcome(st, r)
-	if as, ok := e.cfg.Checkpoint.(asyncSaver); ok {
+	if as, ok := e.opt.Checkpoint.(asyncSaver); ok {
 		as.SaveAsync(*st, func(err error) {
 			if err != nil {
 				e.saveFailed(ctx, st.JobID, st.Index, err)
-				if e.cfg.StopOnCheckpointError {
+				if e.opt.StopOnCheckpointError {
 					r = e.checkpointFailure(st.JobID, r, err)
 				}
 			}
@@ -370,25 +370,25 @@ func (e *Engine) finish(ctx context.Context, st *agent.State, r Result, save boo
 		})
 		return
 	}
-	if err := e.save(ctx, st); err != nil && e.cfg.StopOnCheckpointError {
+	if err := e.save(ctx, st); err != nil && e.opt.StopOnCheckpointError {
 		r = e.checkpointFailure(st.JobID, r, err)
 	}
 	deliver(r)
 }
 
-func (e *Engine) fail(id string, i int, in Input, turn int, op string, err error, kind Kind, start time.Time) Result {
-	return Result{
+func (e *Engine) fail(id string, i int, in job.Input, turn int, op string, err error, kind job.Kind, start time.Time) job.Result {
+	return job.Result{
 		Index:   i,
 		Input:   in,
-		Err:     &AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
-		Timings: Timings{Total: time.Since(start)},
+		Err:     &job.AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
+		Timings: job.Timings{Total: time.Since(start)},
 	}
 }
 
 // An outcome is a result on its way to delivery, with what its counters
 // hold of work done before this run.
 type outcome struct {
-	Result
+	job.Result
 	// prior is the work of earlier runs: the saved turns of a resumed
 	// agent, all of a result restored from the checkpoint.
 	prior work
@@ -399,7 +399,7 @@ type outcome struct {
 // work is what an agent's counters hold.
 type work struct {
 	modelCalls, turns, toolCalls int
-	usage                      llm.Usage
+	usage                        llm.Usage
 }
 
 // workOf returns the counters of st; zero for nil.
@@ -411,7 +411,7 @@ func workOf(st *agent.State) work {
 }
 
 // deliver counts a result of job id and calls onResult, if set.
-func (e *Engine) deliver(id string, o outcome, onResult OnResultFunc) {
+func (e *Engine) deliver(id string, o outcome, onResult func(job.Result)) {
 	e.stats.add(o)
 	r := o.Result
 	if onResult != nil {

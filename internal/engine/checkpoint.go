@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
+)
+
+// Checkpointer persists agents' progress so that a stopped run can resume:
+// every completed turn and every final result is saved, durably, before the
+// agent goes on or its result is delivered. *checkpoint.Store satisfies it;
+// checkpoint/checkpointtest.Run checks an implementation against this
+// contract.
+//
+// A Checkpointer is safe for concurrent use: the engine saves from every
+// agent's goroutine at once, while other runs may Load. States are keyed
+// by job ID and input index; job IDs keep runs apart (IDs differing in
+// case or by a prefix are different jobs).
+type Checkpointer interface {
+	// Save records one agent's latest state, replacing any state saved
+	// before for the same JobID and Index, whatever the statuses (a failed
+	// input run again saves a running state over its failed one). When
+	// Save returns nil the state is durable and every later Load sees it.
+	// Save must not keep s, nor the slices and maps it refers to, after it
+	// returns: the caller may change them. When ctx ends first, Save may
+	// return an error wrapping ctx.Err(); the state may then be saved or
+	// not.
+	Save(ctx context.Context, s agent.State) error
+	// Load returns the latest saved state of every agent of a job, at most
+	// one per index, in any order; none, and nil, for a job never saved.
+	// Every field comes back as saved: counters, usage, timings (Total
+	// included), token cap, output, raw answer and the failure fields
+	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems). JSON values (Output,
+	// tool-call arguments) may come back re-encoded as the same JSON, and
+	// nil and empty slices and maps alike. The engine reads only the
+	// input, results and counters of final states (done, failed), so those
+	// may come without their Messages, as *checkpoint.Store returns them;
+	// a running state's Messages must come back whole, as the agent
+	// resumes from them.
+	// A state is used only for the input it holds: one whose Input differs
+	// from the current input at its Index (the inputs were edited or
+	// reordered) is ignored, and that input runs afresh; so Input must come
+	// back as saved, numbers included (decode with UseNumber): a
+	// json.Number as the same json.Number (integers above 2^53 and 1e999
+	// kept), other values as the same JSON.
+	Load(ctx context.Context, jobID string) ([]agent.State, error)
+}
+
+// asyncSaver is a [Checkpointer] that can record a state without making the
+// caller wait: done is called exactly once, without blocking, when the
+// state is durable (nil; a later Load sees it) or could not be saved. The
+// engine saves final states this way, so that a finished agent's goroutine
+// ends at once and its result is delivered from done: a second call would
+// deliver it twice. As with Save, a later save of the same index replaces
+// the state. *checkpoint.Store implements it.
+type asyncSaver interface {
+	SaveAsync(s agent.State, done func(error))
+}
+
+// saveTimeout bounds a checkpoint write made after the run was cancelled.
+const saveTimeout = 5 * time.Second
+
+// loadCheckpoint returns the saved states of job id by input index.
+func (e *Engine) loadCheckpoint(ctx context.Context, id string) (map[int]agent.State, error) {
+	if e.opt.Checkpoint == nil {
+		return nil, nil
+	}
+	states, err := e.opt.Checkpoint.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]agent.State, len(states))
+	for _, st := range states {
+		m[st.Index] = st
+	}
+	return m, nil
+}
+
+// finished reports whether a saved state needs no more work.
+func (e *Engine) finished(st agent.State) bool {
+	return st.Status == agent.StatusDone || (st.Status == agent.StatusFailed && !e.opt.RetryFailed)
+}
+
+// save writes st, surviving a cancelled run: final writes use a context
+// without its cancellation and a short timeout. It returns the save's
+// error, already counted and logged.
+func (e *Engine) save(ctx context.Context, st *agent.State) error {
+	if e.opt.Checkpoint == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	err := e.opt.Checkpoint.Save(ctx, *st)
+	if err != nil {
+		e.saveFailed(ctx, st.JobID, st.Index, err)
+	}
+	return err
+}
+
+// saveFailed counts and logs a failed checkpoint write of agent idx and,
+// under [Config.StopOnCheckpointError], drains the engine.
+func (e *Engine) saveFailed(ctx context.Context, id string, idx int, err error) {
+	e.stats.ckptErrors.Add(1)
+	if e.opt.StopOnCheckpointError {
+		e.Drain()
+		e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: stopping the run",
+			slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
+		return
+	}
+	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
+		slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
+}
+
+// recordOutcome fills st's status and failure from a finished agent's
+// result.
+func recordOutcome(st *agent.State, r job.Result) {
+	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
+	if r.Err == nil {
+		st.Status = agent.StatusDone
+		return
+	}
+	d := job.Describe(r.Err)
+	st.Status = agent.StatusFailed
+	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
+	st.ErrClass = d.Class
+}
+
+// StateResult rebuilds the result of a finished agent from its saved state,
+// as a resumed run and `batchagent export` report it.
+func StateResult(jobID string, st agent.State) job.Result {
+	r := resultOf(st.Index, st.Input, &st)
+	if st.Status == agent.StatusFailed {
+		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
+		cause := job.RestoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
+		r.Err = &job.AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: job.Kind(st.ErrKind), Err: cause}
+		r.Output = nil
+	}
+	return r
+}

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// Counts is a snapshot of an engine's counters; batchagent.Stats
+// documents each.
+type Counts struct {
+	Started, Done, OK, Failed, Restored int64
+	CheckpointErrors                    int64
+	ModelCalls, Turns, ToolCalls        int64
+	Usage                               llm.Usage
+	ByKind                              map[job.Kind]int64
+}
+
+// counters accumulates delivered results.
+type counters struct {
+	started, done, ok atomic.Int64
+	restored          atomic.Int64
+	ckptErrors        atomic.Int64
+	modelCalls, turns atomic.Int64
+	toolCalls         atomic.Int64
+	prompt, compl     atomic.Int64
+	cached            atomic.Int64
+	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
+}
+
+func (c *counters) add(o outcome) {
+	r, p := o.Result, o.prior
+	c.done.Add(1)
+	if o.restored {
+		c.restored.Add(1)
+	}
+	if r.Err == nil {
+		c.ok.Add(1)
+	} else {
+		if i := slices.Index(job.Kinds, job.KindOf(r.Err)); i >= 0 {
+			c.byKind[i].Add(1)
+		}
+	}
+	c.modelCalls.Add(int64(r.ModelCalls - p.modelCalls))
+	c.turns.Add(int64(r.Turns - p.turns))
+	c.toolCalls.Add(int64(r.ToolCalls - p.toolCalls))
+	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
+	c.compl.Add(r.Usage.CompletionTokens - p.usage.CompletionTokens)
+	c.cached.Add(r.Usage.CachedTokens - p.usage.CachedTokens)
+}
+
+// Counts returns a snapshot of the engine's counters. It is safe to call
+// while runs are in progress.
+func (e *Engine) Counts() Counts {
+	c := &e.stats
+	s := Counts{
+		Started:          c.started.Load(),
+		Done:             c.done.Load(),
+		OK:               c.ok.Load(),
+		Restored:         c.restored.Load(),
+		CheckpointErrors: c.ckptErrors.Load(),
+		ModelCalls:       c.modelCalls.Load(),
+		Turns:            c.turns.Load(),
+		ToolCalls:        c.toolCalls.Load(),
+		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
+		ByKind:           map[job.Kind]int64{},
+	}
+	s.Failed = s.Done - s.OK
+	for i, k := range job.Kinds {
+		if n := c.byKind[i].Load(); n > 0 {
+			s.ByKind[k] = n
+		}
+	}
+	return s
+}
+
+// Tools returns the per-tool counters of the specs' pools: first the sums,
+// by tool name, of the specs no longer in use, then those of each live
+// spec.
+func (e *Engine) Tools() []tool.Stats {
+	e.toolsMu.Lock()
+	defer e.toolsMu.Unlock()
+	tools := slices.Clone(e.retiredTools)
+	e.runners.Range(func(_, v any) bool {
+		if pool := v.(*runner).pool; pool != nil {
+			tools = append(tools, pool.Stats()...)
+		}
+		return true
+	})
+	return tools
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
+)
+
+// A gate is one backend's admission, shared by every job of the engine
+// whose Spec names that backend (Model and model name): a sched.Gate fed
+// with what the backend's answers say.
+type gate struct {
+	model llm.Model
+	name  string
+	g     *sched.Gate
+	gated bool // g is consulted for every model call
+	count func(*llm.Request) int
+}
+
+// backendKey is the key of a comparable model's gate.
+type backendKey struct {
+	m    llm.Model
+	name string
+}
+
+// gateOf returns the gate of spec's backend, building it on first use.
+func (e *Engine) gateOf(spec *job.Spec) (*gate, error) {
+	m, name := spec.Model()
+	var key any = backendKey{m, name}
+	if !reflect.TypeOf(m).Comparable() {
+		key = spec // an admission of its own
+	}
+	e.gatesMu.Lock()
+	defer e.gatesMu.Unlock()
+	if g, ok := e.gates[key]; ok {
+		return g, nil
+	}
+	a, err := e.opt.Admission(m, name)
+	if err != nil {
+		return nil, err
+	}
+	a.Gate.Stop, a.Gate.Logger = e.drained, e.log
+	sg, err := sched.NewGate(a.Gate)
+	if err != nil {
+		return nil, err
+	}
+	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count}
+	e.gates[key] = g
+	e.order = append(e.order, g)
+	return g, nil
+}
+
+// GateStats is one backend's admission snapshot.
+type GateStats struct {
+	Model llm.Model
+	Name  string
+	sched.GateStats
+}
+
+// Gates returns a snapshot of each backend's admission, in the order the
+// engine's specs first named them.
+func (e *Engine) Gates() []GateStats {
+	e.gatesMu.Lock()
+	gates := append([]*gate(nil), e.order...)
+	e.gatesMu.Unlock()
+	s := make([]GateStats, len(gates))
+	for i, g := range gates {
+		s[i] = GateStats{Model: g.model, Name: g.name, GateStats: g.g.Stats()}
+	}
+	return s
+}
+
+// classGate is the agent.Gate of one job's agents: the backend's gate, in
+// the job's priority class, each call in the flow its context names.
+type classGate struct {
+	g     *gate
+	class sched.Class
+}
+
+// flowKey is the context key of the scheduling flow of an agent's calls:
+// each run is a flow, and so are each spec's Submits; the flows of a class
+// take turns for the backend's slots.
+type flowKey struct{}
+
+// Acquire waits for the backend's gate. Once the engine drains, the waits
+// for prefix warming and pauses end with agent.ErrStopped.
+func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
+	flow, _ := ctx.Value(flowKey{}).(uint64)
+	tokens := 0
+	if c.g.g.CountsTokens() { // counting re-reads the whole conversation
+		tokens = c.g.count(req)
+	}
+	t, err := c.g.g.Acquire(ctx, c.class, flow, priority, tokens)
+	if errors.Is(err, sched.ErrStopped) {
+		return nil, agent.ErrStopped
+	}
+	if err != nil {
+		return nil, err
+	}
+	return permit{t}, nil
+}
+
+// LastAnswer returns when a call last succeeded or began to get its
+// answer; agents restart their outage clocks after it (agent.AnswerGate).
+func (c *classGate) LastAnswer() time.Time { return c.g.g.LastAnswer() }
+
+// permit is one admitted call.
+type permit struct{ t *sched.Ticket }
+
+// Answering records that the backend began to answer the call (its first
+// streamed event, agent.AnswerPermit).
+func (p permit) Answering() { p.t.Answering() }
+
+// Release frees the slot and tells the gate what the answer says of the
+// backend.
+func (p permit) Release(resp *llm.Response, err error) {
+	o := sched.Outcome{Err: err, Signal: signalOf(err)}
+	if o.Signal == sched.SignalCongested {
+		o.RetryAfter = llm.RetryAfter(err)
+	}
+	if resp != nil {
+		o.Tokens = int(resp.Usage.Total())
+		if rl := resp.RateLimit; rl != nil {
+			o.LimitRequests, o.LimitTokens = rl.LimitRequests, rl.LimitTokens
+		}
+	}
+	p.t.Release(o)
+}
+
+// signalOf maps a model call's error to what it says of the backend.
+func signalOf(err error) sched.Signal {
+	switch {
+	case err == nil:
+		return sched.SignalOK
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return sched.SignalAbandoned // the caller gave up: nothing learnt
+	case errors.Is(err, llm.ErrRateLimited), errors.Is(err, llm.ErrOverloaded):
+		return sched.SignalCongested
+	}
+	if _, ok := errors.AsType[*llm.APIError](err); !ok {
+		return sched.SignalAbandoned // not the backend's answer (a stopped agent, a misuse)
+	}
+	if errors.Is(err, llm.ErrConnection) {
+		return sched.SignalConnection
+	}
+	return sched.SignalFailed
+}
