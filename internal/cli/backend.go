@@ -93,3 +93,13 @@ var schemes = []string{"sim", "sim+http", "openai", "openai+http", "openai+https
 
 // environ reads the process environment.
 var environ = os.Getenv
+
+// backendAddr returns a backend URL as scheme://host:port, without its
+// path, query or user info, which may hold secrets.
+func backendAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(backend URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
+}

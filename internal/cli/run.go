@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
-	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/internal/tokens"
@@ -259,67 +257,6 @@ func removeState(path string) {
 	}
 }
 
-// openOutput opens the results file. A fresh run (plan nil) truncates it.
-// A resumed run keeps the lines already there that plan keeps (see
-// [outputPlan.reconcile]) and appends, returning the indexes those lines
-// hold, so that every input ends with exactly one line.
-func openOutput(path string, plan *outputPlan) (*os.File, map[int]bool, error) {
-	if plan == nil {
-		f, err := os.Create(path)
-		return f, nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	written, err := plan.reconcile(f, path)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, written, nil
-}
-
-// openInputs opens an input file, choosing the format by its extension,
-// and counts its inputs for the progress estimate.
-func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
-	format, err := inputFormatOf(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	in, err := os.Open(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("inputs: %w", err)
-	}
-	r.closers = append(r.closers, namedCloser{"inputs", in})
-	total, err := format.count(in)
-	if err != nil {
-		return nil, 0, fmt.Errorf("inputs: %w", err)
-	}
-	if _, err := in.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, fmt.Errorf("inputs: %w", err)
-	}
-	return format.decode(in, filepath.Base(path)), total, nil
-}
-
-// inputFormat is how an input file is read.
-type inputFormat struct {
-	decode func(io.Reader, string) batchagent.Inputs
-	count  func(io.Reader) (int, error)
-}
-
-// inputFormatOf chooses the format of the input file at path by its
-// extension.
-func inputFormatOf(path string) (inputFormat, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".jsonl", ".ndjson":
-		return inputFormat{batchagent.JSONL, input.CountJSONL}, nil
-	case ".csv":
-		return inputFormat{batchagent.CSV, input.CountCSV}, nil
-	}
-	return inputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
-}
-
 // close closes what the runner opened, once, and returns the errors met,
 // each labelled with what failed.
 func (r *runner) close() error {
@@ -450,40 +387,4 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// runReduce reduces the outputs and writes the final output.
-func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
-	start := time.Now()
-	rr, err := reduce.Outputs(ctx, r.engine, r.spec, outputs, *r.reduce)
-	if err != nil {
-		return err
-	}
-	line := append(append([]byte(nil), rr.Output...), '\n')
-	if r.reduceOut == "" {
-		if _, err := r.stdout.Write(line); err != nil {
-			return fmt.Errorf("reduce output: %w", err)
-		}
-	} else if err := os.WriteFile(r.reduceOut, line, 0o644); err != nil {
-		return fmt.Errorf("reduce output: %w", err)
-	}
-	if !quiet {
-		where := r.reduceOut
-		if where == "" {
-			where = "stdout"
-		}
-		fmt.Fprintf(stderr, "  reduce: %d outputs in %d calls over %d levels (%s) → %s\n", rr.Reduced, rr.Calls, rr.Levels,
-			time.Since(start).Round(time.Millisecond), where)
-	}
-	return nil
-}
-
-// backendAddr returns a backend URL as scheme://host:port, without its
-// path, query or user info, which may hold secrets.
-func backendAddr(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(backend URL that does not parse)"
-	}
-	return u.Scheme + "://" + u.Host
 }

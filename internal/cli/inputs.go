@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/input"
+)
+
+// openInputs opens an input file, choosing the format by its extension,
+// and counts its inputs for the progress estimate.
+func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
+	format, err := inputFormatOf(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	r.closers = append(r.closers, namedCloser{"inputs", in})
+	total, err := format.count(in)
+	if err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, fmt.Errorf("inputs: %w", err)
+	}
+	return format.decode(in, filepath.Base(path)), total, nil
+}
+
+// inputFormat is how an input file is read.
+type inputFormat struct {
+	decode func(io.Reader, string) batchagent.Inputs
+	count  func(io.Reader) (int, error)
+}
+
+// inputFormatOf chooses the format of the input file at path by its
+// extension.
+func inputFormatOf(path string) (inputFormat, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return inputFormat{batchagent.JSONL, input.CountJSONL}, nil
+	case ".csv":
+		return inputFormat{batchagent.CSV, input.CountCSV}, nil
+	}
+	return inputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
+}
