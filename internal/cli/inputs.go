@@ -9,7 +9,30 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/input"
+	"github.com/batchagent/batchagent/internal/config"
 )
+
+// openJobInputs opens the run's inputs, the --inputs flag's file,
+// else the job file's, and checks that the inputs have the fields the
+// task's placeholders name. It returns the inputs' path. Errors name the
+// job file at jobPath.
+func (r *runner) openJobInputs(jobPath string, cj *config.Job, flag string) (string, error) {
+	inPath := cj.Inputs
+	if flag != "" {
+		inPath = flag
+	}
+	if inPath == "" {
+		return "", fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", jobPath)
+	}
+	var err error
+	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
+		return "", err
+	}
+	if err := checkPlaceholders(jobPath, cj.Def.Task, inPath); err != nil {
+		return "", err
+	}
+	return inPath, nil
+}
 
 // openInputs opens an input file, choosing the format by its extension,
 // and counts its inputs for the progress estimate.
