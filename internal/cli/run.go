@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -14,14 +13,6 @@ import (
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/reduce"
 )
-
-// runFlags are the flags of `batchagent run`.
-type runFlags struct {
-	inputs, out, backend, state string
-	ordered, quiet              bool
-	force, retryFailed, noState bool
-	logger                      *slog.Logger // the engine's; nil: silent
-}
 
 // runJob runs the job file at path with the flags f: `batchagent run`.
 func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
