@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 )
@@ -45,6 +46,14 @@ stops at once.`,
 	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	return cmd
+}
+
+// runFlags are the flags of `batchagent run`.
+type runFlags struct {
+	inputs, out, backend, state string
+	ordered, quiet              bool
+	force, retryFailed, noState bool
+	logger                      *slog.Logger // the engine's; nil: silent
 }
 
 // check rejects contradictory flags, naming both. stateSet says whether

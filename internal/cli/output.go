@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/sink"
+)
+
+// openOutput opens the results file. A fresh run (plan nil) truncates it.
+// A resumed run keeps the lines already there that plan keeps (see
+// [outputPlan.reconcile]) and appends, returning the indexes those lines
+// hold, so that every input ends with exactly one line.
+func openOutput(path string, plan *outputPlan) (*os.File, map[int]bool, error) {
+	if plan == nil {
+		f, err := os.Create(path)
+		return f, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	written, err := plan.reconcile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, written, nil
+}
+
+// chooseOutputs sets where the results go: the --out flag's file out, else
+// the job file's; "" or "-" for stdout. Where the job has a reduce step, it
+// sets where that step's output goes too: the job file's reduce output,
+// else beside the results file as NAME.reduce.json, else stdout.
+func (r *runner) chooseOutputs(cj *config.Job, out string) {
+	r.outPath = cj.Output
+	if out != "" {
+		r.outPath = out
+	}
+	if r.outPath == "-" {
+		r.outPath = ""
+	}
+	if red := cj.Reduce; red != nil {
+		rc := red.Config
+		r.reduce = &rc
+		r.reduceOut = red.Output
+		if r.reduceOut == "" && r.outPath != "" {
+			r.reduceOut = strings.TrimSuffix(r.outPath, filepath.Ext(r.outPath)) + ".reduce.json"
+		}
+	}
+}
+
+// planOutput loads the run's saved states, where it has a checkpoint
+// store, and, for a resumed run, checks the inputs at inPath against them
+// and returns which lines of the output stay. Changed inputs are an error
+// unless --force. A fresh run has no plan: nil.
+func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f runFlags) (*outputPlan, error) {
+	var states []agent.State
+	if r.saved != nil {
+		var err error
+		if states, err = r.saved.loadSaved(ctx, r.spec.ID(), r.statePath); err != nil {
+			return nil, err
+		}
+	}
+	if !resumed {
+		return nil, nil
+	}
+	chk, err := checkInputs(inPath, states)
+	if err != nil {
+		return nil, err
+	}
+	if chk.first >= 0 && !f.force {
+		return nil, chk.err(inPath, r.statePath)
+	}
+	return newOutputPlan(states, chk, f.ordered, f.retryFailed), nil
+}
+
+// openResults opens where the results go, the output file (see
+// openOutput; plan is a resumed run's) or else stdout, discards the saved
+// states of the inputs whose lines plan drops, and sets up r's results
+// sink to skip the lines kept.
+func (r *runner) openResults(ctx context.Context, plan *outputPlan, ordered bool) error {
+	var (
+		w       io.Writer = r.stdout
+		written map[int]bool
+	)
+	if r.outPath != "" {
+		of, idx, err := openOutput(r.outPath, plan)
+		if err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		r.closers = append(r.closers, namedCloser{"output", of})
+		w, written = of, idx
+	}
+	if plan != nil {
+		// Their lines are gone: discard the states of changed inputs too.
+		if err := r.saved.forget(ctx, r.spec.ID(), plan.drop); err != nil {
+			return fmt.Errorf("%s: %w", r.statePath, err)
+		}
+	}
+	r.out = sink.NewJSONL(w, ordered)
+	r.out.Skip(written)
+	r.resumedLines = len(written)
+	return nil
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/checkpoint"
+)
+
+// stateFileOf returns the run's checkpoint store: the --state flag's file,
+// else OUT.state.db beside an output file OUT unless --no-state; "" for
+// none.
+func stateFileOf(f runFlags, outPath string) string {
+	statePath := f.state
+	if statePath == "" && outPath != "" && !f.noState {
+		statePath = outPath + ".state.db"
+	}
+	return statePath
+}
+
+// openStore opens the checkpoint store at statePath, where it is set, and
+// has the engine whose settings are cfg save to it (retryFailed: run the
+// failed inputs again). r closes it.
+func (r *runner) openStore(statePath string, retryFailed bool, cfg *batchagent.Config) error {
+	if statePath == "" {
+		return nil
+	}
+	store, err := checkpoint.Open(statePath, checkpoint.Config{})
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	r.closers = append(r.closers, namedCloser{"state", store})
+	r.saved = &savedStore{Store: store}
+	cfg.Checkpoint, cfg.RetryFailed, cfg.StopOnCheckpointError = r.saved, retryFailed, true
+	r.statePath = statePath
+	return nil
+}
+
+// beginRun records the run in its checkpoint store, where it has one, with
+// the fingerprint of the job and of the backend URL, and the number of
+// inputs where known. It reports whether the run resumes one recorded
+// before; force resumes even though the job changed.
+func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool, error) {
+	if r.saved == nil {
+		return false, nil
+	}
+	id := r.spec.ID()
+	fp := r.spec.Fingerprint()
+	fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
+	resumed, err := r.saved.Begin(ctx, id, fp, force)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", r.statePath, err)
+	}
+	if r.total > 0 {
+		// For `batchagent status`: inputs without a state are pending.
+		if err := r.saved.SetInputs(ctx, id, r.total); err != nil {
+			return false, fmt.Errorf("%s: %w", r.statePath, err)
+		}
+	}
+	return resumed, nil
+}
+
+// removeState removes a state file and SQLite's files beside it.
+func removeState(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Remove(p) // best effort: the invocation is failing already
+	}
+}
