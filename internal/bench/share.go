@@ -116,6 +116,33 @@ func runShareScenario(ctx context.Context, scenario string, opt Options, w io.Wr
 	return []Report{rep.Report}, nil
 }
 
+// slotEngine returns a simulated model whose calls take latency and an
+// engine that admits slots of them at once.
+func slotEngine(latency time.Duration, slots int, seed uint64) (*sim.Model, *batchagent.Engine, error) {
+	m, err := sim.New(sim.Config{Latency: latency, Seed: seed})
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{MaxInflight: slots, FixedInflight: true}})
+	return m, e, err
+}
+
+// fill sets the fields every scenario reports for n agents run in wall
+// on slots slots whose calls take latency: the ideal is that many rounds
+// of one call each.
+func (r *ShareReport) fill(scenario string, n int, wall, latency time.Duration, slots int, e *batchagent.Engine, cpu0 time.Duration) {
+	r.Scenario, r.Mode, r.N = scenario, "engine", n
+	r.WallS = round(wall.Seconds(), 3)
+	ideal := time.Duration(math.Ceil(float64(n)/float64(slots))) * latency
+	r.IdealS = round(ideal.Seconds(), 3)
+	r.Ratio = round(wall.Seconds()/ideal.Seconds(), 2)
+	r.AgentsPerS = round(float64(n)/wall.Seconds(), 0)
+	r.LLMCalls = e.Stats().ModelCalls
+	r.MaxInflight = slots
+	r.PeakRSSMB = round(peakRSSMB(), 1)
+	r.CPUS = round((cpuTime() - cpu0).Seconds(), 3)
+}
+
 // runSubmit submits n agents (default 10,000) to one engine, whose model
 // calls take submitLatency, then measures submitMeasured more Submit calls
 // while they are in flight, and waits for every result.
@@ -123,11 +150,7 @@ func runSubmit(ctx context.Context, n int, seed uint64) (ShareReport, error) {
 	if n == 0 {
 		n = submitInFlight
 	}
-	m, err := sim.New(sim.Config{Latency: submitLatency, Seed: seed})
-	if err != nil {
-		return ShareReport{}, err
-	}
-	e, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{MaxInflight: submitSlots, FixedInflight: true}})
+	m, e, err := slotEngine(submitLatency, submitSlots, seed)
 	if err != nil {
 		return ShareReport{}, err
 	}
@@ -165,18 +188,7 @@ func runSubmit(ctx context.Context, n int, seed uint64) (ShareReport, error) {
 	}
 	wall := time.Since(start)
 	slices.Sort(lat)
-	r.Scenario, r.Mode, r.N = "submit", "engine", len(handles)
-	r.WallS = round(wall.Seconds(), 3)
-	// Every call waits its turn in submitSlots slots: the ideal is that
-	// many rounds of one call each.
-	ideal := time.Duration(math.Ceil(float64(len(handles))/submitSlots)) * submitLatency
-	r.IdealS = round(ideal.Seconds(), 3)
-	r.Ratio = round(wall.Seconds()/ideal.Seconds(), 2)
-	r.AgentsPerS = round(float64(len(handles))/wall.Seconds(), 0)
-	r.LLMCalls = e.Stats().ModelCalls
-	r.MaxInflight = submitSlots
-	r.PeakRSSMB = round(peakRSSMB(), 1)
-	r.CPUS = round((cpuTime() - cpu0).Seconds(), 3)
+	r.fill("submit", len(handles), wall, submitLatency, submitSlots, e, cpu0)
 	r.SubmitP50US = ptr(round(quantile(lat, 0.5), 1))
 	r.SubmitP99US = ptr(round(quantile(lat, 0.99), 1))
 	r.SubmitMaxUS = ptr(round(lat[len(lat)-1], 1))
@@ -190,11 +202,7 @@ func runShare(ctx context.Context, n int, seed uint64) (ShareReport, error) {
 	if n == 0 {
 		n = shareN
 	}
-	m, err := sim.New(sim.Config{Latency: shareLatency, Seed: seed})
-	if err != nil {
-		return ShareReport{}, err
-	}
-	e, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{MaxInflight: shareSlots, FixedInflight: true}})
+	m, e, err := slotEngine(shareLatency, shareSlots, seed)
 	if err != nil {
 		return ShareReport{}, err
 	}
@@ -271,16 +279,7 @@ func runShare(ctx context.Context, n int, seed uint64) (ShareReport, error) {
 	}
 	slices.Sort(waits)
 	a, b := walls[0].Seconds(), walls[1].Seconds()
-	r.Scenario, r.Mode, r.N = "share", "engine", 2*n+len(handles)
-	r.WallS = round(wall.Seconds(), 3)
-	ideal := time.Duration(math.Ceil(float64(r.N)/shareSlots)) * shareLatency
-	r.IdealS = round(ideal.Seconds(), 3)
-	r.Ratio = round(wall.Seconds()/ideal.Seconds(), 2)
-	r.AgentsPerS = round(float64(r.N)/wall.Seconds(), 0)
-	r.LLMCalls = e.Stats().ModelCalls
-	r.MaxInflight = shareSlots
-	r.PeakRSSMB = round(peakRSSMB(), 1)
-	r.CPUS = round((cpuTime() - cpu0).Seconds(), 3)
+	r.fill("share", 2*n+len(handles), wall, shareLatency, shareSlots, e, cpu0)
 	r.JobAWallS, r.JobBWallS = ptr(round(a, 3)), ptr(round(b, 3))
 	r.JobGap = ptr(round(math.Abs(a-b)/max(a, b), 4))
 	r.InteractiveWaitP50S = ptr(round(quantile(waits, 0.5), 4))
