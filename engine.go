@@ -5,6 +5,8 @@ import (
 	"iter"
 
 	"github.com/batchagent/batchagent/internal/engine"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
 )
 
 // ErrShutdown is the cause of the results of work an engine refused or
@@ -106,4 +108,17 @@ func Run(ctx context.Context, spec *Spec, inputs Inputs) ([]Result, error) {
 func Stream(ctx context.Context, spec *Spec, inputs Inputs) (iter.Seq[Result], error) {
 	e, _ := New(Config{}) // the zero Config is valid
 	return e.Stream(ctx, spec, inputs)
+}
+
+// Call sends one model request to backend b through b's admission in
+// class, without an agent loop, and yields the answer's events as they
+// come: streamed when b.Model is an llm.Streamer, else built from its
+// whole response (text, each tool call, usage, end). It is the gateway's
+// passthrough: the adaptive limit, rate budgets, backpressure and the
+// priority class apply as to agents' calls. req.Model defaults to b.Name.
+// A failure ends the sequence with its error; nothing is retried.
+// Stopping the iteration abandons the call and frees its slot. After
+// Shutdown the sequence yields [ErrShutdown].
+func (e *Engine) Call(ctx context.Context, b Backend, class Priority, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return e.core.Call(ctx, b.Model, b.Name, sched.Class(class), req)
 }

@@ -75,6 +75,9 @@ type Engine struct {
 	seq   atomic.Int64  // Submit's sequence numbers
 	flows atomic.Uint64 // scheduling flows handed out: one per run and per runner
 
+	callFlowsOnce sync.Once
+	callFlows     [2]uint64 // the flow of Call's requests, by class
+
 	draining  atomic.Bool   // Drain was called
 	drained   chan struct{} // closed by Drain: waits between and before model calls end
 	drainOnce sync.Once

@@ -32,9 +32,16 @@ type backendKey struct {
 // gateOf returns the gate of spec's backend, building it on first use.
 func (e *Engine) gateOf(spec *job.Spec) (*gate, error) {
 	m, name := spec.Model()
+	return e.gateFor(m, name, spec)
+}
+
+// gateFor returns the gate of the backend m serves under name, building
+// it on first use; own keys the gate of an incomparable m, which cannot
+// be shared (nil: a gate of its own, not kept).
+func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 	var key any = backendKey{m, name}
 	if !reflect.TypeOf(m).Comparable() {
-		key = spec // an admission of its own
+		key = own
 	}
 	e.gatesMu.Lock()
 	defer e.gatesMu.Unlock()
@@ -51,8 +58,10 @@ func (e *Engine) gateOf(spec *job.Spec) (*gate, error) {
 		return nil, err
 	}
 	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count}
-	e.gates[key] = g
-	e.order = append(e.order, g)
+	if key != nil {
+		e.gates[key] = g
+		e.order = append(e.order, g)
+	}
 	return g, nil
 }
 
