@@ -251,7 +251,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		if r.cfg.Stop != nil && r.cfg.Stop() {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
-		resp, err := r.generate(ctx, st)
+		resp, err := r.observedGenerate(ctx, st)
 		if err != nil {
 			return &Error{Op: "generate", Turn: st.Turns, Err: err}
 		}
@@ -292,9 +292,25 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 			return &Error{Op: "validate", Turn: turn, Err: err}
 		}
 		st.Corrections++
-		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: schema.Feedback(verr)})
+		feedback := schema.Feedback(verr)
+		if o := observerOf(ctx); o != nil {
+			o.Retry(ctx, turn, feedback)
+		}
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: feedback})
 		r.turnDone(ctx, st)
 	}
+}
+
+// observedGenerate is generate, watched by the context's Observer.
+func (r *Runner) observedGenerate(ctx context.Context, st *State) (*llm.Response, error) {
+	o := observerOf(ctx)
+	if o == nil {
+		return r.generate(ctx, st)
+	}
+	ctx, end := o.Turn(ctx, st.Turns)
+	resp, err := r.generate(ctx, st)
+	end(resp, err)
+	return resp, err
 }
 
 // answer returns the output of a final answer: its text as a JSON string
@@ -445,6 +461,11 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		err   error
 		first time.Time
 	)
+	if o := observerOf(ctx); o != nil {
+		var end func(*llm.Response, error)
+		ctx, end = o.ModelCall(ctx, st.Turns, req)
+		defer func() { end(resp, err) }()
+	}
 	if r.stream != nil {
 		ap, _ := permit.(AnswerPermit)
 		resp, first, err = r.consume(ctx, req, ap)
@@ -499,9 +520,19 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall) 
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
+	o := observerOf(ctx)
+	turn := st.Turns - 1
 	run := func(i int) {
 		c := calls[i]
-		content, err := r.callTool(ctx, c)
+		tctx := ctx
+		var end func(string, error)
+		if o != nil {
+			tctx, end = o.Tool(ctx, turn, c)
+		}
+		content, err := r.callTool(tctx, c)
+		if end != nil {
+			end(content, err)
+		}
 		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
 		if err != nil {
 			results[i].IsError = true
