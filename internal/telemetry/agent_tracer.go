@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -97,7 +98,9 @@ func NewAgentTracer(tp trace.TracerProvider) *AgentTracer {
 
 // Agent starts the span of one agent, agent index of job, and returns the
 // context to run it under (t watching it, as by [agent.WithObserver]) and
-// the function to call once with its result.
+// the function to call once with its result. To watch the agent with
+// another Observer as well, set [agent.WithObserver] on the returned
+// context with [Join] of both.
 func (t *AgentTracer) Agent(ctx context.Context, job string, index int) (context.Context, func(batchagent.Result)) {
 	ctx, span := t.tracer.Start(ctx, "agent "+job, trace.WithAttributes(
 		attribute.String(AttrSpanKind, KindAgent),
@@ -240,4 +243,57 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
+}
+
+// Join returns an Observer that passes every event to each of obs in
+// order: a gateway's progress stream and a tracer watching one agent. The
+// context each returns is given to the next, so the last one's context
+// holds what all of them put in it (the tracer's span, say); the end
+// functions are called in the reverse order.
+func Join(obs ...agent.Observer) agent.Observer {
+	return joined(slices.Clone(obs))
+}
+
+type joined []agent.Observer
+
+func (j joined) Turn(ctx context.Context, turn int) (context.Context, func(*llm.Response, error)) {
+	ends := make([]func(*llm.Response, error), len(j))
+	for i, o := range j {
+		ctx, ends[i] = o.Turn(ctx, turn)
+	}
+	return ctx, func(resp *llm.Response, err error) {
+		for _, end := range slices.Backward(ends) {
+			end(resp, err)
+		}
+	}
+}
+
+func (j joined) ModelCall(ctx context.Context, turn int, req *llm.Request) (context.Context, func(*llm.Response, error)) {
+	ends := make([]func(*llm.Response, error), len(j))
+	for i, o := range j {
+		ctx, ends[i] = o.ModelCall(ctx, turn, req)
+	}
+	return ctx, func(resp *llm.Response, err error) {
+		for _, end := range slices.Backward(ends) {
+			end(resp, err)
+		}
+	}
+}
+
+func (j joined) Tool(ctx context.Context, turn int, call llm.ToolCall) (context.Context, func(string, error)) {
+	ends := make([]func(string, error), len(j))
+	for i, o := range j {
+		ctx, ends[i] = o.Tool(ctx, turn, call)
+	}
+	return ctx, func(result string, err error) {
+		for _, end := range slices.Backward(ends) {
+			end(result, err)
+		}
+	}
+}
+
+func (j joined) Retry(ctx context.Context, turn int, feedback string) {
+	for _, o := range j {
+		o.Retry(ctx, turn, feedback)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +16,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -205,5 +210,106 @@ func TestAgentTracerCapsAndErrors(t *testing.T) {
 	spans = exp.GetSpans()
 	if len(spans) != 1 || attrs(spans[0])[telemetry.AttrKind] != "timeout" || spans[0].Status.Code != codes.Error {
 		t.Errorf("failed agent's spans %+v, want one with batchagent.kind timeout and status Error", spans)
+	}
+}
+
+// turnCounter is an Observer counting turns and noting the name of the
+// span its context holds.
+type turnCounter struct {
+	mu      sync.Mutex // protects parents, retries
+	parents []string   // the span of each Turn's and Tool's context
+	retries int
+}
+
+func (c *turnCounter) note(ctx context.Context) {
+	name := ""
+	if s, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
+		name = s.Name()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.parents = append(c.parents, name)
+}
+
+func (c *turnCounter) Turn(ctx context.Context, turn int) (context.Context, func(*llm.Response, error)) {
+	c.note(ctx)
+	return ctx, func(*llm.Response, error) {}
+}
+
+func (c *turnCounter) ModelCall(ctx context.Context, turn int, req *llm.Request) (context.Context, func(*llm.Response, error)) {
+	return ctx, func(*llm.Response, error) {}
+}
+
+func (c *turnCounter) Tool(ctx context.Context, turn int, call llm.ToolCall) (context.Context, func(string, error)) {
+	c.note(ctx)
+	return ctx, func(string, error) {}
+}
+
+func (c *turnCounter) Retry(ctx context.Context, turn int, feedback string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retries++
+}
+
+// TestJoinAndRetries runs an agent whose answers are always invalid under
+// Join(tracer, counter): the tracer records each correction as an event on
+// the agent's span and fails it as a validation failure; the counter sees
+// every turn, inside the tracer's span.
+func TestJoinAndRetries(t *testing.T) {
+	tp, exp := newProvider(t)
+	tracer := telemetry.NewAgentTracer(tp)
+	counter := &turnCounter{}
+	model, err := sim.New(sim.Config{Seed: 1, ToolTurns: -1, InvalidRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{ID: "strict", Model: model, Task: "rate {x}",
+		OutputSchema: json.RawMessage(ratingSchema), MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := batchagent.New(batchagent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, end := tracer.Agent(t.Context(), "strict", 0)
+	ctx = agent.WithObserver(ctx, telemetry.Join(tracer, counter))
+	r, err := engine.Submit(ctx, spec, batchagent.Input{"x": "y"}).Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	end(r)
+	if batchagent.KindOf(r.Err) != batchagent.KindValidation {
+		t.Fatalf("result error %v, want a validation failure", r.Err)
+	}
+	want := "agent strict (AGENT)\n" + strings.Repeat("  turn N (CHAIN)\n    model call (LLM)\n", 3)
+	got := regexp.MustCompile(`turn \d`).ReplaceAllString(tree(exp.GetSpans()), "turn N")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("span tree (-want +got):\n%s", diff)
+	}
+	var agentSpan tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "agent strict" {
+			agentSpan = s
+		}
+	}
+	var retries []int64
+	for _, e := range agentSpan.Events {
+		if e.Name == "validation retry" {
+			for _, a := range e.Attributes {
+				if a.Key == telemetry.AttrTurn {
+					retries = append(retries, a.Value.AsInt64())
+				}
+			}
+		}
+	}
+	if !slices.Equal(retries, []int64{0, 1}) || counter.retries != 2 {
+		t.Errorf("retry events at turns %v, counter saw %d; want turns [0 1] and 2", retries, counter.retries)
+	}
+	if a := attrs(agentSpan); a[telemetry.AttrKind] != "validation" || agentSpan.Status.Code != codes.Error {
+		t.Errorf("agent span kind %v, status %v; want validation, Error", a[telemetry.AttrKind], agentSpan.Status)
+	}
+	if want := []string{"turn 0", "turn 1", "turn 2"}; !slices.Equal(counter.parents, want) {
+		t.Errorf("the joined observer's turn contexts hold spans %q, want %q (the tracer's, which comes first)", counter.parents, want)
 	}
 }
