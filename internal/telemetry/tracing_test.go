@@ -38,7 +38,8 @@ func TestSetupTracingOffStartsNothing(t *testing.T) {
 	if _, ok := tp.(noop.TracerProvider); !ok {
 		t.Errorf("SetupTracing without OTEL_* = %T, want noop.TracerProvider", tp)
 	}
-	if after := runtime.NumGoroutine(); after != before {
+	// Goroutines of earlier tests may still be ending: fewer is fine.
+	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("goroutines %d before SetupTracing, %d after: want none started", before, after)
 	}
 	if err := shutdown(t.Context()); err != nil {
