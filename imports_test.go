@@ -34,6 +34,9 @@ func TestImportRules(t *testing.T) {
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/sink":       {""},
+		// Metrics over the engine's Stats and results; spans from the
+		// agent's Observer.
+		"internal/telemetry": {"", "agent", "llm"},
 		// The command's own packages may import any package but each other
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
@@ -43,7 +46,7 @@ func TestImportRules(t *testing.T) {
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/tokens", "job", "llm", "reduce", "tool", "tool/mcptool"},
+			"internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent"
 )
 
 func (a *app) runCommand() *cobra.Command {
@@ -21,7 +23,11 @@ With an output file, progress is checkpointed in a SQLite state file
 (OUT.state.db unless --state names another): running the same command again
 resumes, keeping the finished inputs and continuing the unfinished agents.
 The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
-stops at once.`,
+stops at once.
+
+--metrics-addr serves Prometheus metrics while the job runs. Traces go to an
+OpenTelemetry collector when the standard OTEL_* variables name one
+(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.`,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
   batchagent run job.yaml --out results.jsonl --retry-failed`,
@@ -45,6 +51,8 @@ stops at once.`,
 	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
 	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
+	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
 	return cmd
 }
 
@@ -53,7 +61,10 @@ type runFlags struct {
 	inputs, out, backend, state string
 	ordered, quiet              bool
 	force, retryFailed, noState bool
-	logger                      *slog.Logger // the engine's; nil: silent
+	logger                      *slog.Logger            // the engine's; nil: silent
+	metricsAddr                 string                  // --metrics-addr: where to serve /metrics; "": nowhere
+	traceContent                bool                    // --trace-content: prompt and answer text in spans
+	onResult                    batchagent.OnResultFunc // the engine's OnResult: the run's metrics; nil: none
 }
 
 // check rejects contradictory flags, naming both. stateSet says whether

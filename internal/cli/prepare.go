@@ -48,6 +48,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
+	cfg.OnResult = f.onResult // the run's metrics, if any
 	if r.spec, err = r.buildSpec(path, cj, model); err != nil {
 		return nil, err
 	}

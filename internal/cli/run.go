@@ -16,13 +16,29 @@ import (
 
 // runJob runs the job file at path with the flags f: `batchagent run`.
 func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
+	tel, err := startTelemetry(ctx, f) // --metrics-addr and OTEL_* tracing: see telemetry.go
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := tel.stop(ctx); err != nil {
+			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+		}
+	}()
+	f.onResult = tel.onResult()
 	r, err := prepare(ctx, path, f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
 	}
 	defer func() { _ = r.close() }() // a no-op once run has closed and reported
-	return r.run(ctx, f.quiet, stderr)
+	runCtx, err := tel.serve(ctx, r.name, r.engine, f.quiet, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	return r.run(runCtx, f.quiet, stderr)
 }
 
 // runner is a prepared `batchagent run`: engine, inputs and output.
