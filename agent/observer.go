@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -30,7 +31,19 @@ type Observer interface {
 	Retry(ctx context.Context, turn int, feedback string)
 }
 
+// Scope is an Observer that also sees each agent begin and end: an engine
+// running agents under a context whose Observer is a Scope calls Agent as
+// each agent starts (index is its input's) and end once with its result;
+// the agent then runs under the context Agent returns.
+type Scope interface {
+	Observer
+	Agent(ctx context.Context, jobID string, index int) (context.Context, func(job.Result))
+}
+
 type observerKey struct{}
+
+// ObserverFrom returns the Observer set on ctx with WithObserver, or nil.
+func ObserverFrom(ctx context.Context) Observer { return observerOf(ctx) }
 
 // WithObserver returns ctx with o watching the agent run under it.
 func WithObserver(ctx context.Context, o Observer) context.Context {

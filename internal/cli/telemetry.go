@@ -96,8 +96,9 @@ func (t *runTelemetry) serve(ctx context.Context, job string, e *batchagent.Engi
 	if !t.tracing {
 		return ctx, nil
 	}
-	// The engine runs every agent of the job under one context: their
-	// turns, model and tool calls nest under the run's span.
+	// The engine runs every agent of the job under this context: the
+	// tracer is an agent.Scope, so each agent gets its span under the
+	// run's, and its turns, model and tool calls nest under that.
 	ctx, t.span = t.tp.Tracer(telemetry.TracerName).Start(ctx, "run "+job, trace.WithAttributes(
 		attribute.String(telemetry.AttrSpanKind, telemetry.KindChain),
 		attribute.String(telemetry.AttrJob, job),

@@ -65,8 +65,8 @@ func tree(spans tracetest.SpanStubs) string {
 	return b.String()
 }
 
-// runTraced runs one agent of newSpec under tracer's agent span, and
-// returns its result and the spans recorded.
+// runTraced runs one agent of newSpec watched by a tracer, and returns its
+// result and the spans recorded.
 func runTraced(t *testing.T, content bool) (batchagent.Result, tracetest.SpanStubs, string) {
 	t.Helper()
 	tp, exp := newProvider(t)
@@ -78,12 +78,12 @@ func runTraced(t *testing.T, content bool) (batchagent.Result, tracetest.SpanStu
 	}
 	var args atomic.Value
 	spec := newSpec(t, &args)
-	ctx, end := tracer.Agent(t.Context(), "review", 0)
+	// The tracer is an agent.Scope: the engine opens the agent's span.
+	ctx := agent.WithObserver(t.Context(), tracer)
 	r, err := engine.Submit(ctx, spec, batchagent.Input{"product": "kettle"}).Wait(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	end(r)
 	if r.Err != nil {
 		t.Fatalf("agent: %v", r.Err)
 	}
