@@ -54,6 +54,9 @@ func TestImportRules(t *testing.T) {
 		// Satellite packages are built on the root's public API; the root
 		// never imports them.
 		"reduce": {""},
+		// The gateway serves the engine (and agents' progress through
+		// agent.Observer) over OpenAI's wire format.
+		"server": {"", "agent", "llm"},
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
