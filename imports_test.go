@@ -43,7 +43,7 @@ func TestImportRules(t *testing.T) {
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/tokens", "job", "llm", "reduce", "tool", "tool/mcptool"},
+			"internal/tokens", "job", "llm", "reduce", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value
