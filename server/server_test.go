@@ -496,7 +496,7 @@ func openaiBackend(t *testing.T, url string, key llm.Secret) *backendopenai.Mode
 // TestDisconnect: a client that leaves mid-stream stops the upstream
 // request (the simulator's sequence leaves its batch) and frees the slot.
 func TestDisconnect(t *testing.T) {
-	up, url := simHTTP(t, simhttp.Config{Model: sim.Config{Seed: 1, ToolTurns: -1}, DecodeStep: 50 * time.Millisecond, PrefillPerToken: time.Microsecond})
+	up, url := simHTTP(t, simhttp.Config{Model: sim.Config{Seed: 1, ToolTurns: -1}, DecodeStep: 20 * time.Millisecond, PrefillPerToken: time.Microsecond})
 	g := newGateway(t, server.Config{Backends: map[string]batchagent.Backend{"sim": {Model: openaiBackend(t, url, ""), Name: "sim"}}})
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -515,6 +515,9 @@ func TestDisconnect(t *testing.T) {
 	if s := up.Stats(); s.Running != 1 {
 		t.Fatalf("upstream running = %d mid-stream, want 1", s.Running)
 	}
+	if n := g.engine.Stats().Inflight; n != 1 {
+		t.Fatalf("engine Inflight = %d mid-stream, want 1 (the call holds a slot)", n)
+	}
 	left := time.Now()
 	cancel()
 	stream.Close()
@@ -524,6 +527,8 @@ func TestDisconnect(t *testing.T) {
 	}
 	if took := time.Since(left); up.Stats().Running != 0 || took > 100*time.Millisecond {
 		t.Errorf("upstream still running %v after the disconnect (running %d), want stopped within 100ms", took, up.Stats().Running)
+	} else {
+		t.Logf("upstream stopped %v after the disconnect", took)
 	}
 	for g.engine.Stats().Inflight != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
