@@ -40,7 +40,7 @@ type gateway struct {
 
 // newGateway starts a gateway over cfg (its Engine filled in when nil)
 // and stops it when the test ends.
-func newGateway(t *testing.T, cfg server.Config) *gateway {
+func newGateway(t testing.TB, cfg server.Config) *gateway {
 	t.Helper()
 	if cfg.Engine == nil {
 		e, err := batchagent.New(batchagent.Config{})
@@ -469,7 +469,7 @@ func TestModelsHealthReady(t *testing.T) {
 
 // simHTTP starts the HTTP simulator with cfg and returns its URL and the
 // server.
-func simHTTP(t *testing.T, cfg simhttp.Config) (*simhttp.Server, string) {
+func simHTTP(t testing.TB, cfg simhttp.Config) (*simhttp.Server, string) {
 	t.Helper()
 	srv, err := simhttp.New(cfg)
 	if err != nil {
@@ -484,7 +484,7 @@ func simHTTP(t *testing.T, cfg simhttp.Config) (*simhttp.Server, string) {
 }
 
 // openaiBackend is our openai client pointed at an OpenAI-compatible URL.
-func openaiBackend(t *testing.T, url string, key llm.Secret) *backendopenai.Model {
+func openaiBackend(t testing.TB, url string, key llm.Secret) *backendopenai.Model {
 	t.Helper()
 	m, err := backendopenai.New(backendopenai.Config{BaseURL: url + "/v1", Flavor: backendopenai.FlavorSim, APIKey: key})
 	if err != nil {
