@@ -39,7 +39,8 @@
 // [Event]: a turn beginning, a tool call with its arguments, a tool's
 // result summary or error, a correction sent back to the model. The
 // agent's answer then streams as content (its JSON when the agent has an
-// output schema) and the usage is the sum over every turn. A non-streamed
+// output schema) and the usage is the sum over every turn, with its
+// "cost" when [Config.Prices] prices the model. A non-streamed
 // answer carries the steps under "reasoning_content" and
 // "batchagent_events" of its message.
 //

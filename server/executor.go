@@ -69,6 +69,7 @@ type executor struct {
 	input        string // the span's input: the last user message
 	tracer       Tracer
 	recorder     Recorder
+	price        *Price // nil: no cost in the usage
 
 	// Filled while executing.
 	content   strings.Builder // the assistant's content, from chunkText only
@@ -258,7 +259,7 @@ func (x *executor) endStream() error {
 	if x.includeUsage {
 		sc := x.chunkHead()
 		sc.Choices = []streamChoice{}
-		sc.Usage = newWireUsage(x.usage)
+		sc.Usage = x.wireUsage()
 		b, _ := json.Marshal(sc)
 		x.buf.WriteString("data: ")
 		x.buf.Write(b)
@@ -290,7 +291,7 @@ func (x *executor) writeCompletion() error {
 	b, _ := json.Marshal(completion{
 		ID: x.id, Object: "chat.completion", Created: x.created, Model: x.model,
 		Choices: []wireChoice{{Message: msg, FinishReason: string(resp.FinishReason)}},
-		Usage:   newWireUsage(x.usage),
+		Usage:   x.wireUsage(),
 	})
 	x.w.Header().Set("Content-Type", "application/json")
 	x.wrote = true
@@ -298,4 +299,14 @@ func (x *executor) writeCompletion() error {
 		return errClientGone
 	}
 	return nil
+}
+
+// wireUsage is the answer's usage, with its cost when a price is set.
+func (x *executor) wireUsage() *wireUsage {
+	u := newWireUsage(x.usage)
+	if x.price != nil {
+		c := x.price.cost(x.usage)
+		u.Cost = &c
+	}
+	return u
 }

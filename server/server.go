@@ -53,6 +53,28 @@ type Tracer interface {
 	Request(ctx context.Context, model, input string) (context.Context, func(output string, usage llm.Usage, err error))
 }
 
+// Price is what a model's tokens cost, in any currency, per million
+// tokens.
+type Price struct {
+	// Input is the price of a million prompt tokens not served from the
+	// backend's cache.
+	Input float64
+	// CachedInput is the price of a million cached prompt tokens. Zero
+	// means Input.
+	CachedInput float64
+	// Output is the price of a million completion tokens.
+	Output float64
+}
+
+// cost returns the cost of u at p.
+func (p Price) cost(u llm.Usage) float64 {
+	cached := p.CachedInput
+	if cached == 0 {
+		cached = p.Input
+	}
+	return (float64(u.PromptTokens-u.CachedTokens)*p.Input + float64(u.CachedTokens)*cached + float64(u.CompletionTokens)*p.Output) / 1e6
+}
+
 // Config configures a [Server].
 type Config struct {
 	// Engine runs the model calls and the agents. Required.
@@ -77,6 +99,10 @@ type Config struct {
 	// ReadyTimeout bounds the backend probes of GET /ready. Defaults to
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Prices maps model names (a backend's, or "agent:NAME") to what
+	// their tokens cost: the usage of their answers then carries "cost".
+	// Defaults to none: no cost.
+	Prices map[string]Price
 	// Logger receives a Debug line per request (route, model, status,
 	// duration, key name) and Warn lines for failures. Keys and prompt
 	// text are never logged. Defaults to none: silent.
@@ -287,6 +313,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		id: requestID(), model: cr.Model, created: start.Unix(),
 		stream: cr.Stream, includeUsage: cr.includeUsage(), input: input,
 		tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
+	}
+	if p, ok := s.cfg.Prices[cr.Model]; ok {
+		x.price = &p
 	}
 	if err := x.execute(ctx, m); err != nil {
 		status = errorOf(err).status

@@ -306,7 +306,8 @@ func TestAgentMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	g := newGateway(t, server.Config{Agents: map[string]*batchagent.Spec{"reviewer": spec}, Recorder: rec})
+	g := newGateway(t, server.Config{Agents: map[string]*batchagent.Spec{"reviewer": spec}, Recorder: rec,
+		Prices: map[string]server.Price{"agent:reviewer": {Input: 1, Output: 2}}})
 	c := g.client("")
 
 	p := userParams("agent:reviewer", "hello world")
@@ -366,6 +367,11 @@ func TestAgentMode(t *testing.T) {
 	}
 	if usage.PromptTokens != res[0].Usage.PromptTokens || usage.CompletionTokens != res[0].Usage.CompletionTokens || usage.PromptTokens == 0 {
 		t.Errorf("usage chunk %+v, want the sum of both turns %+v", usage, res[0].Usage)
+	}
+	var cost float64
+	if err := json.Unmarshal([]byte(usage.JSON.ExtraFields["cost"].Raw()), &cost); err != nil ||
+		cost != float64(res[0].Usage.PromptTokens+2*res[0].Usage.CompletionTokens)/1e6 {
+		t.Errorf("usage cost = %v (%v), want (prompt + 2 × completion) / 1e6 for %+v", cost, err, res[0].Usage)
 	}
 
 	// Not streamed: the same answer shape, the steps in the message.

@@ -123,6 +123,9 @@ type wireUsage struct {
 	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	// Cost is the usage's cost at the model's configured price (as
+	// OpenRouter reports it); absent without a price.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 func newWireUsage(u llm.Usage) *wireUsage {

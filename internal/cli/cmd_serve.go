@@ -192,13 +192,17 @@ func openGateway(ctx context.Context, sc *config.Serve, logger *slog.Logger, get
 		}
 		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM})
 	}
+	prices := map[string]server.Price{}
+	for _, p := range sc.Prices {
+		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
+	}
 	engine, err := batchagent.New(batchagent.Config{Backends: admission, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
 	g.srv, err = server.New(server.Config{
 		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
-		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Logger: logger,
+		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

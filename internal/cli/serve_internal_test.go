@@ -68,6 +68,9 @@ func TestServeExample(t *testing.T) {
 	if err := json.Unmarshal([]byte(msg["content"].(string)), &findings); err != nil || findings.Risk == "" {
 		t.Errorf("agent:reviewer content %v, want the findings JSON (%v)", msg["content"], err)
 	}
+	if cost, _ := out["usage"].(map[string]any)["cost"].(float64); cost <= 0 {
+		t.Errorf("agent:reviewer usage %v, want a cost (the example prices the agent)", out["usage"])
+	}
 	if events, _ := msg["batchagent_events"].([]any); len(events) < 3 {
 		t.Errorf("agent:reviewer events %v, want turns and the read_file call", msg["batchagent_events"])
 	}

@@ -41,6 +41,8 @@ const DefaultServeAddr = "127.0.0.1:8080"
 //	  reviewer:                    # served as model "agent:reviewer"
 //	    backend: sim://?seed=1     # the keys of a job file
 //	    task: "Review: {input}"
+//	prices:                        # per million tokens: usage then has "cost"
+//	  agent:reviewer: {input: 0.15, cached_input: 0.075, output: 0.6}
 //
 // An agent is a job file's keys (inputs, output and reduce aside, which a
 // gateway does not use); an agent whose backend URL and model equal a
@@ -58,6 +60,10 @@ type Serve struct {
 	Keys []ServeKey
 	// Agents are the agents served, in file order.
 	Agents []ServeAgent
+	// Prices are the prices of models (a backend's name, or
+	// "agent:NAME"), per million tokens, in file order. Empty means no
+	// cost is reported.
+	Prices []ServePrice
 	// Dir is the absolute directory of the file; Path the file as given.
 	Dir, Path string
 }
@@ -116,6 +122,40 @@ func (k *ServeKey) keys() keys {
 	}
 }
 
+// ServePrice is the price of one model's tokens, per million.
+type ServePrice struct {
+	// Model is the model name clients ask for (the key in the file).
+	Model string
+	// Input, CachedInput and Output are the prices of a million uncached
+	// prompt, cached prompt and completion tokens. CachedInput defaults to
+	// Input.
+	Input, CachedInput, Output float64
+}
+
+func (p *ServePrice) keys() keys {
+	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}}
+}
+
+// servePrices decodes the prices mapping, in file order.
+type servePrices struct{ s *Serve }
+
+func (f servePrices) decode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "expected a mapping of model names to prices, got %s", describe(n))
+		return
+	}
+	for _, e := range d.entries(n, path) {
+		p := ServePrice{Model: e.key.Value}
+		d.into(e.value, join(path, e.key.Value), &p)
+		if p.Input < 0 || p.CachedInput < 0 || p.Output < 0 {
+			d.report(e.value, join(path, e.key.Value), "negative price")
+		}
+		f.s.Prices = append(f.s.Prices, p)
+	}
+}
+
+func (f servePrices) encode() (any, error) { return nil, nil }
+
 // ServeAgent is one agent of a serve file.
 type ServeAgent struct {
 	// Name is the agent's name: clients ask for model "agent:NAME".
@@ -132,6 +172,7 @@ func (s *Serve) keys() keys {
 		{"backends", serveBackends{s}},
 		{"keys", &s.Keys},
 		{"agents", serveAgents{s}},
+		{"prices", servePrices{s}},
 	}
 }
 

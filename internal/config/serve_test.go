@@ -20,6 +20,9 @@ func TestLoadServeExample(t *testing.T) {
 	if len(sc.Agents) != 1 || sc.Agents[0].Name != "reviewer" {
 		t.Fatalf("agents = %+v, want reviewer", sc.Agents)
 	}
+	if len(sc.Prices) != 1 || sc.Prices[0] != (config.ServePrice{Model: "agent:reviewer", Input: 0.15, CachedInput: 0.075, Output: 0.6}) {
+		t.Errorf("prices = %+v, want agent:reviewer's", sc.Prices)
+	}
 	j := sc.Agents[0].Job
 	if j.Backend != sc.Backends[0].URL || len(j.Tools) != 1 || len(j.Def.OutputSchema) == 0 || j.Def.MaxTurns != 4 {
 		t.Errorf("reviewer = backend %q tools %d schema %d bytes max turns %d, want the sim URL, read_file, the schema and 4",
