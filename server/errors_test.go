@@ -91,6 +91,7 @@ func TestErrorStatuses(t *testing.T) {
 	}{
 		{"bad JSON", `{"model":"sim","messages":[`, 400, "invalid_json"},
 		{"messages of the wrong type", `{"model":"sim","messages":"hi"}`, 400, "invalid_json"},
+		{"data after the JSON value", `{"model":"sim","messages":[{"role":"user","content":"hi"}]} {}`, 400, "invalid_json"},
 		{"no messages", `{"model":"sim","messages":[]}`, 400, "invalid_value"},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_value"},
 		{"unknown role", `{"model":"sim","messages":[{"role":"wizard","content":"hi"}]}`, 400, "invalid_value"},

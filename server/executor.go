@@ -191,7 +191,6 @@ func (x *executor) writeChunk(c chunk) error {
 		h := x.w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
 		x.w.WriteHeader(http.StatusOK)
 		empty := ""
 		x.event(delta{Role: "assistant", Content: &empty}, nil)

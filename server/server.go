@@ -280,7 +280,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 	var cr chatRequest
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	if err := json.NewDecoder(body).Decode(&cr); err != nil {
+	dec := json.NewDecoder(body)
+	err := dec.Decode(&cr)
+	if err == nil {
+		// One JSON value, and nothing after it.
+		if _, e := dec.Token(); e == nil {
+			err = errors.New("data after the JSON value")
+		} else if e != io.EOF {
+			err = e
+		}
+	}
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			refuse(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
 				message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)})
