@@ -38,7 +38,7 @@ func TestImportRules(t *testing.T) {
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
 		"internal/bench": {"", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
-			"internal/sink", "job", "llm", "schema", "tool", "tool/filetool"},
+			"internal/sink", "job", "llm", "schema", "server", "tool", "tool/filetool"},
 		"internal/config": {"", "job", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
