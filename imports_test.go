@@ -41,12 +41,12 @@ func TestImportRules(t *testing.T) {
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
 		"internal/bench": {"", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
-			"internal/sink", "job", "llm", "schema", "tool", "tool/filetool"},
+			"internal/sink", "job", "llm", "schema", "server", "tool", "tool/filetool"},
 		"internal/config": {"", "job", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool", "tool/mcptool"},
+			"internal/telemetry", "internal/tokens", "job", "llm", "reduce", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value
@@ -57,6 +57,9 @@ func TestImportRules(t *testing.T) {
 		// Satellite packages are built on the root's public API; the root
 		// never imports them.
 		"reduce": {""},
+		// The gateway serves the engine (and agents' progress through
+		// agent.Observer) over OpenAI's wire format.
+		"server": {"", "agent", "llm"},
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/tokens"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/server"
+)
+
+// serveFlags are the flags of `batchagent serve`.
+type serveFlags struct {
+	config string
+	addr   string
+}
+
+// serveCommand is `batchagent serve`. It is added to the root by
+// newRoot.
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --config serve.yaml [flags]",
+		Short: "Serve backends and agents behind an OpenAI-compatible API",
+		Long: `Serve the backends and agents of a serve config file behind OpenAI's chat
+completions API (POST /v1/chat/completions, streamed or not; GET /v1/models,
+/health, /ready). A request for a backend's model name is passed through the
+engine's admission in the interactive class; a request for "agent:NAME" runs
+that agent, streaming its progress as reasoning events. It runs until SIGINT
+or SIGTERM, then lets requests in flight finish.`,
+		Example: `  batchagent serve --config examples/serve/serve.yaml --addr 127.0.0.1:8080
+  curl -s http://127.0.0.1:8080/v1/chat/completions -d '{"model":"agent:reviewer","messages":[{"role":"user","content":"cache.go"}]}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.config == "" {
+				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--config is required")}
+			}
+			return withSignals(cmd.Context(), func(ctx context.Context) int {
+				return serveGateway(ctx, f, a.logger, a.stderr)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "serve config file (YAML): listen address, backends, agents, keys and limits")
+	fl.StringVar(&f.addr, "addr", "", "address to listen on, overriding the config's addr (port 0: any free port)")
+	return cmd
+}
+
+// serveGateway serves the gateway of f's config until ctx is done.
+func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr io.Writer) int {
+	sc, err := config.LoadServe(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent serve:", err)
+		return exitUsage
+	}
+	addr := sc.Addr
+	if f.addr != "" {
+		addr = f.addr
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+		fmt.Fprintf(stderr, "batchagent serve: --addr %q: want HOST:PORT\n", addr)
+		return exitUsage
+	}
+	g, err := openGateway(ctx, sc, logger, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "batchagent serve: %s: %v\n", f.config, err)
+		return exitUsage
+	}
+	defer g.close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent serve:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
+	served := make(chan error, 1) // Serve's result
+	go func() { served <- g.srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	shutErr := g.srv.Shutdown(shutCtx)
+	if serveErr == nil {
+		serveErr = <-served
+	}
+	if err := errors.Join(serveErr, shutErr); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "batchagent serve:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// gateway is a serve config opened: the server and what must be closed
+// after it (the agents' tools).
+type gateway struct {
+	srv   *server.Server
+	tools []*builtTools
+}
+
+func (g *gateway) close() {
+	for _, t := range g.tools {
+		_ = t.close() // nothing to report on the way out
+	}
+}
+
+// openGateway opens the backends of sc, builds its agents and keys, and
+// returns the gateway on a new engine. An agent whose backend URL and
+// model equal a served backend's shares its Model, and so its admission.
+// getenv reads the environment (backend and API keys).
+func openGateway(ctx context.Context, sc *config.Serve, logger *slog.Logger, getenv func(string) string) (_ *gateway, err error) {
+	g := &gateway{}
+	defer func() {
+		if err != nil {
+			g.close()
+		}
+	}()
+	type opened struct {
+		url, model string
+		m          llm.Model
+	}
+	var models []opened
+	backends := map[string]batchagent.Backend{}
+	admission := map[batchagent.Backend]batchagent.Admission{}
+	for _, b := range sc.Backends {
+		m, err := openBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
+		}
+		be := batchagent.Backend{Model: m, Name: b.Model}
+		backends[b.Name] = be
+		a := batchagent.Admission{MaxInflight: b.MaxInflight, FixedInflight: b.FixedInflight,
+			RateLimit: batchagent.RateLimit{RPM: b.RPM, TPM: b.TPM}}
+		if b.TPM > 0 {
+			counter, err := tokens.New(b.Model)
+			if err != nil {
+				return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
+			}
+			a.RateLimit.CountTokens = counter.Count
+		}
+		admission[be] = a
+		models = append(models, opened{b.URL, b.Model, m})
+	}
+	agents := map[string]*batchagent.Spec{}
+	for _, a := range sc.Agents {
+		cj := a.Job
+		var m llm.Model
+		for _, o := range models {
+			if o.url == cj.Backend && o.model == cj.Def.ModelName {
+				m = o.m
+			}
+		}
+		if m == nil {
+			if m, err = openBackend(ctx, cj.Backend, cj.Def.ModelName, cj.APIKeyEnv, getenv); err != nil {
+				return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
+			}
+			admission[batchagent.Backend{Model: m, Name: cj.Def.ModelName}] = cj.Engine.Admission
+		}
+		tools, err := buildTools(ctx, cj)
+		if err != nil {
+			return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
+		}
+		g.tools = append(g.tools, tools)
+		def := cj.Def
+		def.ID, def.Model, def.Tools = a.Name, m, tools.tools
+		def.ToolPool.Policies = tools.policies
+		def.Priority = batchagent.Interactive
+		if agents[a.Name], err = batchagent.NewSpec(def); err != nil {
+			return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
+		}
+	}
+	var keys []server.Key
+	for i, k := range sc.Keys {
+		sum := k.SHA256
+		if k.Env != "" {
+			v := getenv(k.Env)
+			if v == "" {
+				return nil, fmt.Errorf("keys[%d]: the variable %s is empty or unset", i, k.Env)
+			}
+			sum = server.HashKey(v)
+		}
+		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM})
+	}
+	prices := map[string]server.Price{}
+	for _, p := range sc.Prices {
+		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
+	}
+	engine, err := batchagent.New(batchagent.Config{Backends: admission, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	g.srv, err = server.New(server.Config{
+		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
+		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}

@@ -1,0 +1,304 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultServeAddr is the address `batchagent serve` listens on when its
+// config names none.
+const DefaultServeAddr = "127.0.0.1:8080"
+
+// Serve is a parsed serve config file, for `batchagent serve`: the
+// listen address, the backend models served as passthrough, the agents,
+// the API keys and the limits. Like a job file it is decoded strictly:
+// unknown keys and wrong types are problems, all reported at once with
+// their positions.
+//
+//	addr: 127.0.0.1:8080
+//	request_timeout: 5m
+//	max_body_bytes: 8388608
+//	backends:
+//	  local:                      # the model name clients ask for
+//	    url: sim://?seed=1         # a backend URL, as a job file's backend
+//	    model: ""                  # the model name sent upstream
+//	    api_key_env: ""            # as a job file's api_key_env
+//	    max_inflight: 32           # admission, as a job file's limits
+//	    rpm: 0
+//	    tpm: 0
+//	keys:
+//	  - name: ci
+//	    env: BATCHAGENT_CI_KEY     # or sha256: <hex SHA-256 of the key>
+//	    max_concurrent: 4
+//	    rpm: 600
+//	agents:
+//	  reviewer:                    # served as model "agent:reviewer"
+//	    backend: sim://?seed=1     # the keys of a job file
+//	    task: "Review: {input}"
+//	prices:                        # per million tokens: usage then has "cost"
+//	  agent:reviewer: {input: 0.15, cached_input: 0.075, output: 0.6}
+//
+// An agent is a job file's keys (inputs, output and reduce aside, which a
+// gateway does not use); an agent whose backend URL and model equal a
+// served backend's shares that backend, and so its admission.
+type Serve struct {
+	// Addr is the listen address. Defaults to DefaultServeAddr.
+	Addr string
+	// RequestTimeout bounds each request. Zero means the server's default.
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps a request body. Zero means the server's default.
+	MaxBodyBytes int64
+	// Backends are the models served as passthrough, in file order.
+	Backends []ServeBackend
+	// Keys are the API keys accepted. Empty means no authentication.
+	Keys []ServeKey
+	// Agents are the agents served, in file order.
+	Agents []ServeAgent
+	// Prices are the prices of models (a backend's name, or
+	// "agent:NAME"), per million tokens, in file order. Empty means no
+	// cost is reported.
+	Prices []ServePrice
+	// Dir is the absolute directory of the file; Path the file as given.
+	Dir, Path string
+}
+
+// ServeBackend is one backend model of a serve file.
+type ServeBackend struct {
+	// Name is the model name clients ask for (the key in the file).
+	Name string
+	// URL is the backend URL, as a job file's backend. Required.
+	URL string
+	// Model is the model name sent upstream. Defaults to none (the
+	// backend's default).
+	Model string
+	// APIKeyEnv names the variable of the backend's key, as in a job file.
+	APIKeyEnv string
+	// MaxInflight, FixedInflight, RPM and TPM set the backend's admission,
+	// as a job file's limits. Zero means the defaults.
+	MaxInflight   int
+	FixedInflight bool
+	RPM, TPM      int
+}
+
+func (b *ServeBackend) keys() keys {
+	return keys{
+		{"url", &b.URL},
+		{"model", &b.Model},
+		{"api_key_env", &b.APIKeyEnv},
+		{"max_inflight", &b.MaxInflight},
+		{"fixed_inflight", &b.FixedInflight},
+		{"rpm", &b.RPM},
+		{"tpm", &b.TPM},
+	}
+}
+
+// ServeKey is one API key of a serve file: its SHA-256, or the variable
+// that holds it. Keys are never written in the file.
+type ServeKey struct {
+	// Name names the key in logs. Defaults to the server's default.
+	Name string
+	// SHA256 is the hex SHA-256 of the key; exactly one of SHA256 and Env
+	// is set.
+	SHA256 string
+	// Env names the environment variable holding the key.
+	Env string
+	// MaxConcurrent and RPM are the key's limits. Zero means unlimited.
+	MaxConcurrent, RPM int
+}
+
+func (k *ServeKey) keys() keys {
+	return keys{
+		{"name", &k.Name},
+		{"sha256", &k.SHA256},
+		{"env", &k.Env},
+		{"max_concurrent", &k.MaxConcurrent},
+		{"rpm", &k.RPM},
+	}
+}
+
+// ServePrice is the price of one model's tokens, per million.
+type ServePrice struct {
+	// Model is the model name clients ask for (the key in the file).
+	Model string
+	// Input, CachedInput and Output are the prices of a million uncached
+	// prompt, cached prompt and completion tokens. CachedInput defaults to
+	// Input.
+	Input, CachedInput, Output float64
+}
+
+func (p *ServePrice) keys() keys {
+	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}}
+}
+
+// servePrices decodes the prices mapping, in file order.
+type servePrices struct{ s *Serve }
+
+func (f servePrices) decode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "expected a mapping of model names to prices, got %s", describe(n))
+		return
+	}
+	for _, e := range d.entries(n, path) {
+		p := ServePrice{Model: e.key.Value}
+		d.into(e.value, join(path, e.key.Value), &p)
+		if p.Input < 0 || p.CachedInput < 0 || p.Output < 0 {
+			d.report(e.value, join(path, e.key.Value), "negative price")
+		}
+		f.s.Prices = append(f.s.Prices, p)
+	}
+}
+
+func (f servePrices) encode() (any, error) { return nil, nil }
+
+// ServeAgent is one agent of a serve file.
+type ServeAgent struct {
+	// Name is the agent's name: clients ask for model "agent:NAME".
+	Name string
+	// Job holds the agent's job-file keys.
+	Job *Job
+}
+
+func (s *Serve) keys() keys {
+	return keys{
+		{"addr", &s.Addr},
+		{"request_timeout", &s.RequestTimeout},
+		{"max_body_bytes", &s.MaxBodyBytes},
+		{"backends", serveBackends{s}},
+		{"keys", &s.Keys},
+		{"agents", serveAgents{s}},
+		{"prices", servePrices{s}},
+	}
+}
+
+// serveBackends decodes the backends mapping, in file order.
+type serveBackends struct{ s *Serve }
+
+func (f serveBackends) decode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "expected a mapping of model names to backends, got %s", describe(n))
+		return
+	}
+	for _, e := range d.entries(n, path) {
+		b := ServeBackend{Name: e.key.Value}
+		p := join(path, e.key.Value)
+		d.into(e.value, p, &b)
+		if b.URL == "" && !d.bad[p] {
+			d.report(e.value, p+".url", "required key is missing (a backend URL, such as \"sim://\")")
+		}
+		f.s.Backends = append(f.s.Backends, b)
+	}
+}
+
+func (f serveBackends) encode() (any, error) { return nil, nil }
+
+// serveAgents decodes the agents mapping, each agent as a job file.
+type serveAgents struct{ s *Serve }
+
+func (f serveAgents) decode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "expected a mapping of agent names to agents, got %s", describe(n))
+		return
+	}
+	for _, e := range d.entries(n, path) {
+		p := join(path, e.key.Value)
+		if e.value.Kind != yaml.MappingNode {
+			d.problem(e.value, p, "expected an agent (the keys of a job file), got %s", describe(e.value))
+			continue
+		}
+		// Each agent is a job file of its own: its own decoder, whose
+		// problems are reported under the agent's path.
+		sub := newDecoder(d.dir)
+		j := &Job{Dir: d.dir, Path: d.dir}
+		sub.into(e.value, "", j.keys())
+		sub.validate(j, e.value)
+		for _, pr := range sub.problems {
+			pr.Path = join(p, pr.Path)
+			d.add(pr)
+		}
+		for _, key := range []string{"inputs", "output", "reduce"} {
+			if sub.nodes[key] != nil && !isNull(sub.nodes[key]) {
+				d.report(sub.nodes[key], join(p, key), "an agent of the gateway takes no %s", key)
+			}
+		}
+		f.s.Agents = append(f.s.Agents, ServeAgent{Name: e.key.Value, Job: j})
+	}
+}
+
+func (f serveAgents) encode() (any, error) { return nil, nil }
+
+// LoadServe reads and parses the serve config file at path. It returns an
+// *Error listing every problem when the file is not valid, and another
+// error when it cannot be read.
+func LoadServe(path string) (*Serve, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseServe(data, path, filepath.Dir(path))
+}
+
+// ParseServe parses the serve config file data; name is used in messages,
+// dir resolves relative paths (of the agents' tools and schemas).
+func ParseServe(data []byte, name, dir string) (*Serve, error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("config: resolve serve directory: %w", err)
+	}
+	d := newDecoder(absDir)
+	s := &Serve{Dir: absDir, Path: name}
+	if root := d.document(data); root != nil {
+		d.into(root, "", s.keys())
+		d.validateServe(s, root)
+	}
+	if len(d.problems) > 0 {
+		return nil, newError(name, d.problems)
+	}
+	if s.Addr == "" {
+		s.Addr = DefaultServeAddr
+	}
+	return s, nil
+}
+
+func (d *decoder) validateServe(s *Serve, root *yaml.Node) {
+	if s.Addr != "" && d.ok("addr") {
+		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+			d.report(d.at("addr"), "addr", "want HOST:PORT, got %s", quote(s.Addr))
+		}
+	}
+	if s.RequestTimeout < 0 && d.ok("request_timeout") {
+		d.report(d.at("request_timeout"), "request_timeout", "must not be negative")
+	}
+	if s.MaxBodyBytes < 0 && d.ok("max_body_bytes") {
+		d.report(d.at("max_body_bytes"), "max_body_bytes", "must not be negative")
+	}
+	for i, k := range s.Keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if !d.ok(p) {
+			continue
+		}
+		n := d.at(p)
+		switch sum, err := hex.DecodeString(k.SHA256); {
+		case (k.SHA256 == "") == (k.Env == ""):
+			d.report(n, p, "set exactly one of sha256 (the key's hex SHA-256) and env (the variable holding the key)")
+		case k.SHA256 != "" && (err != nil || len(sum) != 32):
+			d.report(n, p+".sha256", "want 64 hex digits (the key's SHA-256)")
+		}
+		if k.MaxConcurrent < 0 || k.RPM < 0 {
+			d.report(n, p, "negative limit (max_concurrent %d, rpm %d)", k.MaxConcurrent, k.RPM)
+		}
+	}
+	for _, b := range s.Backends {
+		if b.MaxInflight < 0 || b.RPM < 0 || b.TPM < 0 {
+			d.report(root, "backends."+b.Name, "negative limit (max_inflight %d, rpm %d, tpm %d)", b.MaxInflight, b.RPM, b.TPM)
+		}
+	}
+	if len(s.Backends) == 0 && len(s.Agents) == 0 {
+		d.report(root, "", "nothing to serve: name backends or agents")
+	}
+}

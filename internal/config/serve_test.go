@@ -1,0 +1,73 @@
+package config_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batchagent/batchagent/internal/config"
+)
+
+func TestLoadServeExample(t *testing.T) {
+	sc, err := config.LoadServe(filepath.Join("..", "..", "examples", "serve", "serve.yaml"))
+	if err != nil {
+		t.Fatalf("LoadServe(examples/serve/serve.yaml) = %v", err)
+	}
+	if sc.Addr != "127.0.0.1:8080" || len(sc.Backends) != 1 || sc.Backends[0].Name != "sim" || sc.Backends[0].MaxInflight != 16 {
+		t.Errorf("serve = addr %q backends %+v, want 127.0.0.1:8080 and sim with max_inflight 16", sc.Addr, sc.Backends)
+	}
+	if len(sc.Agents) != 1 || sc.Agents[0].Name != "reviewer" {
+		t.Fatalf("agents = %+v, want reviewer", sc.Agents)
+	}
+	if len(sc.Prices) != 1 || sc.Prices[0] != (config.ServePrice{Model: "agent:reviewer", Input: 0.15, CachedInput: 0.075, Output: 0.6}) {
+		t.Errorf("prices = %+v, want agent:reviewer's", sc.Prices)
+	}
+	j := sc.Agents[0].Job
+	if j.Backend != sc.Backends[0].URL || len(j.Tools) != 1 || len(j.Def.OutputSchema) == 0 || j.Def.MaxTurns != 4 {
+		t.Errorf("reviewer = backend %q tools %d schema %d bytes max turns %d, want the sim URL, read_file, the schema and 4",
+			j.Backend, len(j.Tools), len(j.Def.OutputSchema), j.Def.MaxTurns)
+	}
+}
+
+func TestParseServeProblems(t *testing.T) {
+	data := `addr: nowhere
+backends:
+  a:
+    model: x
+    max_inflght: 3
+keys:
+  - sha256: abc
+  - name: both
+    env: K
+    sha256: "` + strings.Repeat("0", 64) + `"
+agents:
+  rev:
+    task: "Review {input}"
+    inputs: x.jsonl
+    limits: {max_turns: -1}
+  bad: 3
+surprise: 1
+`
+	_, err := config.ParseServe([]byte(data), "serve.yaml", t.TempDir())
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("ParseServe = %v, want a *config.Error", err)
+	}
+	want := []string{
+		"addr: want HOST:PORT",
+		"backends.a.max_inflght: unknown key",
+		"backends.a.url: required key is missing",
+		"keys[0].sha256: want 64 hex digits",
+		"keys[1]: set exactly one of sha256",
+		"agents.rev.inputs: an agent of the gateway takes no inputs",
+		"agents.rev.limits.max_turns",
+		"agents.bad: expected an agent",
+		"surprise: unknown key",
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("ParseServe error lacks %q:\n%v", w, err)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+// Package server is batchagent's OpenAI-compatible gateway: an
+// http.Handler over a [batchagent.Engine], so clients that speak OpenAI's
+// chat completions (the openai Python and TypeScript packages, curl) get
+// the engine's admission — adaptive concurrency, rate limits,
+// backpressure, the interactive priority class over batch work — and its
+// agents.
+//
+// # Routes
+//
+//   - POST /v1/chat/completions, streamed (SSE) or not, in OpenAI's wire
+//     format: a role chunk, content and tool-call deltas, a finish chunk,
+//     a usage chunk when stream_options.include_usage is set, then
+//     "data: [DONE]". Errors are OpenAI's error object.
+//   - GET /v1/models: the backend models, then "agent:NAME" for each agent.
+//   - GET /health: 200 while the process serves (liveness).
+//   - GET /ready: 200 while the server is not shutting down and every
+//     backend that can be probed answers its queue probe; see Server.
+//
+// # Passthrough
+//
+// A model named in [Config.Backends] is answered with one model call
+// through [batchagent.Engine.Call] in the interactive class. Passed on:
+// messages (string or text-part content; developer is system), tools,
+// tool_choice "none" (which withholds the tools; other choices pass the
+// tools as they are), response_format (json_schema and json_object become
+// an llm.OutputSpec), max_completion_tokens or max_tokens, temperature,
+// top_p, seed and stop. n must be 1. Unknown fields are ignored, as vLLM
+// and llama.cpp do.
+//
+// # Agent mode
+//
+// Model "agent:NAME" runs the agent NAME of [Config.Agents] on the last
+// user message: when its text is a JSON object, its fields are the
+// agent's input; otherwise the input is {"input": TEXT}, so a task
+// template names {input}. While the agent works, each step streams as a
+// chunk whose delta has no content but two fields standard clients
+// ignore: "reasoning_content", a line of text (shown as reasoning by
+// clients that know the field), and "batchagent_event", the step as an
+// [Event]: a turn beginning, a tool call with its arguments, a tool's
+// result summary or error, a correction sent back to the model. The
+// agent's answer then streams as content (its JSON when the agent has an
+// output schema) and the usage is the sum over every turn, with its
+// "cost" when [Config.Prices] prices the model. A non-streamed
+// answer carries the steps under "reasoning_content" and
+// "batchagent_events" of its message.
+//
+// # Errors
+//
+// 400 for a body that is not JSON or a bad field, 401 for a missing or
+// unknown key, 404 for an unknown model, 413 for a body over
+// MaxBodyBytes, 429 with Retry-After for a key's limits or a rate-limited
+// backend, 500 for a failed agent or a backend's server error, 502 for an
+// unreachable backend, 503 for a shutting-down server, an overloaded or
+// unavailable backend, 504 for a timeout. An error after a stream has
+// begun is sent as a data line holding the error object, without [DONE];
+// a backend connection cut mid-stream ends the stream without [DONE], as
+// the backend did.
+//
+// # Executor
+//
+// Each chat completion gets a single-use executor built with the
+// request's own parameters (its disconnect signal, its tracer). A mode —
+// passthrough or agent — only yields structured chunks; the executor is
+// the one place that writes them as SSE or as the JSON answer, appends
+// [DONE], buffers the assistant's content from the chunks (reasoning
+// events are not content), reports the span's input and output, and
+// checks for the client's disconnection: a client that goes away cancels
+// the request's context, which stops the backend call or the agent and
+// frees its admission slot.
+package server

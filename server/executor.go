@@ -1,0 +1,311 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// chunkKind says what a [chunk] carries.
+type chunkKind int
+
+const (
+	chunkText      chunkKind = iota + 1 // Text: a piece of the answer
+	chunkToolCall                       // ToolCall: a piece of a tool call
+	chunkReasoning                      // Event: agent progress, never buffered as content
+	chunkUsage                          // Usage: the tokens of the answer (every turn's, in agent mode)
+	chunkFinish                         // Finish: why the answer ended
+)
+
+// chunk is what a mode yields: structured values, never wire bytes.
+type chunk struct {
+	kind     chunkKind
+	text     string
+	toolCall llm.ToolCallDelta
+	event    *Event
+	usage    llm.Usage
+	finish   llm.FinishReason
+}
+
+// mode is one way of answering a request: a passthrough model call or an
+// agent run. It yields chunks and ends with at most one error; it stops
+// its work when ctx ends or the iteration is stopped.
+type mode interface {
+	chunks(ctx context.Context) iter.Seq2[chunk, error]
+}
+
+// errUsed is returned by a second use of an executor.
+var errUsed = errors.New("server: executor used twice")
+
+// errClientGone is the cause of a request's context once its client has
+// disconnected.
+var errClientGone = errors.New("server: client disconnected")
+
+// executor answers one request: it runs the request's mode and is the one
+// place that turns chunks into SSE or into the non-streamed JSON, appends
+// [DONE], buffers the assistant's content from the structured chunks,
+// reports the span's input and output, and checks for the client's
+// disconnection. It is single-use: built per request with the request's
+// own parameters.
+type executor struct {
+	used atomic.Bool
+
+	// The request's parameters.
+	w            http.ResponseWriter
+	gone         <-chan struct{}         // closed when the client disconnects
+	cancel       context.CancelCauseFunc // cancels the request's context
+	id, model    string
+	created      int64
+	stream       bool
+	includeUsage bool
+	input        string // the span's input: the last user message
+	tracer       Tracer
+	recorder     Recorder
+	price        *Price // nil: no cost in the usage
+
+	// Filled while executing.
+	content   strings.Builder // the assistant's content, from chunkText only
+	acc       llm.Accumulator // text and tool calls, for the non-streamed answer
+	events    []Event         // reasoning events, for the non-streamed answer
+	usage     llm.Usage
+	finish    llm.FinishReason
+	wrote     bool          // the stream's headers and role chunk are out
+	finished  bool          // the finish chunk is out
+	nextCall  map[int]bool  // tool-call indices whose first delta is out
+	buf       bytes.Buffer  // one SSE event being written
+	firstByte time.Duration // time to the first chunk
+}
+
+// execute runs m and writes its answer. It returns m's error (also
+// written to the client, when it is still there), errClientGone when the
+// client went away, or errUsed on a second call.
+func (x *executor) execute(ctx context.Context, m mode) error {
+	if x.used.Swap(true) {
+		return errUsed
+	}
+	start := time.Now()
+	end := func(string, llm.Usage, error) {}
+	if x.tracer != nil {
+		ctx, end = x.tracer.Request(ctx, x.model, x.input)
+	}
+	err := x.run(ctx, m, start)
+	end(x.content.String(), x.usage, err)
+	if x.recorder != nil {
+		x.recorder.Call(x.model, x.firstByte, time.Since(start), x.usage, err)
+	}
+	return err
+}
+
+func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
+	for c, err := range m.chunks(ctx) {
+		// The one disconnection check.
+		select {
+		case <-x.gone:
+			x.cancel(errClientGone)
+			return errClientGone
+		default:
+		}
+		if err != nil {
+			x.fail(err)
+			return err
+		}
+		if x.firstByte == 0 {
+			x.firstByte = time.Since(start)
+		}
+		switch c.kind {
+		case chunkText:
+			x.content.WriteString(c.text)
+			x.acc.Add(llm.Event{Type: llm.EventText, Text: c.text})
+		case chunkToolCall:
+			x.acc.Add(llm.Event{Type: llm.EventToolCall, ToolCall: c.toolCall})
+		case chunkReasoning:
+			if !x.stream {
+				x.events = append(x.events, *c.event)
+			}
+		case chunkUsage:
+			x.usage = c.usage
+			continue // written after the finish chunk
+		case chunkFinish:
+			x.finish = c.finish
+		}
+		if x.stream {
+			if err := x.writeChunk(c); err != nil {
+				x.cancel(errClientGone)
+				return errClientGone
+			}
+		}
+	}
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		// The mode stopped without an error because its context ended.
+		x.fail(err)
+		return err
+	}
+	if x.stream {
+		return x.endStream()
+	}
+	return x.writeCompletion()
+}
+
+// fail reports err to the client: an error status while nothing has
+// been written; in a stream already begun, an error event (OpenAI's
+// error object as a data line), or for a cut connection upstream, the
+// end of the stream without [DONE], as the backend did.
+func (x *executor) fail(err error) {
+	if errors.Is(err, errClientGone) {
+		return
+	}
+	if !x.wrote {
+		writeError(x.w, errorOf(err))
+		return
+	}
+	if errors.Is(err, llm.ErrConnection) {
+		return
+	}
+	x.buf.Reset()
+	x.buf.WriteString("data: ")
+	x.buf.Write(errorOf(err).body())
+	x.buf.WriteString("\n\n")
+	x.flush()
+}
+
+func (x *executor) chunkHead() streamChunk {
+	sc := streamChunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
+	if x.includeUsage {
+		sc.Usage = json.RawMessage("null")
+	}
+	return sc
+}
+
+// writeChunk writes c as SSE, preceded by the role chunk on the first.
+func (x *executor) writeChunk(c chunk) error {
+	if !x.wrote {
+		x.wrote = true
+		h := x.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		x.w.WriteHeader(http.StatusOK)
+		empty := ""
+		x.event(delta{Role: "assistant", Content: &empty}, nil)
+	}
+	var d delta
+	var finish *string
+	switch c.kind {
+	case chunkText:
+		d.Content = &c.text
+	case chunkToolCall:
+		tc := c.toolCall
+		i := tc.Index
+		call := wireToolCall{Index: &i, Function: wireFunction{Arguments: tc.Arguments}}
+		if x.nextCall == nil {
+			x.nextCall = map[int]bool{}
+		}
+		if !x.nextCall[i] {
+			x.nextCall[i] = true
+			call.ID, call.Type, call.Function.Name = tc.ID, "function", tc.Name
+		}
+		d.ToolCalls = []wireToolCall{call}
+	case chunkReasoning:
+		d.ReasoningContent, d.Event = c.event.text(), c.event
+	case chunkFinish:
+		x.finished = true
+		f := string(c.finish)
+		finish = &f
+	}
+	x.event(d, finish)
+	return x.flush()
+}
+
+// event appends one chunk event with d to buf.
+func (x *executor) event(d delta, finish *string) {
+	sc := x.chunkHead()
+	sc.Choices = []streamChoice{{Delta: d, FinishReason: finish}}
+	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
+	x.buf.WriteString("data: ")
+	x.buf.Write(b)
+	x.buf.WriteString("\n\n")
+}
+
+// flush writes buf to the client and flushes it.
+func (x *executor) flush() error {
+	_, err := x.w.Write(x.buf.Bytes())
+	x.buf.Reset()
+	if err != nil {
+		return err
+	}
+	return http.NewResponseController(x.w).Flush()
+}
+
+// endStream writes the finish chunk (when the mode sent none), the usage
+// chunk when asked for, and [DONE].
+func (x *executor) endStream() error {
+	if !x.finished {
+		f := x.acc.Response().FinishReason
+		if x.finish != "" {
+			f = x.finish
+		}
+		if err := x.writeChunk(chunk{kind: chunkFinish, finish: f}); err != nil {
+			return errClientGone
+		}
+	}
+	if x.includeUsage {
+		sc := x.chunkHead()
+		sc.Choices = []streamChoice{}
+		sc.Usage = x.wireUsage()
+		b, _ := json.Marshal(sc)
+		x.buf.WriteString("data: ")
+		x.buf.Write(b)
+		x.buf.WriteString("\n\n")
+	}
+	x.buf.WriteString("data: [DONE]\n\n")
+	if x.flush() != nil {
+		return errClientGone
+	}
+	return nil
+}
+
+// writeCompletion writes the non-streamed answer.
+func (x *executor) writeCompletion() error {
+	resp := x.acc.Response()
+	if x.finish != "" {
+		resp.FinishReason = x.finish
+	}
+	msg := wireMessage{Role: "assistant", Events: x.events}
+	if text := resp.Message.Content; text != "" || len(resp.Message.ToolCalls) == 0 {
+		msg.Content = &text
+	}
+	for _, e := range x.events {
+		msg.ReasoningContent += e.text()
+	}
+	for _, c := range resp.Message.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: string(c.Arguments)}})
+	}
+	b, _ := json.Marshal(completion{
+		ID: x.id, Object: "chat.completion", Created: x.created, Model: x.model,
+		Choices: []wireChoice{{Message: msg, FinishReason: string(resp.FinishReason)}},
+		Usage:   x.wireUsage(),
+	})
+	x.w.Header().Set("Content-Type", "application/json")
+	x.wrote = true
+	if _, err := x.w.Write(append(b, '\n')); err != nil {
+		return errClientGone
+	}
+	return nil
+}
+
+// wireUsage is the answer's usage, with its cost when a price is set.
+func (x *executor) wireUsage() *wireUsage {
+	u := newWireUsage(x.usage)
+	if x.price != nil {
+		c := x.price.cost(x.usage)
+		u.Cost = &c
+	}
+	return u
+}

@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// passthrough answers with one model call through the backend's
+// admission, in the interactive class.
+type passthrough struct {
+	engine  *batchagent.Engine
+	backend batchagent.Backend
+	req     *llm.Request
+}
+
+func (p *passthrough) chunks(ctx context.Context) iter.Seq2[chunk, error] {
+	return func(yield func(chunk, error) bool) {
+		for ev, err := range p.engine.Call(ctx, p.backend, batchagent.Interactive, p.req) {
+			if err != nil {
+				yield(chunk{}, err)
+				return
+			}
+			var c chunk
+			switch ev.Type {
+			case llm.EventText:
+				if ev.Text == "" {
+					continue
+				}
+				c = chunk{kind: chunkText, text: ev.Text}
+			case llm.EventToolCall:
+				c = chunk{kind: chunkToolCall, toolCall: ev.ToolCall}
+			case llm.EventUsage:
+				c = chunk{kind: chunkUsage, usage: ev.Usage}
+			case llm.EventDone:
+				c = chunk{kind: chunkFinish, finish: ev.FinishReason}
+			default:
+				continue
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// agentInput forms an agent's input from a request: the text of the last
+// user message. A text that is a JSON object gives the input its fields;
+// any other text is the input's one field "input".
+func agentInput(cr *chatRequest) (batchagent.Input, *apiError) {
+	for i := len(cr.Messages) - 1; i >= 0; i-- {
+		m := &cr.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		text, err := m.content()
+		if err != nil {
+			return nil, badParam("messages", err.Error())
+		}
+		if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") {
+			var in batchagent.Input
+			if json.Unmarshal([]byte(t), &in) == nil {
+				return in, nil
+			}
+		}
+		return batchagent.Input{"input": text}, nil
+	}
+	return nil, badParam("messages", "agent mode needs a user message")
+}
+
+// agentRun answers with an agent's run: its progress as reasoning chunks,
+// then its answer as content and the usage of every turn.
+type agentRun struct {
+	engine   *batchagent.Engine
+	name     string
+	spec     *batchagent.Spec
+	input    batchagent.Input
+	observer agent.Observer // teed with the progress observer; may be nil
+	recorder Recorder       // may be nil
+}
+
+// progressBuffer is the capacity of the progress channel: a few events
+// in hand while the client reads.
+const progressBuffer = 16
+
+func (a *agentRun) chunks(ctx context.Context) iter.Seq2[chunk, error] {
+	return func(yield func(chunk, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		obs := &progress{ch: make(chan *Event, progressBuffer), done: ctx.Done(), next: a.observer}
+		h := a.engine.Submit(agent.WithObserver(ctx, obs), a.spec, a.input)
+		defer func() {
+			// The handle is ours: stop the agent (cancel first, which also
+			// releases a progress send) and wait for it.
+			cancel()
+			h.Cancel()
+			<-h.Done()
+		}()
+		for {
+			select {
+			case ev := <-obs.ch:
+				if !yield(chunk{kind: chunkReasoning, event: ev}, nil) {
+					return
+				}
+				continue
+			case <-h.Done():
+			}
+			break
+		}
+		// Events sent before the agent ended are still in the channel.
+		for {
+			select {
+			case ev := <-obs.ch:
+				if !yield(chunk{kind: chunkReasoning, event: ev}, nil) {
+					return
+				}
+				continue
+			default:
+			}
+			break
+		}
+		r, _ := h.Try()
+		if a.recorder != nil {
+			a.recorder.Result(a.name, r)
+		}
+		if r.Err != nil {
+			yield(chunk{}, r.Err)
+			return
+		}
+		answer := string(r.Output)
+		var s string
+		if json.Unmarshal(r.Output, &s) == nil {
+			answer = s // no output schema: the answer's text
+		}
+		for _, c := range []chunk{
+			{kind: chunkText, text: answer},
+			{kind: chunkUsage, usage: r.Usage},
+			{kind: chunkFinish, finish: llm.FinishStop},
+		} {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// progress is the agent.Observer that turns an agent's steps into
+// reasoning events, teed with next.
+type progress struct {
+	ch   chan *Event
+	done <-chan struct{} // the run's context: sends give up when it ends
+	next agent.Observer  // may be nil
+}
+
+// maxSummary caps a tool result's summary.
+const maxSummary = 200
+
+func (p *progress) send(e *Event) {
+	select {
+	case p.ch <- e:
+	case <-p.done:
+	}
+}
+
+func (p *progress) Turn(ctx context.Context, turn int) (context.Context, func(*llm.Response, error)) {
+	end := func(*llm.Response, error) {}
+	if p.next != nil {
+		ctx, end = p.next.Turn(ctx, turn)
+	}
+	p.send(&Event{Type: "turn", Turn: turn})
+	return ctx, end
+}
+
+func (p *progress) ModelCall(ctx context.Context, turn int, req *llm.Request) (context.Context, func(*llm.Response, error)) {
+	if p.next != nil {
+		return p.next.ModelCall(ctx, turn, req)
+	}
+	return ctx, func(*llm.Response, error) {}
+}
+
+func (p *progress) Tool(ctx context.Context, turn int, call llm.ToolCall) (context.Context, func(string, error)) {
+	next := func(string, error) {}
+	if p.next != nil {
+		ctx, next = p.next.Tool(ctx, turn, call)
+	}
+	args := call.Arguments
+	if !json.Valid(args) {
+		args = nil
+	}
+	p.send(&Event{Type: "tool_call", Turn: turn, Tool: call.Name, Arguments: args})
+	return ctx, func(result string, err error) {
+		next(result, err)
+		e := &Event{Type: "tool_result", Turn: turn, Tool: call.Name}
+		if err != nil {
+			e.Error = err.Error()
+		} else {
+			e.Summary = summary(result)
+		}
+		p.send(e)
+	}
+}
+
+func (p *progress) Retry(ctx context.Context, turn int, feedback string) {
+	if p.next != nil {
+		p.next.Retry(ctx, turn, feedback)
+	}
+	p.send(&Event{Type: "retry", Turn: turn, Feedback: feedback})
+}
+
+// summary is the start of s, cut at a rune boundary within maxSummary bytes.
+func summary(s string) string {
+	if len(s) <= maxSummary {
+		return s
+	}
+	cut := maxSummary
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,487 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxBodyBytes   = 8 << 20
+	DefaultRequestTimeout = 10 * time.Minute
+	DefaultReadyTimeout   = 2 * time.Second
+)
+
+// AgentPrefix starts the model name of agent mode: "agent:NAME".
+const AgentPrefix = "agent:"
+
+// Recorder receives the gateway's measurements, for metrics. Its methods
+// are called from many goroutines at once.
+type Recorder interface {
+	// Call is called once per chat completion that reached a backend or
+	// an agent, as it ends: the model asked for, the time to its first
+	// chunk (zero if none came), its whole time, its usage and its error
+	// (nil on success).
+	Call(model string, ttft, total time.Duration, usage llm.Usage, err error)
+	// Result is called with the result of each agent-mode run.
+	Result(agent string, r batchagent.Result)
+}
+
+// Tracer begins the span of one chat completion. Its method is called
+// from many goroutines at once.
+type Tracer interface {
+	// Request begins the span of a request for model with input (the last
+	// user message) and returns the context for what happens inside it
+	// and a function called once at its end with the assistant's content,
+	// the usage and the error.
+	Request(ctx context.Context, model, input string) (context.Context, func(output string, usage llm.Usage, err error))
+}
+
+// Price is what a model's tokens cost, in any currency, per million
+// tokens.
+type Price struct {
+	// Input is the price of a million prompt tokens not served from the
+	// backend's cache.
+	Input float64
+	// CachedInput is the price of a million cached prompt tokens. Zero
+	// means Input.
+	CachedInput float64
+	// Output is the price of a million completion tokens.
+	Output float64
+}
+
+// cost returns the cost of u at p.
+func (p Price) cost(u llm.Usage) float64 {
+	cached := p.CachedInput
+	if cached == 0 {
+		cached = p.Input
+	}
+	return (float64(u.PromptTokens-u.CachedTokens)*p.Input + float64(u.CachedTokens)*cached + float64(u.CompletionTokens)*p.Output) / 1e6
+}
+
+// Config configures a [Server].
+type Config struct {
+	// Engine runs the model calls and the agents. Required.
+	Engine *batchagent.Engine
+	// Backends maps the model names clients ask for to backends: a
+	// request for one is a passthrough. Defaults to none.
+	Backends map[string]batchagent.Backend
+	// Agents maps agent names to specs: a request for model "agent:NAME"
+	// runs that agent. Each spec's priority applies as set: make it
+	// batchagent.Interactive to overtake batch work. Defaults to none.
+	Agents map[string]*batchagent.Spec
+	// Keys are the API keys accepted. Defaults to none: no
+	// authentication.
+	Keys []Key
+	// MaxBodyBytes caps a request body; a larger one is answered 413.
+	// Defaults to DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// RequestTimeout bounds each chat completion; one that runs longer is
+	// stopped and answered 504 (or its stream ended with an error event).
+	// Defaults to DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// ReadyTimeout bounds the backend probes of GET /ready. Defaults to
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Prices maps model names (a backend's, or "agent:NAME") to what
+	// their tokens cost: the usage of their answers then carries "cost".
+	// Defaults to none: no cost.
+	Prices map[string]Price
+	// Logger receives a Debug line per request (route, model, status,
+	// duration, key name) and Warn lines for failures. Keys and prompt
+	// text are never logged. Defaults to none: silent.
+	Logger *slog.Logger
+	// Recorder, if set, receives measurements for metrics. Defaults to
+	// none.
+	Recorder Recorder
+	// Tracer, if set, begins a span per chat completion. Defaults to none.
+	Tracer Tracer
+	// Observer, if set, also watches every agent run (for tracing), teed
+	// with the gateway's progress events. Defaults to none.
+	Observer agent.Observer
+}
+
+// Server is the OpenAI-compatible gateway: an http.Handler over an
+// engine. It serves POST /v1/chat/completions, GET /v1/models, GET
+// /health and GET /ready. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	clients []*client
+	models  []string // sorted: backends, then agent:NAMEs
+
+	mu     sync.Mutex // protects the fields below
+	active int        // chat completions in progress
+	closed bool       // Shutdown was called
+	idle   chan struct{}
+	hs     *http.Server
+}
+
+// New returns a Server for cfg. The error says what is wrong with cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("server: no engine")
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.RequestTimeout < 0 || cfg.ReadyTimeout < 0 {
+		return nil, fmt.Errorf("server: negative limit (max body %d, request timeout %v, ready timeout %v)", cfg.MaxBodyBytes, cfg.RequestTimeout, cfg.ReadyTimeout)
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg}
+	for name, b := range cfg.Backends {
+		if b.Model == nil {
+			return nil, fmt.Errorf("server: backend %q has no model", name)
+		}
+		if strings.HasPrefix(name, AgentPrefix) || name == "" {
+			return nil, fmt.Errorf("server: backend name %q is empty or starts with %q", name, AgentPrefix)
+		}
+		s.models = append(s.models, name)
+	}
+	var agents []string
+	for name, spec := range cfg.Agents {
+		if spec == nil {
+			return nil, fmt.Errorf("server: agent %q has no spec", name)
+		}
+		agents = append(agents, AgentPrefix+name)
+	}
+	slices.Sort(s.models)
+	slices.Sort(agents)
+	s.models = append(s.models, agents...)
+	clients, err := newClients(cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.clients = clients
+	return s, nil
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch r.URL.Path {
+	case "/health":
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	case "/ready":
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		s.ready(w, r)
+	case "/v1/models":
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		if _, ok := s.authenticate(r); !ok {
+			writeError(w, errAuth)
+			return
+		}
+		s.writeModels(w)
+	case "/v1/chat/completions":
+		if r.Method != http.MethodPost {
+			writeError(w, errMethod)
+			return
+		}
+		s.chat(w, r)
+	default:
+		writeError(w, errNotFound)
+	}
+}
+
+// enter counts a chat completion in, unless the server is shutting down.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *Server) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// requestID returns a new completion ID.
+func requestID() string {
+	var b [12]byte
+	rand.Read(b[:]) // never fails
+	return "chatcmpl-" + hex.EncodeToString(b[:])
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	status, model, keyName := http.StatusOK, "", ""
+	defer func() {
+		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "chat completion",
+			slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
+			slog.Duration("took", time.Since(start)))
+	}()
+	refuse := func(e *apiError) {
+		status = e.status
+		writeError(w, e)
+	}
+	if !s.enter() {
+		refuse(errShutdown)
+		return
+	}
+	defer s.leave()
+	c, ok := s.authenticate(r)
+	if !ok {
+		refuse(errAuth)
+		return
+	}
+	if c != nil {
+		keyName = c.name
+	}
+	release, e := c.admit(time.Now())
+	if e != nil {
+		refuse(e)
+		return
+	}
+	defer release()
+
+	var cr chatRequest
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	err := dec.Decode(&cr)
+	if err == nil {
+		// One JSON value, and nothing after it.
+		if _, e := dec.Token(); e == nil {
+			err = errors.New("data after the JSON value")
+		} else if e != io.EOF {
+			err = e
+		}
+	}
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			refuse(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+				message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)})
+			return
+		}
+		refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
+			message: "request body is not valid JSON: " + err.Error()})
+		return
+	}
+	// Read the body to its end: only then does net/http watch the
+	// connection, and cancel the request's context when the client goes.
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		refuse(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+			message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)})
+		return
+	}
+	model = cr.Model
+	m, input, e := s.modeFor(&cr)
+	if e != nil {
+		refuse(e)
+		return
+	}
+
+	ctx, cancelTimeout := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x := &executor{
+		w: w, gone: r.Context().Done(), cancel: cancel,
+		id: requestID(), model: cr.Model, created: start.Unix(),
+		stream: cr.Stream, includeUsage: cr.includeUsage(), input: input,
+		tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
+	}
+	if p, ok := s.cfg.Prices[cr.Model]; ok {
+		x.price = &p
+	}
+	if err := x.execute(ctx, m); err != nil {
+		status = errorOf(err).status
+		if errors.Is(err, errClientGone) {
+			status = 499 // client closed request, as nginx logs it
+		}
+		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "chat completion failed",
+			slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
+			slog.String("err", errorOf(err).code))
+	}
+}
+
+// modeFor returns the mode answering cr and the span's input, or the
+// error to answer.
+func (s *Server) modeFor(cr *chatRequest) (mode, string, *apiError) {
+	if cr.Model == "" {
+		return nil, "", badParam("model", "model is required")
+	}
+	if name, ok := strings.CutPrefix(cr.Model, AgentPrefix); ok {
+		spec, ok := s.cfg.Agents[name]
+		if !ok {
+			return nil, "", unknownModel(cr.Model)
+		}
+		in, e := agentInput(cr)
+		if e != nil {
+			return nil, "", e
+		}
+		return &agentRun{engine: s.cfg.Engine, name: name, spec: spec, input: in, observer: s.cfg.Observer, recorder: s.cfg.Recorder},
+			lastUser(cr), nil
+	}
+	b, ok := s.cfg.Backends[cr.Model]
+	if !ok {
+		return nil, "", unknownModel(cr.Model)
+	}
+	req, e := cr.llmRequest()
+	if e != nil {
+		return nil, "", e
+	}
+	req.Model = b.Name
+	return &passthrough{engine: s.cfg.Engine, backend: b, req: req}, lastUser(cr), nil
+}
+
+func unknownModel(name string) *apiError {
+	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", param: "model",
+		message: fmt.Sprintf("the model %q does not exist (GET /v1/models lists them)", name)}
+}
+
+// lastUser returns the text of the last user message, or "".
+func lastUser(cr *chatRequest) string {
+	for i := len(cr.Messages) - 1; i >= 0; i-- {
+		if cr.Messages[i].Role == "user" {
+			text, _ := cr.Messages[i].content()
+			return text
+		}
+	}
+	return ""
+}
+
+func (s *Server) writeModels(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range s.models {
+		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "batchagent"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}
+
+// ready answers 200 while the server is not shutting down and every
+// backend that can report its queue (an llm.QueueProber declaring the
+// probe: vLLM, SGLang, llama.cpp, the simulator) answers its probe within
+// ReadyTimeout; backends that cannot be probed are taken as reachable.
+// Otherwise it answers 503 naming the first backend that failed.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		writeError(w, errShutdown)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+	defer cancel()
+	for _, name := range s.models {
+		b, ok := s.cfg.Backends[name]
+		if !ok {
+			continue
+		}
+		p, ok := b.Model.(llm.QueueProber)
+		if c, capable := b.Model.(llm.Capable); !ok || !capable || !c.Capabilities().QueueProbe {
+			continue
+		}
+		if _, err := p.QueueDepth(ctx); err != nil {
+			writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "backend_unavailable",
+				message: fmt.Sprintf("backend %q is not reachable", name)})
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ready\n")
+}
+
+// Serve accepts HTTP connections on l and serves s on them until
+// [Server.Shutdown]; it then returns nil (http.ErrServerClosed is not an
+// error here). It may be called once.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.hs != nil || s.closed {
+		s.mu.Unlock()
+		return errors.New("server: Serve called twice or after Shutdown")
+	}
+	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
+	hs := s.hs
+	s.mu.Unlock()
+	if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the gateway gracefully: new chat completions are
+// answered 503 and /ready turns 503; the HTTP server of [Server.Serve],
+// if any, stops listening and waits for its connections; Shutdown waits
+// for the chat completions in progress; then it shuts the engine down
+// with ctx (see [batchagent.Engine.Shutdown]), which cancels what is left
+// when ctx ends. It returns ctx's error when ctx ended first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	hs := s.hs
+	var idle chan struct{}
+	if s.active > 0 {
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle = s.idle
+	}
+	s.mu.Unlock()
+	var errs []error
+	if hs != nil {
+		errs = append(errs, hs.Shutdown(ctx))
+	}
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+		}
+	}
+	errs = append(errs, s.cfg.Engine.Shutdown(ctx))
+	return errors.Join(errs...)
+}

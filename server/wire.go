@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// apiError is an error answer in OpenAI's format:
+// {"error":{"message","type","param","code"}}.
+type apiError struct {
+	status     int
+	typ, code  string
+	param      string // "" is written as null
+	message    string
+	retryAfter time.Duration // sent as Retry-After (whole seconds, rounded up) when > 0
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badParam(param, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_value", param: param, message: msg}
+}
+
+var (
+	errNotFound    = &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: "no such endpoint"}
+	errMethod      = &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", message: "method not allowed"}
+	errAuth        = &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", message: "incorrect or missing API key: send it as \"Authorization: Bearer KEY\""}
+	errShutdown    = &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down", message: "the server is shutting down"}
+	errConcurrency = &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "too many concurrent requests for this API key", retryAfter: time.Second}
+)
+
+type wireErrorBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func (e *apiError) body() []byte {
+	var b wireErrorBody
+	b.Error.Message, b.Error.Type = e.message, e.typ
+	if e.param != "" {
+		b.Error.Param = &e.param
+	}
+	if e.code != "" {
+		b.Error.Code = &e.code
+	}
+	out, _ := json.Marshal(b) // strings only: cannot fail
+	return out
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
+	}
+	w.WriteHeader(e.status)
+	w.Write(append(e.body(), '\n'))
+}
+
+// errorOf maps the failure of a model call or an agent to the answer the
+// client gets:
+//
+//   - the engine shutting down, or the backend declared unavailable: 503
+//   - the backend rate-limited: 429 with its Retry-After (at least 1s)
+//   - the backend overloaded: 503 (with its Retry-After, if any)
+//   - the prompt too long for the context: 400 context_length_exceeded
+//   - the backend refused the request: 400 with its message
+//   - the backend unreachable or the connection cut: 502
+//   - a timeout (the backend's or RequestTimeout): 504
+//   - anything else (the backend's 5xx, an agent that failed): 500
+func errorOf(err error) *apiError {
+	if ae, ok := errors.AsType[*apiError](err); ok {
+		return ae
+	}
+	msg := err.Error()
+	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.Message != "" {
+		msg = ae.Message
+	}
+	e := &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: msg}
+	if ae, ok := errors.AsType[*batchagent.AgentError](err); ok && ae.Kind != "" {
+		e.code = "agent_" + string(ae.Kind)
+	}
+	switch {
+	case errors.Is(err, batchagent.ErrShutdown):
+		return errShutdown
+	case errors.Is(err, batchagent.ErrBackendUnavailable):
+		e.status, e.code = http.StatusServiceUnavailable, "backend_unavailable"
+	case errors.Is(err, llm.ErrRateLimited):
+		e.status, e.typ, e.code = http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded"
+		e.retryAfter = max(llm.RetryAfter(err), time.Second)
+	case errors.Is(err, llm.ErrOverloaded):
+		e.status, e.code = http.StatusServiceUnavailable, "overloaded"
+		e.retryAfter = llm.RetryAfter(err)
+	case errors.Is(err, llm.ErrContextLength):
+		e.status, e.typ, e.code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
+	case errors.Is(err, llm.ErrBadRequest):
+		e.status, e.typ, e.code = http.StatusBadRequest, "invalid_request_error", "invalid_value"
+	case errors.Is(err, llm.ErrConnection):
+		e.status, e.code = http.StatusBadGateway, "backend_unreachable"
+	case errors.Is(err, llm.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		e.status, e.code = http.StatusGatewayTimeout, "timeout"
+	}
+	return e
+}
+
+// wireUsage is OpenAI's usage object.
+type wireUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// Cost is the usage's cost at the model's configured price (as
+	// OpenRouter reports it); absent without a price.
+	Cost *float64 `json:"cost,omitempty"`
+}
+
+func newWireUsage(u llm.Usage) *wireUsage {
+	w := &wireUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.Total()}
+	w.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return w
+}
+
+// streamChunk is one chat.completion.chunk.
+type streamChunk struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []streamChoice `json:"choices"`
+	// Usage is null on every chunk but the last of a stream that asked
+	// for usage, and absent when it did not.
+	Usage any `json:"usage,omitempty"`
+}
+
+type streamChoice struct {
+	Index        int       `json:"index"`
+	Delta        delta     `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type delta struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent and Event carry agent mode's progress; see the
+	// package doc.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Event            *Event `json:"batchagent_event,omitempty"`
+}
+
+// completion is a non-streamed answer (chat.completion).
+type completion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []wireChoice `json:"choices"`
+	Usage   *wireUsage   `json:"usage"`
+}
+
+type wireChoice struct {
+	Index        int         `json:"index"`
+	Message      wireMessage `json:"message"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type wireMessage struct {
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"`
+	Refusal          *string        `json:"refusal"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	Events           []Event        `json:"batchagent_events,omitempty"`
+}
+
+// Event is one step of an agent's progress, streamed in agent mode as
+// the "batchagent_event" field of a chunk's delta (and listed under
+// "batchagent_events" in a non-streamed message).
+type Event struct {
+	// Type is "turn" (a model turn begins), "tool_call" (with Tool and
+	// Arguments), "tool_result" (with Tool and Summary, or Error) or
+	// "retry" (the answer went back for correction, with Feedback).
+	Type string `json:"type"`
+	// Turn is the agent's model turn, from 0.
+	Turn      int             `json:"turn"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Summary is the start of the tool's result, at most 200 bytes.
+	Summary  string `json:"summary,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+// text is the event as one line of reasoning text.
+func (e *Event) text() string {
+	switch e.Type {
+	case "turn":
+		return fmt.Sprintf("turn %d\n", e.Turn)
+	case "tool_call":
+		return fmt.Sprintf("calling %s %s\n", e.Tool, e.Arguments)
+	case "tool_result":
+		if e.Error != "" {
+			return fmt.Sprintf("%s failed: %s\n", e.Tool, e.Error)
+		}
+		return fmt.Sprintf("%s returned: %s\n", e.Tool, e.Summary)
+	case "retry":
+		return fmt.Sprintf("correcting the answer: %s\n", e.Feedback)
+	}
+	return e.Type + "\n"
+}
