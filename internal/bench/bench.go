@@ -58,6 +58,12 @@ type Options struct {
 	// MaxTokens caps each answer of the live scenario. Defaults to
 	// DefaultLiveMaxTokens.
 	MaxTokens int
+
+	// Rate and Duration are the gateway scenario's sustained request rate
+	// and how long each of its phases lasts. Default to
+	// DefaultGatewayRate and DefaultGatewayDuration.
+	Rate     int
+	Duration time.Duration
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -115,7 +121,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -142,6 +148,12 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		return runLive(ctx, opt, w)
 	case "submit", "share":
 		return runShareScenario(ctx, scenario, opt, w)
+	case "gateway":
+		if opt.N != 0 || opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 {
+			return nil, errors.New("bench: gateway takes only --rate, --duration and --json")
+		}
+		_, err := RunGateway(ctx, GatewayOptions{Rate: opt.Rate, Duration: opt.Duration, JSON: opt.JSON}, w)
+		return nil, err
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
 	}

@@ -67,6 +67,8 @@ type GatewayReport struct {
 	AddedP99MS    float64 `json:"added_p99_ms"`
 	DirectErrors  int     `json:"direct_errors"`
 	GatewayErrors int     `json:"gateway_errors"`
+	// Errors sums DirectErrors and GatewayErrors (BENCHMARKS.md's field).
+	Errors int `json:"errors"`
 	// AchievedRate is the gateway phase's requests over its wall time.
 	AchievedRate float64 `json:"achieved_rate"`
 }
@@ -153,7 +155,7 @@ func RunGateway(ctx context.Context, opt GatewayOptions, w io.Writer) (GatewayRe
 		Scenario: "gateway", Rate: opt.Rate, DurationS: opt.Duration.Seconds(), Requests: len(via) + viaErrs,
 		DirectP50MS: ms(percentile(direct, 0.50)), DirectP95MS: ms(percentile(direct, 0.95)), DirectP99MS: ms(percentile(direct, 0.99)),
 		GatewayP50MS: ms(percentile(via, 0.50)), GatewayP95MS: ms(percentile(via, 0.95)), GatewayP99MS: ms(percentile(via, 0.99)),
-		DirectErrors: directErrs, GatewayErrors: viaErrs,
+		DirectErrors: directErrs, GatewayErrors: viaErrs, Errors: directErrs + viaErrs,
 	}
 	rep.AddedP50MS = round(rep.GatewayP50MS-rep.DirectP50MS, 3)
 	rep.AddedP95MS = round(rep.GatewayP95MS-rep.DirectP95MS, 3)

@@ -49,6 +49,8 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.StringVar(&f.opt.Backend, "backend", "", "live: the server's URL (openai+http://HOST:PORT/v1, ollama://HOST:PORT, vllm://...)")
 	fl.StringVar(&f.opt.Model, "model", "", "live: model name, when the URL names none")
 	fl.IntVar(&f.opt.MaxTokens, "max-tokens", 0, fmt.Sprintf("live: cap on each answer's tokens (0: %d)", bench.DefaultLiveMaxTokens))
+	fl.IntVar(&f.opt.Rate, "rate", 0, fmt.Sprintf("gateway: requests per second (0: %d)", bench.DefaultGatewayRate))
+	fl.DurationVar(&f.opt.Duration, "duration", 0, fmt.Sprintf("gateway: how long each phase lasts (0: %v)", bench.DefaultGatewayDuration))
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace to this file")
 	return cmd

@@ -64,6 +64,7 @@ failure), 2 a usage error (flags, arguments, job file), 130 interrupted.`,
 		a.exportCommand(),
 		a.benchCommand(),
 		a.simCommand(),
+		a.serveCommand(),
 		a.versionCommand(),
 	)
 	return root
