@@ -115,6 +115,13 @@ type Config struct {
 	// Observer, if set, also watches every agent run (for tracing), teed
 	// with the gateway's progress events. Defaults to none.
 	Observer agent.Observer
+	// Metrics, if set, is served at GET /metrics, without authentication
+	// (scrapers rarely carry keys: bind the server to a private address,
+	// or front it). Defaults to none: /metrics is 404.
+	Metrics http.Handler
+	// Instrument, if set, wraps the handling of each route (its path, or
+	// "other" for unknown paths): for request metrics. Defaults to none.
+	Instrument func(route string, h http.Handler) http.Handler
 }
 
 // Server is the OpenAI-compatible gateway: an http.Handler over an
@@ -124,6 +131,8 @@ type Server struct {
 	cfg     Config
 	clients []*client
 	models  []string // sorted: backends, then agent:NAMEs
+	routes  map[string]http.Handler
+	other   http.Handler // unknown paths
 
 	mu     sync.Mutex // protects the fields below
 	active int        // chat completions in progress
@@ -177,13 +186,41 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.clients = clients
+	s.routes = map[string]http.Handler{}
+	wrap := cfg.Instrument
+	if wrap == nil {
+		wrap = func(_ string, h http.Handler) http.Handler { return h }
+	}
+	for _, route := range []string{"/health", "/ready", "/v1/models", "/v1/chat/completions", "/metrics"} {
+		s.routes[route] = wrap(route, http.HandlerFunc(s.route))
+	}
+	s.other = wrap("other", http.HandlerFunc(s.route))
 	return s, nil
 }
 
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := s.routes[r.URL.Path]; ok {
+		h.ServeHTTP(w, r)
+		return
+	}
+	s.other.ServeHTTP(w, r)
+}
+
+// route handles a request by its path.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch r.URL.Path {
+	case "/metrics":
+		if s.cfg.Metrics == nil {
+			writeError(w, errNotFound)
+			return
+		}
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		s.cfg.Metrics.ServeHTTP(w, r)
 	case "/health":
 		if !get {
 			writeError(w, errMethod)

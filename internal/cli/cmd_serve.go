@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/server"
@@ -105,13 +106,19 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 // gateway is a serve config opened: the server and what must be closed
 // after it (the agents' tools).
 type gateway struct {
-	srv   *server.Server
-	tools []*builtTools
+	srv           *server.Server
+	tools         []*builtTools
+	shutdownTrace func(context.Context) error // flushes the traces; nil before tracing is set up
 }
 
 func (g *gateway) close() {
 	for _, t := range g.tools {
 		_ = t.close() // nothing to report on the way out
+	}
+	if g.shutdownTrace != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), telemetryStopTimeout)
+		defer cancel()
+		_ = g.shutdownTrace(ctx) // the exporter's failures were logged by the SDK
 	}
 }
 
@@ -200,9 +207,21 @@ func openGateway(ctx context.Context, sc *config.Serve, logger *slog.Logger, get
 	if err != nil {
 		return nil, err
 	}
+	metrics := telemetry.NewMetrics()
+	if err := metrics.Watch(engine); err != nil {
+		return nil, err
+	}
+	tp, shutdown, err := telemetry.SetupTracing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.shutdownTrace = shutdown
+	tracer := telemetry.NewAgentTracer(tp)
 	g.srv, err = server.New(server.Config{
 		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
 		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
+		Recorder: metrics, Metrics: metrics.Exposition(), Instrument: metrics.Handler,
+		Tracer: tracer, Observer: tracer,
 	})
 	if err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func (t *runTelemetry) onResult() batchagent.OnResultFunc {
 	if t.metrics == nil {
 		return nil
 	}
-	return func(r batchagent.Result) { t.metrics.ObserveResult(t.job, r) }
+	return func(r batchagent.Result) { t.metrics.Result(t.job, r) }
 }
 
 // serve starts serving e's metrics, as job's, on the bound address and

@@ -126,6 +126,31 @@ func (t *AgentTracer) Agent(ctx context.Context, job string, index int) (context
 	}
 }
 
+// Request begins the span of one request to the gateway for model (a
+// backend's model name, or "agent:NAME"): a CHAIN span whose input is the
+// last user message and whose output is the answer, when Content is set,
+// with the usage summed over the request. It makes t a server.Tracer.
+func (t *AgentTracer) Request(ctx context.Context, model, input string) (context.Context, func(output string, usage llm.Usage, err error)) {
+	ctx, span := t.tracer.Start(ctx, "chat "+model, trace.WithAttributes(
+		attribute.String(AttrSpanKind, KindChain),
+		attribute.String(AttrModelName, model),
+	))
+	if t.Content {
+		span.SetAttributes(attribute.String(AttrInput, t.cap(input)))
+	}
+	return ctx, func(output string, usage llm.Usage, err error) {
+		span.SetAttributes(tokenCounts(usage)...)
+		if t.Content {
+			span.SetAttributes(attribute.String(AttrOutput, t.cap(output)))
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
 // Turn implements [agent.Observer]: a CHAIN span for model turn turn.
 func (t *AgentTracer) Turn(ctx context.Context, turn int) (context.Context, func(*llm.Response, error)) {
 	ctx, span := t.tracer.Start(ctx, "turn "+strconv.Itoa(turn), trace.WithAttributes(

@@ -5,8 +5,8 @@
 // # Metrics
 //
 // A [Metrics] owns its registry: HTTP requests by route ([Metrics.Handler]),
-// passthrough calls ([Metrics.ObserveCall]), agents' results
-// ([Metrics.ObserveResult]) and an engine's counters read at scrape time
+// passthrough calls ([Metrics.Call]), agents' results
+// ([Metrics.Result]) and an engine's counters read at scrape time
 // ([Metrics.Watch]), served by [Metrics.Exposition] on GET /metrics. Every
 // name starts with batchagent_ and carries its unit (_seconds, _total).
 //

@@ -144,10 +144,11 @@ func (m *Metrics) Handler(route string, h http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerInFlight(m.inflight.With(labels), h)
 }
 
-// ObserveCall records one passthrough model call to model: its time to
-// first token (not recorded when zero: no token came), its whole duration,
-// its tokens and whether it failed.
-func (m *Metrics) ObserveCall(model string, ttft, total time.Duration, usage llm.Usage, err error) {
+// Call records one passthrough model call to model: its time to first
+// token (not recorded when zero: no token came), its whole duration, its
+// tokens and whether it failed. With Result it makes Metrics a
+// server.Recorder.
+func (m *Metrics) Call(model string, ttft, total time.Duration, usage llm.Usage, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
@@ -160,9 +161,9 @@ func (m *Metrics) ObserveCall(model string, ttft, total time.Duration, usage llm
 	m.addTokens("call", model, usage)
 }
 
-// ObserveResult records one agent's result of job: its kind, time to first
+// Result records one agent's result of job: its kind, time to first
 // token (when one came), queue wait, wall time and tokens.
-func (m *Metrics) ObserveResult(job string, r batchagent.Result) {
+func (m *Metrics) Result(job string, r batchagent.Result) {
 	kind := "ok"
 	if r.Err != nil {
 		kind = string(batchagent.KindOf(r.Err))

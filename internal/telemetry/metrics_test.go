@@ -146,14 +146,14 @@ func TestMetricsAfterEngineRun(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("result %d: %v", r.Index, r.Err)
 		}
-		m.ObserveResult("review", r)
+		m.Result("review", r)
 		usage = usage.Add(r.Usage)
 	}
 	if usage.PromptTokens == 0 || usage.CompletionTokens == 0 {
 		t.Fatalf("usage %+v: the simulator reported no tokens", usage)
 	}
-	m.ObserveCall("sim-1", 20*time.Millisecond, 50*time.Millisecond, llm.Usage{PromptTokens: 7, CompletionTokens: 5, CachedTokens: 3}, nil)
-	m.ObserveCall("sim-1", 0, time.Millisecond, llm.Usage{}, errors.New("refused"))
+	m.Call("sim-1", 20*time.Millisecond, 50*time.Millisecond, llm.Usage{PromptTokens: 7, CompletionTokens: 5, CachedTokens: 3}, nil)
+	m.Call("sim-1", 0, time.Millisecond, llm.Usage{}, errors.New("refused"))
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ping", m.Handler("/ping", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
