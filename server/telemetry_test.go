@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"strings"
 	"testing"
+
+	backendopenai "github.com/batchagent/batchagent/backend/openai"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/server"
 )
@@ -153,4 +159,56 @@ func TestGatewayMetricsAndSpans(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestTraceparentReachesUpstream checks that a request's trace context
+// reaches the backend's server: the gateway's span is the parent named in
+// the traceparent header the upstream receives.
+func TestTraceparentReachesUpstream(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	tracer := telemetry.NewAgentTracer(tp)
+
+	_, url := simHTTP(t, simhttp.Config{Model: sim.Config{Seed: 2, ToolTurns: -1}})
+	seen := make(chan string, 4)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" {
+			seen <- r.Header.Get("traceparent")
+		}
+		target, _ := neturl.Parse(url)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	cfg, err := backendopenai.ParseURL("sim+" + front.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WrapTransport = telemetry.Transport
+	m, err := backendopenai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, server.Config{
+		Backends: map[string]batchagent.Backend{"sim": {Model: m}},
+		Tracer:   tracer, Observer: tracer,
+	})
+	if _, err := g.client("").Chat.Completions.New(t.Context(), userParams("sim", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	tp.ForceFlush(t.Context())
+	var chat tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "chat sim" {
+			chat = s
+		}
+	}
+	if !chat.SpanContext.IsValid() {
+		t.Fatal("no span for the request")
+	}
+	got := <-seen
+	want := "00-" + chat.SpanContext.TraceID().String() + "-"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("upstream traceparent %q, want one of trace %s", got, chat.SpanContext.TraceID())
+	}
 }

@@ -81,6 +81,11 @@ type Config struct {
 	// connection, TLS-handshake and response-header timeouts (never
 	// http.DefaultClient) and no overall timeout.
 	HTTPClient *http.Client
+	// WrapTransport, if set, wraps the transport of the default client
+	// (for example to propagate trace context to the server); it is not
+	// applied to HTTPClient, whose transport the caller wraps. Defaults to
+	// none.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// MetricsURL is where [Model.QueueDepth] reads the server's Prometheus
 	// metrics. Defaults to BaseURL's scheme and host plus "/metrics" for the
 	// vllm, sglang, llamacpp and sim flavors; zero means no probe for the
@@ -180,6 +185,9 @@ func New(cfg Config) (*Model, error) {
 	}
 	if m.httpClient == nil {
 		m.httpClient = defaultHTTPClient()
+		if cfg.WrapTransport != nil {
+			m.httpClient.Transport = cfg.WrapTransport(m.httpClient.Transport)
+		}
 	}
 	if names, ok := queueMetrics[cfg.Flavor]; ok {
 		m.metricNames = []metricPair{names}

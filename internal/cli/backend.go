@@ -12,6 +12,7 @@ import (
 	"github.com/batchagent/batchagent/backend/bedrock"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -59,6 +60,9 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		if cfg.Model == "" {
 			cfg.Model = model
 		}
+		// A call made under a span (OTEL_* set) carries its traceparent;
+		// otherwise the wrapper adds nothing.
+		cfg.WrapTransport = telemetry.Transport
 		return openai.New(cfg)
 	case "anthropic", "anthropic+http", "anthropic+https":
 		cfg, err := anthropic.ParseURL(raw)
