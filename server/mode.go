@@ -91,6 +91,12 @@ const progressBuffer = 16
 func (a *agentRun) chunks(ctx context.Context) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
+		// An observer that is an agent.Scope (a tracer) gets the agent's
+		// begin and end: its span is the parent of the turns'.
+		endScope := func(batchagent.Result) {}
+		if sc, ok := a.observer.(agent.Scope); ok {
+			ctx, endScope = sc.Agent(ctx, a.name, 0)
+		}
 		obs := &progress{ch: make(chan *Event, progressBuffer), done: ctx.Done(), next: a.observer}
 		h := a.engine.Submit(agent.WithObserver(ctx, obs), a.spec, a.input)
 		defer func() {
@@ -99,6 +105,8 @@ func (a *agentRun) chunks(ctx context.Context) iter.Seq2[chunk, error] {
 			cancel()
 			h.Cancel()
 			<-h.Done()
+			r, _ := h.Try()
+			endScope(r)
 		}()
 		for {
 			select {

@@ -127,15 +127,20 @@ func TestGatewayMetricsAndSpans(t *testing.T) {
 	chatSim, ok1 := byName["chat sim"]
 	chatAgent, ok2 := byName["chat agent:echo"]
 	turn, ok3 := byName["turn 0"]
-	if !ok1 || !ok2 || !ok3 {
+	agentSpan, ok4 := byName["agent echo"]
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		names := []string{}
 		for _, s := range spans {
 			names = append(names, s.Name)
 		}
-		t.Fatalf("spans %q, want chat sim, chat agent:echo and turn 0", names)
+		t.Fatalf("spans %q, want chat sim, chat agent:echo, agent echo and turn 0", names)
 	}
-	if turn.Parent.SpanID() != chatAgent.SpanContext.SpanID() {
-		t.Errorf("turn 0's parent is %v, want the agent request's span", turn.Parent.SpanID())
+	// request → agent → turn
+	if agentSpan.Parent.SpanID() != chatAgent.SpanContext.SpanID() {
+		t.Errorf("the agent span's parent is %v, want the request's span", agentSpan.Parent.SpanID())
+	}
+	if turn.Parent.SpanID() != agentSpan.SpanContext.SpanID() {
+		t.Errorf("turn 0's parent is %v, want the agent's span", turn.Parent.SpanID())
 	}
 	attrs := map[string]any{}
 	for _, kv := range chatSim.Attributes {
