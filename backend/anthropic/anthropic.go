@@ -58,6 +58,11 @@ type Config struct {
 	// connection, TLS and response-header timeouts (never
 	// http.DefaultClient). Per-call deadlines come from the context.
 	HTTPClient *http.Client
+	// WrapTransport, if set, wraps the transport of the default client
+	// (for example to propagate trace context to the API); it is not
+	// applied to HTTPClient, whose transport the caller wraps. Defaults to
+	// none.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Concurrency overrides the DefaultConcurrency that Capabilities
 	// reports. Zero means DefaultConcurrency.
 	Concurrency int
@@ -75,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = defaultHTTPClient()
+		if c.WrapTransport != nil {
+			c.HTTPClient.Transport = c.WrapTransport(c.HTTPClient.Transport)
+		}
 	}
 	return c
 }

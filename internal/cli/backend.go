@@ -76,6 +76,7 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		if cfg.Model == "" {
 			cfg.Model = model
 		}
+		cfg.WrapTransport = telemetry.Transport
 		return anthropic.New(cfg)
 	case "bedrock":
 		cfg, err := bedrock.ParseURL(raw)
