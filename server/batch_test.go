@@ -16,6 +16,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/server"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // batchInput returns n input lines for model; the lines whose index is
@@ -382,5 +383,44 @@ func TestBatchResume(t *testing.T) {
 	out, _ := results(t, c2, b2, n)
 	if len(out) != n {
 		t.Fatalf("%d output lines, want %d", len(out), n)
+	}
+}
+
+// TestBatchAgentMode runs each line as an agent ("model": "agent:NAME"),
+// multi-turn with a tool.
+func TestBatchAgentMode(t *testing.T) {
+	lookup := tool.Func(tool.Spec{Name: "lookup", Description: "Look up."}, func(context.Context, json.RawMessage) (string, error) {
+		return "found", nil
+	})
+	spec, err := batchagent.NewSpec(batchagent.Def{Model: newSim(t, sim.Config{Seed: 2, ToolTurns: 1}), Task: "{input}",
+		Tools: []tool.Tool{lookup}, Priority: batchagent.Interactive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, server.Config{Agents: map[string]*batchagent.Spec{"finder": spec}, Batches: openStore(t, t.TempDir())})
+	c := g.client("")
+	const n = 10
+	input := bytes.ReplaceAll(batchInput(n, nil), []byte(`"model":"sim"`), []byte(`"model":"agent:finder"`))
+	b := waitBatch(t, c, submitBatch(t, c, input).ID)
+	if b.Status != openai.BatchStatusCompleted || b.RequestCounts.Completed != n {
+		t.Fatalf("status %s, counts %+v", b.Status, b.RequestCounts)
+	}
+	out, _ := results(t, c, b, n)
+	for id, r := range out {
+		var body struct {
+			Model   string `json:"model"`
+			Choices []struct {
+				Message struct {
+					Content string                   `json:"content"`
+					Events  []map[string]interface{} `json:"batchagent_events"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(r.Response.Body, &body); err != nil || body.Model != "agent:finder" || len(body.Choices) != 1 || body.Choices[0].Message.Content == "" {
+			t.Errorf("%s: body %s", id, r.Response.Body)
+		}
+		if !strings.Contains(string(r.Response.Body), `"lookup"`) {
+			t.Errorf("%s: no tool call in the agent's events: %s", id, r.Response.Body)
+		}
 	}
 }

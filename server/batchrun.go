@@ -524,3 +524,13 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 	})
 	return err
 }
+
+// batchSpec returns spec in the batch class: spec itself when it is.
+func batchSpec(spec *batchagent.Spec) (*batchagent.Spec, error) {
+	if spec.Priority() == batchagent.Batch {
+		return spec, nil
+	}
+	def := spec.Def()
+	def.Priority = batchagent.Batch
+	return batchagent.NewSpec(def)
+}

@@ -160,6 +160,8 @@ type Server struct {
 	idle   chan struct{}
 	hs     *http.Server
 
+	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
+
 	batchMu   sync.Mutex // protects runners and starting runners
 	runners   map[string]*batchRunner
 	batchCtx  context.Context // the runners' context, ended by Shutdown
@@ -214,11 +216,17 @@ func New(cfg Config) (*Server, error) {
 		s.models = append(s.models, name)
 	}
 	var agents []string
+	s.batchAgents = map[string]*batchagent.Spec{}
 	for name, spec := range cfg.Agents {
 		if spec == nil {
 			return nil, fmt.Errorf("server: agent %q has no spec", name)
 		}
 		agents = append(agents, AgentPrefix+name)
+		bs, err := batchSpec(spec)
+		if err != nil {
+			return nil, fmt.Errorf("server: agent %q: %w", name, err)
+		}
+		s.batchAgents[name] = bs
 	}
 	slices.Sort(s.models)
 	slices.Sort(agents)
@@ -433,7 +441,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // modeFor returns the mode answering cr and the span's input, or the
 // error to answer. A passthrough runs in class; an agent at its spec's
-// priority.
+// priority, or in the batch class when class is.
 func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, string, *apiError) {
 	if cr.Model == "" {
 		return nil, "", badParam("model", "model is required")
@@ -442,6 +450,9 @@ func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, stri
 		spec, ok := s.cfg.Agents[name]
 		if !ok {
 			return nil, "", unknownModel(cr.Model)
+		}
+		if class == batchagent.Batch {
+			spec = s.batchAgents[name]
 		}
 		in, e := agentInput(cr)
 		if e != nil {
