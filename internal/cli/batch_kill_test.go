@@ -95,7 +95,7 @@ func TestServeBatchSurvivesSIGKILL(t *testing.T) {
 	}
 	dir := t.TempDir()
 	config := filepath.Join(dir, "serve.yaml")
-	if err := os.WriteFile(config, []byte("backends:\n  sim:\n    url: sim://?latency=40ms&seed=1\n    max_inflight: 32\n"), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte("backends:\n  sim:\n    url: sim://?latency=80ms&seed=1\n    max_inflight: 32\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
