@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -23,7 +24,25 @@ import (
 type BatchStore struct {
 	dir string
 	db  *sql.DB
+
+	records chan lineRecord // to the writer
+	stop    chan struct{}   // closed by Close: the writer returns
+	stopped chan struct{}   // closed when the writer has returned
+	once    sync.Once
 }
+
+// lineRecord is a finished line on its way to the writer, which commits
+// it with others in one transaction and answers on done.
+type lineRecord struct {
+	batchID string
+	line    int
+	failed  bool
+	data    []byte
+	done    chan error
+}
+
+// maxGroup caps the lines the writer commits in one transaction.
+const maxGroup = 512
 
 const batchSchema = `
 CREATE TABLE IF NOT EXISTS files (
@@ -72,11 +91,76 @@ func OpenBatchStore(dir string) (*BatchStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("batch store %s: create tables: %w", p, err)
 	}
-	return &BatchStore{dir: abs, db: db}, nil
+	s := &BatchStore{dir: abs, db: db, records: make(chan lineRecord), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
-// Close closes the store's database.
-func (s *BatchStore) Close() error { return s.db.Close() }
+// Close stops the store's writer and closes its database. Lines recorded
+// after Close fail.
+func (s *BatchStore) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	<-s.stopped
+	return s.db.Close()
+}
+
+// writer commits the lines sent to recordLine, as many as are waiting
+// (up to maxGroup) in each transaction, until Close.
+func (s *BatchStore) writer() {
+	defer close(s.stopped)
+	for {
+		var group []lineRecord
+		select {
+		case r := <-s.records:
+			group = append(group, r)
+		case <-s.stop:
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.records:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		err := s.commit(group)
+		for _, r := range group {
+			r.done <- err
+		}
+	}
+}
+
+// commit records a group of finished lines and counts them, in one
+// transaction.
+func (s *BatchStore) commit(group []lineRecord) error {
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record lines: %w", err)
+	}
+	defer tx.Rollback()
+	for _, r := range group {
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO lines (batch_id, line, failed, data) VALUES (?, ?, ?, ?)`, r.batchID, r.line, r.failed, string(r.data))
+		if err != nil {
+			return fmt.Errorf("record line %d of batch %s: %w", r.line, r.batchID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			col := "completed"
+			if r.failed {
+				col = "failed"
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE batches SET `+col+` = `+col+` + 1 WHERE id = ?`, r.batchID); err != nil {
+				return fmt.Errorf("record line %d of batch %s: %w", r.line, r.batchID, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record lines: %w", err)
+	}
+	return nil
+}
 
 // errNoRecord is returned for an unknown file or batch.
 var errNoRecord = errors.New("no such record")
@@ -259,27 +343,19 @@ func (s *BatchStore) updateBatch(ctx context.Context, id string, change func(*ba
 }
 
 // recordLine records a finished line of a batch and counts it, in one
-// transaction: a line recorded is never run again.
+// transaction (shared with other lines finishing at the same time): a
+// line recorded is never run again. It returns once the transaction has
+// committed, or with an error if it failed or the store is closed.
 func (s *BatchStore) recordLine(ctx context.Context, batchID string, line int, failed bool, data []byte) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record line %d of batch %s: %w", line, batchID, err)
+	r := lineRecord{batchID: batchID, line: line, failed: failed, data: data, done: make(chan error, 1)}
+	select {
+	case s.records <- r:
+	case <-s.stop:
+		return errors.New("batch store closed")
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO lines (batch_id, line, failed, data) VALUES (?, ?, ?, ?)`, batchID, line, failed, string(data))
-	if err != nil {
-		return fmt.Errorf("record line %d of batch %s: %w", line, batchID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		col := "completed"
-		if failed {
-			col = "failed"
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE batches SET `+col+` = `+col+` + 1 WHERE id = ?`, batchID); err != nil {
-			return fmt.Errorf("record line %d of batch %s: %w", line, batchID, err)
-		}
-	}
-	return tx.Commit()
+	return <-r.done
 }
 
 // doneLines returns the numbers of a batch's recorded lines.
