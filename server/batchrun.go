@@ -85,6 +85,10 @@ func (r *batchRunner) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err != nil && expCtx.Err() != nil {
+			// The window ended while validating: nothing ran.
+			return r.finalize(ctx, b.InputFileID, "expired")
+		}
 		if err != nil {
 			errs = []batchError{{Code: "internal_error", Message: err.Error()}}
 		}

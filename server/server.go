@@ -146,7 +146,8 @@ type Config struct {
 
 // Server is the OpenAI-compatible gateway: an http.Handler over an
 // engine. It serves POST /v1/chat/completions, GET /v1/models, GET
-// /health and GET /ready. It is safe for concurrent use.
+// /health and GET /ready, and with [Config.Batches] the Batch API
+// (/v1/files, /v1/batches). It is safe for concurrent use.
 type Server struct {
 	cfg     Config
 	clients []*client
@@ -561,7 +562,9 @@ func (s *Server) Serve(l net.Listener) error {
 
 // Shutdown stops the gateway gracefully: new chat completions are
 // answered 503 and /ready turns 503; the HTTP server of [Server.Serve],
-// if any, stops listening and waits for its connections; Shutdown waits
+// if any, stops listening and waits for its connections; the batches
+// running stop, their lines in flight cancelled and left unrecorded (a
+// server started later on the same store resumes them); Shutdown waits
 // for the chat completions in progress; then it shuts the engine down
 // with ctx (see [batchagent.Engine.Shutdown]), which cancels what is left
 // when ctx ends. It returns ctx's error when ctx ended first.
