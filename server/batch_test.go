@@ -194,6 +194,9 @@ func TestBatchRoundTrip(t *testing.T) {
 		if b.InProgressAt == 0 || b.FinalizingAt == 0 || b.CompletedAt == 0 || b.CompletedAt < b.CreatedAt {
 			t.Errorf("timestamps: in_progress %d finalizing %d completed %d", b.InProgressAt, b.FinalizingAt, b.CompletedAt)
 		}
+		if b.Model != "sim" || b.Usage.TotalTokens <= 0 || b.Usage.InputTokens+b.Usage.OutputTokens != b.Usage.TotalTokens {
+			t.Errorf("model %q, usage %+v: want sim and the lines' tokens", b.Model, b.Usage)
+		}
 		out, errs := results(t, c, b, n)
 		for id, r := range out {
 			var body struct {

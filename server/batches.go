@@ -61,6 +61,24 @@ type batchObject struct {
 	CancelledAt      *int64            `json:"cancelled_at"`
 	RequestCounts    requestCounts     `json:"request_counts"`
 	Metadata         map[string]string `json:"metadata"`
+	// Model is the model of the input's first line.
+	Model string `json:"model,omitempty"`
+	// Usage sums the usage of the lines that succeeded; set when the
+	// batch ends.
+	Usage *batchUsage `json:"usage,omitempty"`
+}
+
+// batchUsage is the Batch object's usage.
+type batchUsage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
 }
 
 type requestCounts struct {

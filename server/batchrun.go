@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,7 +83,7 @@ func (r *batchRunner) run(ctx context.Context) error {
 	defer cancel()
 
 	if b.Status == "validating" {
-		total, errs, err := r.validate(expCtx, b.InputFileID)
+		total, model, errs, err := r.validate(expCtx, b.InputFileID)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -99,6 +101,7 @@ func (r *batchRunner) run(ctx context.Context) error {
 				return true
 			}
 			b.RequestCounts.Total = int64(total)
+			b.Model = model
 			b.InProgressAt = now()
 			if b.Status == "validating" {
 				b.Status = "in_progress"
@@ -167,12 +170,14 @@ type inputLine struct {
 const maxBatchErrors = 1000
 
 // validate reads the input file and returns its number of lines (blank
-// lines are skipped) and what is wrong with it, line by line.
-func (r *batchRunner) validate(ctx context.Context, fileID string) (int, []batchError, error) {
+// lines are skipped), the model of its first line and what is wrong with
+// it, line by line.
+func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string, []batchError, error) {
 	f, err := r.s.cfg.Batches.openFile(fileID)
 	if err != nil {
-		return 0, []batchError{{Code: "file_not_found", Message: fmt.Sprintf("the input file %s cannot be read", fileID)}}, nil
+		return 0, "", []batchError{{Code: "file_not_found", Message: fmt.Sprintf("the input file %s cannot be read", fileID)}}, nil
 	}
+	model := ""
 	defer f.Close()
 	var errs []batchError
 	add := func(line int, code, param, msg string) {
@@ -195,7 +200,7 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, []batch
 	for sc.Scan() {
 		n++
 		if n%1000 == 0 && ctx.Err() != nil {
-			return 0, nil, ctx.Err()
+			return 0, "", nil, ctx.Err()
 		}
 		raw := bytes.TrimSpace(sc.Bytes())
 		if len(raw) == 0 {
@@ -227,19 +232,25 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, []batch
 		}
 		if b := bytes.TrimSpace(in.Body); len(b) == 0 || b[0] != '{' {
 			add(n, "invalid_body", "body", "body must be a JSON object")
+		} else if model == "" {
+			var body struct {
+				Model string `json:"model"`
+			}
+			json.Unmarshal(b, &body)
+			model = body.Model
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			add(n+1, "line_too_long", "", fmt.Sprintf("this line is longer than %d bytes", r.s.cfg.MaxBodyBytes))
 		} else {
-			return 0, nil, fmt.Errorf("read input file %s: %w", fileID, err)
+			return 0, "", nil, fmt.Errorf("read input file %s: %w", fileID, err)
 		}
 	}
 	if total == 0 && len(errs) == 0 {
 		add(0, "empty_file", "", "the input file has no requests")
 	}
-	return total, errs, nil
+	return total, model, errs, nil
 }
 
 // execute runs the lines not yet recorded, at most BatchConcurrency at
@@ -403,7 +414,9 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 		return fmt.Errorf("open input file %s: %w", fileID, err)
 	}
 	defer in.Close()
-	outID, errID := newID("file-"), newID("file-")
+	// The files' IDs derive from the batch's: a finalize run again after a
+	// crash replaces its files rather than leaving others behind.
+	outID, errID := derivedID(r.id, "output"), derivedID(r.id, "errors")
 	outF, err := os.Create(st.filePath(outID))
 	if err != nil {
 		return err
@@ -442,6 +455,7 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 	} else if final == "completed" {
 		code, msg = "batch_failed", "This request was not executed."
 	}
+	var usage batchUsage
 	sc := r.lineScanner(in)
 	n := 0
 	for sc.Scan() {
@@ -451,6 +465,9 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 			continue
 		}
 		if recLine == n {
+			if !recFailed {
+				usage.add(recData)
+			}
 			if recFailed {
 				errW.WriteString(recData)
 				errW.WriteByte('\n')
@@ -508,14 +525,14 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 		}
 		obj := fileObject{ID: o.id, Object: "file", Bytes: fi.Size(), CreatedAt: time.Now().Unix(), Filename: r.id + "_" + o.name, Purpose: "batch_output", Status: "processed"}
 		raw, _ := json.Marshal(obj)
-		if _, err := st.db.ExecContext(ctx, `INSERT INTO files (id, obj) VALUES (?, ?)`, o.id, string(raw)); err != nil {
+		if _, err := st.db.ExecContext(ctx, `INSERT OR REPLACE INTO files (id, obj) VALUES (?, ?)`, o.id, string(raw)); err != nil {
 			return fmt.Errorf("record file %s: %w", o.id, err)
 		}
 		id := o.id
 		*o.into = &id
 	}
 	_, err = st.updateBatch(ctx, r.id, func(b *batchObject) bool {
-		b.Status, b.OutputFileID, b.ErrorFileID = final, outFile, errFile
+		b.Status, b.OutputFileID, b.ErrorFileID, b.Usage = final, outFile, errFile, &usage
 		switch final {
 		case "completed":
 			b.CompletedAt = now()
@@ -537,4 +554,29 @@ func batchSpec(spec *batchagent.Spec) (*batchagent.Spec, error) {
 	def := spec.Def()
 	def.Priority = batchagent.Batch
 	return batchagent.NewSpec(def)
+}
+
+// derivedID returns the ID of a batch's output or error file.
+func derivedID(batchID, kind string) string {
+	sum := sha256.Sum256([]byte(batchID + "/" + kind))
+	return "file-" + hex.EncodeToString(sum[:12])
+}
+
+// add adds the usage of a recorded output line's body.
+func (u *batchUsage) add(line string) {
+	var l struct {
+		Response struct {
+			Body struct {
+				Usage *wireUsage `json:"usage"`
+			} `json:"body"`
+		} `json:"response"`
+	}
+	if json.Unmarshal([]byte(line), &l) != nil || l.Response.Body.Usage == nil {
+		return
+	}
+	w := l.Response.Body.Usage
+	u.InputTokens += w.PromptTokens
+	u.InputTokensDetails.CachedTokens += w.PromptTokensDetails.CachedTokens
+	u.OutputTokens += w.CompletionTokens
+	u.TotalTokens += w.TotalTokens
 }
