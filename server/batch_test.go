@@ -427,3 +427,45 @@ func TestBatchAgentMode(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchYieldsToInteractive: on a backend of one slot with a batch's
+// lines all waiting for it, a chat completion sent meanwhile is served at
+// the next free slot, before the batch's waiting lines (batch class below
+// interactive).
+func TestBatchYieldsToInteractive(t *testing.T) {
+	m := newSim(t, sim.Config{Seed: 4, Latency: 20 * time.Millisecond})
+	be := batchagent.Backend{Model: m, Name: "sim"}
+	e, err := batchagent.New(batchagent.Config{Backends: map[batchagent.Backend]batchagent.Admission{be: {MaxInflight: 1, FixedInflight: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, server.Config{Engine: e, Backends: map[string]batchagent.Backend{"sim": be},
+		Batches: openStore(t, t.TempDir()), BatchConcurrency: 100})
+	c := g.client("")
+	const n = 100
+	b := submitBatch(t, c, batchInput(n, nil))
+	for {
+		got, err := c.Batches.Get(context.Background(), b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RequestCounts.Completed >= 3 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := c.Chat.Completions.New(context.Background(), userParams("sim", "now")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Batches.Get(context.Background(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Waited behind the batch's queue, it would come after ~97 lines.
+	if got.RequestCounts.Completed > 10 {
+		t.Errorf("the interactive request was answered after %d batch lines: want it at the next free slot", got.RequestCounts.Completed)
+	}
+	if b := waitBatch(t, c, b.ID); b.Status != openai.BatchStatusCompleted || b.RequestCounts.Completed != n {
+		t.Fatalf("batch %s, counts %+v", b.Status, b.RequestCounts)
+	}
+}
