@@ -12,16 +12,18 @@ import (
 )
 
 // passthrough answers with one model call through the backend's
-// admission, in the interactive class.
+// admission, in its class (interactive for a chat completion, batch for
+// a line of a batch).
 type passthrough struct {
 	engine  *batchagent.Engine
 	backend batchagent.Backend
+	class   batchagent.Priority
 	req     *llm.Request
 }
 
 func (p *passthrough) chunks(ctx context.Context) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
-		for ev, err := range p.engine.Call(ctx, p.backend, batchagent.Interactive, p.req) {
+		for ev, err := range p.engine.Call(ctx, p.backend, p.class, p.req) {
 			if err != nil {
 				yield(chunk{}, err)
 				return

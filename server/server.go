@@ -122,11 +122,32 @@ type Config struct {
 	// Instrument, if set, wraps the handling of each route (its path, or
 	// "other" for unknown paths): for request metrics. Defaults to none.
 	Instrument func(route string, h http.Handler) http.Handler
+
+	// Batches, if set, stores the files and batches of the Batch API
+	// (/v1/files, /v1/batches); the server resumes the store's unfinished
+	// batches when it starts. The caller closes it after Shutdown.
+	// Defaults to none: those routes answer 404.
+	Batches *BatchStore
+	// BatchMaxLines caps the requests of a batch's input file. Defaults to
+	// DefaultBatchMaxLines (50,000).
+	BatchMaxLines int
+	// BatchMaxBytes caps an uploaded file. Defaults to DefaultBatchMaxBytes
+	// (200 MB).
+	BatchMaxBytes int64
+	// BatchConcurrency caps the lines of one batch in flight at once (the
+	// engine's admission still bounds each backend). Defaults to
+	// DefaultBatchConcurrency.
+	BatchConcurrency int
+	// BatchWindow is how long a batch's completion window ("24h") lasts:
+	// a batch not done by then ends expired. Tests shorten it. Defaults
+	// to DefaultBatchWindow (24h).
+	BatchWindow time.Duration
 }
 
 // Server is the OpenAI-compatible gateway: an http.Handler over an
 // engine. It serves POST /v1/chat/completions, GET /v1/models, GET
-// /health and GET /ready. It is safe for concurrent use.
+// /health and GET /ready, and with [Config.Batches] the Batch API
+// (/v1/files, /v1/batches). It is safe for concurrent use.
 type Server struct {
 	cfg     Config
 	clients []*client
@@ -139,6 +160,14 @@ type Server struct {
 	closed bool       // Shutdown was called
 	idle   chan struct{}
 	hs     *http.Server
+
+	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
+
+	batchMu   sync.Mutex // protects runners and starting runners
+	runners   map[string]*batchRunner
+	batchCtx  context.Context // the runners' context, ended by Shutdown
+	batchStop context.CancelFunc
+	batchWG   sync.WaitGroup
 }
 
 // New returns a Server for cfg. The error says what is wrong with cfg.
@@ -161,7 +190,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg}
+	if cfg.BatchMaxLines < 0 || cfg.BatchMaxBytes < 0 || cfg.BatchConcurrency < 0 || cfg.BatchWindow < 0 {
+		return nil, errors.New("server: negative batch limit")
+	}
+	if cfg.BatchMaxLines == 0 {
+		cfg.BatchMaxLines = DefaultBatchMaxLines
+	}
+	if cfg.BatchMaxBytes == 0 {
+		cfg.BatchMaxBytes = DefaultBatchMaxBytes
+	}
+	if cfg.BatchConcurrency == 0 {
+		cfg.BatchConcurrency = DefaultBatchConcurrency
+	}
+	if cfg.BatchWindow == 0 {
+		cfg.BatchWindow = DefaultBatchWindow
+	}
+	s := &Server{cfg: cfg, runners: map[string]*batchRunner{}}
+	s.batchCtx, s.batchStop = context.WithCancel(context.Background())
 	for name, b := range cfg.Backends {
 		if b.Model == nil {
 			return nil, fmt.Errorf("server: backend %q has no model", name)
@@ -172,11 +217,17 @@ func New(cfg Config) (*Server, error) {
 		s.models = append(s.models, name)
 	}
 	var agents []string
+	s.batchAgents = map[string]*batchagent.Spec{}
 	for name, spec := range cfg.Agents {
 		if spec == nil {
 			return nil, fmt.Errorf("server: agent %q has no spec", name)
 		}
 		agents = append(agents, AgentPrefix+name)
+		bs, err := batchSpec(spec)
+		if err != nil {
+			return nil, fmt.Errorf("server: agent %q: %w", name, err)
+		}
+		s.batchAgents[name] = bs
 	}
 	slices.Sort(s.models)
 	slices.Sort(agents)
@@ -195,6 +246,14 @@ func New(cfg Config) (*Server, error) {
 		s.routes[route] = wrap(route, http.HandlerFunc(s.route))
 	}
 	s.other = wrap("other", http.HandlerFunc(s.route))
+	s.routes["/v1/files"] = wrap("/v1/files", http.HandlerFunc(s.batchAPI))
+	s.routes["/v1/batches"] = wrap("/v1/batches", http.HandlerFunc(s.batchAPI))
+	if cfg.Batches != nil {
+		if err := s.resumeBatches(context.Background()); err != nil {
+			s.batchStop()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -203,6 +262,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, ok := s.routes[r.URL.Path]; ok {
 		h.ServeHTTP(w, r)
 		return
+	}
+	for _, prefix := range []string{"/v1/files", "/v1/batches"} {
+		if strings.HasPrefix(r.URL.Path, prefix+"/") {
+			s.routes[prefix].ServeHTTP(w, r)
+			return
+		}
 	}
 	s.other.ServeHTTP(w, r)
 }
@@ -345,7 +410,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model = cr.Model
-	m, input, e := s.modeFor(&cr)
+	m, input, e := s.modeFor(&cr, batchagent.Interactive)
 	if e != nil {
 		refuse(e)
 		return
@@ -376,8 +441,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // modeFor returns the mode answering cr and the span's input, or the
-// error to answer.
-func (s *Server) modeFor(cr *chatRequest) (mode, string, *apiError) {
+// error to answer. A passthrough runs in class; an agent at its spec's
+// priority, or in the batch class when class is.
+func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, string, *apiError) {
 	if cr.Model == "" {
 		return nil, "", badParam("model", "model is required")
 	}
@@ -385,6 +451,9 @@ func (s *Server) modeFor(cr *chatRequest) (mode, string, *apiError) {
 		spec, ok := s.cfg.Agents[name]
 		if !ok {
 			return nil, "", unknownModel(cr.Model)
+		}
+		if class == batchagent.Batch {
+			spec = s.batchAgents[name]
 		}
 		in, e := agentInput(cr)
 		if e != nil {
@@ -402,7 +471,7 @@ func (s *Server) modeFor(cr *chatRequest) (mode, string, *apiError) {
 		return nil, "", e
 	}
 	req.Model = b.Name
-	return &passthrough{engine: s.cfg.Engine, backend: b, req: req}, lastUser(cr), nil
+	return &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}, lastUser(cr), nil
 }
 
 func unknownModel(name string) *apiError {
@@ -493,7 +562,9 @@ func (s *Server) Serve(l net.Listener) error {
 
 // Shutdown stops the gateway gracefully: new chat completions are
 // answered 503 and /ready turns 503; the HTTP server of [Server.Serve],
-// if any, stops listening and waits for its connections; Shutdown waits
+// if any, stops listening and waits for its connections; the batches
+// running stop, their lines in flight cancelled and left unrecorded (a
+// server started later on the same store resumes them); Shutdown waits
 // for the chat completions in progress; then it shuts the engine down
 // with ctx (see [batchagent.Engine.Shutdown]), which cancels what is left
 // when ctx ends. It returns ctx's error when ctx ended first.
@@ -513,6 +584,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if hs != nil {
 		errs = append(errs, hs.Shutdown(ctx))
 	}
+	s.stopBatches()
 	if idle != nil {
 		select {
 		case <-idle:

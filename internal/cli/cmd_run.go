@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -11,6 +12,7 @@ import (
 
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
+	var bf batchFlags
 	cmd := &cobra.Command{
 		Use:   "run JOB.yaml [flags]",
 		Short: "Run one agent per input of a job file",
@@ -30,9 +32,21 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 (OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.`,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
-  batchagent run job.yaml --out results.jsonl --retry-failed`,
-		Args: exactArgs(1, "exactly one job file"),
+  batchagent run job.yaml --out results.jsonl --retry-failed
+  batchagent run --openai-batch requests.jsonl --out results.jsonl --backend 'sim://?latency=60ms'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if bf.input != "" {
+				return exactArgs(0, "no job file with --openai-batch")(cmd, args)
+			}
+			return exactArgs(1, "exactly one job file")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if bf.input != "" {
+				bf.out, bf.backend, bf.quiet = f.out, f.backend, f.quiet
+				return withSignals(cmd.Context(), func(ctx context.Context) int {
+					return runOpenAIBatch(ctx, bf, a.logger, a.stderr)
+				})
+			}
 			if err := f.check(cmd.Flags().Changed("state")); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
@@ -53,6 +67,9 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
 	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
+	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
+	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
+	fl.StringVar(&bf.state, "batch-state", "", "with --openai-batch: the batch's store directory (default OUT.batch)")
 	return cmd
 }
 

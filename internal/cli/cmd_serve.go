@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -21,8 +22,9 @@ import (
 
 // serveFlags are the flags of `batchagent serve`.
 type serveFlags struct {
-	config string
-	addr   string
+	config  string
+	addr    string
+	dataDir string
 }
 
 // serveCommand is `batchagent serve`. It is added to the root by
@@ -36,8 +38,11 @@ func (a *app) serveCommand() *cobra.Command {
 completions API (POST /v1/chat/completions, streamed or not; GET /v1/models,
 /health, /ready). A request for a backend's model name is passed through the
 engine's admission in the interactive class; a request for "agent:NAME" runs
-that agent, streaming its progress as reasoning events. It runs until SIGINT
-or SIGTERM, then lets requests in flight finish.`,
+that agent, streaming its progress as reasoning events. It also serves
+OpenAI's Batch API (/v1/files, /v1/batches): each line of a batch runs in the
+batch class, below interactive requests; files and batches are kept in
+--data-dir, and a server restarted on it resumes its unfinished batches. It
+runs until SIGINT or SIGTERM, then lets requests in flight finish.`,
 		Example: `  batchagent serve --config examples/serve/serve.yaml --addr 127.0.0.1:8080
   curl -s http://127.0.0.1:8080/v1/chat/completions -d '{"model":"agent:reviewer","messages":[{"role":"user","content":"cache.go"}]}'`,
 		Args: cobra.NoArgs,
@@ -53,6 +58,7 @@ or SIGTERM, then lets requests in flight finish.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "serve config file (YAML): listen address, backends, agents, keys and limits")
 	fl.StringVar(&f.addr, "addr", "", "address to listen on, overriding the config's addr (port 0: any free port)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the Batch API's files and batches (SQLite); unfinished batches resume from it (default: batchagent-data next to the config file)")
 	return cmd
 }
 
@@ -71,7 +77,17 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 		fmt.Fprintf(stderr, "batchagent serve: --addr %q: want HOST:PORT\n", addr)
 		return exitUsage
 	}
-	g, err := openGateway(ctx, sc, logger, environ)
+	dataDir := f.dataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(filepath.Dir(f.config), "batchagent-data")
+	}
+	store, err := server.OpenBatchStore(dataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "batchagent serve: --data-dir: %v\n", err)
+		return exitFailed
+	}
+	defer store.Close()
+	g, err := openGateway(ctx, sc, store, logger, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchagent serve: %s: %v\n", f.config, err)
 		return exitUsage
@@ -123,10 +139,11 @@ func (g *gateway) close() {
 }
 
 // openGateway opens the backends of sc, builds its agents and keys, and
-// returns the gateway on a new engine. An agent whose backend URL and
+// returns the gateway on a new engine, serving the Batch API from store
+// (nil: not served). An agent whose backend URL and
 // model equal a served backend's shares its Model, and so its admission.
 // getenv reads the environment (backend and API keys).
-func openGateway(ctx context.Context, sc *config.Serve, logger *slog.Logger, getenv func(string) string) (_ *gateway, err error) {
+func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore, logger *slog.Logger, getenv func(string) string) (_ *gateway, err error) {
 	g := &gateway{}
 	defer func() {
 		if err != nil {
@@ -221,7 +238,7 @@ func openGateway(ctx context.Context, sc *config.Serve, logger *slog.Logger, get
 		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
 		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
 		Recorder: metrics, Metrics: metrics.Exposition(), Instrument: metrics.Handler,
-		Tracer: tracer, Observer: tracer,
+		Tracer: tracer, Observer: tracer, Batches: store,
 	})
 	if err != nil {
 		return nil, err

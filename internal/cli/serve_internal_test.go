@@ -39,7 +39,7 @@ func TestServeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := openGateway(t.Context(), sc, nil, func(string) string { return "" })
+	g, err := openGateway(t.Context(), sc, nil, nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("openGateway: %v", err)
 	}
