@@ -135,9 +135,16 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoStore)
 		return
 	}
-	if _, ok := s.authenticate(r); !ok {
+	c, ok := s.authenticate(r)
+	if !ok {
 		writeError(w, errAuth)
 		return
+	}
+	// Each key sees its own files and batches only; without keys, all
+	// are everyone's.
+	owner := ""
+	if c != nil {
+		owner = c.name
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // v1, files|batches, ...
 	if len(parts) < 2 || len(parts) > 4 {
@@ -146,11 +153,27 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	method := r.Method
+	if parts[1] != "files" && parts[1] != "batches" {
+		writeError(w, errNotFound)
+		return
+	}
+	if len(parts) >= 3 {
+		table, what := parts[1], strings.TrimSuffix(parts[1], "s")
+		mine, err := s.cfg.Batches.owns(ctx, table, parts[2], owner)
+		if err != nil {
+			writeError(w, storeError(err))
+			return
+		}
+		if !mine {
+			writeError(w, notFound(what, parts[2]))
+			return
+		}
+	}
 	switch {
 	case parts[1] == "files" && len(parts) == 2 && method == http.MethodPost:
-		s.uploadFile(w, r)
+		s.uploadFile(w, r, owner)
 	case parts[1] == "files" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "files")
+		s.list(w, r, "files", owner)
 	case parts[1] == "files" && len(parts) == 3 && method == http.MethodGet:
 		f, err := s.cfg.Batches.getFile(ctx, parts[2])
 		if err != nil {
@@ -178,9 +201,9 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		io.Copy(w, f)
 	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodPost:
-		s.createBatch(w, r)
+		s.createBatch(w, r, owner)
 	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "batches")
+		s.list(w, r, "batches", owner)
 	case parts[1] == "batches" && len(parts) == 3 && method == http.MethodGet:
 		b, err := s.cfg.Batches.getBatch(ctx, parts[2])
 		if err != nil {
@@ -204,7 +227,7 @@ func lookupError(what, id string, err error) *apiError {
 
 // list answers a list of files or batches: newest first, paged by after
 // and limit (1 to 10,000; defaults to 20 for batches, 10,000 for files).
-func (s *Server) list(w http.ResponseWriter, r *http.Request, table string) {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner string) {
 	limit := 20
 	if table == "files" {
 		limit = 10_000
@@ -217,7 +240,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, table string) {
 		}
 		limit = n
 	}
-	data, more, err := s.cfg.Batches.listPage(r.Context(), table, r.URL.Query().Get("after"), limit)
+	data, more, err := s.cfg.Batches.listPage(r.Context(), table, owner, r.URL.Query().Get("after"), limit)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
@@ -243,7 +266,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, table string) {
 
 // uploadFile stores the file of a multipart upload (fields "file" and
 // "purpose"), streaming it to disk.
-func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeError(w, badParam("file", "want a multipart/form-data body with fields file and purpose: "+err.Error()))
@@ -270,7 +293,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			obj := fileObject{ID: newID("file-"), Object: "file", CreatedAt: time.Now().Unix(), Filename: p.FileName(), Purpose: "batch", Status: "processed"}
-			got, err := s.cfg.Batches.createFile(r.Context(), obj, p, s.cfg.BatchMaxBytes)
+			got, err := s.cfg.Batches.createFile(r.Context(), owner, obj, p, s.cfg.BatchMaxBytes)
 			if errors.Is(err, errTooLarge) {
 				writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "file_too_large", param: "file",
 					message: fmt.Sprintf("the file is larger than %d bytes", s.cfg.BatchMaxBytes)})
@@ -297,7 +320,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // createBatch creates a batch and starts it.
-func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner string) {
 	var req struct {
 		InputFileID      string            `json:"input_file_id"`
 		Endpoint         string            `json:"endpoint"`
@@ -320,6 +343,13 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badParam("metadata", "metadata has at most 16 pairs"))
 		return
 	}
+	if mine, err := s.cfg.Batches.owns(r.Context(), "files", req.InputFileID, owner); err != nil || !mine {
+		if err == nil {
+			err = errNoRecord
+		}
+		writeError(w, lookupError("file", req.InputFileID, err))
+		return
+	}
 	f, err := s.cfg.Batches.getFile(r.Context(), req.InputFileID)
 	if err != nil {
 		writeError(w, lookupError("file", req.InputFileID, err))
@@ -336,7 +366,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		CompletionWindow: req.CompletionWindow, Status: "validating", CreatedAt: created.Unix(),
 		ExpiresAt: &expires, Metadata: req.Metadata,
 	}
-	if err := s.cfg.Batches.createBatch(r.Context(), b); err != nil {
+	if err := s.cfg.Batches.createBatch(r.Context(), owner, b); err != nil {
 		writeError(w, storeError(err))
 		return
 	}

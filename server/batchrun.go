@@ -525,7 +525,8 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 		}
 		obj := fileObject{ID: o.id, Object: "file", Bytes: fi.Size(), CreatedAt: time.Now().Unix(), Filename: r.id + "_" + o.name, Purpose: "batch_output", Status: "processed"}
 		raw, _ := json.Marshal(obj)
-		if _, err := st.db.ExecContext(ctx, `INSERT OR REPLACE INTO files (id, obj) VALUES (?, ?)`, o.id, string(raw)); err != nil {
+		// The batch's owner owns its output and error files.
+		if _, err := st.db.ExecContext(ctx, `INSERT OR REPLACE INTO files (id, obj, owner) VALUES (?, ?, (SELECT owner FROM batches WHERE id = ?))`, o.id, string(raw), r.id); err != nil {
 			return fmt.Errorf("record file %s: %w", o.id, err)
 		}
 		id := o.id

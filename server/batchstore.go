@@ -48,13 +48,15 @@ const batchSchema = `
 CREATE TABLE IF NOT EXISTS files (
 	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
 	id         TEXT NOT NULL UNIQUE,
-	obj        TEXT NOT NULL
+	obj        TEXT NOT NULL,
+	owner      TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS batches (
 	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
 	id         TEXT NOT NULL UNIQUE,
 	status     TEXT NOT NULL,
 	obj        TEXT NOT NULL,
+	owner      TEXT NOT NULL DEFAULT '',
 	completed  INTEGER NOT NULL DEFAULT 0,
 	failed     INTEGER NOT NULL DEFAULT 0
 );
@@ -91,9 +93,30 @@ func OpenBatchStore(dir string) (*BatchStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("batch store %s: create tables: %w", p, err)
 	}
+	if err := addOwners(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("batch store %s: %w", p, err)
+	}
 	s := &BatchStore{dir: abs, db: db, records: make(chan lineRecord), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// addOwners adds the owner column to the tables of a store made before
+// files and batches had owners: their objects belong to no key.
+func addOwners(db *sql.DB) error {
+	for _, table := range []string{"files", "batches"} {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('` + table + `') WHERE name = 'owner'`).Scan(&n); err != nil {
+			return fmt.Errorf("read the columns of %s: %w", table, err)
+		}
+		if n == 0 {
+			if _, err := db.Exec(`ALTER TABLE ` + table + ` ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
+				return fmt.Errorf("add owners to %s: %w", table, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close stops the store's writer and closes its database. Lines recorded
@@ -167,9 +190,9 @@ var errNoRecord = errors.New("no such record")
 
 func (s *BatchStore) filePath(id string) string { return filepath.Join(s.dir, "files", id) }
 
-// createFile writes r's content as a new file record and returns its
-// object. A content longer than limit bytes is refused.
-func (s *BatchStore) createFile(ctx context.Context, f fileObject, r io.Reader, limit int64) (fileObject, error) {
+// createFile writes r's content as a new file record of owner and returns
+// its object. A content longer than limit bytes is refused.
+func (s *BatchStore) createFile(ctx context.Context, owner string, f fileObject, r io.Reader, limit int64) (fileObject, error) {
 	path := s.filePath(f.ID)
 	out, err := os.Create(path + ".tmp")
 	if err != nil {
@@ -194,7 +217,7 @@ func (s *BatchStore) createFile(ctx context.Context, f fileObject, r io.Reader, 
 	}
 	f.Bytes = n
 	b, _ := json.Marshal(f)
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO files (id, obj) VALUES (?, ?)`, f.ID, string(b)); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO files (id, obj, owner) VALUES (?, ?, ?)`, f.ID, string(b), owner); err != nil {
 		os.Remove(path)
 		return f, fmt.Errorf("record file %s: %w", f.ID, err)
 	}
@@ -216,6 +239,20 @@ func (s *BatchStore) getFile(ctx context.Context, id string) (fileObject, error)
 	return f, json.Unmarshal([]byte(obj), &f)
 }
 
+// owns reports whether the file or batch (table "files" or "batches") id
+// exists and belongs to owner: another key's objects are not found.
+func (s *BatchStore) owns(ctx context.Context, table, id, owner string) (bool, error) {
+	var got string
+	err := s.db.QueryRowContext(ctx, `SELECT owner FROM `+table+` WHERE id = ?`, id).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s %s: %w", table, id, err)
+	}
+	return got == owner, nil
+}
+
 // openFile opens a file's content.
 func (s *BatchStore) openFile(id string) (*os.File, error) { return os.Open(s.filePath(id)) }
 
@@ -231,15 +268,15 @@ func (s *BatchStore) deleteFile(ctx context.Context, id string) error {
 	return nil
 }
 
-// listPage returns up to limit objects of table (files or batches) after
-// the record with ID after ("" for the newest), newest first, and whether
-// more follow.
-func (s *BatchStore) listPage(ctx context.Context, table, after string, limit int) ([]json.RawMessage, bool, error) {
-	q := `SELECT obj FROM ` + table + ` ORDER BY seq DESC LIMIT ?`
-	args := []any{limit + 1}
+// listPage returns up to limit objects of owner in table (files or
+// batches) after the record with ID after ("" for the newest), newest
+// first, and whether more follow.
+func (s *BatchStore) listPage(ctx context.Context, table, owner, after string, limit int) ([]json.RawMessage, bool, error) {
+	q := `SELECT obj FROM ` + table + ` WHERE owner = ? ORDER BY seq DESC LIMIT ?`
+	args := []any{owner, limit + 1}
 	if after != "" {
-		q = `SELECT obj FROM ` + table + ` WHERE seq < (SELECT seq FROM ` + table + ` WHERE id = ?) ORDER BY seq DESC LIMIT ?`
-		args = []any{after, limit + 1}
+		q = `SELECT obj FROM ` + table + ` WHERE owner = ? AND seq < (SELECT seq FROM ` + table + ` WHERE id = ?) ORDER BY seq DESC LIMIT ?`
+		args = []any{owner, after, limit + 1}
 	}
 	if table == "batches" {
 		q = strings.Replace(q, "SELECT obj", "SELECT obj, completed, failed", 1)
@@ -281,10 +318,10 @@ func (s *BatchStore) listPage(ctx context.Context, table, after string, limit in
 	return out, more, nil
 }
 
-// createBatch records a new batch.
-func (s *BatchStore) createBatch(ctx context.Context, b batchObject) error {
+// createBatch records a new batch of owner.
+func (s *BatchStore) createBatch(ctx context.Context, owner string, b batchObject) error {
 	raw, _ := json.Marshal(b)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO batches (id, status, obj) VALUES (?, ?, ?)`, b.ID, b.Status, string(raw))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO batches (id, status, obj, owner) VALUES (?, ?, ?, ?)`, b.ID, b.Status, string(raw), owner)
 	if err != nil {
 		return fmt.Errorf("record batch %s: %w", b.ID, err)
 	}
