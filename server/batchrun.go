@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"sync"
@@ -325,6 +326,22 @@ type lineError struct {
 	Message string `json:"message"`
 }
 
+// The pauses between the tries of a batch line refused for the moment.
+const (
+	lineRetryBase = time.Second
+	lineRetryMax  = 30 * time.Second
+)
+
+// retryableStatus reports whether a line's status is a momentary refusal:
+// rate limited, bad gateway, unavailable, timed out.
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
 // runLine runs one input line and records its answer. A line that fails
 // because ctx ended is not recorded: it runs again on resume, or is
 // reported expired.
@@ -333,7 +350,25 @@ func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
 	if err := json.Unmarshal(raw, &in); err != nil || in.CustomID == nil {
 		return fmt.Errorf("line %d changed since validation", line)
 	}
-	status, body := r.s.execLine(ctx, in.Body)
+	// A momentary refusal (rate limit, overload, backend down or slow) is
+	// asked again with a growing pause until the completion window ends:
+	// a batch has the window to finish, not one request's timeout.
+	var (
+		status int
+		body   json.RawMessage
+	)
+	for pause := lineRetryBase; ; pause = min(2*pause, lineRetryMax) {
+		status, body = r.s.execLine(ctx, in.Body)
+		if !retryableStatus(status) || ctx.Err() != nil {
+			break
+		}
+		t := time.NewTimer(pause/2 + rand.N(pause/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
 	ok := status >= 200 && status < 300
 	if !ok && ctx.Err() != nil {
 		return nil
@@ -384,8 +419,8 @@ func (s *Server) execLine(ctx context.Context, body json.RawMessage) (int, json.
 	if e != nil {
 		return e.status, e.body()
 	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancelTimeout()
+	// No RequestTimeout: a batch line may wait long for a slot below
+	// interactive traffic; the batch's completion window bounds it.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &lineWriter{}
