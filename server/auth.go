@@ -38,12 +38,24 @@ func HashKey(key string) string {
 }
 
 // client is a configured key and its limits' state.
+//
+// A key owns the files and batches it creates by its hash (owner), not by
+// its name: names may change or be given by position.
 type client struct {
 	name     string
 	sum      [sha256.Size]byte
 	max      int64
 	inflight atomic.Int64
 	rpm      *rate.Limiter // nil: unlimited
+}
+
+// owner returns the stable identity of the objects c creates: its key's
+// SHA-256, in hex; "" without keys.
+func (c *client) owner() string {
+	if c == nil {
+		return ""
+	}
+	return hex.EncodeToString(c.sum[:])
 }
 
 func newClients(keys []Key) ([]*client, error) {
@@ -61,6 +73,14 @@ func newClients(keys []Key) ([]*client, error) {
 			c.name = fmt.Sprintf("key-%d", i)
 		}
 		copy(c.sum[:], sum)
+		for j, o := range cs[:i] {
+			if o.name == c.name {
+				return nil, fmt.Errorf("keys %d and %d are both named %q: names tell keys apart in logs and metrics", j, i, c.name)
+			}
+			if o.sum == c.sum {
+				return nil, fmt.Errorf("keys %d and %d are the same key", j, i)
+			}
+		}
 		if k.RPM > 0 {
 			c.rpm = rate.NewLimiter(rate.Every(time.Minute/time.Duration(k.RPM)), k.RPM)
 		}

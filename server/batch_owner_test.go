@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/server"
 )
@@ -17,7 +20,8 @@ import (
 // they did not exist, and its lists are empty.
 func TestBatchesBelongToTheirKey(t *testing.T) {
 	const keyA, keyB = "sk-owner-a-0123456789", "sk-owner-b-0123456789"
-	g := batchGateway(t, t.TempDir(), server.Config{Keys: []server.Key{
+	dir := t.TempDir()
+	g := batchGateway(t, dir, server.Config{Keys: []server.Key{
 		{Name: "a", SHA256: server.HashKey(keyA)}, {Name: "b", SHA256: server.HashKey(keyB)},
 	}}, sim.Config{Seed: 1})
 	a, b := g.client(keyA), g.client(keyB)
@@ -72,5 +76,45 @@ func TestBatchesBelongToTheirKey(t *testing.T) {
 	// b's own batch runs as usual.
 	if got := waitBatch(t, b, submitBatch(t, b, batchInput(3, nil)).ID); got.Status != openai.BatchStatusCompleted {
 		t.Errorf("b's batch = %s, want completed", got.Status)
+	}
+}
+
+// TestBatchOwnerIsTheKey: objects belong to the key, not to its name: a
+// key renamed in the config still sees its batch, and two keys may not
+// share a name (an unnamed key is called key-N by position).
+func TestBatchOwnerIsTheKey(t *testing.T) {
+	const key = "sk-owner-rename-0123456789"
+	dir := t.TempDir()
+	st, err := server.OpenBatchStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, server.Config{
+		Backends: map[string]batchagent.Backend{"sim": {Model: newSim(t, sim.Config{Seed: 1}), Name: "sim"}},
+		Keys:     []server.Key{{Name: "old-name", SHA256: server.HashKey(key)}},
+		Batches:  st,
+	})
+	done := waitBatch(t, g.client(key), submitBatch(t, g.client(key), batchInput(3, nil)).ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	g2 := newGateway(t, server.Config{
+		Backends: map[string]batchagent.Backend{"sim": {Model: newSim(t, sim.Config{Seed: 1}), Name: "sim"}},
+		Keys:     []server.Key{{Name: "new-name", SHA256: server.HashKey(key)}},
+		Batches:  openStore(t, dir),
+	})
+	if got, err := g2.client(key).Batches.Get(ctx, done.ID); err != nil || got.Status != openai.BatchStatusCompleted {
+		t.Fatalf("renamed key's batch = %v, %v; want it, completed", got, err)
+	}
+
+	_, err = server.New(server.Config{Engine: g2.engine, Keys: []server.Key{
+		{SHA256: server.HashKey("sk-one-0123456789")}, {Name: "key-0", SHA256: server.HashKey("sk-two-0123456789")},
+	}})
+	if err == nil || !strings.Contains(err.Error(), `both named "key-0"`) {
+		t.Fatalf("two keys named key-0: %v, want an error naming them", err)
 	}
 }

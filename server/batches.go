@@ -142,10 +142,7 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each key sees its own files and batches only; without keys, all
 	// are everyone's.
-	owner := ""
-	if c != nil {
-		owner = c.name
-	}
+	owner := c.owner()
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // v1, files|batches, ...
 	if len(parts) < 2 || len(parts) > 4 {
 		writeError(w, errNotFound)
