@@ -118,3 +118,24 @@ func TestBatchOwnerIsTheKey(t *testing.T) {
 		t.Fatalf("two keys named key-0: %v, want an error naming them", err)
 	}
 }
+
+// TestBatchInputCannotBeDeletedWhileRunning: deleting the input of an
+// unfinished batch is refused (409), so the batch can still finalize;
+// once it ended, the file can go.
+func TestBatchInputCannotBeDeletedWhileRunning(t *testing.T) {
+	g := batchGateway(t, t.TempDir(), server.Config{}, sim.Config{Seed: 1, Latency: 50 * time.Millisecond})
+	c := g.client("")
+	b := submitBatch(t, c, batchInput(20, nil))
+	_, err := c.Files.Delete(context.Background(), b.InputFileID)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusConflict {
+		t.Fatalf("delete the running batch's input: %v, want 409", err)
+	}
+	done := waitBatch(t, c, b.ID)
+	if done.Status != openai.BatchStatusCompleted || done.RequestCounts.Completed != 20 {
+		t.Fatalf("batch %s, %d completed; want completed 20", done.Status, done.RequestCounts.Completed)
+	}
+	if _, err := c.Files.Delete(context.Background(), b.InputFileID); err != nil {
+		t.Fatalf("delete the finished batch's input: %v", err)
+	}
+}

@@ -180,6 +180,11 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, f)
 	case parts[1] == "files" && len(parts) == 3 && method == http.MethodDelete:
 		if err := s.cfg.Batches.deleteFile(ctx, parts[2]); err != nil {
+			if errors.Is(err, errFileInUse) {
+				writeError(w, &apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "file_in_use",
+					message: fmt.Sprintf("file %s is the input of a batch not yet finished: cancel the batch or wait for it", parts[2])})
+				return
+			}
 			writeError(w, lookupError("file", parts[2], err))
 			return
 		}

@@ -256,7 +256,20 @@ func (s *BatchStore) owns(ctx context.Context, table, id, owner string) (bool, e
 // openFile opens a file's content.
 func (s *BatchStore) openFile(id string) (*os.File, error) { return os.Open(s.filePath(id)) }
 
+// errFileInUse refuses to delete the input of an unfinished batch.
+var errFileInUse = errors.New("file is the input of a batch not yet finished")
+
 func (s *BatchStore) deleteFile(ctx context.Context, id string) error {
+	// The batch reads its input again to finalize: deleting it would
+	// leave the batch unable to end.
+	var running int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM batches WHERE json_extract(obj, '$.input_file_id') = ?
+		AND status NOT IN ('completed', 'failed', 'expired', 'cancelled')`, id).Scan(&running); err != nil {
+		return fmt.Errorf("check file %s: %w", id, err)
+	}
+	if running > 0 {
+		return errFileInUse
+	}
 	res, err := s.db.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("delete file %s: %w", id, err)
