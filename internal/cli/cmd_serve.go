@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -81,6 +82,18 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 	if dataDir == "" {
 		dataDir = filepath.Join(filepath.Dir(f.config), "batchagent-data")
 	}
+	// One process per data directory: a second would run the same lines
+	// again and write the same files.
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "batchagent serve: --data-dir: %v\n", err)
+		return exitFailed
+	}
+	lock, err := lockFile(filepath.Join(dataDir, "batches.db"), "data directory", fmt.Sprintf("pid %d: batchagent serve --config %s", os.Getpid(), f.config))
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent serve:", err)
+		return exitUsage
+	}
+	defer lock.Close()
 	store, err := server.OpenBatchStore(dataDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchagent serve: --data-dir: %v\n", err)
@@ -96,6 +109,11 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent serve:", err)
+		// Batches resumed at start are running: stop them before the
+		// store closes.
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		_ = g.srv.Shutdown(shutCtx) // the listen error is the one to report
 		return exitFailed
 	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())

@@ -59,6 +59,22 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 	if f.state == "" {
 		f.state = f.out + ".batch"
 	}
+	// One run per state directory and output: a second would run the same
+	// lines again and write the same file.
+	if err := os.MkdirAll(f.state, 0o755); err != nil {
+		return fail(exitFailed, "--state: %v", err)
+	}
+	holder := fmt.Sprintf("pid %d: batchagent run --openai-batch %s → %s", os.Getpid(), f.input, f.out)
+	for _, t := range []struct{ path, what string }{{filepath.Join(f.state, "batches.db"), "state directory"}, {f.out, "output"}} {
+		if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
+			continue // a device or a pipe: nothing to guard, and no room for a sidecar
+		}
+		lock, err := lockFile(t.path, t.what, holder)
+		if err != nil {
+			return fail(exitUsage, "%v", err)
+		}
+		defer lock.Close()
+	}
 	store, err := server.OpenBatchStore(f.state)
 	if err != nil {
 		return fail(exitFailed, "--state: %v", err)

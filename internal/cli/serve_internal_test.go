@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -82,7 +86,8 @@ func TestServeCommand(t *testing.T) {
 	stderr := &syncBuffer{}
 	a := &app{stdout: io.Discard, stderr: stderr}
 	cmd := a.serveCommand()
-	cmd.SetArgs([]string{"--config", filepath.Join("..", "..", "examples", "serve", "serve.yaml"), "--addr", "127.0.0.1:0"})
+	dataDir := t.TempDir() // not the default next to the example: tests write nothing into the repository
+	cmd.SetArgs([]string{"--config", filepath.Join("..", "..", "examples", "serve", "serve.yaml"), "--addr", "127.0.0.1:0", "--data-dir", dataDir})
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -114,5 +119,39 @@ func TestServeCommand(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve ended with %v (stderr %q), want a clean stop", err, stderr.String())
+	}
+}
+
+// TestServeDataDirLocked: a second serve on a data directory in use exits
+// 2 at once, naming the first; it would run the same batch lines again.
+func TestServeDataDirLocked(t *testing.T) {
+	dataDir := t.TempDir()
+	config := filepath.Join("..", "..", "examples", "serve", "serve.yaml")
+	first := &syncBuffer{}
+	a := &app{stdout: io.Discard, stderr: first}
+	cmd := a.serveCommand()
+	cmd.SetArgs([]string{"--config", config, "--addr", "127.0.0.1:0", "--data-dir", dataDir})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(first.String(), "listening on") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("first serve not listening: %q (%v)", first.String(), <-done)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the command's output
+	}
+	var second bytes.Buffer
+	code := serveGateway(t.Context(), serveFlags{config: config, addr: "127.0.0.1:0", dataDir: dataDir}, slog.New(slog.DiscardHandler), &second)
+	if code != exitUsage || !strings.Contains(second.String(), "in use by another run") || !strings.Contains(second.String(), fmt.Sprint("pid ", os.Getpid())) {
+		t.Errorf("second serve: exit %d, %q; want exit %d naming the first", code, second.String(), exitUsage)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("first serve ended with %v", err)
 	}
 }
