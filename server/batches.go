@@ -125,8 +125,11 @@ func notFound(what, id string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: fmt.Sprintf("no %s with id %q", what, id)}
 }
 
-func storeError(err error) *apiError {
-	return &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: err.Error()}
+// storeError answers a failure of the store: its details (paths of the
+// server's disk) go to the log, not to the client.
+func (s *Server) storeError(ctx context.Context, err error) *apiError {
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "batch store failed", slog.Any("err", err))
+	return &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "the server's batch store failed; see its log"}
 }
 
 // batchAPI routes /v1/files and /v1/batches.
@@ -158,7 +161,7 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 		table, what := parts[1], strings.TrimSuffix(parts[1], "s")
 		mine, err := s.cfg.Batches.owns(ctx, table, parts[2], owner)
 		if err != nil {
-			writeError(w, storeError(err))
+			writeError(w, s.storeError(r.Context(), err))
 			return
 		}
 		if !mine {
@@ -174,7 +177,7 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 	case parts[1] == "files" && len(parts) == 3 && method == http.MethodGet:
 		f, err := s.cfg.Batches.getFile(ctx, parts[2])
 		if err != nil {
-			writeError(w, lookupError("file", parts[2], err))
+			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
 			return
 		}
 		writeJSON(w, f)
@@ -185,18 +188,18 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 					message: fmt.Sprintf("file %s is the input of a batch not yet finished: cancel the batch or wait for it", parts[2])})
 				return
 			}
-			writeError(w, lookupError("file", parts[2], err))
+			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
 			return
 		}
 		writeJSON(w, map[string]any{"id": parts[2], "object": "file", "deleted": true})
 	case parts[1] == "files" && len(parts) == 4 && parts[3] == "content" && method == http.MethodGet:
 		if _, err := s.cfg.Batches.getFile(ctx, parts[2]); err != nil {
-			writeError(w, lookupError("file", parts[2], err))
+			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
 			return
 		}
 		f, err := s.cfg.Batches.openFile(parts[2])
 		if err != nil {
-			writeError(w, storeError(err))
+			writeError(w, s.storeError(r.Context(), err))
 			return
 		}
 		defer f.Close()
@@ -209,7 +212,7 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 	case parts[1] == "batches" && len(parts) == 3 && method == http.MethodGet:
 		b, err := s.cfg.Batches.getBatch(ctx, parts[2])
 		if err != nil {
-			writeError(w, lookupError("batch", parts[2], err))
+			writeError(w, s.lookupError(r.Context(), "batch", parts[2], err))
 			return
 		}
 		writeJSON(w, b)
@@ -220,11 +223,11 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func lookupError(what, id string, err error) *apiError {
+func (s *Server) lookupError(ctx context.Context, what, id string, err error) *apiError {
 	if errors.Is(err, errNoRecord) {
 		return notFound(what, id)
 	}
-	return storeError(err)
+	return s.storeError(ctx, err)
 }
 
 // list answers a list of files or batches: newest first, paged by after
@@ -244,7 +247,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner strin
 	}
 	data, more, err := s.cfg.Batches.listPage(r.Context(), table, owner, r.URL.Query().Get("after"), limit)
 	if err != nil {
-		writeError(w, storeError(err))
+		writeError(w, s.storeError(r.Context(), err))
 		return
 	}
 	page := struct {
@@ -302,7 +305,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string
 				return
 			}
 			if err != nil {
-				writeError(w, storeError(err))
+				writeError(w, s.storeError(r.Context(), err))
 				return
 			}
 			f = &got
@@ -330,7 +333,15 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		Metadata         map[string]string `json:"metadata"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", message: "a batch's create request is at most 1 MiB"})
+			return
+		}
 		writeError(w, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "request body is not valid JSON: " + err.Error()})
+		return
+	}
+	if req.InputFileID == "" {
+		writeError(w, badParam("input_file_id", "input_file_id is required"))
 		return
 	}
 	if req.Endpoint != batchEndpoint {
@@ -349,12 +360,12 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		if err == nil {
 			err = errNoRecord
 		}
-		writeError(w, lookupError("file", req.InputFileID, err))
+		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
 		return
 	}
 	f, err := s.cfg.Batches.getFile(r.Context(), req.InputFileID)
 	if err != nil {
-		writeError(w, lookupError("file", req.InputFileID, err))
+		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
 		return
 	}
 	if f.Purpose != "batch" {
@@ -369,7 +380,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		ExpiresAt: &expires, Metadata: req.Metadata,
 	}
 	if err := s.cfg.Batches.createBatch(r.Context(), owner, b); err != nil {
-		writeError(w, storeError(err))
+		writeError(w, s.storeError(r.Context(), err))
 		return
 	}
 	if !s.startBatch(b.ID) {
@@ -395,7 +406,7 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, id string) 
 		return false
 	})
 	if err != nil {
-		writeError(w, lookupError("batch", id, err))
+		writeError(w, s.lookupError(r.Context(), "batch", id, err))
 		return
 	}
 	if bad != "" {

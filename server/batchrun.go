@@ -15,6 +15,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchagent/batchagent"
 )
@@ -93,7 +94,8 @@ func (r *batchRunner) run(ctx context.Context) error {
 			return r.finalize(ctx, b.InputFileID, "expired")
 		}
 		if err != nil {
-			errs = []batchError{{Code: "internal_error", Message: err.Error()}}
+			r.s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "batch validation failed", slog.String("batch", r.id), slog.Any("err", err))
+			errs = []batchError{{Code: "internal_error", Message: "the server could not read the input file; see its log"}}
 		}
 		b, err = st.updateBatch(ctx, r.id, func(b *batchObject) bool {
 			if len(errs) > 0 {
@@ -221,15 +223,15 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string,
 		case in.CustomID == nil || *in.CustomID == "":
 			add(n, "missing_custom_id", "custom_id", "this line has no custom_id")
 		case seen[*in.CustomID] > 0:
-			add(n, "duplicate_custom_id", "custom_id", fmt.Sprintf("the custom_id %q is a duplicate of line %d: custom_id must be unique in a batch", *in.CustomID, seen[*in.CustomID]))
+			add(n, "duplicate_custom_id", "custom_id", fmt.Sprintf("the custom_id %q is a duplicate of line %d: custom_id must be unique in a batch", clip(*in.CustomID), seen[*in.CustomID]))
 		default:
 			seen[*in.CustomID] = n
 		}
 		if in.Method != http.MethodPost {
-			add(n, "invalid_method", "method", fmt.Sprintf("method %q is not supported (only POST)", in.Method))
+			add(n, "invalid_method", "method", fmt.Sprintf("method %q is not supported (only POST)", clip(in.Method)))
 		}
 		if in.URL != batchEndpoint {
-			add(n, "invalid_url", "url", fmt.Sprintf("url %q does not match the batch's endpoint %s", in.URL, batchEndpoint))
+			add(n, "invalid_url", "url", fmt.Sprintf("url %q does not match the batch's endpoint %s", clip(in.URL), batchEndpoint))
 		}
 		if b := bytes.TrimSpace(in.Body); len(b) == 0 || b[0] != '{' {
 			add(n, "invalid_body", "body", "body must be a JSON object")
@@ -324,6 +326,20 @@ type lineResponse struct {
 type lineError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// clip shortens a client's value quoted in an error message, so that a
+// batch's errors stay small however long the values in its lines.
+func clip(v string) string {
+	const most = 64
+	if len(v) <= most {
+		return v
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…"
 }
 
 // The pauses between the tries of a batch line refused for the moment.

@@ -257,6 +257,7 @@ func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore
 		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
 		Recorder: metrics, Metrics: metrics.Exposition(), Instrument: metrics.Handler,
 		Tracer: tracer, Observer: tracer, Batches: store,
+		BatchMaxLines: sc.Batch.MaxLines, BatchMaxBytes: sc.Batch.MaxBytes, BatchConcurrency: sc.Batch.Concurrency,
 	})
 	if err != nil {
 		return nil, err

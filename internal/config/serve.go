@@ -24,6 +24,10 @@ const DefaultServeAddr = "127.0.0.1:8080"
 //	addr: 127.0.0.1:8080
 //	request_timeout: 5m
 //	max_body_bytes: 8388608
+//	batch:                        # the Batch API's limits
+//	  max_lines: 50000
+//	  max_bytes: 209715200
+//	  concurrency: 64             # lines of one batch running at once
 //	backends:
 //	  local:                      # the model name clients ask for
 //	    url: sim://?seed=1         # a backend URL, as a job file's backend
@@ -64,6 +68,9 @@ type Serve struct {
 	// "agent:NAME"), per million tokens, in file order. Empty means no
 	// cost is reported.
 	Prices []ServePrice
+	// Batch holds the Batch API's limits. Zero fields mean the server's
+	// defaults.
+	Batch ServeBatch
 	// Dir is the absolute directory of the file; Path the file as given.
 	Dir, Path string
 }
@@ -164,6 +171,19 @@ type ServeAgent struct {
 	Job *Job
 }
 
+// ServeBatch holds the limits of the Batch API of `batchagent serve`.
+type ServeBatch struct {
+	// MaxLines caps a batch's input lines. Zero means the server's
+	// default (50,000).
+	MaxLines int
+	// MaxBytes caps an uploaded file. Zero means the server's default
+	// (200 MB).
+	MaxBytes int64
+	// Concurrency caps the lines of one batch running at once. Zero means
+	// the server's default.
+	Concurrency int
+}
+
 func (s *Serve) keys() keys {
 	return keys{
 		{"addr", &s.Addr},
@@ -173,6 +193,11 @@ func (s *Serve) keys() keys {
 		{"keys", &s.Keys},
 		{"agents", serveAgents{s}},
 		{"prices", servePrices{s}},
+		{"batch", keys{
+			{"max_lines", &s.Batch.MaxLines},
+			{"max_bytes", &s.Batch.MaxBytes},
+			{"concurrency", &s.Batch.Concurrency},
+		}},
 	}
 }
 
@@ -276,6 +301,9 @@ func (d *decoder) validateServe(s *Serve, root *yaml.Node) {
 	}
 	if s.MaxBodyBytes < 0 && d.ok("max_body_bytes") {
 		d.report(d.at("max_body_bytes"), "max_body_bytes", "must not be negative")
+	}
+	if (s.Batch.MaxLines < 0 || s.Batch.MaxBytes < 0 || s.Batch.Concurrency < 0) && d.ok("batch") {
+		d.report(d.at("batch"), "batch", "max_lines, max_bytes and concurrency must not be negative")
 	}
 	for i, k := range s.Keys {
 		p := fmt.Sprintf("keys[%d]", i)

@@ -71,3 +71,17 @@ surprise: 1
 		}
 	}
 }
+
+func TestParseServeBatchLimits(t *testing.T) {
+	sc, err := config.ParseServe([]byte("backends:\n  sim:\n    url: sim://\nbatch:\n  max_lines: 10\n  max_bytes: 2048\n  concurrency: 3\n"), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Batch != (config.ServeBatch{MaxLines: 10, MaxBytes: 2048, Concurrency: 3}) {
+		t.Errorf("batch = %+v, want 10 lines, 2048 bytes, 3 at once", sc.Batch)
+	}
+	_, err = config.ParseServe([]byte("batch:\n  concurrency: -1\n  lines: 3\n"), "serve.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `serve.yaml:3:3: batch.lines: unknown key "lines"`) || !strings.Contains(err.Error(), "must not be negative") {
+		t.Errorf("bad batch limits: %v, want both problems with their positions", err)
+	}
+}
