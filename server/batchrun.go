@@ -256,10 +256,10 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string,
 	return total, model, errs, nil
 }
 
-// execute runs the lines not yet recorded, at most BatchConcurrency at
-// once, reading the file as it goes. It stops admitting lines when the
-// batch is cancelled (letting those in flight finish) or ctx ends (which
-// stops those in flight, unrecorded).
+// execute runs the lines not yet recorded, at most BatchConcurrency (of all
+// batches together) at once, reading the file as it goes. It stops
+// admitting lines when the batch is cancelled (letting those in flight
+// finish) or ctx ends (which stops those in flight, unrecorded).
 func (r *batchRunner) execute(ctx context.Context, fileID string) error {
 	st := r.s.cfg.Batches
 	done, err := st.doneLines(ctx, r.id)
@@ -271,7 +271,7 @@ func (r *batchRunner) execute(ctx context.Context, fileID string) error {
 		return fmt.Errorf("open input file %s: %w", fileID, err)
 	}
 	defer f.Close()
-	sem := make(chan struct{}, r.s.cfg.BatchConcurrency)
+	sem := r.s.batchSem
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sc := r.lineScanner(f)

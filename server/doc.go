@@ -78,8 +78,9 @@
 // batch is validated (unique custom_id, method POST, url equal to the
 // endpoint, a JSON object body, BatchMaxLines) while reading its file,
 // failing with line-numbered errors; then its lines run as the file is
-// read again, at most BatchConcurrency at once, each through the same
-// executor as a chat completion (never streamed) in the batch class.
+// read again, at most BatchConcurrency lines of all batches at once, each
+// through the same executor as a chat completion (never streamed) in the
+// batch class.
 // Each finished line is recorded in the transaction that counts it, so a
 // server killed and restarted on the same store resumes the batch
 // without running a recorded line again; the output and error files are

@@ -134,9 +134,10 @@ type Config struct {
 	// BatchMaxBytes caps an uploaded file. Defaults to DefaultBatchMaxBytes
 	// (200 MB).
 	BatchMaxBytes int64
-	// BatchConcurrency caps the lines of one batch in flight at once (the
-	// engine's admission still bounds each backend). Defaults to
-	// DefaultBatchConcurrency.
+	// BatchConcurrency caps the batch lines in flight at once, all
+	// batches together, and so the memory their requests hold; batches
+	// running at once take turns for the places (the engine's admission
+	// still bounds each backend). Defaults to DefaultBatchConcurrency.
 	BatchConcurrency int
 	// BatchWindow is how long a batch's completion window ("24h") lasts:
 	// a batch not done by then ends expired. Tests shorten it. Defaults
@@ -163,7 +164,8 @@ type Server struct {
 
 	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
 
-	batchMu   sync.Mutex // protects runners and starting runners
+	batchSem  chan struct{} // a place per batch line in flight, all batches together
+	batchMu   sync.Mutex    // protects runners and starting runners
 	runners   map[string]*batchRunner
 	batchCtx  context.Context // the runners' context, ended by Shutdown
 	batchStop context.CancelFunc
@@ -205,7 +207,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BatchWindow == 0 {
 		cfg.BatchWindow = DefaultBatchWindow
 	}
-	s := &Server{cfg: cfg, runners: map[string]*batchRunner{}}
+	s := &Server{cfg: cfg, runners: map[string]*batchRunner{}, batchSem: make(chan struct{}, cfg.BatchConcurrency)}
 	s.batchCtx, s.batchStop = context.WithCancel(context.Background())
 	for name, b := range cfg.Backends {
 		if b.Model == nil {
