@@ -344,6 +344,12 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		writeError(w, badParam("input_file_id", "input_file_id is required"))
 		return
 	}
+	if s.batchCtx.Err() != nil {
+		// Shutting down: refuse before recording, or the batch would run
+		// at the next start though the client was told it failed.
+		writeError(w, errShutdown)
+		return
+	}
 	if req.Endpoint != batchEndpoint {
 		writeError(w, badParam("endpoint", fmt.Sprintf("endpoint %q is not supported (only %s)", req.Endpoint, batchEndpoint)))
 		return
