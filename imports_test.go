@@ -23,7 +23,7 @@ func TestImportRules(t *testing.T) {
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
-		"internal/engine":     {"agent", "job", "llm", "sched", "tool", "internal/retry"},
+		"internal/engine":     {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry"},
 		"job":                 {"llm", "schema", "tool", "sched"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},

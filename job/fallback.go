@@ -1,0 +1,46 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// DefaultBudget is the time budget of each agent of a job with fallbacks
+// that sets none.
+const DefaultBudget = 60 * time.Second
+
+// Fallback is one tier an agent falls back to when the tier before it
+// failed on its backend (kinds backend, rate_limit, timeout or truncated,
+// or its backend's circuit breaker is open) or the agent's time budget
+// ran out. A tier is either another model (Model, with ModelName) or a Go
+// function (Func, for example a game's rule-based planner); exactly one
+// of Model and Func is set.
+type Fallback struct {
+	// Model answers the agent again, from its task, with the same agent
+	// loop (system prompt, tools, schema and limits). It runs within what
+	// is left of the budget, or, once that is spent, within a quarter of
+	// the budget.
+	Model llm.Model
+	// ModelName is passed to Model's backend. Defaults to "".
+	ModelName string
+	// Func answers the agent from its input. Its output must satisfy the
+	// job's output schema, if any. It runs with a deadline of FuncTimeout.
+	// It is called from many goroutines at once.
+	Func func(ctx context.Context, in Input) (json.RawMessage, error)
+}
+
+// FuncTimeout is the deadline of a Fallback's Func.
+const FuncTimeout = time.Second
+
+// Budget returns the time budget of each agent, and the job's fallback
+// tiers; the budget is zero when the job has no fallbacks: such a job's
+// agents are bounded only by Timeout.
+func (s *Spec) Budget() (time.Duration, []Fallback) {
+	if len(s.def.Fallbacks) == 0 {
+		return 0, nil
+	}
+	return s.def.Budget, append([]Fallback(nil), s.def.Fallbacks...)
+}
