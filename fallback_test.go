@@ -248,3 +248,21 @@ func TestFuncTierLast(t *testing.T) {
 		t.Errorf("fallback model got %d requests, heuristic %d calls; want 2 and 2", srv2.requests.Load(), calls.Load())
 	}
 }
+
+func TestBudgetFrom(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if d, err := batchagent.BudgetFrom(getenv); d != 0 || err != nil {
+		t.Errorf("unset: %v, %v; want 0, nil", d, err)
+	}
+	env[batchagent.BudgetEnv] = "2s"
+	if d, err := batchagent.BudgetFrom(getenv); d != 2*time.Second || err != nil {
+		t.Errorf("2s: %v, %v; want 2s, nil", d, err)
+	}
+	for _, v := range []string{"soon", "-1s", "0s"} {
+		env[batchagent.BudgetEnv] = v
+		if _, err := batchagent.BudgetFrom(getenv); err == nil {
+			t.Errorf("%q: no error", v)
+		}
+	}
+}

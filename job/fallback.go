@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/batchagent/batchagent/llm"
@@ -43,4 +44,23 @@ func (s *Spec) Budget() (time.Duration, []Fallback) {
 		return 0, nil
 	}
 	return s.def.Budget, append([]Fallback(nil), s.def.Fallbacks...)
+}
+
+// BudgetEnv is the environment variable that overrides DefaultBudget in
+// the CLI (and in programs that call BudgetFrom): a Go duration, "2s".
+const BudgetEnv = "BATCHAGENT_BUDGET"
+
+// BudgetFrom returns the budget BudgetEnv sets through getenv (os.Getenv,
+// or a test's map), or 0 when it is unset: the caller puts it in
+// Def.Budget when that is zero. The library itself reads no environment.
+func BudgetFrom(getenv func(string) string) (time.Duration, error) {
+	v := getenv(BudgetEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 2s", BudgetEnv, v)
+	}
+	return d, nil
 }
