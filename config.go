@@ -214,7 +214,8 @@ func (a Admission) validate() error {
 
 // Breaker configures the circuit breaker of each backend (model and model
 // name) that jobs with fallbacks use: it opens after Failures agents in a
-// row failed on the backend (kinds backend, rate_limit, timeout), and
+// row failed on the backend (kinds backend, rate_limit, timeout) or ran
+// out of their time budget waiting for it (a slow or dead backend), and
 // while it is open those jobs' agents skip the backend for their next
 // fallback tier at once, without a call. After Cooldown it half-opens:
 // one agent probes the backend, and its success closes the breaker, its

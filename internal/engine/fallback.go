@@ -179,10 +179,12 @@ func runModel(ctx context.Context, a *agent.Runner, br *gobreaker.TwoStepCircuit
 	switch {
 	case err == nil:
 		done(nil)
-	case backendFailure(err) && ctx.Err() == nil:
+	case backendFailure(err) && ctx.Err() == nil, errors.Is(context.Cause(ctx), ErrBudget):
+		// A backend that failed, or was too slow for the budget (a dead
+		// one whose calls are retried until it ends).
 		done(err)
 	default:
-		// Not the backend's fault (the budget, a bad answer): a probe
+		// Not the backend's fault (a bad answer, the run's end): a probe
 		// neither closes nor reopens the breaker on it.
 		done(nil)
 	}
