@@ -63,6 +63,9 @@ func TestImportRules(t *testing.T) {
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
+
+		// The game-loop example of fallback tiers, on the simulator.
+		"examples/npc-planner": {"", "backend/sim", "llm"},
 	}
 	// Outside this module, these packages import only the standard library
 	// and golang.org/x: the built-in tools and the simulator cost library
