@@ -146,6 +146,8 @@ type Def struct {
 	// an error, and Result.Tier says which tier answered. Defaults to
 	// DefaultBudget (60s); the CLI's BATCHAGENT_BUDGET overrides the
 	// default. Without Fallbacks it is unused: Timeout bounds the agent.
+	// Timeout, when set, still bounds the agent with all its tiers: once
+	// it ends no tier runs.
 	Budget time.Duration
 	// Fallbacks are the tiers tried in order after the primary model
 	// (tier 0) fails on its backend or runs out of budget. Defaults to
