@@ -301,3 +301,31 @@ func TestSubmitSlowPrimaryOpensBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestTierBreakers: each backend has its own breaker. With the primary and
+// the fallback model both dead, both breakers open after two agents, and
+// the later agents go straight to the func tier.
+func TestTierBreakers(t *testing.T) {
+	primary, srv1 := deadServer(t)
+	second, srv2 := deadServer(t)
+	var calls atomic.Int64
+	e := newEngine(t, batchagent.Config{MaxActive: 1, Breaker: batchagent.Breaker{Failures: 2, Cooldown: time.Hour}})
+	res, err := e.Run(t.Context(), mustSpec(t, batchagent.Def{
+		Model: primary, Task: "{id}", OutputSchema: json.RawMessage(outSchema), NoRetries: true, NoOutageBudget: true,
+		Fallbacks: []batchagent.Fallback{{Model: second, ModelName: "small"}, {Func: heuristic(&calls)}},
+	}), batchagent.Slice(inputs(6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Tier != 2 {
+			t.Errorf("result %d: tier %d err %v, want tier 2", r.Index, r.Tier, r.Err)
+		}
+	}
+	if n1, n2 := srv1.requests.Load(), srv2.requests.Load(); n1 != 2 || n2 != 2 {
+		t.Errorf("requests: primary %d, fallback model %d; want 2 and 2", n1, n2)
+	}
+	if s := e.Stats(); s.BreakerChanges != 2 || s.ByTier[2] != 6 {
+		t.Errorf("breaker changes %d, by tier %v; want 2 (both opened), {2:6}", s.BreakerChanges, s.ByTier)
+	}
+}
