@@ -62,6 +62,10 @@ type Config struct {
 	// Logger receives lifecycle events and warnings. Defaults to none:
 	// silent.
 	Logger *slog.Logger
+	// Breaker configures the circuit breaker of each backend that jobs
+	// with fallbacks (job.Def.Fallbacks) use. Defaults to Breaker's
+	// defaults.
+	Breaker Breaker
 }
 
 // Backend names a backend for [Config.Backends]: the llm.Model value and
@@ -170,6 +174,9 @@ func (c Config) validate() (Config, error) {
 	if err := c.Admission.validate(); err != nil {
 		return bad("admission: %v", err)
 	}
+	if c.Breaker.Failures < 0 || c.Breaker.Cooldown < 0 {
+		return bad("negative breaker settings (failures %d, cooldown %v)", c.Breaker.Failures, c.Breaker.Cooldown)
+	}
 	backends := make(map[Backend]Admission, len(c.Backends))
 	for b, a := range c.Backends {
 		if b.Model == nil {
@@ -203,4 +210,25 @@ func (a Admission) validate() error {
 		return fmt.Errorf("negative pause backoff %+v", a.PauseBackoff)
 	}
 	return nil
+}
+
+// Breaker configures the circuit breaker of each backend (model and model
+// name) that jobs with fallbacks use: it opens after Failures agents in a
+// row failed on the backend (kinds backend, rate_limit, timeout) or ran
+// out of their time budget waiting for it (a slow or dead backend), and
+// while it is open those jobs' agents skip the backend for their next
+// fallback tier at once, without a call. After Cooldown it half-opens:
+// one agent probes the backend, and its success closes the breaker, its
+// failure opens it again. Jobs without fallbacks do not use breakers:
+// their agents wait out an outage as before (job.Def.OutageBudget).
+type Breaker struct {
+	// Failures is how many agents in a row must fail on a backend to open
+	// its breaker. Defaults to 5.
+	Failures int
+	// Cooldown is how long a breaker stays open before it half-opens.
+	// Defaults to 30s.
+	Cooldown time.Duration
+	// Disabled turns breakers off: every tier is always tried. Defaults to
+	// false.
+	Disabled bool
 }

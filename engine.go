@@ -41,6 +41,7 @@ func New(cfg Config) (*Engine, error) {
 		OnResult:              cfg.OnResult,
 		Logger:                cfg.Logger,
 		Admission:             cfg.admission,
+		Breaker:               engine.Breaker(cfg.Breaker),
 	}
 	e.core = engine.New(opt)
 	return e, nil

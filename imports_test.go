@@ -23,7 +23,7 @@ func TestImportRules(t *testing.T) {
 		"schema":              {},
 		"internal/sse":        {},
 		"internal/retry":      {"llm"},
-		"internal/engine":     {"agent", "job", "llm", "sched", "tool", "internal/retry"},
+		"internal/engine":     {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry"},
 		"job":                 {"llm", "schema", "tool", "sched"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
@@ -63,6 +63,9 @@ func TestImportRules(t *testing.T) {
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
+
+		// The game-loop example of fallback tiers, on the simulator.
+		"examples/npc-planner": {"", "backend/sim", "llm"},
 	}
 	// Outside this module, these packages import only the standard library
 	// and golang.org/x: the built-in tools and the simulator cost library

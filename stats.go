@@ -48,6 +48,14 @@ type Stats struct {
 	// Backends has the admission of each backend the engine's jobs used,
 	// in the order of first use.
 	Backends []BackendStats
+	// ByTier counts results by the tier that answered (Result.Tier): 0
+	// the job's model, 1 and on its fallbacks (the eighth counts the later
+	// ones too).
+	ByTier map[int]int64
+	// BreakerChanges counts the state changes of the backends' circuit
+	// breakers (closed to open, open to half-open, half-open to closed or
+	// open).
+	BreakerChanges int64
 }
 
 // Stats returns a snapshot of the engine's counters. It is safe to call
@@ -62,6 +70,7 @@ func (e *Engine) Stats() Stats {
 	for _, t := range s.Tools {
 		s.ToolExecuted += t.Executed
 	}
+	s.ByTier, s.BreakerChanges = e.core.ByTier()
 	unlimited := false
 	for _, g := range e.core.Gates() {
 		b := BackendStats{Backend: Backend{Model: g.Model, Name: g.Name}, Inflight: g.Inflight, Waiting: g.Waiting,

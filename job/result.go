@@ -42,6 +42,10 @@ type Result struct {
 	Usage llm.Usage
 	// Timings says where the agent's time went.
 	Timings Timings
+	// Tier is the tier that answered: 0 the job's model, 1 and on its
+	// Fallbacks in order. A result read back from a checkpoint has tier 0:
+	// checkpoints do not record it.
+	Tier int
 }
 
 // Timings says where an agent's time went.

@@ -23,6 +23,7 @@ type resultJSON struct {
 	Truncated  int             `json:"truncations,omitempty"`
 	Usage      llm.Usage       `json:"usage"`
 	Timings    timingsJSON     `json:"timings"`
+	Tier       int             `json:"tier,omitempty"`
 }
 
 // ErrorInfo is the flat, JSON form of an agent's error: what a result line
@@ -53,6 +54,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
 		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Usage: r.Usage,
+		Tier: r.Tier,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
 			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),

@@ -141,6 +141,18 @@ type Def struct {
 	Stop              []string
 	// Priority is the job's class on a shared backend. Defaults to Batch.
 	Priority Priority
+	// Budget is each agent's time budget when the job has Fallbacks: once
+	// it runs out, the agent's result comes from the next tier instead of
+	// an error, and Result.Tier says which tier answered. Defaults to
+	// DefaultBudget (60s); the CLI's BATCHAGENT_BUDGET overrides the
+	// default. Without Fallbacks it is unused: Timeout bounds the agent.
+	// Timeout, when set, still bounds the agent with all its tiers: once
+	// it ends no tier runs.
+	Budget time.Duration
+	// Fallbacks are the tiers tried in order after the primary model
+	// (tier 0) fails on its backend or runs out of budget. Defaults to
+	// none.
+	Fallbacks []Fallback
 }
 
 // Tool is a tool agents may call; see package tool.
@@ -210,6 +222,17 @@ func NewSpec(d Def) (*Spec, error) {
 	if p := d.TopP; p != nil && !(*p >= 0 && *p <= 1) {
 		return nil, badSpec("top_p %v: want a number from 0 to 1", *p)
 	}
+	if d.Budget < 0 {
+		return nil, badSpec("negative budget %v", d.Budget)
+	}
+	for i, f := range d.Fallbacks {
+		if (f.Model == nil) == (f.Func == nil) {
+			return nil, badSpec("fallback %d: want exactly one of a model and a func", i+1)
+		}
+	}
+	if len(d.Fallbacks) > 0 && d.Budget == 0 {
+		d.Budget = DefaultBudget
+	}
 	if d.Priority != Batch && d.Priority != Interactive {
 		return nil, badSpec("unknown priority class %d", int(d.Priority))
 	}
@@ -234,6 +257,7 @@ func NewSpec(d Def) (*Spec, error) {
 	d.Tools = slices.Clone(d.Tools)
 	d.OutputSchema = slices.Clone(d.OutputSchema)
 	d.Stop = slices.Clone(d.Stop)
+	d.Fallbacks = slices.Clone(d.Fallbacks)
 	s := &Spec{def: d}
 	var err error
 	if s.tmpl, err = ParseTemplate(d.Task); err != nil {
@@ -262,6 +286,7 @@ func (s *Spec) Def() Def {
 	d.Tools = slices.Clone(d.Tools)
 	d.OutputSchema = slices.Clone(d.OutputSchema)
 	d.Stop = slices.Clone(d.Stop)
+	d.Fallbacks = slices.Clone(d.Fallbacks)
 	return d
 }
 

@@ -121,7 +121,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -159,6 +159,12 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 			return nil, errors.New("bench: batch takes only -n, --dir and --json")
 		}
 		_, err := RunBatch(ctx, BatchOptions{N: opt.N, Dir: opt.Dir, JSON: opt.JSON}, w)
+		return nil, err
+	case "npc":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" {
+			return nil, errors.New("bench: npc takes only -n and --json")
+		}
+		_, err := RunNPC(ctx, NPCOptions{N: opt.N, JSON: opt.JSON}, w)
 		return nil, err
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))

@@ -142,6 +142,13 @@ func (r *runner) buildSpec(path string, cj *config.Job, model llm.Model) (*batch
 	def := cj.Def
 	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
 	def.ToolPool.Policies = r.tools.policies
+	if def.Budget == 0 {
+		b, err := batchagent.BudgetFrom(environ)
+		if err != nil {
+			return nil, err
+		}
+		def.Budget = b
+	}
 	spec, err := batchagent.NewSpec(def)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -38,6 +38,9 @@ type Options struct {
 	// Admission returns the admission of the backend m serves under name:
 	// called once per backend, when a spec first names it.
 	Admission func(m llm.Model, name string) (Admission, error)
+	// Breaker configures the circuit breakers of backends of jobs with
+	// fallbacks.
+	Breaker Breaker
 }
 
 // Admission is one backend's admission, as the root's policy sets it.
@@ -71,9 +74,11 @@ type Engine struct {
 	toolsMu      sync.Mutex   // serialises retire and Tools
 	retiredTools []tool.Stats // the tool counters of retired runners, by name
 
-	stats counters
-	seq   atomic.Int64  // Submit's sequence numbers
-	flows atomic.Uint64 // scheduling flows handed out: one per run and per runner
+	stats     counters
+	tierStats tierCounts
+	breakers  sync.Map      // backendKey → *gobreaker.TwoStepCircuitBreaker
+	seq       atomic.Int64  // Submit's sequence numbers
+	flows     atomic.Uint64 // scheduling flows handed out: one per run and per runner
 
 	callFlowsOnce sync.Once
 	callFlows     [2]uint64 // the flow of Call's requests, by class

@@ -30,6 +30,7 @@ type runner struct {
 	agent   *agent.Runner
 	gate    *gate
 	timeout time.Duration
+	fb      *fallbacks // nil: the job has no fallbacks
 }
 
 // runnerOf returns the runner of spec, building it on first use. The
@@ -86,6 +87,9 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 	}
 	if r.agent, err = agent.New(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %v", job.ErrBadSpec, err)
+	}
+	if r.fb, err = e.fallbacksOf(spec, cfg, sched.Class(d.Priority)); err != nil {
+		return nil, err
 	}
 	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
 		return prev.(*runner), nil
@@ -314,6 +318,10 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
 		defer cancel()
 	}
+	if rn.fb != nil {
+		e.runTiered(ctx, actx, rn, i, in, st, start, save, deliver)
+		return
+	}
 	err := rn.agent.Run(actx, st)
 	r := resultOf(i, in, st)
 	r.Timings.Total = time.Since(start)
@@ -422,6 +430,7 @@ func workOf(st *agent.State) work {
 // deliver counts a result of job id and calls onResult, if set.
 func (e *Engine) deliver(id string, o outcome, onResult func(job.Result)) {
 	e.stats.add(o)
+	e.tierStats.add(o.Tier)
 	r := o.Result
 	if onResult != nil {
 		onResult(r)

@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
+	"github.com/batchagent/batchagent/schema"
+)
+
+// Breaker configures the circuit breaker of each backend that a job with
+// fallbacks uses; see batchagent.Breaker.
+type Breaker struct {
+	Failures int
+	Cooldown time.Duration
+	Disabled bool
+}
+
+// ErrBudget is the cause of an agent's context once its time budget ran
+// out.
+var ErrBudget = errors.New("time budget spent")
+
+// ErrBreakerOpen is the error of a tier skipped because its backend's
+// circuit breaker is open.
+var ErrBreakerOpen = errors.New("circuit breaker open: backend skipped")
+
+// A tier is one fallback of a runner: a model's agent loop or a function.
+type tier struct {
+	agent *agent.Runner
+	br    *gobreaker.TwoStepCircuitBreaker[struct{}] // nil: none
+	fn    func(ctx context.Context, in job.Input) (json.RawMessage, error)
+}
+
+// fallbacks is what a runner of a job with fallbacks keeps.
+type fallbacks struct {
+	budget  time.Duration
+	primary *gobreaker.TwoStepCircuitBreaker[struct{}] // nil: none
+	tiers   []tier
+	schema  *schema.Schema
+}
+
+// maxTiers bounds the tiers counted apart; later tiers count as the last.
+const maxTiers = 8
+
+// tierCounts counts results by tier and breaker state changes.
+type tierCounts struct {
+	byTier  [maxTiers]atomic.Int64
+	changes atomic.Int64
+}
+
+func (c *tierCounts) add(t int) {
+	c.byTier[min(max(t, 0), maxTiers-1)].Add(1)
+}
+
+// ByTier returns the results delivered by tier (tiers past the eighth
+// count as the eighth), and the breakers' state changes.
+func (e *Engine) ByTier() (map[int]int64, int64) {
+	m := map[int]int64{}
+	for i := range e.tierStats.byTier {
+		if n := e.tierStats.byTier[i].Load(); n > 0 {
+			m[i] = n
+		}
+	}
+	return m, e.tierStats.changes.Load()
+}
+
+// breakerOf returns the circuit breaker of the backend m serves under
+// name, building it on first use; nil when breakers are disabled or m is
+// not comparable (it cannot be shared).
+func (e *Engine) breakerOf(m llm.Model, name string) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	b := e.opt.Breaker
+	if b.Disabled || !reflect.TypeOf(m).Comparable() {
+		return nil
+	}
+	key := backendKey{m, name}
+	if v, ok := e.breakers.Load(key); ok {
+		return v.(*gobreaker.TwoStepCircuitBreaker[struct{}])
+	}
+	failures, cooldown := b.Failures, b.Cooldown
+	if failures <= 0 {
+		failures = 5
+	}
+	if cooldown <= 0 {
+		cooldown = 30 * time.Second
+	}
+	br := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        fmt.Sprintf("%T/%s", m, name),
+		MaxRequests: 1,
+		Timeout:     cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		OnStateChange: func(n string, from, to gobreaker.State) {
+			e.tierStats.changes.Add(1)
+			e.log.Info("circuit breaker", "backend", n, "from", from.String(), "to", to.String())
+		},
+	})
+	v, _ := e.breakers.LoadOrStore(key, br)
+	return v.(*gobreaker.TwoStepCircuitBreaker[struct{}])
+}
+
+// fallbacksOf builds the fallback tiers of spec, or returns nil when it has
+// none; cfg is the primary's agent configuration.
+func (e *Engine) fallbacksOf(spec *job.Spec, cfg agent.Config, class sched.Class) (*fallbacks, error) {
+	budget, fbs := spec.Budget()
+	if len(fbs) == 0 {
+		return nil, nil
+	}
+	f := &fallbacks{budget: budget, schema: spec.Schema(), primary: e.breakerOf(cfg.Model, cfg.ModelName)}
+	for i, fb := range fbs {
+		if fb.Func != nil {
+			f.tiers = append(f.tiers, tier{fn: fb.Func})
+			continue
+		}
+		c := cfg
+		c.Model, c.ModelName, c.OnTurn, c.Gate = fb.Model, fb.ModelName, nil, nil
+		g, err := e.gateFor(fb.Model, fb.ModelName, nil)
+		if err != nil {
+			return nil, fmt.Errorf("fallback %d: %w", i+1, err)
+		}
+		if g.gated {
+			c.Gate = &classGate{g: g, class: class}
+		}
+		a, err := agent.New(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: fallback %d: %v", job.ErrBadSpec, i+1, err)
+		}
+		f.tiers = append(f.tiers, tier{agent: a, br: e.breakerOf(fb.Model, fb.ModelName)})
+	}
+	return f, nil
+}
+
+// fallsBack reports whether a tier's failure err, in a context whose
+// cause is cause, passes the agent on to the next tier.
+func fallsBack(err, cause error) bool {
+	if errors.Is(cause, ErrBudget) || errors.Is(err, ErrBreakerOpen) {
+		return true
+	}
+	if errors.Is(err, agent.ErrStopped) {
+		return false
+	}
+	switch job.Classify(err, false, false) {
+	case job.KindBackend, job.KindRateLimit, job.KindTimeout, job.KindTruncated:
+		return true
+	}
+	return false
+}
+
+// backendFailure reports whether err counts against a backend's breaker.
+func backendFailure(err error) bool {
+	if errors.Is(err, agent.ErrStopped) {
+		return false
+	}
+	switch job.Classify(err, false, false) {
+	case job.KindBackend, job.KindRateLimit, job.KindTimeout:
+		return true
+	}
+	return false
+}
+
+// runModel runs a on st within ctx, through br when set.
+func runModel(ctx context.Context, a *agent.Runner, br *gobreaker.TwoStepCircuitBreaker[struct{}], st *agent.State) error {
+	if br == nil {
+		return a.Run(ctx, st)
+	}
+	done, err := br.Allow()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBreakerOpen, err)
+	}
+	err = a.Run(ctx, st)
+	switch {
+	case err == nil:
+		done(nil)
+	case backendFailure(err) && ctx.Err() == nil, errors.Is(context.Cause(ctx), ErrBudget):
+		// A backend that failed, or was too slow for the budget (a dead
+		// one whose calls are retried until it ends).
+		done(err)
+	default:
+		// Not the backend's fault (a bad answer, the run's end): a probe
+		// neither closes nor reopens the breaker on it.
+		done(nil)
+	}
+	return err
+}
+
+// runTiers runs the fallback tiers of an agent whose primary failed with
+// err, in order, until one answers; budgetEnd is when the agent's budget
+// ends. It returns the answering tier (or the last one tried), its error,
+// and the state holding its work.
+func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task llm.Message, budgetEnd time.Time) (int, *agent.State, error) {
+	var err error
+	st := &agent.State{}
+	t := 0
+	for i, tr := range f.tiers {
+		if ctx.Err() != nil {
+			break
+		}
+		t = i + 1
+		if tr.fn != nil {
+			st = &agent.State{Status: agent.StatusRunning}
+			fctx, cancel := context.WithTimeout(ctx, job.FuncTimeout)
+			var out json.RawMessage
+			out, err = tr.fn(fctx, in)
+			cancel()
+			if err == nil && f.schema != nil {
+				err = f.schema.Validate(out)
+			}
+			if err == nil {
+				st.Output = out
+				return t, st, nil
+			}
+			err = fmt.Errorf("fallback %d (func): %w", t, err)
+			continue
+		}
+		d := time.Until(budgetEnd)
+		if d <= 0 {
+			d = f.budget / 4
+		}
+		tctx, cancel := context.WithTimeoutCause(ctx, d, ErrBudget)
+		st = &agent.State{Input: in, Status: agent.StatusRunning, Messages: []llm.Message{task}}
+		err = runModel(tctx, tr.agent, tr.br, st)
+		cause := context.Cause(tctx)
+		cancel()
+		if err == nil {
+			return t, st, nil
+		}
+		if !fallsBack(err, cause) {
+			return t, st, err
+		}
+	}
+	return t, st, err
+}
+
+// runTiered runs the agent of a job with fallbacks: the primary within the
+// agent's budget, through its backend's breaker, then, when it fails on
+// its backend or runs out of budget, the fallback tiers in order. ctx is
+// the run's context, actx the agent's (its Timeout).
+func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.Input, st *agent.State, start time.Time, save bool, deliver func(job.Result)) {
+	f := rn.fb
+	bctx, cancel := context.WithTimeoutCause(actx, f.budget, ErrBudget)
+	defer cancel()
+	budgetEnd := start.Add(f.budget)
+	task := st.Messages[0]
+	err := runModel(bctx, rn.agent, f.primary, st)
+	cause := context.Cause(bctx)
+	r := resultOf(i, in, st)
+	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {
+		t, ts, terr := e.runTiers(actx, f, in, task, budgetEnd)
+		if t > 0 {
+			r.Tier = t
+			r.ModelCalls += ts.ModelCalls
+			r.Turns += ts.Turns
+			r.ToolCalls += ts.ToolCalls
+			r.Repairs += ts.Repairs
+			r.Truncations += ts.Truncations
+			r.Usage.PromptTokens += ts.Usage.PromptTokens
+			r.Usage.CompletionTokens += ts.Usage.CompletionTokens
+			r.Usage.CachedTokens += ts.Usage.CachedTokens
+			r.Output = ts.Output
+			st.Output, st.Raw = ts.Output, ts.Raw
+			st.ModelCalls, st.Turns, st.ToolCalls, st.Usage = r.ModelCalls, r.Turns, r.ToolCalls, r.Usage
+			err, cause = terr, nil
+		}
+	}
+	r.Timings.Total = time.Since(start)
+	if err != nil {
+		ae := &job.AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
+		if se, ok := errors.AsType[*agent.Error](err); ok {
+			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
+		}
+		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout) || errors.Is(cause, ErrBudget)
+		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		if canceled && e.closedNow() && !errors.Is(ae.Err, ErrShutdown) {
+			ae.Err = errors.Join(ae.Err, ErrShutdown)
+		}
+		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
+		r.Err, r.Output, r.Raw = ae, nil, st.Raw
+	}
+	e.finish(ctx, st, r, save, deliver)
+}
