@@ -145,7 +145,16 @@ func decode(doc []byte) (any, error) {
 }
 
 // validate validates a decoded value; raw is the text reported on failure.
-func (s *Schema) validate(v any, raw string) error {
+// A panic of the validator (it dereferences nil on a number whose exponent
+// math/big refuses, such as 1e1000001 against multipleOf) is a problem of
+// the document, not a crash.
+func (s *Schema) validate(v any, raw string) (result error) {
+	defer func() {
+		if p := recover(); p != nil {
+			result = &ValidationError{Problems: []Problem{{Path: "$",
+				Message: fmt.Sprintf("the document could not be validated (a number out of the range the validator handles?): %v", p)}}, Raw: raw}
+		}
+	}()
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil
