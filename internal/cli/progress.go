@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +181,17 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 	}
 	fmt.Fprintf(w, "  tokens: prompt %s (cached %s, %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
 		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
+	fellBack := false
+	for tier := range st.ByTier {
+		fellBack = fellBack || tier > 0
+	}
+	if fellBack || st.BreakerChanges > 0 {
+		var tiers []string
+		for _, tier := range slices.Sorted(maps.Keys(st.ByTier)) {
+			tiers = append(tiers, fmt.Sprintf("tier %d: %d", tier, st.ByTier[tier]))
+		}
+		fmt.Fprintf(w, "  answered by %s · breaker changes %d\n", strings.Join(tiers, ", "), st.BreakerChanges)
+	}
 	fmt.Fprintf(w, "  concurrency: %s\n", concurrencyLine(st, limitSource))
 	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 {
 		fmt.Fprintf(w, "  throttled calls %d · backpressure pauses %d", st.Throttles, st.Pauses)

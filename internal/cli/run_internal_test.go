@@ -80,3 +80,18 @@ func TestInterruptedSummaryRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryShowsTiers: a run whose results came from fallback tiers
+// says so; a run answered by its model alone has no tier line.
+func TestSummaryShowsTiers(t *testing.T) {
+	var b strings.Builder
+	writeSummary(&b, "job", batchagent.Stats{Done: 5, OK: 5, ByTier: map[int]int64{0: 3, 2: 2}, BreakerChanges: 1}, time.Second, 0, 5, "out.jsonl", "test")
+	if !strings.Contains(b.String(), "answered by tier 0: 3, tier 2: 2 · breaker changes 1") {
+		t.Errorf("summary lacks the tiers:\n%s", b.String())
+	}
+	b.Reset()
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3, ByTier: map[int]int64{0: 3}}, time.Second, 0, 3, "out.jsonl", "test")
+	if strings.Contains(b.String(), "answered by") {
+		t.Errorf("summary of a run without fallbacks shows tiers:\n%s", b.String())
+	}
+}

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,7 +61,9 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //     cache, calls that failed.
 //   - agents_started_total, agents_done_total{result} ("ok", "failed"),
 //     agents_restored_total (done results read from a checkpoint),
-//     agents_running (started, not done), agent_failures_total{kind}.
+//     agents_running (started, not done), agent_failures_total{kind},
+//     results_by_tier_total{tier} (0: the spec's model, 1..: its
+//     fallbacks), breaker_changes_total.
 //   - model_calls_total (attempts, retries included), turns_total,
 //     checkpoint_errors_total.
 type Metrics struct {
@@ -224,6 +228,8 @@ var (
 	descModelCalls    = desc("model_calls_total", "Model call attempts of agents, retries included.")
 	descTurns         = desc("turns_total", "Completed model turns of agents.")
 	descCheckpointErr = desc("checkpoint_errors_total", "Checkpoint saves that failed.")
+	descTier          = desc("results_by_tier_total", "Results by the tier that answered them (0: the spec's model, 1..: its fallbacks).", "tier")
+	descBreaker       = desc("breaker_changes_total", "State changes of the backends' circuit breakers.")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -234,7 +240,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLimit, descInflight, descWaiting, descThrottles, descPauses,
 		descToolCalls, descToolExecuted, descToolCoalesced, descToolCacheHits, descToolErrors,
-		descStarted, descDone, descRestored, descRunning, descFailures, descModelCalls, descTurns, descCheckpointErr} {
+		descStarted, descDone, descRestored, descRunning, descFailures, descModelCalls, descTurns, descCheckpointErr,
+		descTier, descBreaker} {
 		ch <- d
 	}
 }
@@ -296,4 +303,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descModelCalls, s.ModelCalls)
 	counter(descTurns, s.Turns)
 	counter(descCheckpointErr, s.CheckpointErrors)
+	tiers := slices.Sorted(maps.Keys(s.ByTier))
+	for _, tier := range tiers {
+		counter(descTier, s.ByTier[tier], strconv.Itoa(tier))
+	}
+	counter(descBreaker, s.BreakerChanges)
 }

@@ -278,3 +278,45 @@ func TestHandlerKeepsFlusher(t *testing.T) {
 		t.Error("Flush through Metrics.Handler failed, want the writer's Flusher kept")
 	}
 }
+
+// TestMetricsCountTiers: results answered by a fallback tier are counted
+// by tier, beside the breakers' state changes.
+func TestMetricsCountTiers(t *testing.T) {
+	engine, err := batchagent.New(batchagent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := telemetry.NewMetrics()
+	if err := m.Watch(engine); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := sim.New(sim.Config{Seed: 1, FailRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{ID: "tiers", Model: dead, Task: "plan {who}", NoRetries: true, NoOutageBudget: true,
+		Fallbacks: []batchagent.Fallback{{Func: func(ctx context.Context, in batchagent.Input) (json.RawMessage, error) {
+			return json.RawMessage(`"wait"`), nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := engine.Run(t.Context(), spec, batchagent.Slice([]batchagent.Input{{"who": "a"}, {"who": "b"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil || r.Tier != 1 {
+			t.Fatalf("result %d: tier %d, %v; want tier 1", r.Index, r.Tier, r.Err)
+		}
+	}
+	srv := httptest.NewServer(m.Exposition())
+	defer srv.Close()
+	fams := scrape(t, srv.URL)
+	if v, ok := value(fams, "batchagent_results_by_tier_total", map[string]string{"tier": "1"}); !ok || v != 2 {
+		t.Errorf("results_by_tier_total{tier=1} = %v (%t), want 2", v, ok)
+	}
+	if _, ok := value(fams, "batchagent_breaker_changes_total", nil); !ok {
+		t.Error("no breaker_changes_total")
+	}
+}
