@@ -29,11 +29,13 @@ type counters struct {
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
 	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
+	byTier            [maxTiers]atomic.Int64     // by Result.Tier; later tiers count as the last
 }
 
 func (c *counters) add(o outcome) {
 	r, p := o.Result, o.prior
 	c.done.Add(1)
+	c.byTier[min(max(r.Tier, 0), maxTiers-1)].Add(1)
 	if o.restored {
 		c.restored.Add(1)
 	}

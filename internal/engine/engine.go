@@ -74,11 +74,11 @@ type Engine struct {
 	toolsMu      sync.Mutex   // serialises retire and Tools
 	retiredTools []tool.Stats // the tool counters of retired runners, by name
 
-	stats     counters
-	tierStats tierCounts
-	breakers  sync.Map      // backendKey → *gobreaker.TwoStepCircuitBreaker
-	seq       atomic.Int64  // Submit's sequence numbers
-	flows     atomic.Uint64 // scheduling flows handed out: one per run and per runner
+	stats          counters
+	breakerChanges atomic.Int64  // state changes of the backends' circuit breakers
+	breakers       sync.Map      // backendKey → *gobreaker.TwoStepCircuitBreaker
+	seq            atomic.Int64  // Submit's sequence numbers
+	flows          atomic.Uint64 // scheduling flows handed out: one per run and per runner
 
 	callFlowsOnce sync.Once
 	callFlows     [2]uint64 // the flow of Call's requests, by class

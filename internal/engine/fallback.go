@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -52,26 +51,16 @@ type fallbacks struct {
 // maxTiers bounds the tiers counted apart; later tiers count as the last.
 const maxTiers = 8
 
-// tierCounts counts results by tier and breaker state changes.
-type tierCounts struct {
-	byTier  [maxTiers]atomic.Int64
-	changes atomic.Int64
-}
-
-func (c *tierCounts) add(t int) {
-	c.byTier[min(max(t, 0), maxTiers-1)].Add(1)
-}
-
 // ByTier returns the results delivered by tier (tiers past the eighth
 // count as the eighth), and the breakers' state changes.
 func (e *Engine) ByTier() (map[int]int64, int64) {
 	m := map[int]int64{}
-	for i := range e.tierStats.byTier {
-		if n := e.tierStats.byTier[i].Load(); n > 0 {
+	for i := range e.stats.byTier {
+		if n := e.stats.byTier[i].Load(); n > 0 {
 			m[i] = n
 		}
 	}
-	return m, e.tierStats.changes.Load()
+	return m, e.breakerChanges.Load()
 }
 
 // breakerOf returns the circuit breaker of the backend m serves under
@@ -99,7 +88,7 @@ func (e *Engine) breakerOf(m llm.Model, name string) *gobreaker.TwoStepCircuitBr
 		Timeout:     cooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
 		OnStateChange: func(n string, from, to gobreaker.State) {
-			e.tierStats.changes.Add(1)
+			e.breakerChanges.Add(1)
 			e.log.Info("circuit breaker", "backend", n, "from", from.String(), "to", to.String())
 		},
 	})

@@ -430,7 +430,6 @@ func workOf(st *agent.State) work {
 // deliver counts a result of job id and calls onResult, if set.
 func (e *Engine) deliver(id string, o outcome, onResult func(job.Result)) {
 	e.stats.add(o)
-	e.tierStats.add(o.Tier)
 	r := o.Result
 	if onResult != nil {
 		onResult(r)

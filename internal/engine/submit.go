@@ -43,7 +43,6 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		defer rn.gate.g.EndRun(run)
 		e.runAgent(ctx, rn, run, i, in, nil, false, func(r job.Result) {
 			e.stats.add(outcome{Result: r})
-			e.tierStats.add(r.Tier)
 			end(r)
 		})
 	}()
