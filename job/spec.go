@@ -153,6 +153,9 @@ type Def struct {
 	// (tier 0) fails on its backend or runs out of budget. Defaults to
 	// none.
 	Fallbacks []Fallback
+	// Pack lets agents share model calls; see [Pack]. Defaults to none:
+	// every agent makes its own calls.
+	Pack Pack
 }
 
 // Tool is a tool agents may call; see package tool.
@@ -232,6 +235,20 @@ func NewSpec(d Def) (*Spec, error) {
 	}
 	if len(d.Fallbacks) > 0 && d.Budget == 0 {
 		d.Budget = DefaultBudget
+	}
+	if d.Pack.MaxAgents < 0 || d.Pack.MaxPromptTokens < 0 {
+		return nil, badSpec("negative pack limit (max agents %d, max prompt tokens %d)", d.Pack.MaxAgents, d.Pack.MaxPromptTokens)
+	}
+	if d.Pack.MaxPromptTokens > 0 && !d.Pack.On() {
+		return nil, badSpec("pack max prompt tokens %d without max agents of 2 or more", d.Pack.MaxPromptTokens)
+	}
+	if d.Pack.On() {
+		if len(d.Tools) > 0 {
+			return nil, badSpec("pack: agents with tools cannot be packed (a packed agent gets one answer, no tool turns)")
+		}
+		if d.Pack.MaxPromptTokens == 0 {
+			d.Pack.MaxPromptTokens = DefaultPackPromptTokens
+		}
 	}
 	if d.Priority != Batch && d.Priority != Interactive {
 		return nil, badSpec("unknown priority class %d", int(d.Priority))
