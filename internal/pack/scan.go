@@ -23,18 +23,18 @@ type Entry struct {
 type state uint8
 
 const (
-	sBefore     state = iota // before the object's '{': text skipped
-	sFirstKey                // after '{': a key or '}'
-	sKey                     // after ',': a key
-	sInKey                   // inside a key's string
-	sColon                   // after a key: ':'
-	sValue                   // after ':': the value's first byte
-	sInString                // inside a string value
-	sInContainer             // inside an object or array value
-	sInScalar                // inside a number, true, false, null or garbage
-	sAfterValue              // after a value: ',' or '}'
-	sClosed                  // after the object's '}': text ignored
-	sFailed                  // unreadable: input ignored
+	sBefore      state = iota // before the object's '{': text skipped
+	sFirstKey                 // after '{': a key or '}'
+	sKey                      // after ',': a key
+	sInKey                    // inside a key's string
+	sColon                    // after a key: ':'
+	sValue                    // after ':': the value's first byte
+	sInString                 // inside a string value
+	sInContainer              // inside an object or array value
+	sInScalar                 // inside a number, true, false, null or garbage
+	sAfterValue               // after a value: ',' or '}'
+	sClosed                   // after the object's '}': text ignored
+	sFailed                   // unreadable: input ignored
 )
 
 // Scanner reads a packed answer as it streams: text, then one JSON object
