@@ -38,12 +38,16 @@ const (
 )
 
 // Scanner reads a packed answer as it streams: text, then one JSON object
-// whose members are the agents' answers, then text. It reports each
-// member the moment its value closes: an object, array or string value
-// at its closing byte, a scalar at the ',', '}' or whitespace after it.
-// Splitting the answer differently into pieces never changes what it
-// reports. It holds only the bytes of the member being read and never
-// recurses, so that any input is safe.
+// whose members are the agents' answers, then text. Text before the
+// object's '{' (a code fence, a sentence) is skipped, unless it holds a
+// '[': an answer that is a JSON array is an error. Text after the
+// object's '}' is ignored.
+//
+// It reports each member the moment its value closes: an object, array
+// or string value at its closing byte, a scalar at the ',', '}' or
+// whitespace after it. Splitting the answer differently into pieces
+// never changes what it reports. It holds only the bytes of the member
+// being read and never recurses, so that any input is safe.
 //
 // A value that is not valid JSON is reported as an [Entry] with Err set,
 // and the scanner goes on with the next member when it can find the
@@ -67,8 +71,9 @@ type Scanner struct {
 
 // Write feeds the next piece p of the answer's text and calls emit for
 // each member whose value closed within it, in order. Pieces may split
-// the text anywhere, inside a rune or an escape too. After the object
-// closed or Err is set, Write ignores its input.
+// the text anywhere, inside a rune or an escape too. emit must not call
+// Write; nil drops the entries. After the object closed or Err is set,
+// Write ignores its input.
 func (s *Scanner) Write(p string, emit func(Entry)) {
 	mark := -1 // start in p of the bytes of the key or value being read
 	switch s.state {
@@ -233,7 +238,9 @@ func (s *Scanner) emit(emit func(Entry)) {
 		e.Err = fmt.Errorf("pack: entry %q at byte %d: the value is not valid JSON: %v", s.id, s.start, err)
 	}
 	s.buf = s.buf[:0]
-	emit(e)
+	if emit != nil {
+		emit(e)
+	}
 }
 
 // fail stops the scanner with the error of a structure it cannot read at
