@@ -3,7 +3,9 @@ package pack_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/batchagent/batchagent/internal/pack"
@@ -104,4 +106,43 @@ func compact(t *testing.T, v []byte) string {
 		t.Fatalf("json.Compact(%q): %v", v, err)
 	}
 	return c.String()
+}
+
+// FuzzTasks writes the tasks of joined (split at NUL bytes) with Tasks
+// and reads them back with ParseTasks: they come back as they were, each
+// byte of invalid UTF-8 as U+FFFD. It also reads joined itself as a
+// message: ParseTasks never panics and fails only with ErrNotPacked.
+func FuzzTasks(f *testing.F) {
+	f.Add("classify: good\x00say \"hi\"\nTasks:\n{}")
+	f.Add("\xff\xed\xa0\x80\x00")
+	f.Add("Tasks:\n{\n\"a1\": \"x\",\n\"a2\": \"y\"\n}")
+	f.Fuzz(func(t *testing.T, joined string) {
+		tasks := strings.Split(joined, "\x00")
+		ids, got, err := pack.ParseTasks(pack.Tasks(tasks))
+		if err != nil {
+			t.Fatalf("ParseTasks(Tasks(%q)): %v", tasks, err)
+		}
+		want := make([]string, len(tasks))
+		wantIDs := make([]string, len(tasks))
+		for i, task := range tasks {
+			want[i] = validUTF8(task)
+			wantIDs[i] = pack.ID(i)
+		}
+		if !slices.Equal(ids, wantIDs) || !slices.Equal(got, want) {
+			t.Fatalf("ParseTasks(Tasks(%q)) = %q, %q; want %q, %q", tasks, ids, got, wantIDs, want)
+		}
+		if _, _, err := pack.ParseTasks(joined); err != nil && !errors.Is(err, pack.ErrNotPacked) {
+			t.Fatalf("ParseTasks(%q) = %v, want nil or ErrNotPacked", joined, err)
+		}
+	})
+}
+
+// validUTF8 returns s with each byte of invalid UTF-8 replaced by U+FFFD,
+// as json.Marshal writes it.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r) // ranging yields U+FFFD for each invalid byte
+	}
+	return b.String()
 }
