@@ -19,17 +19,41 @@
 // answers ([Config.InvalidRate]) violate the schema, to exercise the
 // caller's validation and retry path.
 //
+// # Packed prompts
+//
+// A request whose output schema is named pack.SchemaName (see package
+// internal/pack) carries several tasks at once, and its final answer is one
+// JSON object with a member per id of the schema's "required" array, in
+// that order, each generated from the id's property schema. Each entry is
+// seeded by its task's text (from the tasks of the user message) the way
+// that task's answer would be alone, so an entry equals the answer the
+// task gets in a request of its own with the same system prompt; a pack
+// whose system message ends with the text-answer instructions gets text
+// answers, as JSON strings. [Config.InvalidRate] applies to each entry.
+//
+// A share of entries ([Config.CorruptRate]) are corrupted, each in one of
+// four ways drawn uniformly: its value violates its schema, its member is
+// left out, its id is written again in place of the next entry's (so the
+// next id goes missing; the last entry's member is written twice), or it
+// is written under an id not in the pack ("zz" and its id). The draws are
+// seeded by the request's tasks, so a request always gets the same answer.
+// [Model.Stats] counts packed answers and corrupted entries.
+//
 // # Timing and failures
 //
 // Each call takes [Config.Latency] (one forward pass) plus
-// [Config.PerToken] per generated token, scaled by a seeded jitter. A share
-// of calls ([Config.FailRate]) fail with a transient overload error after
-// one forward pass, as a busy server answers 503.
+// [Config.PerToken] per generated token, scaled by a seeded jitter. A
+// stream ([Model.Stream]) gets the first token after the forward pass and
+// the rest of the text as it is decoded, in pieces of at most
+// [StreamPieceTokens] tokens, each when its last token is. A share of
+// calls ([Config.FailRate]) fail with a transient overload error after one
+// forward pass, as a busy server answers 503.
 //
 // # Addressing
 //
 // [ParseURL] reads the "sim://" URL form used by jobs and the CLI, e.g.
-// "sim://?latency=60ms&tool_turns=1&fail=0.02&seed=1".
+// "sim://?latency=60ms&tool_turns=1&fail=0.02&seed=1" (add corrupt=0.1 to
+// corrupt a tenth of packed entries).
 //
 // # Over HTTP
 //

@@ -8,12 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/pack"
 	"github.com/batchagent/batchagent/llm"
 )
 
 // FuzzGenerate checks, for any schema the simulator accepts, that answers
-// (valid or deliberately invalid) and tool arguments are JSON, that they
-// are reproducible, and that a stream reassembles to the same response.
+// (valid or deliberately invalid, alone or packed, with corrupted
+// entries) and tool arguments are JSON, that they are reproducible, and that a stream reassembles to the same response.
 func FuzzGenerate(f *testing.F) {
 	for _, raw := range testSchemas(f) {
 		f.Add(raw, uint64(1), "Review path: src/main.go please", false)
@@ -48,6 +49,23 @@ func FuzzGenerate(f *testing.F) {
 		again, err := newModel(t, cfg).Generate(t.Context(), req)
 		if err != nil || again.Message.Content != resp.Message.Content {
 			t.Fatalf("answer to %s = %q, then %q, %v, want the same answer", raw, resp.Message.Content, again.Message.Content, err)
+		}
+
+		// The same schema as the entries of a pack, corrupted or not: one
+		// JSON value, reproducible.
+		if invalid {
+			cfg.CorruptRate = 0.5
+		}
+		packed := &llm.Request{
+			Messages: []llm.Message{{Role: llm.RoleSystem, Content: "s"}, {Role: llm.RoleUser, Content: pack.Tasks([]string{task, task + "."})}},
+			Output:   &llm.OutputSpec{Name: pack.SchemaName, Schema: pack.Schema(json.RawMessage(raw), 2)},
+		}
+		presp, err := newModel(t, cfg).Generate(t.Context(), packed)
+		if err != nil || !json.Valid([]byte(presp.Message.Content)) {
+			t.Fatalf("packed answer to %s = %v, %v, want a JSON object", raw, presp, err)
+		}
+		if again, err := newModel(t, cfg).Generate(t.Context(), packed); err != nil || again.Message.Content != presp.Message.Content {
+			t.Fatalf("packed answer to %s = %q, then %v, %v, want the same answer", raw, presp.Message.Content, again, err)
 		}
 
 		// The same schema as a tool's parameters, with values from task.

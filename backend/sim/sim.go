@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/backend/sim/internal/gen"
+	"github.com/batchagent/batchagent/internal/pack"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -41,6 +42,11 @@ type Config struct {
 	// InvalidRate is the probability, in [0, 1], that a final answer
 	// violates the output schema. Zero means never.
 	InvalidRate float64
+	// CorruptRate is the probability, in [0, 1], that an entry of a
+	// packed answer is corrupted: left out, written twice, written under
+	// an id not in the pack, or given a value that violates its schema
+	// (see "Packed prompts" in the package doc). Zero means never.
+	CorruptRate float64
 	// ToolTurns is how many turns call tools before the model answers.
 	// Defaults to DefaultToolTurns; negative means the model never calls
 	// tools.
@@ -66,7 +72,7 @@ func (c Config) validate() error {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"jitter", c.Jitter}, {"fail", c.FailRate}, {"invalid", c.InvalidRate}} {
+	}{{"jitter", c.Jitter}, {"fail", c.FailRate}, {"invalid", c.InvalidRate}, {"corrupt", c.CorruptRate}} {
 		if !(p.v >= 0 && p.v <= 1) { // NaN too
 			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", p.name, p.v)
 		}
@@ -79,8 +85,10 @@ type Model struct {
 	cfg   Config
 	tools map[string]bool // allowed tool names; nil means all
 
-	calls atomic.Int64 // model calls started, for failure injection and stats
-	fails atomic.Int64 // injected failures
+	calls     atomic.Int64 // model calls started, for failure injection and stats
+	fails     atomic.Int64 // injected failures
+	packed    atomic.Int64 // packed answers
+	corrupted atomic.Int64 // corrupted entries of packed answers
 
 	mu   sync.Mutex                // protects gens
 	gens map[string]*gen.Generator // compiled generators by schema text; at most maxGenerators
@@ -111,7 +119,7 @@ func New(cfg Config) (*Model, error) {
 }
 
 // ParseURL parses a "sim://" backend URL into a Config. Query parameters:
-// latency and per_token (durations), jitter, fail and invalid
+// latency and per_token (durations), jitter, fail, invalid and corrupt
 // (probabilities), tool_turns (integer), tools (comma-separated names) and
 // seed (integer). Unknown parameters are an error.
 func ParseURL(raw string) (Config, error) {
@@ -141,7 +149,7 @@ func ParseURL(raw string) (Config, error) {
 			} else {
 				cfg.PerToken = d
 			}
-		case "jitter", "fail", "invalid":
+		case "jitter", "fail", "invalid", "corrupt":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
@@ -151,6 +159,8 @@ func ParseURL(raw string) (Config, error) {
 				cfg.Jitter = f
 			case "fail":
 				cfg.FailRate = f
+			case "corrupt":
+				cfg.CorruptRate = f
 			default:
 				cfg.InvalidRate = f
 			}
@@ -178,7 +188,7 @@ func ParseURL(raw string) (Config, error) {
 		case "model":
 			cfg.Model = v
 		default:
-			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, tool_turns, tools, seed, model)", key)
+			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, corrupt, tool_turns, tools, seed, model)", key)
 		}
 	}
 	return cfg, cfg.validate()
@@ -188,11 +198,18 @@ func ParseURL(raw string) (Config, error) {
 type Stats struct {
 	Calls    int64 // model calls started
 	Failures int64 // injected transient failures
+	// Packed counts the packed answers given: final answers to requests
+	// whose output schema is named pack.SchemaName.
+	Packed int64
+	// Corrupted counts the entries of packed answers that were corrupted
+	// (Config.CorruptRate), one per corruption drawn: a "duplicate" also
+	// takes the next entry's place, which is not counted again.
+	Corrupted int64
 }
 
 // Stats returns the calls made so far.
 func (m *Model) Stats() Stats {
-	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load()}
+	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load(), Packed: m.packed.Load(), Corrupted: m.corrupted.Load()}
 }
 
 // Generate simulates one model call. It returns an *llm.APIError wrapping
@@ -200,11 +217,11 @@ func (m *Model) Stats() Stats {
 // first, and an error for a request it cannot serve (no messages, or an
 // output schema it cannot generate from).
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	resp, firstToken, rest, err := m.plan(req)
+	resp, tm, err := m.plan(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := sleep(ctx, firstToken+rest); err != nil {
+	if err := sleep(ctx, tm.first+tm.rest); err != nil {
 		return nil, err
 	}
 	if resp == nil {
@@ -213,16 +230,20 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	return resp, nil
 }
 
-// Stream simulates one streamed model call: the first event arrives after
-// one forward pass, the rest after the decode time.
+// Stream simulates one streamed model call: the first token arrives
+// after one forward pass, then the text grows in pieces of at most
+// [StreamPieceTokens] tokens, each after its tokens' decode time; tool
+// calls' names come with the first token and their arguments at the end,
+// after the whole decode time. The last event comes when Generate would
+// return.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		resp, firstToken, rest, err := m.plan(req)
+		resp, tm, err := m.plan(req)
 		if err != nil {
 			yield(llm.Event{}, err)
 			return
 		}
-		if err := sleep(ctx, firstToken); err != nil {
+		if err := sleep(ctx, tm.first); err != nil {
 			yield(llm.Event{}, err)
 			return
 		}
@@ -232,7 +253,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		msg := resp.Message
 		text := msg.Content
-		// The first token arrives after the forward pass, the rest after decoding.
+		// The first token arrives after the forward pass.
 		cut := min(len(text), BytesPerToken)
 		for cut < len(text) && !utf8.RuneStart(text[cut]) {
 			cut++ // split between characters
@@ -246,11 +267,27 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 				return
 			}
 		}
-		if err := sleep(ctx, rest); err != nil {
-			yield(llm.Event{}, err)
-			return
+		// The rest of the text, a piece at a time, each when its last
+		// token is decoded.
+		var slept time.Duration // decode time waited so far
+		for cut < len(text) {
+			end := min(len(text), cut+StreamPieceTokens*BytesPerToken)
+			for end > cut+1 && end < len(text) && !utf8.RuneStart(text[end]) {
+				end-- // split between characters
+			}
+			at := tm.decode(int64(Tokens(end)) - 1)
+			if err := sleep(ctx, at-slept); err != nil {
+				yield(llm.Event{}, err)
+				return
+			}
+			slept = at
+			if !yield(llm.Event{Type: llm.EventText, Text: text[cut:end]}, nil) {
+				return
+			}
+			cut = end
 		}
-		if cut < len(text) && !yield(llm.Event{Type: llm.EventText, Text: text[cut:]}, nil) {
+		if err := sleep(ctx, tm.rest-slept); err != nil {
+			yield(llm.Event{}, err)
 			return
 		}
 		for i, c := range msg.ToolCalls {
@@ -266,35 +303,53 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 	}
 }
 
+// StreamPieceTokens is the most tokens of text one event of [Model.Stream]
+// carries.
+const StreamPieceTokens = 8
+
 func overloaded() error {
 	return &llm.APIError{Backend: "sim", StatusCode: 503, Message: "simulated overload", Err: llm.ErrOverloaded}
 }
 
+// timing is one call's timing.
+type timing struct {
+	first    time.Duration // forward pass: the first token
+	rest     time.Duration // decode time of the other tokens
+	perToken time.Duration // Config.PerToken
+	scale    float64       // jitter factor
+}
+
+// decode returns the decode time of n tokens after the first.
+func (tm timing) decode(n int64) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration(float64(tm.perToken) * float64(n) * tm.scale)
+}
+
 // plan decides the outcome of one call and its timing. A nil response with
 // a nil error is an injected failure.
-func (m *Model) plan(req *llm.Request) (resp *llm.Response, firstToken, rest time.Duration, err error) {
+func (m *Model) plan(req *llm.Request) (resp *llm.Response, tm timing, err error) {
 	if len(req.Messages) == 0 {
-		return nil, 0, 0, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
+		return nil, timing{}, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
 	}
 	n := m.calls.Add(1)
 	r := gen.NewRNG(m.cfg.Seed, uint64(n))
-	scale := 1.0
+	tm = timing{perToken: m.cfg.PerToken, scale: 1}
 	if m.cfg.Jitter > 0 {
-		scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*r.Float64()
+		tm.scale = 1 - m.cfg.Jitter + 2*m.cfg.Jitter*r.Float64()
 	}
-	firstToken = time.Duration(float64(m.cfg.Latency) * scale)
+	tm.first = time.Duration(float64(m.cfg.Latency) * tm.scale)
 	if m.cfg.FailRate > 0 && r.Float64() < m.cfg.FailRate {
 		m.fails.Add(1)
-		return nil, firstToken, 0, nil
+		return nil, timing{first: tm.first}, nil
 	}
 	resp, err = m.respond(req)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, timing{}, err
 	}
-	if resp.Usage.CompletionTokens > 1 {
-		rest = time.Duration(float64(m.cfg.PerToken) * float64(resp.Usage.CompletionTokens-1) * scale)
-	}
-	return resp, firstToken, rest, nil
+	tm.rest = tm.decode(resp.Usage.CompletionTokens - 1)
+	return resp, tm, nil
 }
 
 // respond builds the deterministic answer to req.
@@ -332,7 +387,13 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		}
 	}
 	if resp.Message.ToolCalls == nil {
-		text, err := m.answer(req.Output, &r)
+		var text string
+		var err error
+		if req.Output != nil && req.Output.Name == pack.SchemaName {
+			text, err = m.packAnswer(req, task)
+		} else {
+			text, err = m.answer(req.Output, &r)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +439,7 @@ func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *gen.RNG)
 func (m *Model) answer(out *llm.OutputSpec, r *gen.RNG) (string, error) {
 	if out == nil || len(out.Schema) == 0 {
 		var scratch [64]byte
-		return string(gen.AppendSentence(append(scratch[:0], "Done. "...), r, 8)), nil
+		return string(m.appendAnswer(scratch[:0], nil, r, false)), nil
 	}
 	g, err := m.generator(out.Schema)
 	if err != nil {
@@ -387,18 +448,29 @@ func (m *Model) answer(out *llm.OutputSpec, r *gen.RNG) (string, error) {
 	// The answer is built in a pooled buffer and copied once: generation
 	// is recursive, so a stack buffer would escape anyway.
 	bp := answerBufs.Get().(*[]byte)
-	buf := (*bp)[:0]
-	if m.cfg.InvalidRate > 0 && r.Float64() < m.cfg.InvalidRate {
-		buf = g.AppendInvalid(buf, r)
-	} else {
-		buf = g.AppendValue(buf, r, "")
-	}
+	buf := m.appendAnswer((*bp)[:0], g, r, false)
 	text := string(buf)
 	if cap(buf) <= 64<<10 {
 		*bp = buf
 		answerBufs.Put(bp)
 	}
 	return text, nil
+}
+
+// appendAnswer appends a final answer drawn from r: text when g is nil,
+// else a value of g's schema that violates it when invalid is set or with
+// probability Config.InvalidRate.
+func (m *Model) appendAnswer(buf []byte, g *gen.Generator, r *gen.RNG, invalid bool) []byte {
+	if g == nil {
+		return gen.AppendSentence(append(buf, "Done. "...), r, 8)
+	}
+	if m.cfg.InvalidRate > 0 && r.Float64() < m.cfg.InvalidRate {
+		invalid = true
+	}
+	if invalid {
+		return g.AppendInvalid(buf, r)
+	}
+	return g.AppendValue(buf, r, "")
 }
 
 // answerBufs holds the buffers answers are generated in.

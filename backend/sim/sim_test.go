@@ -445,6 +445,54 @@ func TestStreamReassembly(t *testing.T) {
 	}
 }
 
+// TestStreamPieces checks that an answer streams as it grows: the first
+// token, then pieces of at most StreamPieceTokens tokens that never split
+// a character, which add up to Generate's answer.
+func TestStreamPieces(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  *llm.Request
+	}{
+		{"schema answer", answerRequest("x", readSchema(t, "nested"))},
+		{"packed answer", packRequest(entrySchema, tasksOf("Issue", 6)...)},
+		{"non-ASCII answer", answerRequest("x", `{"const":"`+strings.Repeat("héllo wörld ✓ ", 20)+`"}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			want := generate(t, t.Context(), newModel(t, sim.Config{}), tt.req).Message.Content
+			if len(want) <= 4*sim.StreamPieceTokens*sim.BytesPerToken {
+				t.Fatalf("answer %q is %d bytes, want a longer one for this test", want, len(want))
+			}
+			_, events := collect(t, newModel(t, sim.Config{}), tt.req)
+			var text strings.Builder
+			var pieces []string
+			for _, ev := range events {
+				if ev.Type != llm.EventText {
+					continue
+				}
+				text.WriteString(ev.Text)
+				pieces = append(pieces, ev.Text)
+				if !utf8.ValidString(ev.Text) {
+					t.Errorf("text event %q splits a character", ev.Text)
+				}
+			}
+			if got := text.String(); got != want {
+				t.Errorf("streamed text = %q, want Generate's %q", got, want)
+			}
+			if least := len(want) / (sim.StreamPieceTokens * sim.BytesPerToken); len(pieces) < least {
+				t.Errorf("answer of %d bytes in %d text events, want at least %d", len(want), len(pieces), least)
+			}
+			for i, p := range pieces[1:] {
+				if len(p) > sim.StreamPieceTokens*sim.BytesPerToken {
+					t.Errorf("text event %d = %q, %d bytes, want at most %d", i+1, p, len(p), sim.StreamPieceTokens*sim.BytesPerToken)
+				}
+			}
+		})
+	}
+}
+
 func TestStreamBreak(t *testing.T) {
 	t.Parallel()
 	m := newModel(t, sim.Config{})

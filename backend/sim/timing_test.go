@@ -160,19 +160,31 @@ func TestStreamTiming(t *testing.T) {
 				if last.at != end {
 					t.Errorf("last event at %v, want %v", last.at, end)
 				}
-				// Each event comes with the first token or after decoding.
-				var early int
+				// Text comes as it is decoded: each piece when its last
+				// token is, the first token after the forward pass. A
+				// tool call's name comes with the first token, its
+				// arguments after decoding, like the end of the stream.
+				var text, pieces int
 				for _, e := range events {
-					switch e.at {
-					case cfg.Latency:
-						early++
-					case end:
-					default:
-						t.Errorf("event %+v at %v, want %v or %v", e.ev, e.at, cfg.Latency, end)
+					want := end
+					switch {
+					case e.ev.Type == llm.EventText:
+						text += len(e.ev.Text)
+						pieces++
+						want = cfg.Latency + time.Duration(sim.Tokens(text)-1)*cfg.PerToken
+						if n := sim.Tokens(len(e.ev.Text)); pieces > 1 && n > sim.StreamPieceTokens {
+							t.Errorf("text event %q is %d tokens, want at most %d", e.ev.Text, n, sim.StreamPieceTokens)
+						}
+					case e.ev.Type == llm.EventToolCall && e.ev.ToolCall.Name != "":
+						want = cfg.Latency
+					}
+					if e.at != want {
+						t.Errorf("event %+v at %v, want %v", e.ev, e.at, want)
 					}
 				}
-				if early == len(events) {
-					t.Errorf("all %d events at %v, want the rest after decoding", early, cfg.Latency)
+				// longSchema's answer is over 120 bytes: several pieces.
+				if tt.name == "answer" && pieces < 4 {
+					t.Errorf("answer in %d text events, want the first token and at least 3 pieces", pieces)
 				}
 			})
 		})

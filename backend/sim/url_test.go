@@ -24,10 +24,10 @@ func TestParseURL(t *testing.T) {
 		{name: "no slashes", url: "sim:?seed=4", want: sim.Config{Seed: 4}},
 		{
 			name: "every parameter",
-			url:  "sim://?latency=60ms&per_token=2ms&jitter=0.25&fail=0.02&invalid=0.1&tool_turns=3&tools=read_file,grep&seed=42",
+			url:  "sim://?latency=60ms&per_token=2ms&jitter=0.25&fail=0.02&invalid=0.1&corrupt=0.05&tool_turns=3&tools=read_file,grep&seed=42",
 			want: sim.Config{
 				Latency: 60 * time.Millisecond, PerToken: 2 * time.Millisecond, Jitter: 0.25,
-				FailRate: 0.02, InvalidRate: 0.1, ToolTurns: 3, Tools: []string{"read_file", "grep"}, Seed: 42,
+				FailRate: 0.02, InvalidRate: 0.1, CorruptRate: 0.05, ToolTurns: 3, Tools: []string{"read_file", "grep"}, Seed: 42,
 			},
 		},
 		{name: "tool_turns=0 never calls tools", url: "sim://?tool_turns=0", want: sim.Config{ToolTurns: -1}},
@@ -36,7 +36,7 @@ func TestParseURL(t *testing.T) {
 		{name: "empty tools", url: "sim://?tools=", want: sim.Config{}},
 		{name: "last value wins", url: "sim://?seed=1&seed=2", want: sim.Config{Seed: 2}},
 		{name: "model", url: "sim://?model=sim-7b&seed=3", want: sim.Config{Model: "sim-7b", Seed: 3}},
-		{name: "probability bounds", url: "sim://?jitter=1&fail=0&invalid=1", want: sim.Config{Jitter: 1, InvalidRate: 1}},
+		{name: "probability bounds", url: "sim://?jitter=1&fail=0&invalid=1&corrupt=1", want: sim.Config{Jitter: 1, InvalidRate: 1, CorruptRate: 1}},
 		{name: "zero durations", url: "sim://?latency=0s&per_token=0", want: sim.Config{}},
 		{name: "max seed", url: "sim://?seed=18446744073709551615", want: sim.Config{Seed: math.MaxUint64}},
 
@@ -56,6 +56,8 @@ func TestParseURL(t *testing.T) {
 		{name: "fail NaN", url: "sim://?fail=NaN", wantErr: "fail"},
 		{name: "fail infinite", url: "sim://?fail=Inf", wantErr: "fail"},
 		{name: "negative invalid", url: "sim://?invalid=-0.1", wantErr: "invalid"},
+		{name: "corrupt above 1", url: "sim://?corrupt=2", wantErr: "corrupt"},
+		{name: "bad corrupt", url: "sim://?corrupt=often", wantErr: "parameter corrupt"},
 		{name: "bad tool_turns", url: "sim://?tool_turns=two", wantErr: "parameter tool_turns"},
 		{name: "fractional tool_turns", url: "sim://?tool_turns=1.5", wantErr: "parameter tool_turns"},
 		{name: "negative seed", url: "sim://?seed=-1", wantErr: "parameter seed"},
@@ -111,7 +113,7 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "zero", cfg: sim.Config{}},
-		{name: "bounds", cfg: sim.Config{Jitter: 1, FailRate: 1, InvalidRate: 1, ToolTurns: -1}},
+		{name: "bounds", cfg: sim.Config{Jitter: 1, FailRate: 1, InvalidRate: 1, CorruptRate: 1, ToolTurns: -1}},
 		{name: "negative latency", cfg: sim.Config{Latency: -time.Millisecond}, wantErr: "latency"},
 		{name: "negative per token", cfg: sim.Config{PerToken: -time.Millisecond}, wantErr: "per_token"},
 		{name: "jitter above 1", cfg: sim.Config{Jitter: 1.01}, wantErr: "jitter"},
@@ -120,6 +122,8 @@ func TestNew(t *testing.T) {
 		{name: "fail NaN", cfg: sim.Config{FailRate: math.NaN()}, wantErr: "fail"},
 		{name: "invalid above 1", cfg: sim.Config{InvalidRate: 2}, wantErr: "invalid"},
 		{name: "invalid infinite", cfg: sim.Config{InvalidRate: math.Inf(1)}, wantErr: "invalid"},
+		{name: "negative corrupt", cfg: sim.Config{CorruptRate: -0.1}, wantErr: "corrupt"},
+		{name: "corrupt NaN", cfg: sim.Config{CorruptRate: math.NaN()}, wantErr: "corrupt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

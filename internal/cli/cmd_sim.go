@@ -74,6 +74,7 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.Uint64Var(&f.cfg.Model.Seed, "seed", 0, "simulator seed")
 	fl.IntVar(&f.toolTurns, "tool-turns", sim.DefaultToolTurns, "turns that call tools before the model answers (0: never)")
 	fl.Float64Var(&f.cfg.Model.InvalidRate, "invalid", 0, "share of answers that violate the output schema")
+	fl.Float64Var(&f.cfg.Model.CorruptRate, "corrupt", 0, "share of packed answers' entries corrupted (missing, duplicated, under an unknown id, or invalid)")
 	fl.Float64Var(&f.cfg.Model.FailRate, "fail", 0, "share of requests answered 503")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key requests must carry (default: no key)")
 	fl.StringVar(&f.fault, "fault", "", "fault injected into every request: rate_limited, overloaded, server_error, bad_request, stream_cut, malformed")

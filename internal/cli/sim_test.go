@@ -142,27 +142,29 @@ func TestSimServePortInUse(t *testing.T) {
 func TestSimUsageErrors(t *testing.T) {
 	t.Setenv("SIM_EMPTY_KEY", "")
 	tests := []struct {
-		name string
-		args []string
-		want int
+		name   string
+		args   []string
+		want   int
+		stderr string // a substring of stderr; empty means any
 	}{
-		{"no subcommand", []string{"sim"}, 2},
-		{"unknown subcommand", []string{"sim", "run"}, 2},
-		{"unknown flag", []string{"sim", "serve", "--bogus"}, 2},
-		{"bad duration", []string{"sim", "serve", "--decode-step", "fast"}, 2},
-		{"negative max seqs", []string{"sim", "serve", "--max-seqs", "-1"}, 2},
-		{"unknown fault", []string{"sim", "serve", "--fault", "meteor"}, 2},
-		{"empty key variable", []string{"sim", "serve", "--api-key-env", "SIM_EMPTY_KEY"}, 2},
-		{"positional", []string{"sim", "serve", "extra"}, 2},
-		{"bad address", []string{"sim", "serve", "--addr", "localhost"}, 2},
-		{"bad port", []string{"sim", "serve", "--addr", "127.0.0.1:99999"}, 2},
-		{"help", []string{"sim", "serve", "-h"}, 0},
+		{"no subcommand", []string{"sim"}, 2, ""},
+		{"unknown subcommand", []string{"sim", "run"}, 2, ""},
+		{"unknown flag", []string{"sim", "serve", "--bogus"}, 2, ""},
+		{"bad duration", []string{"sim", "serve", "--decode-step", "fast"}, 2, ""},
+		{"negative max seqs", []string{"sim", "serve", "--max-seqs", "-1"}, 2, ""},
+		{"unknown fault", []string{"sim", "serve", "--fault", "meteor"}, 2, ""},
+		{"corrupt above 1", []string{"sim", "serve", "--corrupt", "2"}, 2, "corrupt = 2, want a value in [0, 1]"},
+		{"empty key variable", []string{"sim", "serve", "--api-key-env", "SIM_EMPTY_KEY"}, 2, ""},
+		{"positional", []string{"sim", "serve", "extra"}, 2, ""},
+		{"bad address", []string{"sim", "serve", "--addr", "localhost"}, 2, ""},
+		{"bad port", []string{"sim", "serve", "--addr", "127.0.0.1:99999"}, 2, ""},
+		{"help", []string{"sim", "serve", "-h"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := run(t, t.Context(), tt.args...)
-			if code != tt.want {
-				t.Errorf("Main(%q) = %d, want %d (stderr %q)", tt.args, code, tt.want, stderr)
+			if code != tt.want || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("Main(%q) = %d, stderr %q, want %d and a stderr containing %q", tt.args, code, stderr, tt.want, tt.stderr)
 			}
 		})
 	}

@@ -8,7 +8,8 @@
 // measured against it.
 //
 // The answers (which tool is called on which turn, with which arguments,
-// and the final JSON) are those of a [sim.Model] built from
+// and the final JSON, packed answers and their corrupted entries
+// included) are those of a [sim.Model] built from
 // [Config.Model]; this package adds only the wire format, the timing model
 // of [Server] and the injected faults ([Fault]).
 package simhttp

@@ -78,7 +78,8 @@ var ErrServerStarted = errors.New("simhttp: server already started")
 // faults.
 type Config struct {
 	// Model sets the content of the answers: tool turns, tools, seed,
-	// invalid and failure rates (a failure answers 503). Its Latency,
+	// invalid, corruption (of packed answers) and failure rates (a
+	// failure answers 503). Its Latency,
 	// PerToken and Jitter are ignored: the server's timing model applies.
 	Model sim.Config
 	// ModelName is the model the server lists and answers as when a
