@@ -25,7 +25,7 @@ func TestImportRules(t *testing.T) {
 		"internal/retry":      {"llm"},
 		"internal/engine":     {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":       {},
-		"job":                 {"llm", "schema", "tool", "sched"},
+		"job":                 {"llm", "schema", "tool", "sched", "internal/pack"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack"},

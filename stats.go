@@ -19,8 +19,14 @@ type Stats struct {
 	Restored int64
 	// ByKind counts failures by kind.
 	ByKind map[Kind]int64
-	// ModelCalls counts model call attempts.
+	// ModelCalls counts model call attempts, packed calls included.
 	ModelCalls int64
+	// PackCalls counts packed model calls: calls that answered several
+	// agents of a job that packs (Spec.Pack). Packed counts the results
+	// they answered, and PackAlone the agents of such jobs that ran alone
+	// instead (their packed answer was missing or invalid, their task too
+	// large, or packing failed).
+	PackCalls, Packed, PackAlone int64
 	// Turns counts completed model turns.
 	Turns int64
 	// ToolCalls counts tool calls requested by models.
@@ -31,7 +37,8 @@ type Stats struct {
 	// by tool name, of the specs no longer in use (garbage), then those of
 	// each live spec.
 	Tools []tool.Stats
-	// Usage sums the tokens of this engine's model calls.
+	// Usage sums the tokens of this engine's model calls, packed calls
+	// included (packed results carry none of their own).
 	Usage llm.Usage
 	// Inflight, Waiting, Throttles and Pauses sum those of Backends;
 	// Limit sums their limits, and is zero (unlimited) when one is.
@@ -65,6 +72,7 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		Started: c.Started, Done: c.Done, OK: c.OK, Failed: c.Failed, Restored: c.Restored,
 		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Turns: c.Turns, ToolCalls: c.ToolCalls,
+		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone,
 		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
 	}
 	for _, t := range s.Tools {

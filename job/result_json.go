@@ -24,6 +24,7 @@ type resultJSON struct {
 	Usage      llm.Usage       `json:"usage"`
 	Timings    timingsJSON     `json:"timings"`
 	Tier       int             `json:"tier,omitempty"`
+	Packed     int             `json:"packed,omitempty"`
 }
 
 // ErrorInfo is the flat, JSON form of an agent's error: what a result line
@@ -48,13 +49,13 @@ type timingsJSON struct {
 
 // MarshalJSON encodes r as one self-describing JSON object: index, input,
 // output or error (kind, step, turn, message, classes and schema
-// problems), the raw answer of a failure, counters, usage and timings in
-// seconds.
+// problems), the raw answer of a failure, counters, usage, timings in
+// seconds, and the tier and pack size when set.
 func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
 		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Usage: r.Usage,
-		Tier: r.Tier,
+		Tier: r.Tier, Packed: r.Packed,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
 			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),

@@ -40,6 +40,33 @@ const corruptSalt = 0x9e3779b97f4a7c15
 type packSchema struct {
 	Properties map[string]json.RawMessage `json:"properties"`
 	Required   []string                   `json:"required"`
+	// Defs and Definitions are the entries' definitions, which
+	// pack.Schema moves to the root: each entry is compiled with them.
+	Defs        json.RawMessage `json:"$defs"`
+	Definitions json.RawMessage `json:"definitions"`
+}
+
+// withDefs returns entry with the pack's definitions put back, so that
+// its references resolve when it is compiled on its own.
+func (ps *packSchema) withDefs(entry json.RawMessage) json.RawMessage {
+	if ps.Defs == nil && ps.Definitions == nil {
+		return entry
+	}
+	obj := map[string]json.RawMessage{}
+	if json.Unmarshal(entry, &obj) != nil {
+		return entry // not an object: it refers to nothing
+	}
+	if ps.Defs != nil {
+		obj["$defs"] = ps.Defs
+	}
+	if ps.Definitions != nil {
+		obj["definitions"] = ps.Definitions
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return entry
+	}
+	return out
 }
 
 // textEntrySchema is the schema of an entry of a pack of text answers.
@@ -73,6 +100,8 @@ func (m *Model) packAnswer(req *llm.Request, tasksMsg string) (string, error) {
 			schema = textEntrySchema // for the "invalid" corruption
 		case !ok || len(schema) == 0:
 			schema = json.RawMessage(`{}`)
+		default:
+			schema = ps.withDefs(schema)
 		}
 		g, err := m.generator(schema)
 		if err != nil {

@@ -64,6 +64,10 @@ type Options struct {
 	// DefaultGatewayRate and DefaultGatewayDuration.
 	Rate     int
 	Duration time.Duration
+
+	// Corrupt is the share of packed entries the pack scenario's
+	// simulator corrupts. Defaults to 0; other scenarios refuse it.
+	Corrupt float64
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -121,7 +125,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -142,6 +146,9 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		wl = workload{name: "dedup", n: dedupN, latency: dedupLatency, fail: opt.Fail, dedup: true}
 		known = dedupModes
 	case "live":
+		if opt.Corrupt != 0 {
+			return nil, errors.New("bench: --corrupt applies to the pack scenario only, not live")
+		}
 		if opt.N < 0 || opt.Count < 0 {
 			return nil, fmt.Errorf("bench: -n and -count must be positive")
 		}
@@ -149,25 +156,34 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	case "submit", "share":
 		return runShareScenario(ctx, scenario, opt, w)
 	case "gateway":
-		if opt.N != 0 || opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 {
+		if opt.N != 0 || opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Corrupt != 0 {
 			return nil, errors.New("bench: gateway takes only --rate, --duration and --json")
 		}
 		_, err := RunGateway(ctx, GatewayOptions{Rate: opt.Rate, Duration: opt.Duration, JSON: opt.JSON}, w)
 		return nil, err
 	case "batch":
-		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 {
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 {
 			return nil, errors.New("bench: batch takes only -n, --dir and --json")
 		}
 		_, err := RunBatch(ctx, BatchOptions{N: opt.N, Dir: opt.Dir, JSON: opt.JSON}, w)
 		return nil, err
 	case "npc":
-		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" {
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 {
 			return nil, errors.New("bench: npc takes only -n and --json")
 		}
 		_, err := RunNPC(ctx, NPCOptions{N: opt.N, JSON: opt.JSON}, w)
 		return nil, err
+	case "pack":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" {
+			return nil, errors.New("bench: pack takes only -n, --corrupt, --seed and --json")
+		}
+		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
+		return nil, err
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
+	}
+	if opt.Corrupt != 0 {
+		return nil, fmt.Errorf("bench: --corrupt applies to the pack scenario only, not %s", scenario)
 	}
 	if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 {
 		return nil, fmt.Errorf("bench: --backend, --model and --max-tokens apply to the live scenario only, not %s", scenario)

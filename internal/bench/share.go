@@ -66,7 +66,7 @@ func quantile(sorted []float64, q float64) float64 {
 // runShareScenario runs the submit or share scenario, opt.Count times,
 // and writes the report of median wall time.
 func runShareScenario(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
-	if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Dir != "" {
+	if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Dir != "" || opt.Corrupt != 0 {
 		return nil, fmt.Errorf("bench: %s takes only -n, --count, --seed, --mode engine and --json", scenario)
 	}
 	if opt.N < 0 || opt.Count < 0 {

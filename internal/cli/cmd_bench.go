@@ -28,6 +28,7 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 		Example: `  batchagent bench fair -n 200 --json
   batchagent bench fair --fail 0.02 --mode engine,naive
   batchagent bench slots --count 5
+  batchagent bench pack --corrupt 0.1 --json
   batchagent bench live --backend openai+http://127.0.0.1:11434/v1 --model llama3 -n 48 --json`,
 		Args:      exactArgs(1, "one scenario ("+strings.Join(bench.Scenarios, ", ")+")"),
 		ValidArgs: bench.Scenarios,
@@ -51,6 +52,7 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.IntVar(&f.opt.MaxTokens, "max-tokens", 0, fmt.Sprintf("live: cap on each answer's tokens (0: %d)", bench.DefaultLiveMaxTokens))
 	fl.IntVar(&f.opt.Rate, "rate", 0, fmt.Sprintf("gateway: requests per second (0: %d)", bench.DefaultGatewayRate))
 	fl.DurationVar(&f.opt.Duration, "duration", 0, fmt.Sprintf("gateway: how long each phase lasts (0: %v)", bench.DefaultGatewayDuration))
+	fl.Float64Var(&f.opt.Corrupt, "corrupt", 0, "pack: share of packed entries the simulator corrupts, in [0, 1]")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace to this file")
 	return cmd

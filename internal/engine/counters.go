@@ -15,6 +15,7 @@ type Counts struct {
 	Started, Done, OK, Failed, Restored int64
 	CheckpointErrors                    int64
 	ModelCalls, Turns, ToolCalls        int64
+	PackCalls, Packed, PackAlone        int64
 	Usage                               llm.Usage
 	ByKind                              map[job.Kind]int64
 }
@@ -30,6 +31,16 @@ type counters struct {
 	cached            atomic.Int64
 	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
 	byTier            [maxTiers]atomic.Int64     // by Result.Tier; later tiers count as the last
+	packCalls         atomic.Int64               // packed model calls
+	packed            atomic.Int64               // results answered by a packed call
+	packAlone         atomic.Int64               // agents of packing jobs that ran alone
+}
+
+// addUsage counts the tokens of a call no result carries: a packed call's.
+func (c *counters) addUsage(u llm.Usage) {
+	c.prompt.Add(u.PromptTokens)
+	c.compl.Add(u.CompletionTokens)
+	c.cached.Add(u.CachedTokens)
 }
 
 func (c *counters) add(o outcome) {
@@ -38,6 +49,9 @@ func (c *counters) add(o outcome) {
 	c.byTier[min(max(r.Tier, 0), maxTiers-1)].Add(1)
 	if o.restored {
 		c.restored.Add(1)
+	}
+	if r.Packed > 0 {
+		c.packed.Add(1)
 	}
 	if r.Err == nil {
 		c.ok.Add(1)
@@ -67,6 +81,9 @@ func (e *Engine) Counts() Counts {
 		ModelCalls:       c.modelCalls.Load(),
 		Turns:            c.turns.Load(),
 		ToolCalls:        c.toolCalls.Load(),
+		PackCalls:        c.packCalls.Load(),
+		Packed:           c.packed.Load(),
+		PackAlone:        c.packAlone.Load(),
 		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
 		ByKind:           map[job.Kind]int64{},
 	}

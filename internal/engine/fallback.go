@@ -230,17 +230,19 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 
 // runTiered runs the agent of a job with fallbacks: the primary within the
 // agent's budget, through its backend's breaker, then, when it fails on
-// its backend or runs out of budget, the fallback tiers in order. ctx is
+// its backend or runs out of budget, the fallback tiers in order; a job
+// that packs tries a packed answer first. ctx is
 // the run's context, actx the agent's (its Timeout).
-func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.Input, st *agent.State, start time.Time, save bool, deliver func(job.Result)) {
+func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.Input, st *agent.State, fresh bool, start time.Time, save bool, deliver func(job.Result)) {
 	f := rn.fb
 	bctx, cancel := context.WithTimeoutCause(actx, f.budget, ErrBudget)
 	defer cancel()
 	budgetEnd := start.Add(f.budget)
 	task := st.Messages[0]
-	err := runModel(bctx, rn.agent, f.primary, st)
+	packed, err := rn.primary(bctx, i, st, fresh, func() error { return runModel(bctx, rn.agent, f.primary, st) })
 	cause := context.Cause(bctx)
 	r := resultOf(i, in, st)
+	r.Packed = packed
 	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {
 		t, ts, terr := e.runTiers(actx, f, in, task, budgetEnd)
 		if t > 0 {

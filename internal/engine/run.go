@@ -12,6 +12,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/sony/gobreaker/v2"
+
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/retry"
 	"github.com/batchagent/batchagent/job"
@@ -31,6 +33,7 @@ type runner struct {
 	gate    *gate
 	timeout time.Duration
 	fb      *fallbacks // nil: the job has no fallbacks
+	pk      *packer    // nil: the job's agents do not pack
 }
 
 // runnerOf returns the runner of spec, building it on first use. The
@@ -91,6 +94,11 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 	if r.fb, err = e.fallbacksOf(spec, cfg, sched.Class(d.Priority)); err != nil {
 		return nil, err
 	}
+	var br *gobreaker.TwoStepCircuitBreaker[struct{}]
+	if r.fb != nil {
+		br = r.fb.primary
+	}
+	r.pk = e.newPacker(spec, cfg, g, r.flow, br)
 	if prev, loaded := e.runners.LoadOrStore(key, r); loaded {
 		return prev.(*runner), nil
 	}
@@ -318,12 +326,14 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
 		defer cancel()
 	}
+	fresh := resume == nil
 	if rn.fb != nil {
-		e.runTiered(ctx, actx, rn, i, in, st, start, save, deliver)
+		e.runTiered(ctx, actx, rn, i, in, st, fresh, start, save, deliver)
 		return
 	}
-	err := rn.agent.Run(actx, st)
+	packed, err := rn.primary(actx, i, st, fresh, func() error { return rn.agent.Run(actx, st) })
 	r := resultOf(i, in, st)
+	r.Packed = packed
 	r.Timings.Total = time.Since(start)
 	if err != nil {
 		ae := &job.AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
@@ -350,6 +360,19 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
 	e.finish(ctx, st, r, save, deliver)
+}
+
+// primary runs the agent of input i on the job's model: in a packed call
+// when the job packs and the agent starts afresh, else, or when its packed
+// answer is unusable, alone. It returns the agents of the packed call that
+// answered, 0 when none did.
+func (rn *runner) primary(ctx context.Context, i int, st *agent.State, fresh bool, alone func() error) (int, error) {
+	if rn.pk != nil && fresh {
+		if n, err := rn.pk.answer(ctx, i, st); err != nil || n > 0 {
+			return n, err
+		}
+	}
+	return 0, alone()
 }
 
 // resultOf returns the result of agent i, whose input is in, from its

@@ -38,13 +38,40 @@ var textSchema = json.RawMessage(`{"type":"string"}`)
 // Schema returns the output schema of a pack of n agents whose answers
 // follow entry (nil or empty: text, a JSON string): an object whose
 // properties are ID(0) to ID(n-1) in that order, each entry, all
-// required, and no others.
+// required, and no others. The entry's "$defs" and "definitions" move to
+// the pack's root, so that its references ("#/$defs/...") resolve there
+// as they did in entry; see [Packable].
 func Schema(entry json.RawMessage, n int) json.RawMessage {
 	if len(bytes.TrimSpace(entry)) == 0 {
 		entry = textSchema
 	}
+	var hoisted map[string]json.RawMessage // the entry's $defs and definitions
+	if obj := map[string]json.RawMessage{}; json.Unmarshal(entry, &obj) == nil {
+		for _, k := range []string{"$defs", "definitions", "$schema"} {
+			if v, ok := obj[k]; ok {
+				if hoisted == nil {
+					hoisted = map[string]json.RawMessage{}
+				}
+				if k != "$schema" { // a dialect is the caller's to declare
+					hoisted[k] = v
+				}
+				delete(obj, k)
+			}
+		}
+		if hoisted != nil {
+			entry, _ = json.Marshal(obj) // decoded from JSON: Marshal cannot fail
+		}
+	}
 	var b bytes.Buffer
-	b.WriteString(`{"type":"object","properties":{`)
+	b.WriteString(`{"type":"object",`)
+	for _, k := range []string{"$defs", "definitions"} {
+		if v, ok := hoisted[k]; ok {
+			fmt.Fprintf(&b, "%q:", k)
+			b.Write(v)
+			b.WriteByte(',')
+		}
+	}
+	b.WriteString(`"properties":{`)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
@@ -61,6 +88,44 @@ func Schema(entry json.RawMessage, n int) json.RawMessage {
 	}
 	b.WriteString(`],"additionalProperties":false}`)
 	return b.Bytes()
+}
+
+// Packable reports whether answers that follow entry can be packed: its
+// local references ("$ref" values starting with "#") must point into its
+// "$defs" or "definitions", which Schema moves to the pack's root; a
+// reference to the entry's root ("#") or its other parts would point
+// elsewhere in a pack.
+func Packable(entry json.RawMessage) error {
+	var v any
+	if len(bytes.TrimSpace(entry)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(entry, &v); err != nil {
+		return fmt.Errorf("pack: output schema: %w", err)
+	}
+	return checkRefs(v)
+}
+
+func checkRefs(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"].(string); ok && strings.HasPrefix(ref, "#") &&
+			!strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
+			return fmt.Errorf("pack: output schema: $ref %q points outside $defs and definitions: a packed answer cannot resolve it", ref)
+		}
+		for _, x := range v {
+			if err := checkRefs(x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkRefs(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Instructions returns what a packed call's system message says after the

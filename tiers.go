@@ -21,3 +21,11 @@ const BudgetEnv = job.BudgetEnv
 // BudgetFrom returns the budget BudgetEnv sets through getenv, or 0 when
 // it is unset. See [job.BudgetFrom].
 func BudgetFrom(getenv func(string) string) (time.Duration, error) { return job.BudgetFrom(getenv) }
+
+// Pack lets a job's agents share model calls: tiny tasks grouped into one
+// call whose answer is a JSON object keyed by agent, each result delivered
+// as its value streams in. See [job.Pack] and [Def].Pack.
+type Pack = job.Pack
+
+// DefaultPackPromptTokens is Pack.MaxPromptTokens when unset.
+const DefaultPackPromptTokens = job.DefaultPackPromptTokens
