@@ -246,3 +246,45 @@ func ExampleEngine_Shutdown() {
 	// handles ended: 3 of 3
 	// after shutdown: canceled, shut down true
 }
+
+// ExamplePack packs tiny tasks: up to 25 agents share one model call,
+// and each gets its own result as its answer streams in.
+func ExamplePack() {
+	model, err := sim.New(sim.Config{Seed: 7, ToolTurns: -1})
+	if err != nil {
+		panic(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{
+		Model:        model,
+		System:       "You rate product reviews.",
+		Task:         "Rate review {n}.",
+		OutputSchema: json.RawMessage(ratingSchema),
+		Pack:         batchagent.Pack{MaxAgents: 25},
+	})
+	if err != nil {
+		panic(err)
+	}
+	engine, err := batchagent.New(batchagent.Config{})
+	if err != nil {
+		panic(err)
+	}
+	inputs := make([]batchagent.Input, 100)
+	for i := range inputs {
+		inputs[i] = batchagent.Input{"n": i}
+	}
+	results, err := engine.Run(context.Background(), spec, batchagent.Slice(inputs))
+	if err != nil {
+		panic(err)
+	}
+	ok := 0
+	for _, r := range results {
+		if r.Err == nil && r.Packed > 0 {
+			ok++
+		}
+	}
+	// Packs of 25 take 4 calls; a pack sent before all its agents
+	// arrived (after a 2 ms wait) takes one more.
+	st := engine.Stats()
+	fmt.Printf("%d packed results, few model calls: %v\n", ok, st.ModelCalls <= 8)
+	// Output: 100 packed results, few model calls: true
+}
