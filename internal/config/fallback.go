@@ -12,7 +12,7 @@ import (
 // failed on its backend or their time budget (limits.budget) ran out.
 //
 //	fallbacks:
-//	  - backend: openai://api.openai.com/v1
+//	  - backend: openai://
 //	    model: gpt-4o-mini
 //	    api_key_env: OPENAI_FALLBACK_KEY
 //	  - backend: sim://

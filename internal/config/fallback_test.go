@@ -18,7 +18,7 @@ limits:
   timeout: 10s
   budget: 2s
 fallbacks:
-  - backend: openai://api.example.com/v1
+  - backend: openai://
     model: small
     api_key_env: FALLBACK_KEY
   - {backend: "sim://?seed=2"}
@@ -42,7 +42,7 @@ func TestParseTiersAndPack(t *testing.T) {
 		},
 		Backend: config.DefaultBackend,
 		Fallbacks: []config.FallbackBackend{
-			{Backend: "openai://api.example.com/v1", Model: "small", APIKeyEnv: "FALLBACK_KEY"},
+			{Backend: "openai://", Model: "small", APIKeyEnv: "FALLBACK_KEY"},
 			{Backend: "sim://?seed=2"},
 		},
 		Dir:  "/jobs",
