@@ -61,8 +61,7 @@ func (d *decoder) validateFallbacks(j *Job) {
 }
 
 // checkBackendURL reports at path a backend URL that does not parse or
-// has no scheme. The messages show the URL only when it has no scheme:
-// then it holds no query, and so no key.
+// has no scheme.
 func (d *decoder) checkBackendURL(path, raw string) {
 	if u, err := url.Parse(raw); err != nil {
 		d.report(d.at(path), path, "invalid backend URL: %v", errors.Unwrap(err))
