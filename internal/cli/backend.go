@@ -8,10 +8,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/anthropic"
 	"github.com/batchagent/batchagent/backend/bedrock"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -91,6 +93,23 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		// Not the URL itself: its query may hold a key.
 		return nil, fmt.Errorf("backend: unsupported scheme %q (supported: %s)", scheme, strings.Join(schemes, ", "))
 	}
+}
+
+// openFallbacks opens the backend of each fallback tier of a job file
+// with openBackend, as the job's own backend is opened (its model, its
+// api_key_env, getenv), into the fallbacks of the job's Def, in order. An
+// error names the tier as the file does, "fallbacks[N]", and, like
+// openBackend's, never the URL's path or query, where a key may be.
+func openFallbacks(ctx context.Context, fbs []config.FallbackBackend, getenv func(string) string) ([]batchagent.Fallback, error) {
+	var out []batchagent.Fallback
+	for i, f := range fbs {
+		m, err := openBackend(ctx, f.Backend, f.Model, f.APIKeyEnv, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("fallbacks[%d]: %w", i, err)
+		}
+		out = append(out, batchagent.Fallback{Model: m, ModelName: f.Model})
+	}
+	return out, nil
 }
 
 // schemes lists the backend URL schemes, for messages.

@@ -194,20 +194,35 @@ func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore
 		admission[be] = a
 		models = append(models, opened{b.URL, b.Model, m})
 	}
+	// modelOf returns the served backend's Model where url and model
+	// equal one's, else opens the backend with the agent's admission.
+	modelOf := func(cj *config.Job, url, model, keyEnv string) (llm.Model, error) {
+		for _, o := range models {
+			if o.url == url && o.model == model {
+				return o.m, nil
+			}
+		}
+		m, err := openBackend(ctx, url, model, keyEnv, getenv)
+		if err != nil {
+			return nil, err
+		}
+		admission[batchagent.Backend{Model: m, Name: model}] = cj.Engine.Admission
+		return m, nil
+	}
 	agents := map[string]*batchagent.Spec{}
 	for _, a := range sc.Agents {
 		cj := a.Job
-		var m llm.Model
-		for _, o := range models {
-			if o.url == cj.Backend && o.model == cj.Def.ModelName {
-				m = o.m
-			}
+		m, err := modelOf(cj, cj.Backend, cj.Def.ModelName, cj.APIKeyEnv)
+		if err != nil {
+			return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
 		}
-		if m == nil {
-			if m, err = openBackend(ctx, cj.Backend, cj.Def.ModelName, cj.APIKeyEnv, getenv); err != nil {
-				return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
+		var fallbacks []batchagent.Fallback
+		for i, f := range cj.Fallbacks {
+			fm, err := modelOf(cj, f.Backend, f.Model, f.APIKeyEnv)
+			if err != nil {
+				return nil, fmt.Errorf("agents.%s.fallbacks[%d]: %w", a.Name, i, err)
 			}
-			admission[batchagent.Backend{Model: m, Name: cj.Def.ModelName}] = cj.Engine.Admission
+			fallbacks = append(fallbacks, batchagent.Fallback{Model: fm, ModelName: f.Model})
 		}
 		tools, err := buildTools(ctx, cj)
 		if err != nil {
@@ -218,6 +233,13 @@ func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore
 		def.ID, def.Model, def.Tools = a.Name, m, tools.tools
 		def.ToolPool.Policies = tools.policies
 		def.Priority = batchagent.Interactive
+		def.Fallbacks = fallbacks
+		if def.Budget == 0 {
+			// As for "batchagent run": the file's limits.budget wins.
+			if def.Budget, err = batchagent.BudgetFrom(getenv); err != nil {
+				return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
+			}
+		}
 		if agents[a.Name], err = batchagent.NewSpec(def); err != nil {
 			return nil, fmt.Errorf("agents.%s: %w", a.Name, err)
 		}

@@ -49,7 +49,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, err
 	}
 	cfg.OnResult = f.onResult // the run's metrics, if any
-	if r.spec, err = r.buildSpec(path, cj, model); err != nil {
+	if r.spec, err = r.buildSpec(ctx, path, cj, model); err != nil {
 		return nil, err
 	}
 	r.chooseOutputs(cj, f.out)
@@ -136,12 +136,20 @@ func engineConfig(cj *config.Job, model llm.Model, logger *slog.Logger) (batchag
 }
 
 // buildSpec builds the job's Spec from the job file cj, with what the file
-// cannot hold added: the job's name, the model, and r's tools with their
-// policies. Errors name the job file at path.
-func (r *runner) buildSpec(path string, cj *config.Job, model llm.Model) (*batchagent.Spec, error) {
+// cannot hold added: the job's name, the model, the models of its fallback
+// tiers (each backend opened as the job's own; the --backend flag replaces
+// only the job's), r's tools with their policies, and the budget of a job
+// that sets none: BATCHAGENT_BUDGET's when set (the file's limits.budget
+// wins over it; the engine's default applies without either). Errors name
+// the job file at path.
+func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, model llm.Model) (*batchagent.Spec, error) {
 	def := cj.Def
 	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
 	def.ToolPool.Policies = r.tools.policies
+	var err error
+	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if def.Budget == 0 {
 		b, err := batchagent.BudgetFrom(environ)
 		if err != nil {

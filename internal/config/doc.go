@@ -40,6 +40,13 @@
 //	seed: 42                      # Def.Seed (OpenAI-compatible backends)
 //	stop: [END]                   # Def.Stop
 //	warm_prefix: true             # Config.Admission.WarmPrefix
+//	pack:                         # Def.Pack: agents share model calls (no tools or mcp)
+//	  max_agents: 20              # per call, 2 or more; required in pack
+//	  max_prompt_tokens: 4000     # per call; defaults to job.DefaultPackPromptTokens
+//	fallbacks:                    # Job.Fallbacks: tiers tried in order, opened into Def.Fallbacks
+//	  - backend: sim://           # required, as the job's backend
+//	    model: small              # optional, as the job's model
+//	    api_key_env: FALLBACK_KEY # optional, as the job's api_key_env
 //	tool_pool:                    # Def.ToolPool (tool.PoolConfig)
 //	  cache_size: 4096            # off: no cache
 //	  cache_ttl: 10m
@@ -49,6 +56,7 @@
 //	  max_turns: 8                # Def.MaxTurns
 //	  max_retries: 2              # Def.MaxRetries; off (or 0): none
 //	  timeout: 2m                 # Def.Timeout, per agent
+//	  budget: 2s                  # Def.Budget: then a fallback answers; needs fallbacks
 //	  outage_budget: 5m           # Def.OutageBudget; off: outages get max_retries only
 //	  max_active: 1024            # Config.MaxActive
 //	  max_inflight: 8             # Config.Admission.MaxInflight; also fixed_inflight
@@ -82,10 +90,21 @@
 // still read as off, but it is deprecated; write off. Other negative
 // numbers are refused.
 //
-// What has no key is what a file cannot hold: functions (Def.Check,
-// OnResult, RateLimit.CountTokens), the model (the CLI resolves backend),
+// What has no key is what a file cannot hold: functions (Def.Check, a
+// Go function tier of Def.Fallbacks, OnResult, RateLimit.CountTokens), the
+// models (the CLI resolves backend and each fallback's backend),
 // the logger, and the checkpoint store and resume options, which are
 // flags of "batchagent run".
+//
+// # Fallbacks and budget
+//
+// A job with fallbacks gives each agent a time budget: limits.budget, else
+// the CLI's BATCHAGENT_BUDGET, else job.DefaultBudget (60s); the file wins
+// over the environment. Once the budget runs out, or a tier fails on its
+// backend, the next tier answers. A budget without fallbacks would do
+// nothing, so it is refused; limits.timeout bounds an agent with all its
+// tiers. Each fallback's backend is opened as the job's own is, with its
+// own model and api_key_env; the --backend flag replaces only the job's.
 //
 // # Strictness
 //

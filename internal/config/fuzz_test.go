@@ -44,6 +44,8 @@ func FuzzJobSpecDecode(f *testing.F) {
 		"task: x\noutput_schema: {a: .nan, 1: b, c: [1, 2.5, ~, true]}\n",
 		"task: x\n---\ntask: y\n",
 		knobsJob,
+		tiersJob,
+		"task: x\npack: {max_agents: 1, max_prompt_tokens: 0}\ntools: [{name: http_get}]\nlimits: {budget: 0s}\nfallbacks: [{model: m}, {backend: x}, 1]\n",
 		"task: x\nmax_tokens: -1\ntemperature: .inf\ntop_p: 2\nseed: 1e3\nstop: [a, '', {b: c}]\n",
 		"task: x\nlimits: {backoff: {base: 1h, max: 1s, rate_limit_base: x}, probe_interval: -1s}\ntool_pool: {cache_size: -9, cache_ttl: 3, max_result_bytes: x}\n",
 		"{task: x model: y}\n",
@@ -107,6 +109,15 @@ func FuzzJobSpecDecode(f *testing.F) {
 		// What the file holds is what the engine takes: a job file that
 		// parses gives a valid Def and Config.
 		d.Model = nopModel{}
+		for _, f := range j.Fallbacks {
+			if f.Backend == "" {
+				t.Errorf("Parse(%q) accepted a fallback without a backend", data)
+			}
+			d.Fallbacks = append(d.Fallbacks, batchagent.Fallback{Model: nopModel{}, ModelName: f.Model})
+		}
+		if d.Budget != 0 && len(d.Fallbacks) == 0 {
+			t.Errorf("Parse(%q) accepted budget %v without fallbacks", data, d.Budget)
+		}
 		if _, err := batchagent.NewSpec(d); err != nil {
 			t.Errorf("Parse(%q) accepted a Def that NewSpec refuses: %v", data, err)
 		}

@@ -28,8 +28,9 @@ const DefaultBackend = "sim://"
 // path in a Job returned by [Load] or [Parse] is absolute.
 //
 // What a file cannot hold is left for the caller: Def.Model (resolved
-// from Backend), Def.Tools and Def.ToolPool.Policies (built from Tools and
-// MCP), Def.Check, and the Config's Checkpoint, OnResult, Logger and
+// from Backend), Def.Fallbacks (resolved from Fallbacks; a Go function
+// tier has no key), Def.Tools and Def.ToolPool.Policies (built from Tools
+// and MCP), Def.Check, and the Config's Checkpoint, OnResult, Logger and
 // Admission.RateLimit.CountTokens.
 //
 // A Job is a plain value: the package never modifies one after returning
@@ -52,6 +53,11 @@ type Job struct {
 	// key. Empty means the backend's usual one (OPENAI_API_KEY,
 	// ANTHROPIC_API_KEY). Keys are never written in job files.
 	APIKeyEnv string
+	// Fallbacks are the backends of the job's fallback tiers, in order:
+	// the caller opens each into a job.Fallback of Def.Fallbacks, tier 1
+	// first. Empty means none. Def.Budget, when set, is only valid with
+	// fallbacks.
+	Fallbacks []FallbackBackend
 	// Inputs is the absolute path of a .jsonl or .csv input file. Empty means
 	// the inputs come from elsewhere (a flag).
 	Inputs string
@@ -85,6 +91,7 @@ func (j *Job) keys() keys {
 		{"model", &d.ModelName},
 		{"backend", &j.Backend},
 		{"api_key_env", &j.APIKeyEnv},
+		{"fallbacks", &j.Fallbacks},
 		{"system", &d.System},
 		{"task", &d.Task},
 		{"inputs", &j.Inputs},
@@ -98,6 +105,7 @@ func (j *Job) keys() keys {
 			{"max_active", &j.Engine.MaxActive},
 			{"max_retries", offInt{v: &d.MaxRetries, off: &d.NoRetries, zeroOff: true}},
 			{"timeout", &d.Timeout},
+			{"budget", &d.Budget},
 			{"backoff", keys{{"base", &d.Backoff.Base}, {"rate_limit_base", &d.Backoff.RateLimitBase}, {"max", &d.Backoff.Max}}},
 			{"probe_interval", &a.Backpressure.Interval},
 			{"outage_budget", offDuration{&d.OutageBudget, &d.NoOutageBudget}},
@@ -119,6 +127,7 @@ func (j *Job) keys() keys {
 			{"timeout", &d.ToolPool.Timeout},
 		}},
 		{"warm_prefix", &a.WarmPrefix},
+		{"pack", keys{{"max_agents", &d.Pack.MaxAgents}, {"max_prompt_tokens", &d.Pack.MaxPromptTokens}}},
 		{"reduce", &j.Reduce},
 	}
 }

@@ -206,6 +206,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		"task: x\noutput_schema: schema.json\n",
 		"task: x\n",
 		knobsJob,
+		tiersJob,
+		"task: x\npack: {max_agents: 2}\nfallbacks: [{backend: \"sim://\"}, {backend: \"sim://?seed=1\", model: m, api_key_env: K}]\n",
 	} {
 		first, err := config.Parse([]byte(in), "job.yaml", dir)
 		if err != nil {

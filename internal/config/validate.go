@@ -35,11 +35,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 	if j.Backend == "" {
 		j.Backend = DefaultBackend
 	} else if d.ok("backend") {
-		if u, err := url.Parse(j.Backend); err != nil {
-			d.report(d.at("backend"), "backend", "invalid backend URL: %v", errors.Unwrap(err))
-		} else if u.Scheme == "" {
-			d.report(d.at("backend"), "backend", "backend URL %s has no scheme (for example \"sim://\" or \"openai://\")", quote(j.Backend))
-		}
+		d.checkBackendURL("backend", j.Backend)
 	}
 
 	if j.Inputs != "" {
@@ -54,6 +50,8 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 	d.validateKnobs(j)
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
+	d.validateFallbacks(j)
+	d.validatePack(j)
 	d.validateReduce(j.Reduce)
 
 	// What the file's settings mean for the engine beyond their own

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/internal/config"
+)
+
+// tiersServe serves an agent whose backend fails every call, with a
+// fallback tier on the served backend "small". Its timeout bounds the
+// agent with all its tiers: without the tier it fails within 5s.
+const tiersServe = `backends:
+  small:
+    url: "sim://?seed=5"
+agents:
+  npc:
+    backend: "sim://?fail=1"
+    task: "Plan for {input}"
+    output_schema:
+      type: object
+      properties:
+        value: {type: integer}
+      required: [value]
+    limits: {budget: 1s, timeout: 5s}
+    fallbacks: [{backend: "sim://?seed=5"}]
+`
+
+// TestServeAgentFallback checks that the gateway opens an agent's
+// fallback tiers: the agent answers from its tier while its own backend
+// fails every call.
+func TestServeAgentFallback(t *testing.T) {
+	sc, err := config.ParseServe([]byte(tiersServe), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := openGateway(t.Context(), sc, nil, nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("openGateway: %v", err)
+	}
+	defer g.close()
+	hs := httptest.NewServer(g.srv)
+	defer hs.Close()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	status, out := chatCompletion(t, hs.URL, "agent:npc", "guard")
+	if status != 200 {
+		t.Fatalf("agent:npc: status %d %v, want 200 (answered by the fallback tier)", status, out)
+	}
+	msg := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	var plan struct{ Value *int }
+	if err := json.Unmarshal([]byte(msg["content"].(string)), &plan); err != nil || plan.Value == nil {
+		t.Errorf("agent:npc content %v, want the schema's object (%v)", msg["content"], err)
+	}
+}
+
+// TestServeAgentFallbackOpenError checks that a fallback tier the gateway
+// cannot open is an error naming the agent and the tier.
+func TestServeAgentFallbackOpenError(t *testing.T) {
+	sc, err := config.ParseServe([]byte("agents:\n  npc:\n    task: x\n    fallbacks: [{backend: \"sim://\"}, {backend: \"openai://\"}]\n"), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := openGateway(t.Context(), sc, nil, nil, func(string) string { return "" })
+	if err == nil {
+		g.close()
+		t.Fatal("openGateway succeeded, want an error for the tier without a key")
+	}
+	if want := "agents.npc.fallbacks[1]: backend openai://: no API key: set OPENAI_API_KEY"; err.Error() != want {
+		t.Errorf("openGateway error = %q, want %q", err, want)
+	}
+}
