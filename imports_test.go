@@ -25,6 +25,7 @@ func TestImportRules(t *testing.T) {
 		"internal/retry":      {"llm"},
 		"internal/engine":     {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":       {},
+		"internal/redistest":  {},
 		"job":                 {"llm", "schema", "tool", "sched", "internal/pack"},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
