@@ -1,6 +1,10 @@
 package batchagent
 
-import "context"
+import (
+	"context"
+
+	"github.com/batchagent/batchagent/agent"
+)
 
 // Handle is one agent started by [Engine.Submit]. Its methods are safe for
 // concurrent use.
@@ -66,4 +70,27 @@ func (h *Handle) Cancel() {
 	if h.cancel != nil {
 		h.cancel()
 	}
+}
+
+// A StateLoader is a [Checkpointer] that loads one agent's saved state.
+// [Engine.Agent] uses it, when the engine's Checkpointer is one, to
+// continue an agent another process began without loading the whole
+// job's states; otherwise it picks the agent's state from Load.
+type StateLoader interface {
+	// LoadState returns the latest saved state of agent index of jobID,
+	// as Load would; ok is false when none is saved.
+	LoadState(ctx context.Context, jobID string, index int) (st agent.State, ok bool, err error)
+}
+
+// Agent runs the agent of input in at position index of spec's job, the
+// way a run does for each of its inputs: from its last completed turn
+// when the engine's Checkpointer holds one (a finished agent's result
+// comes back as saved, without model calls), checkpointed after every
+// turn, and its Handle gets the result once it is durable. It returns at
+// once. It is how a queue worker runs the inputs of a run spread over
+// many processes: each input at its own index, under the run's job ID.
+func (e *Engine) Agent(ctx context.Context, spec *Spec, index int, in Input) *Handle {
+	h := &Handle{done: make(chan struct{})}
+	h.cancel = e.core.Agent(ctx, spec, index, in, h.end)
+	return h
 }

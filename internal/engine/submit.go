@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"time"
 
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
 )
 
@@ -47,4 +49,93 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		})
 	}()
 	return cancel
+}
+
+// StateLoader is a Checkpointer that loads one agent's saved state; see
+// batchagent.StateLoader.
+type StateLoader interface {
+	LoadState(ctx context.Context, jobID string, index int) (agent.State, bool, error)
+}
+
+// Agent runs the agent of input in at index i of spec's job, continuing
+// from its checkpointed state when the Checkpointer holds one (a result
+// already recorded is returned as it was), and calls end with its result
+// once it is checkpointed. It returns at once; the returned function
+// cancels the agent. See batchagent.Engine.Agent.
+func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input, end func(job.Result)) context.CancelFunc {
+	none := func() {}
+	if spec == nil {
+		end(e.fail("", i, in, -1, "agent", errNoSpec, job.KindInput, time.Now()))
+		return none
+	}
+	rn, err := e.runnerOf(spec)
+	if err != nil {
+		end(e.fail(spec.ID(), i, in, -1, "agent", err, job.KindInput, time.Now()))
+		return none
+	}
+	if !e.begin() {
+		end(e.fail(rn.id, i, in, -1, "agent", ErrShutdown, job.KindCanceled, time.Now()))
+		return none
+	}
+	ctx, cancel := e.bind(ctx)
+	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
+	e.stats.started.Add(1)
+	go func() { // owned by the engine: Shutdown waits for it
+		defer e.work.Done()
+		defer cancel()
+		defer runtime.KeepAlive(spec)
+		deliver := func(o outcome) {
+			e.stats.add(o)
+			end(o.Result)
+		}
+		prev, ok, err := e.loadState(ctx, rn.id, i)
+		if err != nil {
+			deliver(outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", err), job.KindBackend, time.Now())})
+			return
+		}
+		if ok && !prev.Input.Same(in) {
+			ok = false // the state of another input at this index: run afresh
+		}
+		if ok && e.finished(prev) {
+			deliver(outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true})
+			return
+		}
+		if e.draining.Load() {
+			deliver(outcome{Result: e.fail(rn.id, i, in, -1, "generate", ErrShutdown, job.KindCanceled, time.Now())})
+			return
+		}
+		var resume *agent.State
+		if ok && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
+			resume = &prev
+		}
+		prior := workOf(resume)
+		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
+		defer rn.gate.g.EndRun(run)
+		e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
+			deliver(outcome{Result: r, prior: prior})
+		})
+	}()
+	return cancel
+}
+
+// loadState returns the saved state of agent i of job id, if any: through
+// the Checkpointer's LoadState when it has one, else from its Load.
+func (e *Engine) loadState(ctx context.Context, id string, i int) (agent.State, bool, error) {
+	cp := e.opt.Checkpoint
+	if cp == nil {
+		return agent.State{}, false, nil
+	}
+	if sl, ok := cp.(StateLoader); ok {
+		return sl.LoadState(ctx, id, i)
+	}
+	states, err := cp.Load(ctx, id)
+	if err != nil {
+		return agent.State{}, false, err
+	}
+	for _, st := range states {
+		if st.Index == i {
+			return st, true, nil
+		}
+	}
+	return agent.State{}, false, nil
 }
