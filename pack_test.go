@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/pack"
 	"github.com/batchagent/batchagent/tool"
 )
@@ -459,5 +461,41 @@ func TestPackCorruptEntriesEachEndValid(t *testing.T) {
 	st := e.Stats()
 	if st.PackAlone == 0 || st.Packed+st.PackAlone != 300 {
 		t.Errorf("stats: %d packed, %d alone; want some alone and 300 in all", st.Packed, st.PackAlone)
+	}
+}
+
+// TestTierAndPackSurviveCheckpoint: a resumed run reports the tier and
+// the pack of the results it restores, as the first run did.
+func TestTierAndPackSurviveCheckpoint(t *testing.T) {
+	store, err := checkpoint.Open(filepath.Join(t.TempDir(), "state.db"), checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	def := batchagent.Def{ID: "tiers", Model: newSim(t, sim.Config{ToolTurns: -1}), Task: "{id}",
+		OutputSchema: json.RawMessage(outSchema), Pack: batchagent.Pack{MaxAgents: 4}}
+	run := func() []batchagent.Result {
+		_, res := runWith(t, batchagent.Config{Checkpoint: store}, def, batchagent.Slice(inputs(8)))
+		return res
+	}
+	first, again := run(), run()
+	for i := range first {
+		if first[i].Packed < 1 || again[i].Packed != first[i].Packed || again[i].Tier != first[i].Tier {
+			t.Errorf("input %d: first packed %d tier %d, restored packed %d tier %d", i, first[i].Packed, first[i].Tier, again[i].Packed, again[i].Tier)
+		}
+	}
+	var calls atomic.Int64
+	def.ID, def.Pack = "tier1", batchagent.Pack{}
+	def.Model = newSim(t, sim.Config{ToolTurns: -1, FailRate: 1})
+	def.NoRetries, def.NoOutageBudget = true, true
+	def.Fallbacks = []batchagent.Fallback{{Func: heuristic(&calls)}}
+	first, again = run(), run()
+	for i := range first {
+		if first[i].Tier != 1 || again[i].Tier != 1 {
+			t.Errorf("input %d: tier %d, restored tier %d; want 1 both", i, first[i].Tier, again[i].Tier)
+		}
+	}
+	if calls.Load() != 8 {
+		t.Errorf("func tier called %d times, want 8 (the resumed run restores)", calls.Load())
 	}
 }

@@ -64,6 +64,11 @@ type State struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Raw is the last final answer's text as the model wrote it.
 	Raw string `json:"raw,omitempty"`
+	// Tier is the fallback tier that answered a finished agent (0: the
+	// job's model), and Packed the agents of the packed call that
+	// answered it (0: none); set by the engine with the final state.
+	Tier   int `json:"tier,omitempty"`
+	Packed int `json:"packed,omitempty"`
 }
 
 // Status is where an agent stands.

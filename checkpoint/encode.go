@@ -102,6 +102,12 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 		}
 	}
 	dst = appendOptString(dst, `,"raw":`, st.Raw)
+	if st.Tier != 0 {
+		dst = appendIntField(dst, `,"tier":`, int64(st.Tier))
+	}
+	if st.Packed != 0 {
+		dst = appendIntField(dst, `,"packed":`, int64(st.Packed))
+	}
 	return append(dst, '}', '\n'), nil
 }
 

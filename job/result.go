@@ -43,15 +43,13 @@ type Result struct {
 	// Timings says where the agent's time went.
 	Timings Timings
 	// Tier is the tier that answered: 0 the job's model, 1 and on its
-	// Fallbacks in order. A result read back from a checkpoint has tier 0:
-	// checkpoints do not record it.
+	// Fallbacks in order. Checkpoints record it.
 	Tier int
 	// Packed is the number of agents whose answers came in the packed
 	// model call that answered this one, itself included (see [Pack]); 0
 	// when the agent's own calls answered it. A packed result has no model
 	// calls and no usage of its own: the pack's call and tokens are
-	// counted in the engine's Stats. A result read back from a checkpoint
-	// has 0: checkpoints do not record it.
+	// counted in the engine's Stats. Checkpoints record it.
 	Packed int
 }
 

@@ -174,6 +174,9 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 		fmt.Fprintf(w, "  interrupted: %d agents in flight were stopped and not written\n", notWritten)
 	}
 	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls requested %d, executed %d\n", st.ModelCalls, st.Turns, st.ToolCalls, st.ToolExecuted)
+	if st.PackCalls > 0 || st.PackAlone > 0 {
+		fmt.Fprintf(w, "  packed: %d results from %d calls · %d ran alone\n", st.Packed, st.PackCalls, st.PackAlone)
+	}
 	if len(st.Tools) > 1 {
 		for _, t := range st.Tools {
 			fmt.Fprintf(w, "    %s: requested %d, executed %d, coalesced %d, cache hits %d, errors %d\n", t.Name, t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors)

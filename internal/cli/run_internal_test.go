@@ -95,3 +95,18 @@ func TestSummaryShowsTiers(t *testing.T) {
 		t.Errorf("summary of a run without fallbacks shows tiers:\n%s", b.String())
 	}
 }
+
+// TestSummaryShowsPacks: a run whose agents were packed says how many
+// calls answered how many results, and how many ran alone.
+func TestSummaryShowsPacks(t *testing.T) {
+	var b strings.Builder
+	writeSummary(&b, "job", batchagent.Stats{Done: 40, OK: 40, ModelCalls: 5, PackCalls: 3, Packed: 38, PackAlone: 2}, time.Second, 0, 40, "out.jsonl", "test")
+	if !strings.Contains(b.String(), "packed: 38 results from 3 calls · 2 ran alone") {
+		t.Errorf("summary lacks the packs:\n%s", b.String())
+	}
+	b.Reset()
+	writeSummary(&b, "job", batchagent.Stats{Done: 3, OK: 3, ModelCalls: 3}, time.Second, 0, 3, "out.jsonl", "test")
+	if strings.Contains(b.String(), "packed") {
+		t.Errorf("summary of an unpacked run mentions packs:\n%s", b.String())
+	}
+}

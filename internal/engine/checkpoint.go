@@ -118,6 +118,7 @@ func (e *Engine) saveFailed(ctx context.Context, id string, idx int, err error) 
 // result.
 func recordOutcome(st *agent.State, r job.Result) {
 	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
+	st.Tier, st.Packed = r.Tier, r.Packed
 	if r.Err == nil {
 		st.Status = agent.StatusDone
 		return
@@ -132,6 +133,7 @@ func recordOutcome(st *agent.State, r job.Result) {
 // as a resumed run and `batchagent export` report it.
 func StateResult(jobID string, st agent.State) job.Result {
 	r := resultOf(st.Index, st.Input, &st)
+	r.Tier, r.Packed = st.Tier, st.Packed
 	if st.Status == agent.StatusFailed {
 		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
 		cause := job.RestoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
