@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -125,7 +126,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -178,6 +179,16 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 			return nil, errors.New("bench: pack takes only -n, --corrupt, --seed and --json")
 		}
 		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
+		return nil, err
+	case "scaleout":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 {
+			return nil, errors.New("bench: scaleout takes only -n, --dir and --json")
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: scaleout runs this binary's worker command: %w", err)
+		}
+		_, err = RunScaleout(ctx, exe, ScaleoutOptions{N: opt.N, Dir: opt.Dir, JSON: opt.JSON}, w)
 		return nil, err
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
