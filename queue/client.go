@@ -60,7 +60,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*Client, error) {
 	c := &Client{rdb: redis.NewClient(ro), prefix: opt.Prefix, log: opt.Logger, password: pw}
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
 		_ = c.rdb.Close()
-		return nil, fmt.Errorf("queue: connect to %s: %w", RedactURL(rawURL), c.scrub(err))
+		return nil, c.scrub(fmt.Errorf("queue: connect to %s: %w", RedactURL(rawURL), err))
 	}
 	return c, nil
 }
@@ -81,7 +81,9 @@ func parseURL(rawURL string) (*redis.Options, string, error) {
 	pw, _ := u.User.Password()
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, "", fmt.Errorf("queue: bad Redis URL %s: %v", RedactURL(rawURL), scrubText(err.Error(), pw))
+		// The text is scrubbed whole: the password may appear elsewhere in
+		// the URL too (in a query value).
+		return nil, "", errors.New(scrubText(fmt.Sprintf("queue: bad Redis URL %s: %v", RedactURL(rawURL), err), pw))
 	}
 	return ro, pw, nil
 }
