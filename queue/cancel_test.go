@@ -19,7 +19,7 @@ func TestCancelEndsBlockedCalls(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { done <- call(ctx) }() // owned by this loop: it waits on done
+		go func() { done <- call(ctx) }()  // owned by this loop: it waits on done
 		time.Sleep(100 * time.Millisecond) // let it block (or not: either way it must end)
 		cancel()
 		select {
