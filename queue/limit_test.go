@@ -3,12 +3,20 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/openai"
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/internal/redistest"
 	"github.com/batchagent/batchagent/queue"
+	"github.com/batchagent/batchagent/sched"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -177,4 +185,151 @@ func TestSharedRateRedisDown(t *testing.T) {
 		t.Errorf("Wait and Correct with Redis down took %v, want a few seconds at most", got)
 	}
 	t.Logf("with Redis down: %v after %v", err, time.Since(start))
+}
+
+// The setting of TestSharedTPMAcrossWorkers: a minute's budget is scaled
+// down to a window of tpmWindow (120,000 tokens a minute is 10,000 per
+// 5s), and the shared burst is the default burst's share of a minute,
+// over that window.
+const (
+	tpmLimit  = 120_000
+	tpmWindow = 5 * time.Second
+	tpmBurst  = DefaultSharedBurstPerWindow
+)
+
+// DefaultSharedBurstPerWindow is queue.DefaultSharedBurst scaled from a
+// minute down to tpmWindow.
+const DefaultSharedBurstPerWindow = queue.DefaultSharedBurst * float64(tpmWindow) / float64(time.Minute)
+
+// TestSharedTPMAcrossWorkers is the shared-limit test of issue 16: four
+// workers (four engines, each with its own gate and its own client, as
+// four processes would have) run agents against one simulated backend with
+// a TPM limit. With the limit shared through Redis, the tokens the server
+// processes in any window stay within 105 % of the limit's share of that
+// window; with the same limit kept for each worker apart (a limit per
+// process), they exceed it about four times over.
+func TestSharedTPMAcrossWorkers(t *testing.T) {
+	rdb, _ := newRedis(t)
+	budget := float64(tpmLimit) * tpmWindow.Seconds() / 60
+
+	t.Run("shared", func(t *testing.T) {
+		peak, total := runWorkers(t, 7*time.Second, func(int) batchagent.Admission {
+			return batchagent.Admission{RateLimit: batchagent.RateLimit{
+				Shared: func(batchagent.Backend) (sched.Shared, error) {
+					return queue.NewSharedRate(rdb, "ba:rate:sim", queue.SharedRateConfig{TPM: tpmLimit, Burst: tpmBurst})
+				},
+			}}
+		})
+		t.Logf("shared limit: peak %d tokens in a %v window (%.1f %% of the %.0f allowed), %d in all",
+			peak, tpmWindow, 100*float64(peak)/budget, budget, total)
+		if float64(peak) > 1.05*budget {
+			t.Errorf("peak %d tokens in a %v window, want at most 105 %% of %.0f", peak, tpmWindow, budget)
+		}
+		if float64(peak) < 0.8*budget {
+			t.Errorf("peak %d tokens in a %v window, want the budget of %.0f about used: the test measures nothing", peak, tpmWindow, budget)
+		}
+	})
+	t.Run("per worker", func(t *testing.T) {
+		// The same limiter, but a budget of its own for each worker: a
+		// limit set per process.
+		peak, total := runWorkers(t, 5500*time.Millisecond, func(i int) batchagent.Admission {
+			return batchagent.Admission{RateLimit: batchagent.RateLimit{
+				Shared: func(batchagent.Backend) (sched.Shared, error) {
+					return queue.NewSharedRate(rdb, fmt.Sprint("ba:rate:sim:", i), queue.SharedRateConfig{TPM: tpmLimit, Burst: tpmBurst})
+				},
+			}}
+		})
+		t.Logf("limit per worker: peak %d tokens in a %v window (%.1f %% of the %.0f allowed), %d in all",
+			peak, tpmWindow, 100*float64(peak)/budget, budget, total)
+		if float64(peak) < 3.5*budget {
+			t.Errorf("peak %d tokens in a %v window with a limit per worker, want well above the %.0f of one limit", peak, tpmWindow, budget)
+		}
+	})
+}
+
+// runWorkers runs four engines, worker i with the admission adm(i), for
+// d against one simulated backend, and returns the most tokens (prompt
+// and generated) the server processed in any tpmWindow, and in all.
+func runWorkers(t *testing.T, d time.Duration, adm func(i int) batchagent.Admission) (peak, total int64) {
+	t.Helper()
+	srv, err := simhttp.New(simhttp.Config{
+		Model:            sim.Config{ToolTurns: -1, Seed: 1},
+		MaxSeqs:          256,
+		MaxQueue:         -1,
+		PrefillPerToken:  time.Microsecond,
+		DecodeStep:       time.Millisecond,
+		DecodeStepPerSeq: 10 * time.Microsecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	var bg sync.WaitGroup
+	bg.Go(func() { _ = srv.Run(ctx) })
+	defer func() {
+		cancel()
+		bg.Wait()
+	}()
+
+	// Sample the server's token counters while the workers run.
+	type sample struct {
+		at     time.Time
+		tokens int64
+	}
+	var samples []sample
+	read := func() {
+		st := srv.Stats()
+		samples = append(samples, sample{time.Now(), st.PromptTokens + st.GenerationTokens})
+	}
+	read()
+	runCtx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var workers sync.WaitGroup
+	system := strings.Repeat("You answer questions about the number you are given. ", 20)
+	for i := range 4 {
+		cfg, err := openai.ParseURL("sim+" + hs.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := openai.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := batchagent.New(batchagent.Config{MaxActive: 32, Admission: adm(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := batchagent.NewSpec(batchagent.Def{ID: fmt.Sprint("w", i), Model: m, System: system, Task: "Number {id}."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]batchagent.Input, 100_000)
+		for j := range in {
+			in[j] = batchagent.Input{"id": fmt.Sprint(j)}
+		}
+		workers.Go(func() { _, _ = e.Run(runCtx, spec, batchagent.Slice(in)) })
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for runCtx.Err() == nil {
+		select {
+		case <-tick.C:
+			read()
+		case <-runCtx.Done():
+		}
+	}
+	read()
+	workers.Wait()
+
+	for i, s := range samples {
+		for _, u := range samples[i+1:] {
+			if u.at.Sub(s.at) > tpmWindow {
+				break
+			}
+			peak = max(peak, u.tokens-s.tokens)
+		}
+	}
+	return peak, samples[len(samples)-1].tokens - samples[0].tokens
 }
