@@ -333,3 +333,140 @@ func runWorkers(t *testing.T, d time.Duration, adm func(i int) batchagent.Admiss
 	}
 	return peak, samples[len(samples)-1].tokens - samples[0].tokens
 }
+
+func newSharedSlots(t *testing.T, rdb redis.UniversalClient, key string, cfg queue.SharedSlotsConfig) *queue.SharedSlots {
+	t.Helper()
+	s, err := queue.NewSharedSlots(rdb, key, cfg)
+	if err != nil {
+		t.Fatalf("NewSharedSlots(%q, %+v) = %v", key, cfg, err)
+	}
+	return s
+}
+
+func TestSharedSlotsRejectsBadConfig(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, cfg := range []queue.SharedSlotsConfig{
+		{}, {Max: -1}, {Max: 2, Initial: 3}, {Max: 2, Initial: -1}, {Max: 2, LeaseTTL: -time.Second}, {Max: 2, Poll: -time.Second},
+	} {
+		if _, err := queue.NewSharedSlots(rdb, "k", cfg); err == nil {
+			t.Errorf("NewSharedSlots(%+v) = nil error, want error", cfg)
+		}
+	}
+}
+
+// TestSharedSlotsLimit checks that four processes' SharedSlots on one key
+// keep at most the shared limit of calls in flight together, and reach it.
+func TestSharedSlotsLimit(t *testing.T) {
+	rdb, _ := newRedis(t)
+	var mu sync.Mutex // protects inflight and peak
+	inflight, peak := 0, 0
+	var wg sync.WaitGroup
+	errs := make(chan error, 48) // one per caller at most
+	for range 4 {
+		s := newSharedSlots(t, rdb, "ba:slots:test", queue.SharedSlotsConfig{Max: 6, Poll: 5 * time.Millisecond})
+		for range 12 {
+			wg.Go(func() {
+				lease, err := s.Acquire(t.Context())
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				inflight++
+				peak = max(peak, inflight)
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond) // the call's work
+				mu.Lock()
+				inflight--
+				mu.Unlock()
+				s.Release(t.Context(), lease, false, false)
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Acquire = %v", err)
+	}
+	if peak != 6 {
+		t.Errorf("peak in flight over 4 processes sharing 6 slots = %d, want 6", peak)
+	}
+}
+
+// TestSharedSlotsAIMD checks the shared limit's adaptation: a wave of
+// congested calls halves it once, and a window of limit clean calls
+// raises it by one.
+func TestSharedSlotsAIMD(t *testing.T) {
+	rdb, _ := newRedis(t)
+	a := newSharedSlots(t, rdb, "ba:slots:aimd", queue.SharedSlotsConfig{Max: 8})
+	b := newSharedSlots(t, rdb, "ba:slots:aimd", queue.SharedSlotsConfig{Max: 8})
+	limit := func() int {
+		t.Helper()
+		n, err := a.Limit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	acquire := func(s *queue.SharedSlots) string {
+		t.Helper()
+		l, err := s.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	var wave []string
+	for i := range 4 {
+		wave = append(wave, acquire([]*queue.SharedSlots{a, b}[i%2]))
+	}
+	for i, l := range wave {
+		[]*queue.SharedSlots{a, b}[i%2].Release(t.Context(), l, false, true)
+	}
+	if got := limit(); got != 4 {
+		t.Fatalf("limit after a wave of 4 congested calls from 8 = %d, want 4 (halved once)", got)
+	}
+	for range 3 {
+		b.Release(t.Context(), acquire(b), true, false)
+	}
+	if got := limit(); got != 4 {
+		t.Errorf("limit after 3 clean calls = %d, want 4", got)
+	}
+	a.Release(t.Context(), acquire(a), true, false)
+	if got := limit(); got != 5 {
+		t.Errorf("limit after a window of 4 clean calls = %d, want 5", got)
+	}
+}
+
+// TestSharedSlotsLeaseExpiry checks that the slot of a process that died
+// holding it comes free when its lease expires.
+func TestSharedSlotsLeaseExpiry(t *testing.T) {
+	rdb, _ := newRedis(t)
+	cfg := queue.SharedSlotsConfig{Max: 1, LeaseTTL: 300 * time.Millisecond, Poll: 10 * time.Millisecond}
+	dead := newSharedSlots(t, rdb, "ba:slots:expiry", cfg)
+	if _, err := dead.Acquire(t.Context()); err != nil { // never released
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := newSharedSlots(t, rdb, "ba:slots:expiry", cfg).Acquire(ctx); err != nil {
+		t.Fatalf("Acquire after the holder died = %v, want its slot once the lease expired", err)
+	}
+	if got := time.Since(start); got < 250*time.Millisecond {
+		t.Errorf("the dead holder's slot came free after %v, want after its 300ms lease", got)
+	}
+}
+
+// TestSharedSlotsRedisDown checks that Acquire fails, closed, when Redis
+// is gone.
+func TestSharedSlotsRedisDown(t *testing.T) {
+	rdb, srv := newRedis(t)
+	s := newSharedSlots(t, rdb, "ba:slots:down", queue.SharedSlotsConfig{Max: 2})
+	srv.Stop()
+	if _, err := s.Acquire(t.Context()); !errors.Is(err, queue.ErrSharedLimit) {
+		t.Errorf("Acquire with Redis down = %v, want an error wrapping ErrSharedLimit", err)
+	}
+	s.Release(t.Context(), "0:x", true, false) // returns
+}
