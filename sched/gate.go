@@ -253,7 +253,8 @@ type Ticket struct {
 // On success the caller holds a Ticket and must release it. Otherwise it
 // returns ctx's error, or [ErrStopped] once [GateConfig.Stop] is closed
 // (from the waits for warming and pauses), or the error of the shared
-// budget ([Shared.Wait]), and holds nothing.
+// budget or slots ([Shared.Wait], [SharedSlots.Acquire]), and holds
+// nothing.
 func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, tokens int) (*Ticket, error) {
 	t := &Ticket{g: g}
 	if g.warm {
