@@ -22,14 +22,16 @@ import (
 //     every other waits until it has returned, so that the backend has
 //     cached the shared prompt prefix before the others arrive;
 //  2. the rate budgets ([GateConfig.RPM], [GateConfig.TPM], or limits the
-//     backend reported);
+//     backend reported), then the budget shared with other processes
+//     ([GateConfig.Shared]);
 //  3. the backpressure pause: while the backend's queue (read by
 //     [GateConfig.Probe]) holds more than [GateConfig.MaxQueued] requests;
 //  4. the outage pause: after a congestion answer asking for a wait
 //     (Retry-After), and after connection failures, with a growing
 //     back-off;
 //  5. a slot of the [Scheduler], served by [Class], then by priority: the
-//     limit adapts by [AIMD] unless [GateConfig.Fixed].
+//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then a slot of the
+//     limit shared with other processes ([GateConfig.SharedSlots]).
 //
 // A call that got its slot while a pause began gives it back and waits
 // again from step 3. Once [GateConfig.Stop] is closed, the waits of steps
@@ -38,12 +40,14 @@ import (
 //
 // A Gate is safe for concurrent use; create it with [NewGate].
 type Gate struct {
-	slots *Scheduler
-	aimd  *AIMD // nil when the limit is fixed or unlimited
-	rate  *Rate
-	out   *outage
-	stop  <-chan struct{}
-	log   *slog.Logger
+	slots       *Scheduler
+	aimd        *AIMD // nil when the limit is fixed or unlimited
+	rate        *Rate
+	share       Shared      // nil when the budgets are this process's alone
+	slotsShared SharedSlots // nil when the concurrency limit is this process's alone
+	out         *outage
+	stop        <-chan struct{}
+	log         *slog.Logger
 
 	probe     ProbeFunc
 	maxQueued int
@@ -102,6 +106,20 @@ type GateConfig struct {
 	// TPM is tokens per minute. Zero means none, unless the backend
 	// reports one ([Outcome.LimitTokens]).
 	TPM int
+
+	// Shared is a budget shared with other processes that call the same
+	// backend: every call also waits on it after the local budgets
+	// above, which may then be zero (the shared budget is the account's
+	// limit; local ones only smooth this process's share). With Shared
+	// set the gate counts tokens ([Gate.CountsTokens]). Defaults to nil:
+	// limits are this process's alone.
+	Shared Shared
+	// SharedSlots is a concurrency limit shared with other processes that
+	// call the same backend: an admitted call also holds one of its slots,
+	// taken after the local one, and its outcome feeds the shared limit's
+	// adaptation. Defaults to nil: the concurrency limit is this process's
+	// alone.
+	SharedSlots SharedSlots
 
 	// Warm sends the first call alone: the others wait until it has
 	// returned (prefix warming).
@@ -187,14 +205,16 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 	}
 	cfg.withDefaults()
 	g := &Gate{
-		out:       newOutage(cfg.PauseBase, cfg.PauseMax, cfg.StartWindow),
-		stop:      cfg.Stop,
-		log:       cfg.Logger,
-		probe:     cfg.Probe,
-		maxQueued: cfg.MaxQueued,
-		interval:  cfg.ProbeInterval,
-		warm:      cfg.Warm,
-		warmDone:  make(chan struct{}),
+		out:         newOutage(cfg.PauseBase, cfg.PauseMax, cfg.StartWindow),
+		stop:        cfg.Stop,
+		log:         cfg.Logger,
+		probe:       cfg.Probe,
+		maxQueued:   cfg.MaxQueued,
+		interval:    cfg.ProbeInterval,
+		warm:        cfg.Warm,
+		warmDone:    make(chan struct{}),
+		share:       cfg.Shared,
+		slotsShared: cfg.SharedSlots,
 	}
 	var err error
 	if g.slots, err = New(Config{Limit: cfg.Limit}); err != nil {
@@ -218,6 +238,7 @@ type Ticket struct {
 	g         *Gate
 	estimated int    // tokens taken from the token budget
 	epoch     uint64 // the AIMD epoch the call was admitted in
+	lease     string // the shared slot's lease; "" when none
 	id, gen   uint64 // the call's id and outage generation, for outage.observe
 	began     bool   // the backend began to answer
 	warming   bool   // the call is the warm-up: others wait for its Release
@@ -231,7 +252,9 @@ type Ticket struct {
 //
 // On success the caller holds a Ticket and must release it. Otherwise it
 // returns ctx's error, or [ErrStopped] once [GateConfig.Stop] is closed
-// (from the waits for warming and pauses), and holds nothing.
+// (from the waits for warming and pauses), or the error of the shared
+// budget or slots ([Shared.Wait], [SharedSlots.Acquire]), and holds
+// nothing.
 func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, tokens int) (*Ticket, error) {
 	t := &Ticket{g: g}
 	if g.warm {
@@ -247,12 +270,18 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			}
 		}
 	}
-	if g.rate.CountsTokens() {
+	if g.CountsTokens() {
 		t.estimated = max(tokens, 0)
 	}
 	if err := g.rate.Wait(ctx, t.estimated); err != nil {
 		t.endWarm()
 		return nil, err
+	}
+	if g.share != nil {
+		if err := g.share.Wait(ctx, t.estimated); err != nil {
+			t.endWarm()
+			return nil, err
+		}
 	}
 	for {
 		if err := g.waitResume(ctx); err != nil {
@@ -267,14 +296,26 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			t.endWarm()
 			return nil, err
 		}
+		if g.slotsShared != nil {
+			lease, err := g.slotsShared.Acquire(ctx)
+			if err != nil {
+				g.slots.Release()
+				t.endWarm()
+				return nil, err
+			}
+			t.lease = lease
+		}
 		if !g.paused() {
 			var ok bool
 			if t.id, t.gen, ok = g.out.admit(); ok {
 				break
 			}
 		}
-		// Paused while this call waited for its slot: give it back.
+		// Paused while this call waited for its slots: give them back.
 		g.slots.Release()
+		if g.slotsShared != nil {
+			g.slotsShared.Release(ctx, t.lease, false, false)
+		}
 	}
 	if g.aimd != nil {
 		t.epoch = g.aimd.Epoch()
@@ -282,10 +323,11 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 	return t, nil
 }
 
-// CountsTokens reports whether a token budget is in force (configured or
-// reported by the backend): only then do the tokens passed to
-// [Gate.Acquire] matter, so callers can skip counting them otherwise.
-func (g *Gate) CountsTokens() bool { return g.rate.CountsTokens() }
+// CountsTokens reports whether a token budget is in force (configured,
+// reported by the backend, or shared: [GateConfig.Shared]): only then do
+// the tokens passed to [Gate.Acquire] matter, so callers can skip counting
+// them otherwise.
+func (g *Gate) CountsTokens() bool { return g.share != nil || g.rate.CountsTokens() }
 
 // LastAnswer returns when a call last succeeded or began to get its
 // answer ([Ticket.Answering]); zero if none has.
@@ -347,7 +389,8 @@ func (t *Ticket) Answering() {
 // Release frees the call's slot and feeds its outcome back: congestion
 // and a first connection failure halve the limit, success grows it, a
 // requested wait or a connection failure pauses admission, the real usage
-// corrects the token budget, and limits the backend reported are learnt.
+// corrects the token budgets (the shared one too: [Shared.Correct]), and
+// limits the backend reported are learnt.
 // With prefix warming, releasing the first call lets the others go.
 func (t *Ticket) Release(o Outcome) {
 	g := t.g
@@ -365,11 +408,17 @@ func (t *Ticket) Release(o Outcome) {
 	// A backend that went away lowers the limit once, not once per
 	// probe while it is away: the pauses hold the callers meanwhile.
 	congested = congested || firstConnFail
+	if g.slotsShared != nil {
+		g.slotsShared.Release(context.Background(), t.lease, o.Signal == SignalOK, congested)
+	}
 	if g.aimd != nil && (o.Signal == SignalOK || congested) {
 		g.aimd.Observe(t.epoch, congested)
 	}
 	if o.Tokens > 0 {
 		g.rate.Correct(t.estimated, o.Tokens)
+		if g.share != nil {
+			g.share.Correct(context.Background(), t.estimated, o.Tokens)
+		}
 	}
 	g.rate.Learn(o.LimitRequests, o.LimitTokens)
 }
