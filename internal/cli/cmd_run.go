@@ -13,6 +13,7 @@ import (
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
 	var bf batchFlags
+	rf := redisFlags{window: defaultWindow}
 	cmd := &cobra.Command{
 		Use:   "run JOB.yaml [flags]",
 		Short: "Run one agent per input of a job file",
@@ -41,6 +42,13 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 			return exactArgs(1, "exactly one job file")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if rf.url != "" {
+				f.logger = a.logger
+				return exitWith(runCoordinator(cmd.Context(), args[0], f, rf, a.stderr))
+			}
 			if bf.input != "" {
 				bf.out, bf.backend, bf.quiet = f.out, f.backend, f.quiet
 				return withSignals(cmd.Context(), func(ctx context.Context) int {
@@ -70,6 +78,9 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
 	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
 	fl.StringVar(&bf.state, "batch-state", "", "with --openai-batch: the batch's store directory (default OUT.batch)")
+	fl.StringVar(&rf.url, "redis", "", "spread the run over the workers reading this Redis (redis://[:password@]host:port[/db] or rediss://): this process enqueues the inputs and writes the results; resumable")
+	fl.StringVar(&rf.runID, "run-id", "", "with --redis: the run's ID (default: derived from the job file's path and content, the inputs' path and the output's)")
+	fl.IntVar(&rf.window, "window", rf.window, "with --redis: inputs enqueued without a result at most")
 	return cmd
 }
 
