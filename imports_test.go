@@ -19,6 +19,7 @@ func TestImportRules(t *testing.T) {
 		"tool/filetool":       {"tool"},
 		"tool/httptool":       {"tool"},
 		"checkpoint":          {"agent", "job", "llm"},
+		"queue":               {"", "agent", "job", "llm"},
 		"tool/mcptool":        {"tool"},
 		"schema":              {},
 		"internal/sse":        {},

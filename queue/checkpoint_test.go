@@ -1,0 +1,73 @@
+package queue_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint/checkpointtest"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/queue"
+)
+
+// Compile-time checks: Checkpoints is what the engine plugs in.
+var (
+	_ batchagent.Checkpointer = (*queue.Checkpoints)(nil)
+	_ batchagent.StateLoader  = (*queue.Checkpoints)(nil)
+)
+
+// TestConformance runs the Checkpointer suite, each case on a fresh
+// redis-server.
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) batchagent.Checkpointer {
+		c, _ := open(t)
+		return c.Checkpointer()
+	})
+}
+
+// stateOf returns a running state of agent index of job.
+func stateOf(job string, index int) agent.State {
+	return agent.State{JobID: job, Index: index, Status: agent.StatusRunning,
+		Input:    map[string]any{"n": json.Number("12345678901234567890"), "s": "x"},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Turns: 1}
+}
+
+func TestLoadState(t *testing.T) {
+	c, _ := open(t)
+	ctx := t.Context()
+	cp := c.Checkpointer()
+	if _, ok, err := cp.LoadState(ctx, "j", 0); err != nil || ok {
+		t.Fatalf("LoadState(nothing saved) = ok %v, %v; want none", ok, err)
+	}
+	run := stateOf("j", 4)
+	if err := cp.Save(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := cp.LoadState(ctx, "j", 4)
+	if err != nil || !ok {
+		t.Fatalf("LoadState = ok %v, %v", ok, err)
+	}
+	if diff := cmp.Diff(run, got); diff != "" {
+		t.Fatalf("LoadState (-saved +loaded):\n%s", diff)
+	}
+	// A final state is kept without its conversation; the caller's state
+	// keeps it.
+	done := stateOf("j", 4)
+	done.Status, done.Output = agent.StatusDone, json.RawMessage(`{"a":1}`)
+	if err := cp.Save(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	if len(done.Messages) != 1 {
+		t.Fatalf("Save changed the caller's Messages")
+	}
+	got, _, err = cp.LoadState(ctx, "j", 4)
+	if err != nil || got.Status != agent.StatusDone || got.Messages != nil || string(got.Output) != `{"a":1}` {
+		t.Fatalf("LoadState after done = %+v, %v; want done, output kept, no messages", got, err)
+	}
+	if _, ok, _ := cp.LoadState(ctx, "j", 5); ok {
+		t.Fatalf("LoadState(other index) found a state")
+	}
+}
