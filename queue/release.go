@@ -23,9 +23,6 @@ redis.call('XADD', KEYS[1], '*', 'run', ARGV[3], 'index', ARGV[4], 'input', ARGV
 return 1
 `)
 
-// releaseGroup is the consumer group of the task stream (see [Client.Read]).
-const releaseGroup = "workers"
-
 // Release hands task t back: it is re-added to the stream (same run,
 // index and input, under a new entry ID) and the original acknowledged
 // and deleted, atomically (a Lua script). The agent's checkpointed turns
@@ -36,8 +33,8 @@ const releaseGroup = "workers"
 // deleted) is left alone and Release returns nil. It is safe for
 // concurrent use.
 func (c *Client) Release(ctx context.Context, t Task) error {
-	err := releaseScript.Run(ctx, c.Redis(), []string{c.Key("tasks")},
-		releaseGroup, t.ID, t.Run, strconv.Itoa(t.Index), string(t.Input)).Err()
+	err := releaseScript.Run(ctx, c.Redis(), []string{c.tasksKey()},
+		Group, t.ID, t.Run, strconv.Itoa(t.Index), string(t.Input)).Err()
 	if err != nil {
 		return fmt.Errorf("queue: release task %s (run %s, index %d): %w", t.ID, t.Run, t.Index, err)
 	}
