@@ -74,6 +74,7 @@ type worker struct {
 	stopping atomic.Bool    // set at the first signal: canceled agents are released, not recorded
 	agents   sync.WaitGroup // the goroutines waiting for the agents' results
 	recorded atomic.Int64   // results recorded first by this worker
+	released atomic.Int64   // tasks handed back unfinished
 }
 
 // workerRun is a run as a worker runs it: the run's job built into a
@@ -172,7 +173,7 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 	if err := q.Leave(lctx, f.id); err != nil {
 		fmt.Fprintf(stderr, "batchagent worker %s: leave: %v\n", f.id, err)
 	}
-	fmt.Fprintf(stderr, "batchagent worker %s: stopped: %d results recorded", f.id, w.recorded.Load())
+	fmt.Fprintf(stderr, "batchagent worker %s: stopped: %d results recorded, %d unfinished tasks released", f.id, w.recorded.Load(), w.released.Load())
 	if left > 0 {
 		fmt.Fprintf(stderr, "; %d tasks could not be released: others take them after the visibility timeout (%s)", left, f.visibility)
 	}
@@ -352,6 +353,8 @@ func (w *worker) finish(t queue.Task, res batchagent.Result) {
 	if batchagent.KindOf(res.Err) == batchagent.KindCanceled || errors.Is(res.Err, batchagent.ErrCheckpoint) {
 		if err := w.q.Release(ctx, t); err != nil {
 			w.logger.Warn("release task: it is taken again after the visibility timeout", "job", t.Run, "agent", t.Index, "err", err)
+		} else {
+			w.released.Add(1)
 		}
 		return
 	}
@@ -433,6 +436,8 @@ func (w *worker) releaseHeld() int {
 		ctx, cancel := context.WithTimeout(context.Background(), redisOpTimeout)
 		if err := w.q.Release(ctx, t); err != nil {
 			left++
+		} else {
+			w.released.Add(1)
 		}
 		cancel()
 	}
