@@ -30,10 +30,18 @@ stops at once.
 
 --metrics-addr serves Prometheus metrics while the job runs. Traces go to an
 OpenTelemetry collector when the standard OTEL_* variables name one
-(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.`,
+(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
+
+With --redis URL the process is the coordinator of a run spread over the
+workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
+most --window without a result) and writes each recorded result into the
+output once; the same command run again resumes. The checkpoints are kept
+in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
+--backend do not apply.`,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
   batchagent run job.yaml --out results.jsonl --retry-failed
+  batchagent run job.yaml --inputs items.jsonl --out results.jsonl --redis redis://127.0.0.1:6379
   batchagent run --openai-batch requests.jsonl --out results.jsonl --backend 'sim://?latency=60ms'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if bf.input != "" {

@@ -275,12 +275,17 @@ func TestScaleOutWorkerKilledAndStopped(t *testing.T) {
 	// stopped with SIGTERM on the way.
 	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--run-id", "interrupted")
 	waitFor(t, 30*time.Second, "200 results", func() bool { return runDone(t, q, "interrupted") >= 200 })
-	held := 0
-	if ws, err := q.Workers(t.Context()); err == nil && len(ws) > 0 {
-		held = ws[0].Held
-	}
 	workers[0].signal(t, syscall.SIGKILL)
 	killedAt := runDone(t, q, "interrupted")
+	// The tasks the killed worker held: its agents in flight.
+	pending, err := q.Redis().XPending(t.Context(), q.Key("tasks"), queue.Group).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := pending.Consumers["w1"]
+	if held == 0 || held > active {
+		t.Errorf("the killed worker held %d tasks, want 1 to %d: the kill is meant to land mid-flight", held, active)
+	}
 	waitFor(t, 30*time.Second, "400 results", func() bool { return runDone(t, q, "interrupted") >= 400 })
 	workers[1].signal(t, syscall.SIGTERM)
 	stoppedAt := runDone(t, q, "interrupted")
@@ -299,7 +304,7 @@ func TestScaleOutWorkerKilledAndStopped(t *testing.T) {
 		}
 	}
 	calls := model.Stats().Requests - baseline
-	t.Logf("model calls: uninterrupted %d, with a SIGKILL at %d results (w1 held %d at its last beat) and a SIGTERM at %d: %d (+%d; bound +%d)",
+	t.Logf("model calls: uninterrupted %d, with a SIGKILL at %d results (w1 held %d tasks) and a SIGTERM at %d: %d (+%d; bound +%d)",
 		baseline, killedAt, held, stoppedAt, calls, calls-baseline, active+slack)
 	t.Logf("SIGTERMed worker: %s", lastLine(workers[1].stderr.String()))
 	if calls > baseline+active+slack {
@@ -523,26 +528,27 @@ func TestScaleOutFlagErrors(t *testing.T) {
 	in := writeFile(t, dir, "in.jsonl", `{"id":1}`+"\n")
 	const url = "redis://127.0.0.1:1"
 	tests := []struct {
+		name string
 		args []string
 		want []string
 	}{
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--state", "x.db"}, []string{"--redis", "--state"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--no-state"}, []string{"--redis", "--no-state"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--retry-failed"}, []string{"--redis", "--retry-failed"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--force"}, []string{"--redis", "--force"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--ordered"}, []string{"--redis", "--ordered"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--backend", "sim://"}, []string{"--redis", "--backend"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url, "--window", "0"}, []string{"--window"}},
-		{[]string{"run", job, "--inputs", in, "--run-id", "x"}, []string{"--run-id", "--redis"}},
-		{[]string{"run", job, "--inputs", in, "--window", "5"}, []string{"--window", "--redis"}},
-		{[]string{"run", job, "--inputs", in, "--redis", url}, []string{"--redis", "output file"}},
-		{[]string{"worker"}, []string{"--redis"}},
-		{[]string{"worker", "--redis", url, "--max-active", "0"}, []string{"--max-active"}},
-		{[]string{"status", "--redis", url, "--agent", "3"}, []string{"--redis", "--agent"}},
-		{[]string{"status", "x.db", "--redis", url}, []string{"no state file with --redis"}},
+		{"redis and state", []string{"run", job, "--inputs", in, "--redis", url, "--state", "x.db"}, []string{"--redis", "--state"}},
+		{"redis and no-state", []string{"run", job, "--inputs", in, "--redis", url, "--no-state"}, []string{"--redis", "--no-state"}},
+		{"redis and retry-failed", []string{"run", job, "--inputs", in, "--redis", url, "--retry-failed"}, []string{"--redis", "--retry-failed"}},
+		{"redis and force", []string{"run", job, "--inputs", in, "--redis", url, "--force"}, []string{"--redis", "--force"}},
+		{"redis and ordered", []string{"run", job, "--inputs", in, "--redis", url, "--ordered"}, []string{"--redis", "--ordered"}},
+		{"redis and backend", []string{"run", job, "--inputs", in, "--redis", url, "--backend", "sim://"}, []string{"--redis", "--backend"}},
+		{"window 0", []string{"run", job, "--inputs", in, "--redis", url, "--window", "0"}, []string{"--window"}},
+		{"run-id without redis", []string{"run", job, "--inputs", in, "--run-id", "x"}, []string{"--run-id", "--redis"}},
+		{"window without redis", []string{"run", job, "--inputs", in, "--window", "5"}, []string{"--window", "--redis"}},
+		{"redis without an output", []string{"run", job, "--inputs", in, "--redis", url}, []string{"--redis", "output file"}},
+		{"worker without redis", []string{"worker"}, []string{"--redis"}},
+		{"worker max-active 0", []string{"worker", "--redis", url, "--max-active", "0"}, []string{"--max-active"}},
+		{"status redis and agent", []string{"status", "--redis", url, "--agent", "3"}, []string{"--redis", "--agent"}},
+		{"status redis and a state file", []string{"status", "x.db", "--redis", url}, []string{"no state file with --redis"}},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, t.Context(), tt.args...)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2\nstderr:\n%s", code, stderr)
