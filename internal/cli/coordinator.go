@@ -202,7 +202,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if !f.quiet {
 		verb := "starting"
 		if existed {
-			verb = fmt.Sprintf("resuming (%d results in the output, %d inputs enqueued before)", len(written), st.Enqueued)
+			verb = fmt.Sprintf("resuming (%d results in the output, %d inputs enqueued before)", written.len(), st.Enqueued)
 		}
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", c.name, id, queue.RedactURL(rf.url), verb)
 	}
@@ -225,16 +225,16 @@ func runIDOf(jobPath string, job []byte, inPath, outPath string) string {
 // resumed one keeps its complete lines, drops a partial last line (the
 // write a killed coordinator left half done) and everything after it,
 // and returns the indexes the lines kept hold.
-func openRunOutput(path string, resume bool) (*os.File, map[int]bool, error) {
+func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
+	written := &indexSet{}
 	if !resume {
 		f, err := os.Create(path)
-		return f, map[int]bool{}, err
+		return f, written, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
-	written := map[int]bool{}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var keep int64
 	for {
@@ -245,10 +245,10 @@ func openRunOutput(path string, resume bool) (*os.File, map[int]bool, error) {
 		var l struct {
 			Index *int `json:"index"`
 		}
-		if json.Unmarshal(line, &l) != nil || l.Index == nil {
+		if json.Unmarshal(line, &l) != nil || l.Index == nil || *l.Index < 0 {
 			break
 		}
-		written[*l.Index] = true
+		written.add(*l.Index)
 		keep += int64(len(line))
 	}
 	if err := f.Truncate(keep); err != nil {
@@ -264,7 +264,7 @@ func openRunOutput(path string, resume bool) (*os.File, map[int]bool, error) {
 
 // coordinate enqueues the inputs and writes the results until every input
 // has its line in the output, or ctx ends or a signal comes.
-func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, estimate int, quiet bool, stderr io.Writer, file *os.File) int {
+func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimate int, quiet bool, stderr io.Writer, file *os.File) int {
 	begin := time.Now()
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -276,14 +276,14 @@ func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, esti
 	defer wg.Wait()
 
 	var sum runSummary
-	seen := map[int]bool{}
+	var seen indexSet
 	prog := newCoordProgress(stderr, quiet)
 	defer prog.stop()
 	cursor := "0"
 	var lastBeat time.Time
 	var runErr error
 	for {
-		if total := c.total.Load(); total >= 0 && countBelow(written, int(total)) == int(total) {
+		if total := int(c.total.Load()); total >= 0 && written.len() >= total && written.countBelow(total) == total {
 			break
 		}
 		if ctx.Err() != nil {
@@ -305,7 +305,7 @@ func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, esti
 				fmt.Fprintln(stderr, "batchagent run: warning: heartbeat:", err)
 			}
 			if !quiet {
-				prog.draw(c.progressLine(ctx, len(written), estimate))
+				prog.draw(c.progressLine(ctx, written.len(), estimate))
 			}
 		}
 		recs, err := c.q.Results(ctx, c.run, cursor, 512, time.Second)
@@ -319,18 +319,16 @@ func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, esti
 		}
 		for _, rec := range recs {
 			cursor = rec.Cursor
-			if seen[rec.Index] {
+			if rec.Index < 0 || !seen.add(rec.Index) {
 				continue
 			}
-			seen[rec.Index] = true
 			c.seen.Add(1)
-			if written[rec.Index] {
+			if !written.add(rec.Index) {
 				continue
 			}
 			line := bytes.TrimRight(rec.Line, "\n")
 			c.out.Write(line)
 			c.out.WriteByte('\n')
-			written[rec.Index] = true
 			sum.add(line)
 		}
 		if len(recs) > 0 {
@@ -355,7 +353,7 @@ func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, esti
 		runErr = err
 	}
 	if !quiet {
-		sum.write(stderr, c.name, time.Since(begin), len(written), c.outPath)
+		sum.write(stderr, c.name, time.Since(begin), written.len(), c.outPath)
 	}
 	switch {
 	case runErr != nil:
@@ -370,17 +368,6 @@ func (c *coordinator) coordinate(ctx context.Context, written map[int]bool, esti
 		return exitFailed
 	}
 	return exitOK
-}
-
-// countBelow counts the indexes of m below n.
-func countBelow(m map[int]bool, n int) int {
-	k := 0
-	for i := range m {
-		if i < n {
-			k++
-		}
-	}
-	return k
 }
 
 // enqueue adds the inputs after those enqueued before to the run's stream,

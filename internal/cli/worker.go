@@ -250,7 +250,9 @@ func (w *worker) start(ctx context.Context, t queue.Task) {
 	if err != nil {
 		return // logged once per attempt to open the job
 	}
-	w.hold(t)
+	if !w.hold(t) {
+		return // reclaimed from itself (a touch came late): it runs here already
+	}
 	var in batchagent.Input
 	dec := json.NewDecoder(bytes.NewReader(t.Input))
 	dec.UseNumber()
@@ -388,10 +390,16 @@ func (w *worker) ackCtx(ctx context.Context, t queue.Task) {
 	}
 }
 
-func (w *worker) hold(t queue.Task) {
+// hold adds t to the tasks held, and reports false when it was held
+// already.
+func (w *worker) hold(t queue.Task) bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.held[t.ID]; ok {
+		return false
+	}
 	w.held[t.ID] = t
-	w.mu.Unlock()
+	return true
 }
 
 func (w *worker) unhold(t queue.Task) {
