@@ -51,17 +51,30 @@ func (cp *Checkpoints) Save(ctx context.Context, s agent.State) error {
 // Load returns the latest saved state of every agent of jobID, ordered by
 // index; none for a job never saved.
 func (cp *Checkpoints) Load(ctx context.Context, jobID string) ([]agent.State, error) {
-	h, err := cp.c.rdb.HGetAll(ctx, cp.c.stateKey(jobID)).Result()
-	if err != nil {
-		return nil, cp.c.fail(fmt.Sprintf("load states of job %q", jobID), err)
-	}
-	out := make([]agent.State, 0, len(h))
-	for field, v := range h {
-		st, err := decodeState(v)
+	// HSCAN rather than HGETALL: a run's hash may hold millions of states,
+	// and one HGETALL of them would stall the Redis every worker shares.
+	// HSCAN returns every field present throughout the scan (so every
+	// state saved before Load began), possibly twice: seen drops repeats.
+	seen := map[string]bool{}
+	var out []agent.State
+	it := cp.c.rdb.HScan(ctx, cp.c.stateKey(jobID), 0, "", 1000).Iterator()
+	for it.Next(ctx) {
+		field := it.Val()
+		if !it.Next(ctx) {
+			break
+		}
+		if seen[field] {
+			continue
+		}
+		seen[field] = true
+		st, err := decodeState(it.Val())
 		if err != nil {
 			return nil, fmt.Errorf("queue: load state of job %q agent %s: %w", jobID, field, err)
 		}
 		out = append(out, st)
+	}
+	if err := it.Err(); err != nil {
+		return nil, cp.c.fail(fmt.Sprintf("load states of job %q", jobID), err)
 	}
 	slices.SortFunc(out, func(a, b agent.State) int { return cmp.Compare(a.Index, b.Index) })
 	return out, nil

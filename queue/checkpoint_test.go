@@ -71,3 +71,28 @@ func TestLoadState(t *testing.T) {
 		t.Fatalf("LoadState(other index) found a state")
 	}
 }
+
+// TestLoadManyStates: Load scans a hash too big for one reply's encoding
+// (HSCAN in batches) and returns every state once, by index.
+func TestLoadManyStates(t *testing.T) {
+	c, _ := open(t)
+	ctx := t.Context()
+	cp := c.Checkpointer()
+	const n = 2500
+	for i := range n {
+		st := stateOf("big", i)
+		st.Turns = i
+		if err := cp.Save(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states, err := cp.Load(ctx, "big")
+	if err != nil || len(states) != n {
+		t.Fatalf("Load = %d states, %v; want %d", len(states), err, n)
+	}
+	for i, st := range states {
+		if st.Index != i || st.Turns != i || st.JobID != "big" {
+			t.Fatalf("Load()[%d] = index %d, turns %d, job %q; want index and turns %d", i, st.Index, st.Turns, st.JobID, i)
+		}
+	}
+}

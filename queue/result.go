@@ -66,7 +66,8 @@ type Recorded struct {
 // Results returns up to max results of run recorded after cursor ("" or
 // "0": from the first), in the order they were recorded. When none is
 // there it blocks up to block (0: it does not block) and then returns
-// none, and nil. The Cursor of the last one returned continues.
+// none, and nil; it ends within about a second of ctx's cancellation. The
+// Cursor of the last one returned continues.
 func (c *Client) Results(ctx context.Context, run, cursor string, max int, block time.Duration) ([]Recorded, error) {
 	if max <= 0 {
 		return nil, nil
@@ -74,11 +75,16 @@ func (c *Client) Results(ctx context.Context, run, cursor string, max int, block
 	if cursor == "" {
 		cursor = "0"
 	}
-	streams, err := c.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{c.outKey(run), cursor},
-		Count: int64(max), Block: blockArg(block)}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	var streams []redis.XStream
+	err := blocking(ctx, block, func(b time.Duration) (bool, error) {
+		var err error
+		streams, err = c.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{c.outKey(run), cursor},
+			Count: int64(max), Block: b}).Result()
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	if err != nil {
 		return nil, c.fail(fmt.Sprintf("results of run %q after %q", run, cursor), err)
 	}

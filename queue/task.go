@@ -103,23 +103,28 @@ func (c *Client) withGroup(ctx context.Context, f func() error) error {
 // until it acks them or another worker reclaims them. It blocks up to
 // block when no task is there (0: it does not block) and then returns
 // none, and nil. Every worker reads through one consumer group, so no two
-// get the same new task. The group is created on first use. Tasks whose
+// get the same new task. The group is created on first use. A blocked
+// Read ends within about a second of ctx's cancellation (go-redis does not
+// interrupt a read in progress), returning ctx's error unless tasks came. Tasks whose
 // entries are malformed are acked, dropped and logged.
 func (c *Client) Read(ctx context.Context, worker string, max int, block time.Duration) ([]Task, error) {
 	if max <= 0 {
 		return nil, nil
 	}
-	args := &redis.XReadGroupArgs{Group: Group, Consumer: worker, Streams: []string{c.tasksKey(), ">"},
-		Count: int64(max), Block: blockArg(block)}
 	var streams []redis.XStream
-	err := c.withGroup(ctx, func() error {
-		var err error
-		streams, err = c.rdb.XReadGroup(ctx, args).Result()
-		return err
+	err := blocking(ctx, block, func(b time.Duration) (bool, error) {
+		args := &redis.XReadGroupArgs{Group: Group, Consumer: worker, Streams: []string{c.tasksKey(), ">"},
+			Count: int64(max), Block: b}
+		err := c.withGroup(ctx, func() error {
+			var err error
+			streams, err = c.rdb.XReadGroup(ctx, args).Result()
+			return err
+		})
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
 	})
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, c.fail(fmt.Sprintf("read tasks for worker %q", worker), err)
 	}
@@ -130,13 +135,36 @@ func (c *Client) Read(ctx context.Context, worker string, max int, block time.Du
 	return c.tasks(ctx, msgs), nil
 }
 
-// blockArg turns a blocking time into XREAD's: -1 for no BLOCK argument,
-// at least 1ms otherwise (BLOCK 0 would block for ever).
-func blockArg(block time.Duration) time.Duration {
-	if block <= 0 {
-		return -1
+// blockSlice is the longest a blocking read waits in Redis at once: go-redis
+// does not interrupt a read when its context is cancelled (only a deadline
+// bounds it), so a blocking call waits in slices and checks its context
+// between them.
+const blockSlice = time.Second
+
+// blocking calls read until it returns something or an error, or block has
+// passed, or ctx ends. It passes read the time to block in Redis (-1: do not
+// block; BLOCK 0 would block for ever): at most blockSlice, and never past
+// ctx's deadline, so that the read ends by itself rather than by a broken
+// connection (whose reply, entries delivered to a consumer included, would
+// be lost).
+func blocking(ctx context.Context, block time.Duration, read func(b time.Duration) (got bool, err error)) error {
+	end := time.Now().Add(block)
+	for {
+		b := min(time.Until(end), blockSlice)
+		if d, ok := ctx.Deadline(); ok {
+			b = min(b, time.Until(d)-50*time.Millisecond)
+		}
+		if b < time.Millisecond {
+			b = -1
+		}
+		got, err := read(b)
+		if err != nil || got || b < 0 {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
-	return max(block, time.Millisecond)
 }
 
 // tasks decodes entries; malformed ones are acked and deleted.

@@ -117,8 +117,9 @@ func TestConcurrentReadersGetDistinctTasks(t *testing.T) {
 	const n = 200
 	enqueue(t, c, "r", 0, n)
 
-	var mu sync.Mutex // protects seen
+	var mu sync.Mutex // protects seen and dups
 	seen := map[int]string{}
+	var dups []string
 	var wg sync.WaitGroup
 	errs := make(chan error, 4) // one per reader at most
 	for w := range 4 {
@@ -136,7 +137,7 @@ func TestConcurrentReadersGetDistinctTasks(t *testing.T) {
 				mu.Lock()
 				for _, tk := range tasks {
 					if other, ok := seen[tk.Index]; ok {
-						errs <- fmt.Errorf("task %d read by %s and %s", tk.Index, other, worker)
+						dups = append(dups, fmt.Sprintf("task %d read by %s and %s", tk.Index, other, worker))
 					}
 					seen[tk.Index] = worker
 				}
@@ -148,6 +149,9 @@ func TestConcurrentReadersGetDistinctTasks(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	for _, d := range dups {
+		t.Error(d)
 	}
 	if len(seen) != n {
 		t.Errorf("read %d distinct tasks, want %d", len(seen), n)
@@ -228,5 +232,36 @@ func TestTaskInputRoundTrip(t *testing.T) {
 	}
 	if string(tasks[0].Input) != string(in) {
 		t.Errorf("Input = %s, want %s", tasks[0].Input, in)
+	}
+}
+
+// TestGroupRecreated: when the task stream is lost (deleted, Redis
+// flushed), the next calls recreate it and its group.
+func TestGroupRecreated(t *testing.T) {
+	c, _ := open(t)
+	ctx := t.Context()
+	createRun(t, c, "r")
+	enqueue(t, c, "r", 0, 1)
+	if tasks, err := c.Read(ctx, "w", 1, 0); err != nil || len(tasks) != 1 {
+		t.Fatalf("Read = %v, %v", tasks, err)
+	}
+	if err := c.Redis().Del(ctx, c.Key("tasks")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func() error{
+		"Reclaim": func() error { _, err := c.Reclaim(ctx, "w", 0, 1); return err },
+		"Touch":   func() error { return c.Touch(ctx, "w", []string{"1-1"}) },
+	} {
+		if err := call(); err != nil {
+			t.Errorf("%s after the stream was deleted = %v, want nil", name, err)
+		}
+	}
+	if err := c.Redis().Del(ctx, c.Key("tasks")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, c, "r", 1, 1) // recreates the stream, without the group
+	tasks, err := c.Read(ctx, "w", 1, 0)
+	if err != nil || len(tasks) != 1 || tasks[0].Index != 1 {
+		t.Fatalf("Read after the stream was recreated = %+v, %v; want task 1", tasks, err)
 	}
 }
