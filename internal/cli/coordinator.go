@@ -123,6 +123,12 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if err != nil {
 		return fail(exitUsage, err)
 	}
+	switch {
+	case cj.Reduce != nil:
+		return fail(exitUsage, fmt.Errorf("%s: a job with a reduce step does not run with --redis (the workers run the inputs only): run it without --redis", path))
+	case cj.Def.Pack.MaxAgents > 0:
+		return fail(exitUsage, fmt.Errorf("%s: a job with pack: does not run with --redis (workers run each input on its own): drop pack: or --redis", path))
+	}
 	outPath := cj.Output
 	if f.out != "" {
 		outPath = f.out

@@ -527,11 +527,15 @@ func TestScaleOutFlagErrors(t *testing.T) {
 	dir, job := newJob(t, "")
 	in := writeFile(t, dir, "in.jsonl", `{"id":1}`+"\n")
 	const url = "redis://127.0.0.1:1"
+	packed := writeFile(t, dir, "packed.yaml", "backend: \"sim://\"\ntask: \"Say {id}\"\npack:\n  max_agents: 4\n")
+	reduced := writeFile(t, dir, "reduced.yaml", "backend: \"sim://\"\ntask: \"Say {id}\"\nreduce:\n  task: \"Sum up {outputs}\"\n")
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
+		{"redis and pack", []string{"run", packed, "--inputs", in, "--out", "o.jsonl", "--redis", url}, []string{"pack:", "--redis"}},
+		{"redis and reduce", []string{"run", reduced, "--inputs", in, "--out", "o.jsonl", "--redis", url}, []string{"reduce step", "--redis"}},
 		{"redis and state", []string{"run", job, "--inputs", in, "--redis", url, "--state", "x.db"}, []string{"--redis", "--state"}},
 		{"redis and no-state", []string{"run", job, "--inputs", in, "--redis", url, "--no-state"}, []string{"--redis", "--no-state"}},
 		{"redis and retry-failed", []string{"run", job, "--inputs", in, "--redis", url, "--retry-failed"}, []string{"--redis", "--retry-failed"}},

@@ -87,7 +87,13 @@ type workerRun struct {
 	tools  *builtTools
 	err    error     // why the job could not be opened; nil when it was
 	retry  time.Time // when to try opening a failed job again
+	used   time.Time // when a task of the run last started here
 }
+
+// runIdle is how long a run's engine stays open on a worker after its
+// last task started, when none of its tasks is held: a long-lived worker
+// closes the engines and tools of runs that are over.
+const runIdle = 5 * time.Minute
 
 // runWorker is `batchagent worker`: it serves the queue at f.redis until
 // the first SIGINT or SIGTERM, then stops reading, lets the turns in
@@ -215,6 +221,29 @@ func (w *worker) loop(ctx, agentCtx context.Context) {
 		for _, t := range tasks {
 			w.start(agentCtx, t)
 		}
+		w.closeIdle(ctx)
+	}
+}
+
+// closeIdle shuts down the engines, and closes the tools, of the runs with
+// no task held here that started none for runIdle.
+func (w *worker) closeIdle(ctx context.Context) {
+	w.mu.Lock()
+	busy := map[string]bool{}
+	for _, t := range w.held {
+		busy[t.Run] = true
+	}
+	w.mu.Unlock()
+	for id, r := range w.runs {
+		if busy[id] || time.Since(r.used) < runIdle || r.err != nil {
+			continue
+		}
+		delete(w.runs, id)
+		_ = r.engine.Shutdown(ctx) // nothing in flight: it returns at once
+		if err := r.tools.close(); err != nil {
+			w.logger.Warn("closing tools", "job", id, "err", err)
+		}
+		w.logger.Info("run closed: idle", "job", id)
 	}
 }
 
@@ -253,6 +282,7 @@ func (w *worker) start(ctx context.Context, t queue.Task) {
 	if !w.hold(t) {
 		return // reclaimed from itself (a touch came late): it runs here already
 	}
+	r.used = time.Now()
 	var in batchagent.Input
 	dec := json.NewDecoder(bytes.NewReader(t.Input))
 	dec.UseNumber()
