@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/sched"
 )
 
 // DefaultMaxActive is the default of [Config.MaxActive].
@@ -128,6 +129,15 @@ type RateLimit struct {
 	// four bytes a token. It is called only while a token budget is in
 	// force (TPM, or one learnt from the backend's headers).
 	CountTokens func(*llm.Request) int
+	// Shared, if set, returns the budget the backend b shares with other
+	// processes (package queue's SharedRate keeps one in Redis): every
+	// model call to b also waits on it, so that workers on many processes
+	// stay within the account's one limit, not one limit each. RPM and TPM
+	// above then pace only this process and may be zero. It is called
+	// once per backend, when a job first names it; a nil Shared means none
+	// for b, and an error fails the jobs that name b. Defaults to nil:
+	// limits are per process.
+	Shared func(b Backend) (sched.Shared, error)
 }
 
 // Backpressure holds admission back while a self-hosted server's queue is

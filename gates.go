@@ -3,6 +3,7 @@ package batchagent
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"reflect"
 
 	"github.com/batchagent/batchagent/internal/engine"
@@ -85,11 +86,18 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 	if cfg.Limit > 0 && !cfg.Fixed {
 		cfg.Initial = max(initial, 1)
 	}
+	if a.RateLimit.Shared != nil {
+		sh, err := a.RateLimit.Shared(Backend{Model: m, Name: name})
+		if err != nil {
+			return engine.Admission{}, fmt.Errorf("batchagent: shared rate limit of backend %q: %w", name, err)
+		}
+		cfg.Shared = sh
+	}
 	count := a.RateLimit.CountTokens
 	if count == nil {
 		count = estimateTokens
 	}
-	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || hosted
+	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || hosted
 	return engine.Admission{Gate: cfg, Count: count, Gated: gated}, nil
 }
 

@@ -22,7 +22,8 @@ import (
 //     every other waits until it has returned, so that the backend has
 //     cached the shared prompt prefix before the others arrive;
 //  2. the rate budgets ([GateConfig.RPM], [GateConfig.TPM], or limits the
-//     backend reported);
+//     backend reported), then the budget shared with other processes
+//     ([GateConfig.Shared]);
 //  3. the backpressure pause: while the backend's queue (read by
 //     [GateConfig.Probe]) holds more than [GateConfig.MaxQueued] requests;
 //  4. the outage pause: after a congestion answer asking for a wait
@@ -41,6 +42,7 @@ type Gate struct {
 	slots *Scheduler
 	aimd  *AIMD // nil when the limit is fixed or unlimited
 	rate  *Rate
+	share Shared // nil when the budgets are this process's alone
 	out   *outage
 	stop  <-chan struct{}
 	log   *slog.Logger
@@ -102,6 +104,14 @@ type GateConfig struct {
 	// TPM is tokens per minute. Zero means none, unless the backend
 	// reports one ([Outcome.LimitTokens]).
 	TPM int
+
+	// Shared is a budget shared with other processes that call the same
+	// backend: every call also waits on it after the local budgets
+	// above, which may then be zero (the shared budget is the account's
+	// limit; local ones only smooth this process's share). With Shared
+	// set the gate counts tokens ([Gate.CountsTokens]). Defaults to nil:
+	// limits are this process's alone.
+	Shared Shared
 
 	// Warm sends the first call alone: the others wait until it has
 	// returned (prefix warming).
@@ -195,6 +205,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 		interval:  cfg.ProbeInterval,
 		warm:      cfg.Warm,
 		warmDone:  make(chan struct{}),
+		share:     cfg.Shared,
 	}
 	var err error
 	if g.slots, err = New(Config{Limit: cfg.Limit}); err != nil {
@@ -231,7 +242,8 @@ type Ticket struct {
 //
 // On success the caller holds a Ticket and must release it. Otherwise it
 // returns ctx's error, or [ErrStopped] once [GateConfig.Stop] is closed
-// (from the waits for warming and pauses), and holds nothing.
+// (from the waits for warming and pauses), or the error of the shared
+// budget ([Shared.Wait]), and holds nothing.
 func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, tokens int) (*Ticket, error) {
 	t := &Ticket{g: g}
 	if g.warm {
@@ -247,12 +259,18 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			}
 		}
 	}
-	if g.rate.CountsTokens() {
+	if g.CountsTokens() {
 		t.estimated = max(tokens, 0)
 	}
 	if err := g.rate.Wait(ctx, t.estimated); err != nil {
 		t.endWarm()
 		return nil, err
+	}
+	if g.share != nil {
+		if err := g.share.Wait(ctx, t.estimated); err != nil {
+			t.endWarm()
+			return nil, err
+		}
 	}
 	for {
 		if err := g.waitResume(ctx); err != nil {
@@ -282,10 +300,11 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 	return t, nil
 }
 
-// CountsTokens reports whether a token budget is in force (configured or
-// reported by the backend): only then do the tokens passed to
-// [Gate.Acquire] matter, so callers can skip counting them otherwise.
-func (g *Gate) CountsTokens() bool { return g.rate.CountsTokens() }
+// CountsTokens reports whether a token budget is in force (configured,
+// reported by the backend, or shared: [GateConfig.Shared]): only then do
+// the tokens passed to [Gate.Acquire] matter, so callers can skip counting
+// them otherwise.
+func (g *Gate) CountsTokens() bool { return g.share != nil || g.rate.CountsTokens() }
 
 // LastAnswer returns when a call last succeeded or began to get its
 // answer ([Ticket.Answering]); zero if none has.
@@ -347,7 +366,8 @@ func (t *Ticket) Answering() {
 // Release frees the call's slot and feeds its outcome back: congestion
 // and a first connection failure halve the limit, success grows it, a
 // requested wait or a connection failure pauses admission, the real usage
-// corrects the token budget, and limits the backend reported are learnt.
+// corrects the token budgets (the shared one too: [Shared.Correct]), and
+// limits the backend reported are learnt.
 // With prefix warming, releasing the first call lets the others go.
 func (t *Ticket) Release(o Outcome) {
 	g := t.g
@@ -370,6 +390,9 @@ func (t *Ticket) Release(o Outcome) {
 	}
 	if o.Tokens > 0 {
 		g.rate.Correct(t.estimated, o.Tokens)
+		if g.share != nil {
+			g.share.Correct(context.Background(), t.estimated, o.Tokens)
+		}
 	}
 	g.rate.Learn(o.LimitRequests, o.LimitTokens)
 }

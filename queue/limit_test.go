@@ -1,0 +1,335 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/openai"
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
+	"github.com/batchagent/batchagent/internal/redistest"
+	"github.com/batchagent/batchagent/queue"
+	"github.com/batchagent/batchagent/sched"
+	"github.com/redis/go-redis/v9"
+)
+
+// newRedis starts a redis-server for t and returns a client of it, and
+// the server.
+func newRedis(t *testing.T) (*redis.Client, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t, redistest.Options{})
+	opt, err := redis.ParseURL(srv.URL)
+	if err != nil {
+		t.Fatalf("redis.ParseURL(%q) = %v", srv.URL, err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, srv
+}
+
+func newSharedRate(t *testing.T, rdb redis.UniversalClient, key string, cfg queue.SharedRateConfig) *queue.SharedRate {
+	t.Helper()
+	s, err := queue.NewSharedRate(rdb, key, cfg)
+	if err != nil {
+		t.Fatalf("NewSharedRate(%q, %+v) = %v", key, cfg, err)
+	}
+	return s
+}
+
+func TestSharedRateRejectsBadConfig(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, tt := range []struct {
+		name string
+		key  string
+		cfg  queue.SharedRateConfig
+	}{
+		{"no key", "", queue.SharedRateConfig{RPM: 1}},
+		{"no limit", "k", queue.SharedRateConfig{}},
+		{"negative rpm", "k", queue.SharedRateConfig{RPM: -1}},
+		{"negative tpm", "k", queue.SharedRateConfig{TPM: -1, RPM: 1}},
+		{"burst above 1", "k", queue.SharedRateConfig{RPM: 1, Burst: 1.5}},
+		{"negative burst", "k", queue.SharedRateConfig{RPM: 1, Burst: -0.1}},
+	} {
+		if _, err := queue.NewSharedRate(rdb, tt.key, tt.cfg); err == nil {
+			t.Errorf("%s: NewSharedRate(%q, %+v) = nil error, want error", tt.name, tt.key, tt.cfg)
+		}
+	}
+}
+
+// TestSharedRateRPM checks that four limiters on one key, as four worker
+// processes would hold, share one request budget: 100 requests at 3000
+// a minute (50/s, burst 50) take at least a second, where four separate
+// budgets would let them all through at once.
+func TestSharedRateRPM(t *testing.T) {
+	rdb, _ := newRedis(t)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100) // one per request at most
+	for range 4 {
+		s := newSharedRate(t, rdb, "ba:rate:test", queue.SharedRateConfig{RPM: 3000})
+		for range 25 {
+			wg.Go(func() {
+				if err := s.Wait(t.Context(), 0); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Wait = %v", err)
+	}
+	// 50 at once, then 50 more at 50 a second.
+	if got := time.Since(start); got < 950*time.Millisecond || got > 5*time.Second {
+		t.Errorf("100 requests through 4 limiters sharing 3000 rpm took %v, want about 1s", got)
+	}
+}
+
+// TestSharedRateCorrect checks that Correct charges tokens used above the
+// estimate and gives back those below: at 60,000 tpm (1000 a second, burst
+// 1000) the next 1000-token request waits 1.5s after a call that used 500
+// more than estimated, and 0.5s after one that used 500 fewer.
+func TestSharedRateCorrect(t *testing.T) {
+	rdb, _ := newRedis(t)
+	for _, tt := range []struct {
+		name   string
+		actual int
+		want   time.Duration
+	}{
+		{"above estimate", 1500, 1500 * time.Millisecond},
+		{"below estimate", 500, 500 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSharedRate(t, rdb, "ba:rate:"+t.Name(), queue.SharedRateConfig{TPM: 60_000})
+			if err := s.Wait(t.Context(), 1000); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			s.Correct(t.Context(), 1000, tt.actual)
+			if err := s.Wait(t.Context(), 1000); err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Since(start); got < tt.want-100*time.Millisecond || got > tt.want+700*time.Millisecond {
+				t.Errorf("after Correct(1000, %d) the next 1000 tokens waited %v, want %v", tt.actual, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSharedRateLargeRequest checks that a request estimated above the
+// burst is admitted once the burst fits and charged in full: the next
+// request waits for the rest.
+func TestSharedRateLargeRequest(t *testing.T) {
+	rdb, _ := newRedis(t)
+	s := newSharedRate(t, rdb, "ba:rate:large", queue.SharedRateConfig{TPM: 60_000}) // 1000/s, burst 1000
+	start := time.Now()
+	if err := s.Wait(t.Context(), 2000); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Since(start); got > 500*time.Millisecond {
+		t.Errorf("a 2000-token request on an idle 1000-token burst waited %v, want no wait", got)
+	}
+	if err := s.Wait(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Since(start); got < 900*time.Millisecond || got > 2*time.Second {
+		t.Errorf("the request after a 2000-token one was admitted after %v, want about 1s", got)
+	}
+}
+
+// TestSharedRateCancel checks that a Wait for a budget spent for a minute
+// returns promptly when its context ends.
+func TestSharedRateCancel(t *testing.T) {
+	rdb, _ := newRedis(t)
+	s := newSharedRate(t, rdb, "ba:rate:cancel", queue.SharedRateConfig{RPM: 1, Burst: 1})
+	if err := s.Wait(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.Wait(ctx, 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait on a spent budget = %v, want %v", err, context.DeadlineExceeded)
+	}
+	if got := time.Since(start); got > 2*time.Second {
+		t.Errorf("Wait returned %v after its context ended at 200ms, want promptly", got)
+	}
+}
+
+// TestSharedRateRedisDown checks that Wait fails, closed and soon, when
+// Redis is gone, and that Correct returns.
+func TestSharedRateRedisDown(t *testing.T) {
+	rdb, srv := newRedis(t)
+	s := newSharedRate(t, rdb, "ba:rate:down", queue.SharedRateConfig{RPM: 600, TPM: 60_000})
+	if err := s.Wait(t.Context(), 10); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	start := time.Now()
+	err := s.Wait(t.Context(), 10)
+	if !errors.Is(err, queue.ErrSharedLimit) {
+		t.Errorf("Wait with Redis down = %v, want an error wrapping ErrSharedLimit", err)
+	}
+	s.Correct(t.Context(), 10, 20)
+	if got := time.Since(start); got > 10*time.Second {
+		t.Errorf("Wait and Correct with Redis down took %v, want a few seconds at most", got)
+	}
+	t.Logf("with Redis down: %v after %v", err, time.Since(start))
+}
+
+// The setting of TestSharedTPMAcrossWorkers: a minute's budget is scaled
+// down to a window of tpmWindow (120,000 tokens a minute is 10,000 per
+// 5s), and the shared burst is the default burst's share of a minute,
+// over that window.
+const (
+	tpmLimit  = 120_000
+	tpmWindow = 5 * time.Second
+	tpmBurst  = DefaultSharedBurstPerWindow
+)
+
+// DefaultSharedBurstPerWindow is queue.DefaultSharedBurst scaled from a
+// minute down to tpmWindow.
+const DefaultSharedBurstPerWindow = queue.DefaultSharedBurst * float64(tpmWindow) / float64(time.Minute)
+
+// TestSharedTPMAcrossWorkers is the shared-limit test of issue 16: four
+// workers (four engines, each with its own gate and its own client, as
+// four processes would have) run agents against one simulated backend with
+// a TPM limit. With the limit shared through Redis, the tokens the server
+// processes in any window stay within 105 % of the limit's share of that
+// window; with the same limit kept for each worker apart (a limit per
+// process), they exceed it about four times over.
+func TestSharedTPMAcrossWorkers(t *testing.T) {
+	rdb, _ := newRedis(t)
+	budget := float64(tpmLimit) * tpmWindow.Seconds() / 60
+
+	t.Run("shared", func(t *testing.T) {
+		peak, total := runWorkers(t, 7*time.Second, func(int) batchagent.Admission {
+			return batchagent.Admission{RateLimit: batchagent.RateLimit{
+				Shared: func(batchagent.Backend) (sched.Shared, error) {
+					return queue.NewSharedRate(rdb, "ba:rate:sim", queue.SharedRateConfig{TPM: tpmLimit, Burst: tpmBurst})
+				},
+			}}
+		})
+		t.Logf("shared limit: peak %d tokens in a %v window (%.1f %% of the %.0f allowed), %d in all",
+			peak, tpmWindow, 100*float64(peak)/budget, budget, total)
+		if float64(peak) > 1.05*budget {
+			t.Errorf("peak %d tokens in a %v window, want at most 105 %% of %.0f", peak, tpmWindow, budget)
+		}
+		if float64(peak) < 0.8*budget {
+			t.Errorf("peak %d tokens in a %v window, want the budget of %.0f about used: the test measures nothing", peak, tpmWindow, budget)
+		}
+	})
+	t.Run("per worker", func(t *testing.T) {
+		// The same limiter, but a budget of its own for each worker: a
+		// limit set per process.
+		peak, total := runWorkers(t, 5500*time.Millisecond, func(i int) batchagent.Admission {
+			return batchagent.Admission{RateLimit: batchagent.RateLimit{
+				Shared: func(batchagent.Backend) (sched.Shared, error) {
+					return queue.NewSharedRate(rdb, fmt.Sprint("ba:rate:sim:", i), queue.SharedRateConfig{TPM: tpmLimit, Burst: tpmBurst})
+				},
+			}}
+		})
+		t.Logf("limit per worker: peak %d tokens in a %v window (%.1f %% of the %.0f allowed), %d in all",
+			peak, tpmWindow, 100*float64(peak)/budget, budget, total)
+		if float64(peak) < 3.5*budget {
+			t.Errorf("peak %d tokens in a %v window with a limit per worker, want well above the %.0f of one limit", peak, tpmWindow, budget)
+		}
+	})
+}
+
+// runWorkers runs four engines, worker i with the admission adm(i), for
+// d against one simulated backend, and returns the most tokens (prompt
+// and generated) the server processed in any tpmWindow, and in all.
+func runWorkers(t *testing.T, d time.Duration, adm func(i int) batchagent.Admission) (peak, total int64) {
+	t.Helper()
+	srv, err := simhttp.New(simhttp.Config{
+		Model:            sim.Config{ToolTurns: -1, Seed: 1},
+		MaxSeqs:          256,
+		MaxQueue:         -1,
+		PrefillPerToken:  time.Microsecond,
+		DecodeStep:       time.Millisecond,
+		DecodeStepPerSeq: 10 * time.Microsecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	var bg sync.WaitGroup
+	bg.Go(func() { _ = srv.Run(ctx) })
+	defer func() {
+		cancel()
+		bg.Wait()
+	}()
+
+	// Sample the server's token counters while the workers run.
+	type sample struct {
+		at     time.Time
+		tokens int64
+	}
+	var samples []sample
+	read := func() {
+		st := srv.Stats()
+		samples = append(samples, sample{time.Now(), st.PromptTokens + st.GenerationTokens})
+	}
+	read()
+	runCtx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var workers sync.WaitGroup
+	system := strings.Repeat("You answer questions about the number you are given. ", 20)
+	for i := range 4 {
+		cfg, err := openai.ParseURL("sim+" + hs.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := openai.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := batchagent.New(batchagent.Config{MaxActive: 32, Admission: adm(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := batchagent.NewSpec(batchagent.Def{ID: fmt.Sprint("w", i), Model: m, System: system, Task: "Number {id}."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]batchagent.Input, 100_000)
+		for j := range in {
+			in[j] = batchagent.Input{"id": fmt.Sprint(j)}
+		}
+		workers.Go(func() { _, _ = e.Run(runCtx, spec, batchagent.Slice(in)) })
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for runCtx.Err() == nil {
+		select {
+		case <-tick.C:
+			read()
+		case <-runCtx.Done():
+		}
+	}
+	read()
+	workers.Wait()
+
+	for i, s := range samples {
+		for _, u := range samples[i+1:] {
+			if u.at.Sub(s.at) > tpmWindow {
+				break
+			}
+			peak = max(peak, u.tokens-s.tokens)
+		}
+	}
+	return peak, samples[len(samples)-1].tokens - samples[0].tokens
+}

@@ -1,0 +1,75 @@
+package sched_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/batchagent/batchagent/sched"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeShared is a sched.Shared that records what the gate asks of it and
+// fails Wait with err when set.
+type fakeShared struct {
+	err error
+
+	mu       sync.Mutex // protects the fields below
+	waits    []int
+	corrects [][2]int
+}
+
+func (f *fakeShared) Wait(ctx context.Context, tokens int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waits = append(f.waits, tokens)
+	return f.err
+}
+
+func (f *fakeShared) Correct(ctx context.Context, estimated, actual int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.corrects = append(f.corrects, [2]int{estimated, actual})
+}
+
+// TestGateShared checks that a gate with a shared budget counts tokens
+// without a local budget, waits on the shared budget with each call's
+// estimate, and corrects it with the usage each call reports.
+func TestGateShared(t *testing.T) {
+	sh := &fakeShared{}
+	g := newGate(t, sched.GateConfig{Limit: 4, Shared: sh})
+	if !g.CountsTokens() {
+		t.Error("CountsTokens() with a shared budget = false, want true")
+	}
+	for i, o := range []sched.Outcome{{Tokens: 250}, {}, {Tokens: 90}} {
+		tk, err := g.Acquire(t.Context(), sched.Batch, 0, 0, 100*(i+1))
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		tk.Release(o)
+	}
+	if diff := cmp.Diff([]int{100, 200, 300}, sh.waits); diff != "" {
+		t.Errorf("Shared.Wait tokens (-want +got):\n%s", diff)
+	}
+	// The call without usage leaves its estimate standing.
+	if diff := cmp.Diff([][2]int{{100, 250}, {300, 90}}, sh.corrects); diff != "" {
+		t.Errorf("Shared.Correct (estimated, actual) (-want +got):\n%s", diff)
+	}
+}
+
+// TestGateSharedError checks that a failing shared budget fails Acquire
+// with its error, holding nothing, and lets warming callers go.
+func TestGateSharedError(t *testing.T) {
+	down := errors.New("shared budget down")
+	sh := &fakeShared{err: down}
+	g := newGate(t, sched.GateConfig{Limit: 1, Warm: true, Shared: sh})
+	for range 2 { // the second would wait for the warm-up forever if the first held it
+		if _, err := g.Acquire(t.Context(), sched.Batch, 0, 0, 10); !errors.Is(err, down) {
+			t.Fatalf("Acquire with a failing shared budget = %v, want %v", err, down)
+		}
+	}
+	if got := g.Stats(); got.Inflight != 0 {
+		t.Errorf("Stats().Inflight after failed acquires = %d, want 0", got.Inflight)
+	}
+}
