@@ -571,3 +571,45 @@ func TestScaleOutFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestScaleOutSharedRateLimit: a job's rpm limit, run on two workers, is
+// one budget kept in Redis for the backend and model that both workers
+// call (package queue's SharedRate tests that such a budget holds the
+// limit across processes). At 6 requests a minute (a burst of one, one
+// more every 10 s) the first call leaves the budget's key alive for 10 s,
+// where the test finds it. The workers stop with a short --grace: agents
+// waiting on the shared budget are not woken by a drain, only when the
+// grace ends.
+func TestScaleOutSharedRateLimit(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, redistest.Options{})
+	model, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, 4, "")
+	b, err := os.ReadFile(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "job.yaml", string(b)+"limits:\n  rpm: 6\n")
+	var workers []*proc
+	for _, id := range []string{"ra", "rb"} {
+		workers = append(workers, startProc(t, dir, id, "worker", "--redis", rs.URL, "--id", id, "--max-active", "2", "--grace", "2s"))
+	}
+	startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--quiet")
+	waitFor(t, 30*time.Second, "a model call", func() bool { return model.Stats().Requests >= 1 })
+	q := openQueue(t, rs.URL)
+	keys, err := q.Redis().Keys(t.Context(), "rate:"+q.Key("rate", "*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "rate:" + q.Key("rate", "sim+http://"+addr, "") // the job names no model
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], want) || !strings.HasSuffix(keys[0], ":rpm") {
+		t.Errorf("rate budgets in Redis = %v, want one, %s…:rpm", keys, want)
+	}
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+		if code := w.wait(t, 40*time.Second); code != 0 {
+			t.Errorf("%s: exit %d\n%s", w.name, code, w.stderr.String())
+		}
+	}
+}

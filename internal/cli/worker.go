@@ -18,7 +18,9 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
+	"github.com/batchagent/batchagent/sched"
 )
 
 // defaultWorkerActive is a worker's --max-active default: the agents it
@@ -360,6 +362,7 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	}
 	cfg.MaxActive = w.f.maxActive
 	cfg.Checkpoint = w.q.Checkpointer()
+	w.shareRateLimit(&cfg, cj, model)
 	spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 	if err != nil {
 		return nil, err
@@ -511,5 +514,25 @@ func (w *worker) heartbeat(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// shareRateLimit makes the job's rpm and tpm limits (cj's) one budget in
+// Redis for every worker that calls the same backend address and model,
+// rather than one budget per worker: the account's limit stays one limit
+// however many workers run (queue.SharedRate). Only the job's own backend,
+// model, shares: fallback tiers keep per-process limits.
+func (w *worker) shareRateLimit(cfg *batchagent.Config, cj *config.Job, model llm.Model) {
+	rl := cfg.Admission.RateLimit
+	if rl.RPM <= 0 && rl.TPM <= 0 {
+		return
+	}
+	addr := backendAddr(cj.Backend)
+	cfg.Admission.RateLimit.Shared = func(b batchagent.Backend) (sched.Shared, error) {
+		if b.Model != model {
+			return nil, nil
+		}
+		key := w.q.Key("rate", addr, b.Name)
+		return queue.NewSharedRate(w.q.Redis(), key, queue.SharedRateConfig{RPM: rl.RPM, TPM: rl.TPM, Logger: w.logger})
 	}
 }
