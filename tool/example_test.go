@@ -44,5 +44,5 @@ func ExamplePool() {
 	// HELLO <nil>
 	// BYE <nil>
 	// tool lower: tool: unknown tool "lower"; available tools: upper
-	// [{Name:upper Requested:3 Executed:2 Coalesced:0 CacheHits:1 Errors:0 Batches:0}]
+	// [{Name:upper Requested:3 Executed:2 Coalesced:0 CacheHits:1 SharedHits:0 Errors:0 Batches:0}]
 }

@@ -3,9 +3,11 @@ package tool
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -48,6 +50,19 @@ type PoolConfig struct {
 	// zero Policy. Names of tools the pool does not have, and invalid
 	// policies, are an error. NewPool copies the map.
 	Policies map[string]Policy
+	// Shared is a cache of tool results shared with other processes: a
+	// cacheable tool's call that misses the local cache looks there before
+	// it executes, and a result it executes is stored there too, for
+	// CacheTTL. Its errors are logged, and the tool runs as if it missed.
+	// Calls of a [Batcher] use the local cache only. Keys are the tool's
+	// name and a hash of its Spec and the call's canonical arguments, so
+	// tools of the same name and Spec share results: give tools that act
+	// differently different names or descriptions. Defaults to nil: the
+	// cache is this pool's alone.
+	Shared Cache
+	// Logger receives warnings (the shared cache failing). Defaults to a
+	// logger that discards.
+	Logger *slog.Logger
 }
 
 func (c PoolConfig) withDefaults() PoolConfig {
@@ -59,6 +74,9 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	}
 	if c.MaxResultBytes == 0 {
 		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -92,6 +110,8 @@ type Pool struct {
 	mu      sync.Mutex // protects flights, cache, each entry's open batch and the batches' state
 	flights map[string]*flight
 	cache   *simplelru.LRU[string, cached] // nil when caching is off
+
+	sharedFailing atomic.Bool // the shared cache's last answer was an error
 }
 
 // entry is one registered tool, its limits and its counters.
@@ -100,11 +120,13 @@ type entry struct {
 	batcher   Batcher // tool, when it is one; nil otherwise
 	spec      Spec
 	limits    limits
-	cacheable bool // results are cached: Spec.Cacheable, caching on and coalescing on
+	cacheable bool              // results are cached: Spec.Cacheable, caching on and coalescing on
+	shared    bool              // results are shared too: cacheable, PoolConfig.Shared set, not a Batcher
+	digest    [sha256.Size]byte // identifies the tool in the shared cache's keys
 
 	open *batch // the batch calls join; guarded by Pool.mu
 
-	requested, executed, coalesced, cacheHits, failed, batches atomic.Int64
+	requested, executed, coalesced, cacheHits, sharedHits, failed, batches atomic.Int64
 }
 
 // cached is a cache value.
@@ -198,6 +220,10 @@ func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
 	}
 	for _, e := range p.order {
 		e.cacheable = e.spec.Cacheable && p.cache != nil && e.limits.coalesce
+		e.shared = e.cacheable && cfg.Shared != nil && e.batcher == nil
+		if e.shared {
+			e.digest = specDigest(e.spec)
+		}
 	}
 	return p, nil
 }
@@ -229,6 +255,9 @@ const maxKeyBuf = 16 << 10
 //   - a cacheable tool's unexpired cached result is returned;
 //   - if an identical call is executing, Call waits for its result (unless
 //     the tool's policy sets [Policy.NoCoalesce]);
+//   - with a shared cache ([PoolConfig.Shared]), a cacheable tool's
+//     unexpired result there is returned (identical calls that arrive
+//     meanwhile wait for it, as for an execution), and cached locally;
 //   - for a [Batcher], the call joins the tool's open batch, opening one if
 //     there is none, and waits for its own result; the batch executes as
 //     one CallBatch once [Policy.BatchWindow] has passed since its first
@@ -321,7 +350,9 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 	execCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	p.mu.Unlock()
-	e.executed.Add(1)
+	if !e.shared { // else run counts an execution or a hit
+		e.executed.Add(1)
+	}
 	go p.run(execCtx, e, key, json.RawMessage(key[len(name)+1:]), f)
 	return p.wait(ctx, e, key, f)
 }
@@ -364,10 +395,20 @@ func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (strin
 	return f.result, nil
 }
 
-// run waits for e's limits, executes f and settles it. It owns ctx's
-// cancellation.
+// run settles f from the shared cache, for a tool whose results are
+// shared, or else waits for e's limits, executes f, settles it and shares
+// a successful result. It owns ctx's cancellation.
 func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessage, f *flight) {
 	defer f.cancel(context.Canceled)
+	if e.shared {
+		if result, expires, ok := p.sharedGet(ctx, e, key); ok {
+			e.cacheHits.Add(1)
+			e.sharedHits.Add(1)
+			p.settleUntil(e, key, f, result, nil, expires)
+			return
+		}
+		e.executed.Add(1)
+	}
 	p.runLimited(ctx, e, execution{key: key, f: f}, func(ctx context.Context) {
 		result, err := p.execute(ctx, e, args)
 		switch {
@@ -376,7 +417,13 @@ func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessa
 		case err != nil:
 			p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: err})
 		default:
-			p.settle(e, key, f, truncate(result, p.cfg.MaxResultBytes), nil)
+			result, expires := truncate(result, p.cfg.MaxResultBytes), time.Now().Add(p.cfg.CacheTTL)
+			if e.shared {
+				// Before the callers get it: once a call returns, the
+				// other pools find its result.
+				p.sharedSet(ctx, e, key, result, expires)
+			}
+			p.settleUntil(e, key, f, result, nil, expires)
 		}
 	})
 }
@@ -446,6 +493,12 @@ func (p *Pool) execute(ctx context.Context, e *entry, args json.RawMessage) (res
 // settle records f's outcome, unless it already has one, wakes its waiters and
 // caches a successful result of a cacheable tool.
 func (p *Pool) settle(e *entry, key string, f *flight, result string, err error) {
+	p.settleUntil(e, key, f, result, err, time.Time{})
+}
+
+// settleUntil is settle, caching a successful result until expires (zero:
+// for CacheTTL from now).
+func (p *Pool) settleUntil(e *entry, key string, f *flight, result string, err error, expires time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if f.settled {
@@ -457,7 +510,10 @@ func (p *Pool) settle(e *entry, key string, f *flight, result string, err error)
 		delete(p.flights, key)
 	}
 	if err == nil && e.cacheable {
-		p.cache.Add(key, cached{result: result, expires: time.Now().Add(p.cfg.CacheTTL)})
+		if expires.IsZero() {
+			expires = time.Now().Add(p.cfg.CacheTTL)
+		}
+		p.cache.Add(key, cached{result: result, expires: expires})
 	}
 	close(f.done)
 }
@@ -502,8 +558,11 @@ type Stats struct {
 	Executed int64
 	// Coalesced counts calls that joined an execution already in flight.
 	Coalesced int64
-	// CacheHits counts calls answered from the cache.
+	// CacheHits counts calls answered from the cache: the local one, or
+	// the shared one ([PoolConfig.Shared]).
 	CacheHits int64
+	// SharedHits counts the CacheHits the shared cache answered.
+	SharedHits int64
 	// Errors counts calls that returned an error, for whatever reason:
 	// malformed arguments, the tool's failure, or the caller leaving.
 	Errors int64
@@ -519,13 +578,14 @@ func (p *Pool) Stats() []Stats {
 	stats := make([]Stats, len(p.order))
 	for i, e := range p.order {
 		stats[i] = Stats{
-			Name:      e.spec.Name,
-			Requested: e.requested.Load(),
-			Executed:  e.executed.Load(),
-			Coalesced: e.coalesced.Load(),
-			CacheHits: e.cacheHits.Load(),
-			Errors:    e.failed.Load(),
-			Batches:   e.batches.Load(),
+			Name:       e.spec.Name,
+			Requested:  e.requested.Load(),
+			Executed:   e.executed.Load(),
+			Coalesced:  e.coalesced.Load(),
+			CacheHits:  e.cacheHits.Load(),
+			SharedHits: e.sharedHits.Load(),
+			Errors:     e.failed.Load(),
+			Batches:    e.batches.Load(),
 		}
 	}
 	return stats
