@@ -377,7 +377,8 @@ func TestScaleOutCoordinatorKilled(t *testing.T) {
 
 // TestScaleOutStatusAndSecrets: status --redis lists the run and the
 // workers (as a table and as JSON), an undecodable input line is a result
-// of kind input, and the Redis password, given in every process's URL,
+// of kind input, the workers share the run's tool results in Redis, and
+// the Redis password, given in every process's URL,
 // appears nowhere: not in any process's stdout or stderr, not in the
 // output, not in what the run keeps in Redis; nor does a wrong one in the
 // error that refuses it.
@@ -474,7 +475,12 @@ func TestScaleOutStatusAndSecrets(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "out.jsonl")); bytes.Contains(b, []byte(password)) {
 		t.Error("the password is in the output")
 	}
-	checkRedisHolds(t, openQueue(t, rs.URL), password)
+	q := openQueue(t, rs.URL)
+	// The workers share the run's read_file results (cacheable) in Redis.
+	if keys, err := q.Redis().Keys(t.Context(), q.Key("tool", runID[1])+":*").Result(); err != nil || len(keys) == 0 {
+		t.Errorf("tool results shared in Redis: %v, %v; want the run's read_file results", keys, err)
+	}
+	checkRedisHolds(t, q, password)
 }
 
 // checkRedisHolds fails t if any value in the Redis of q (strings, hashes,

@@ -342,7 +342,10 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	rn := &runner{name: id}
+	// The run's cacheable tool results are shared by its workers: under
+	// the run's ID, since the same tool call may read other files in
+	// another run's job directory.
+	rn := &runner{name: id, sharedTools: queue.NewToolCache(w.q.Redis(), w.q.Key("tool", id)+":")}
 	_, model, err := rn.openModel(ctx, cj, "")
 	if err != nil {
 		return nil, err
