@@ -73,7 +73,6 @@ type worker struct {
 	// freed tells the read loop that a task ended (capacity 1: one
 	// pending signal is enough).
 	freed    chan struct{}
-	stopping atomic.Bool    // set at the first signal: canceled agents are released, not recorded
 	agents   sync.WaitGroup // the goroutines waiting for the agents' results
 	recorded atomic.Int64   // results recorded first by this worker
 	released atomic.Int64   // tasks handed back unfinished
@@ -136,7 +135,6 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 		case <-done:
 			return
 		}
-		w.stopping.Store(true)
 		stopReading()
 		fmt.Fprintf(stderr, "batchagent worker %s: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once), then releasing the tasks held\n", f.id, f.grace)
 		select {
@@ -154,7 +152,6 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 
 	// Drain: the engines stop admitting turns and wait for those in
 	// flight; the agents they stop end canceled and are released.
-	w.stopping.Store(true)
 	graceCtx, cancelGrace := context.WithTimeout(agentCtx, f.grace)
 	var shut sync.WaitGroup
 	for _, r := range w.runs {
