@@ -92,6 +92,15 @@ type Admission struct {
 	MaxInflight int
 	// FixedInflight keeps the limit at MaxInflight. Defaults to false.
 	FixedInflight bool
+	// SharedInflight, if set, returns a concurrency limit the backend b
+	// shares with other processes (package queue's SharedSlots keeps one
+	// in Redis, adapting as MaxInflight does here): every model call to b
+	// also holds one of its slots, so that workers on many processes
+	// together keep at most that limit in flight. It is called once per
+	// backend, when a job first names it; a nil SharedSlots means none
+	// for b, and an error fails the jobs that name b. Defaults to nil:
+	// the inflight limit is per process.
+	SharedInflight func(b Backend) (sched.SharedSlots, error)
 	// RateLimit paces calls to requests and tokens per minute. Defaults to
 	// none.
 	RateLimit RateLimit

@@ -93,11 +93,18 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		}
 		cfg.Shared = sh
 	}
+	if a.SharedInflight != nil {
+		sl, err := a.SharedInflight(Backend{Model: m, Name: name})
+		if err != nil {
+			return engine.Admission{}, fmt.Errorf("batchagent: shared inflight limit of backend %q: %w", name, err)
+		}
+		cfg.SharedSlots = sl
+	}
 	count := a.RateLimit.CountTokens
 	if count == nil {
 		count = estimateTokens
 	}
-	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || hosted
+	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || cfg.SharedSlots != nil || hosted
 	return engine.Admission{Gate: cfg, Count: count, Gated: gated}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
@@ -81,5 +82,56 @@ func TestSharedRateLimitError(t *testing.T) {
 	}
 	if !errors.Is(err, down) {
 		t.Errorf("Run with a failing Shared = %v, want an error wrapping %v", err, down)
+	}
+}
+
+// chanSlots is a hand-written sched.SharedSlots: n slots as a buffered
+// channel, recording the peak held and the clean releases.
+type chanSlots struct {
+	slots chan struct{} // a token per held slot; buffer n
+
+	mu    sync.Mutex // protects peak and clean
+	peak  int
+	clean int
+}
+
+func (s *chanSlots) Acquire(ctx context.Context) (string, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peak = max(s.peak, len(s.slots))
+	return "lease", nil
+}
+
+func (s *chanSlots) Release(ctx context.Context, lease string, clean, congested bool) {
+	<-s.slots
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if clean {
+		s.clean++
+	}
+}
+
+// TestSharedInflight checks the wiring of Admission.SharedInflight: every
+// model call holds one of the shared slots, so no more than they are run
+// at once, and reports its outcome.
+func TestSharedInflight(t *testing.T) {
+	m := newSim(t, sim.Config{ToolTurns: -1, Latency: 5 * time.Millisecond})
+	sl := &chanSlots{slots: make(chan struct{}, 2)}
+	cfg := batchagent.Config{Admission: batchagent.Admission{
+		SharedInflight: func(batchagent.Backend) (sched.SharedSlots, error) { return sl, nil },
+	}}
+	_, res := runWith(t, cfg, batchagent.Def{Model: m, Task: "{id}"}, batchagent.Slice(inputs(20)))
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("result %d: %v", r.Index, r.Err)
+		}
+	}
+	if sl.peak != 2 || sl.clean != 20 || len(sl.slots) != 0 {
+		t.Errorf("shared slots: peak %d, %d clean releases, %d held at the end; want 2, 20, 0", sl.peak, sl.clean, len(sl.slots))
 	}
 }

@@ -2,9 +2,11 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -241,4 +243,216 @@ else
   redis.call("DEL", key)
 end
 return 0
+`)
+
+// Defaults of [SharedSlotsConfig].
+const (
+	// DefaultLeaseTTL is the default of [SharedSlotsConfig.LeaseTTL].
+	DefaultLeaseTTL = 10 * time.Minute
+	// DefaultSlotPoll is the default of [SharedSlotsConfig.Poll].
+	DefaultSlotPoll = 20 * time.Millisecond
+)
+
+// SharedSlotsConfig configures a [SharedSlots].
+type SharedSlotsConfig struct {
+	// Max is the most calls in flight over every process that shares the
+	// key; the adaptive limit stays within [1, Max]. It must be positive.
+	Max int
+	// Initial is the limit the first process to use the key starts it
+	// from. Defaults to Max.
+	Initial int
+	// LeaseTTL is how long a slot stays taken without its release: the
+	// slots of a worker that died come free after it. Calls that last
+	// longer lose their slot, so it must exceed the longest call.
+	// Defaults to DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Poll is how often a process whose callers wait for a slot asks
+	// Redis again (with jitter). Defaults to DefaultSlotPoll.
+	Poll time.Duration
+	// Logger receives warnings (a release Redis refused). Defaults to a
+	// logger that discards.
+	Logger *slog.Logger
+}
+
+// SharedSlots is a backend's concurrency limit kept in Redis for every
+// worker that calls the backend: its Acquire and Release make it a
+// sched.SharedSlots (set it with batchagent.Admission.SharedInflight), so
+// that N worker processes together keep at most the limit in flight.
+//
+// The slots are leases in a sorted set (key + ":leases", scored by their
+// expiry), and the limit adapts in a hash (key + ":limit") as one AIMD over
+// every worker, applied atomically by Lua: a congested call halves it,
+// once per wave (calls admitted before the last decrease do not decrease
+// it again), and each window of limit clean calls raises it by one, up to
+// Max. While every slot is taken, one goroutine per process asks Redis
+// again every Poll. Redis failures close the limit: Acquire returns an
+// error wrapping [ErrSharedLimit]; a failed release is logged, and the slot
+// comes free when its lease expires.
+//
+// A SharedSlots is safe for concurrent use.
+type SharedSlots struct {
+	rdb           redis.UniversalClient
+	key           string
+	leases, state string
+	cfg           SharedSlotsConfig
+	poll          chan struct{} // a token while a caller polls Redis; buffer 1: a lock that respects ctx
+}
+
+// NewSharedSlots returns the shared concurrency limit of cfg kept in Redis
+// under key (for example Client.Key("slots", backend)). It fails if Max is
+// not positive or Initial, LeaseTTL or Poll is out of range.
+func NewSharedSlots(rdb redis.UniversalClient, key string, cfg SharedSlotsConfig) (*SharedSlots, error) {
+	switch {
+	case rdb == nil:
+		return nil, errors.New("queue: shared slots without a Redis client")
+	case key == "":
+		return nil, errors.New("queue: shared slots without a key")
+	case cfg.Max <= 0:
+		return nil, fmt.Errorf("queue: shared slots %s: max %d, want at least 1", key, cfg.Max)
+	case cfg.Initial < 0 || cfg.Initial > cfg.Max:
+		return nil, fmt.Errorf("queue: shared slots %s: initial %d not in [1, max %d]", key, cfg.Initial, cfg.Max)
+	case cfg.LeaseTTL < 0 || (cfg.LeaseTTL > 0 && cfg.LeaseTTL < time.Millisecond) || cfg.Poll < 0:
+		return nil, fmt.Errorf("queue: shared slots %s: bad lease ttl %v or poll %v", key, cfg.LeaseTTL, cfg.Poll)
+	}
+	if cfg.Initial == 0 {
+		cfg.Initial = cfg.Max
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = DefaultSlotPoll
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &SharedSlots{rdb: rdb, key: key, leases: key + ":leases", state: key + ":limit", cfg: cfg,
+		poll: make(chan struct{}, 1)}, nil
+}
+
+// Acquire blocks until a slot is free under the shared limit and takes
+// it, returning its lease. It returns ctx's error when ctx ends first, and
+// an error wrapping [ErrSharedLimit] when Redis fails.
+func (s *SharedSlots) Acquire(ctx context.Context) (string, error) {
+	select { // one poller per process
+	case s.poll <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-s.poll }()
+	var timer *time.Timer
+	for {
+		id := rand.Text()
+		v, err := slotAcquire.Run(ctx, s.rdb, []string{s.leases, s.state},
+			id, s.cfg.LeaseTTL.Milliseconds(), s.cfg.Initial, s.cfg.Max).Text()
+		if err != nil {
+			return "", s.fail(ctx, err)
+		}
+		if v != "" {
+			return v, nil
+		}
+		// Every slot is taken: ask again after Poll, ±50 %.
+		wait := s.cfg.Poll/2 + mrand.N(s.cfg.Poll+1)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// Release gives lease back and adapts the limit: congested halves it
+// (once for the calls admitted before the last decrease), clean counts
+// toward its next increase. A lease that expired meanwhile teaches
+// nothing. A Redis failure is logged at Warn; the slot then comes free
+// when its lease expires.
+func (s *SharedSlots) Release(ctx context.Context, lease string, clean, congested bool) {
+	ctx, cancel := context.WithTimeout(ctx, sharedCorrectTimeout)
+	defer cancel()
+	flag := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	err := slotRelease.Run(ctx, s.rdb, []string{s.leases, s.state}, lease, flag(clean), flag(congested), s.cfg.Max).Err()
+	if err != nil {
+		s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "shared slot not released: it comes free when its lease expires",
+			slog.String("key", s.key), slog.Duration("lease_ttl", s.cfg.LeaseTTL), slog.Any("err", err))
+	}
+}
+
+// Limit returns the shared limit now; Initial before any process took a
+// slot.
+func (s *SharedSlots) Limit(ctx context.Context) (int, error) {
+	n, err := s.rdb.HGet(ctx, s.state, "limit").Int()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return s.cfg.Initial, nil
+	case err != nil:
+		return 0, s.fail(ctx, err)
+	}
+	return n, nil
+}
+
+func (s *SharedSlots) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %s: %w", ErrSharedLimit, s.key, err)
+}
+
+// slotAcquire drops expired leases from KEYS[1] and, when fewer than the
+// limit in KEYS[2] (created at ARGV[3], capped at ARGV[4]) remain, adds the
+// lease "epoch:ARGV[1]" expiring in ARGV[2] ms and returns it; else "".
+var slotAcquire = redis.NewScript(`
+local t = redis.call("TIME")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local limit = tonumber(redis.call("HGET", KEYS[2], "limit"))
+if not limit then
+  limit = tonumber(ARGV[3])
+  redis.call("HSET", KEYS[2], "limit", limit, "clean", 0, "epoch", 0)
+end
+limit = math.min(limit, tonumber(ARGV[4]))
+if redis.call("ZCARD", KEYS[1]) >= limit then
+  return ""
+end
+local epoch = redis.call("HGET", KEYS[2], "epoch") or "0"
+local lease = epoch .. ":" .. ARGV[1]
+redis.call("ZADD", KEYS[1], now + tonumber(ARGV[2]), lease)
+return lease
+`)
+
+// slotRelease removes lease ARGV[1] from KEYS[1] and, if it was there,
+// adapts the limit in KEYS[2]: congested (ARGV[3] = 1) halves it, unless
+// the lease is of an epoch before the current one, and starts a new
+// epoch; clean (ARGV[2] = 1) counts, and a window of limit clean calls
+// raises it by one, up to ARGV[4]. It returns the limit.
+var slotRelease = redis.NewScript(`
+if redis.call("ZREM", KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+local limit = tonumber(redis.call("HGET", KEYS[2], "limit") or ARGV[4])
+local epoch = tonumber(redis.call("HGET", KEYS[2], "epoch") or "0")
+local leaseEpoch = tonumber(string.match(ARGV[1], "^(%d+):"))
+if ARGV[3] == "1" then
+  if leaseEpoch == epoch then
+    limit = math.max(1, math.floor(limit / 2))
+    redis.call("HSET", KEYS[2], "limit", limit, "clean", 0, "epoch", epoch + 1)
+  end
+elseif ARGV[2] == "1" then
+  local clean = redis.call("HINCRBY", KEYS[2], "clean", 1)
+  if clean >= limit then
+    limit = math.min(limit + 1, tonumber(ARGV[4]))
+    redis.call("HSET", KEYS[2], "limit", limit, "clean", 0)
+  end
+end
+return limit
 `)

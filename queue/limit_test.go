@@ -20,9 +20,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newRedis starts a redis-server for t and returns a client of it, and
+// limitRedis starts a redis-server for t and returns a client of it, and
 // the server.
-func newRedis(t *testing.T) (*redis.Client, *redistest.Server) {
+func limitRedis(t *testing.T) (*redis.Client, *redistest.Server) {
 	t.Helper()
 	srv := redistest.Start(t, redistest.Options{})
 	opt, err := redis.ParseURL(srv.URL)
@@ -69,7 +69,7 @@ func TestSharedRateRejectsBadConfig(t *testing.T) {
 // a minute (50/s, burst 50) take at least a second, where four separate
 // budgets would let them all through at once.
 func TestSharedRateRPM(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 100) // one per request at most
@@ -99,7 +99,7 @@ func TestSharedRateRPM(t *testing.T) {
 // 1000) the next 1000-token request waits 1.5s after a call that used 500
 // more than estimated, and 0.5s after one that used 500 fewer.
 func TestSharedRateCorrect(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	for _, tt := range []struct {
 		name   string
 		actual int
@@ -129,7 +129,7 @@ func TestSharedRateCorrect(t *testing.T) {
 // burst is admitted once the burst fits and charged in full: the next
 // request waits for the rest.
 func TestSharedRateLargeRequest(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	s := newSharedRate(t, rdb, "ba:rate:large", queue.SharedRateConfig{TPM: 60_000}) // 1000/s, burst 1000
 	start := time.Now()
 	if err := s.Wait(t.Context(), 2000); err != nil {
@@ -149,7 +149,7 @@ func TestSharedRateLargeRequest(t *testing.T) {
 // TestSharedRateCancel checks that a Wait for a budget spent for a minute
 // returns promptly when its context ends.
 func TestSharedRateCancel(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	s := newSharedRate(t, rdb, "ba:rate:cancel", queue.SharedRateConfig{RPM: 1, Burst: 1})
 	if err := s.Wait(t.Context(), 0); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestSharedRateCancel(t *testing.T) {
 // TestSharedRateRedisDown checks that Wait fails, closed and soon, when
 // Redis is gone, and that Correct returns.
 func TestSharedRateRedisDown(t *testing.T) {
-	rdb, srv := newRedis(t)
+	rdb, srv := limitRedis(t)
 	s := newSharedRate(t, rdb, "ba:rate:down", queue.SharedRateConfig{RPM: 600, TPM: 60_000})
 	if err := s.Wait(t.Context(), 10); err != nil {
 		t.Fatal(err)
@@ -194,12 +194,8 @@ func TestSharedRateRedisDown(t *testing.T) {
 const (
 	tpmLimit  = 120_000
 	tpmWindow = 5 * time.Second
-	tpmBurst  = DefaultSharedBurstPerWindow
+	tpmBurst  = queue.DefaultSharedBurst * float64(tpmWindow) / float64(time.Minute)
 )
-
-// DefaultSharedBurstPerWindow is queue.DefaultSharedBurst scaled from a
-// minute down to tpmWindow.
-const DefaultSharedBurstPerWindow = queue.DefaultSharedBurst * float64(tpmWindow) / float64(time.Minute)
 
 // TestSharedTPMAcrossWorkers is the shared-limit test of issue 16: four
 // workers (four engines, each with its own gate and its own client, as
@@ -209,7 +205,7 @@ const DefaultSharedBurstPerWindow = queue.DefaultSharedBurst * float64(tpmWindow
 // window; with the same limit kept for each worker apart (a limit per
 // process), they exceed it about four times over.
 func TestSharedTPMAcrossWorkers(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	budget := float64(tpmLimit) * tpmWindow.Seconds() / 60
 
 	t.Run("shared", func(t *testing.T) {
@@ -305,7 +301,7 @@ func runWorkers(t *testing.T, d time.Duration, adm func(i int) batchagent.Admiss
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := make([]batchagent.Input, 100_000)
+		in := make([]batchagent.Input, 2000) // more than a worker runs in d
 		for j := range in {
 			in[j] = batchagent.Input{"id": fmt.Sprint(j)}
 		}
@@ -332,4 +328,141 @@ func runWorkers(t *testing.T, d time.Duration, adm func(i int) batchagent.Admiss
 		}
 	}
 	return peak, samples[len(samples)-1].tokens - samples[0].tokens
+}
+
+func newSharedSlots(t *testing.T, rdb redis.UniversalClient, key string, cfg queue.SharedSlotsConfig) *queue.SharedSlots {
+	t.Helper()
+	s, err := queue.NewSharedSlots(rdb, key, cfg)
+	if err != nil {
+		t.Fatalf("NewSharedSlots(%q, %+v) = %v", key, cfg, err)
+	}
+	return s
+}
+
+func TestSharedSlotsRejectsBadConfig(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, cfg := range []queue.SharedSlotsConfig{
+		{}, {Max: -1}, {Max: 2, Initial: 3}, {Max: 2, Initial: -1}, {Max: 2, LeaseTTL: -time.Second}, {Max: 2, Poll: -time.Second},
+	} {
+		if _, err := queue.NewSharedSlots(rdb, "k", cfg); err == nil {
+			t.Errorf("NewSharedSlots(%+v) = nil error, want error", cfg)
+		}
+	}
+}
+
+// TestSharedSlotsLimit checks that four processes' SharedSlots on one key
+// keep at most the shared limit of calls in flight together, and reach it.
+func TestSharedSlotsLimit(t *testing.T) {
+	rdb, _ := limitRedis(t)
+	var mu sync.Mutex // protects inflight and peak
+	inflight, peak := 0, 0
+	var wg sync.WaitGroup
+	errs := make(chan error, 48) // one per caller at most
+	for range 4 {
+		s := newSharedSlots(t, rdb, "ba:slots:test", queue.SharedSlotsConfig{Max: 6, Poll: 5 * time.Millisecond})
+		for range 12 {
+			wg.Go(func() {
+				lease, err := s.Acquire(t.Context())
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				inflight++
+				peak = max(peak, inflight)
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond) // the call's work
+				mu.Lock()
+				inflight--
+				mu.Unlock()
+				s.Release(t.Context(), lease, false, false)
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Acquire = %v", err)
+	}
+	if peak != 6 {
+		t.Errorf("peak in flight over 4 processes sharing 6 slots = %d, want 6", peak)
+	}
+}
+
+// TestSharedSlotsAIMD checks the shared limit's adaptation: a wave of
+// congested calls halves it once, and a window of limit clean calls
+// raises it by one.
+func TestSharedSlotsAIMD(t *testing.T) {
+	rdb, _ := limitRedis(t)
+	a := newSharedSlots(t, rdb, "ba:slots:aimd", queue.SharedSlotsConfig{Max: 8})
+	b := newSharedSlots(t, rdb, "ba:slots:aimd", queue.SharedSlotsConfig{Max: 8})
+	limit := func() int {
+		t.Helper()
+		n, err := a.Limit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	acquire := func(s *queue.SharedSlots) string {
+		t.Helper()
+		l, err := s.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	var wave []string
+	for i := range 4 {
+		wave = append(wave, acquire([]*queue.SharedSlots{a, b}[i%2]))
+	}
+	for i, l := range wave {
+		[]*queue.SharedSlots{a, b}[i%2].Release(t.Context(), l, false, true)
+	}
+	if got := limit(); got != 4 {
+		t.Fatalf("limit after a wave of 4 congested calls from 8 = %d, want 4 (halved once)", got)
+	}
+	for range 3 {
+		b.Release(t.Context(), acquire(b), true, false)
+	}
+	if got := limit(); got != 4 {
+		t.Errorf("limit after 3 clean calls = %d, want 4", got)
+	}
+	a.Release(t.Context(), acquire(a), true, false)
+	if got := limit(); got != 5 {
+		t.Errorf("limit after a window of 4 clean calls = %d, want 5", got)
+	}
+}
+
+// TestSharedSlotsLeaseExpiry checks that the slot of a process that died
+// holding it comes free when its lease expires.
+func TestSharedSlotsLeaseExpiry(t *testing.T) {
+	rdb, _ := limitRedis(t)
+	cfg := queue.SharedSlotsConfig{Max: 1, LeaseTTL: 300 * time.Millisecond, Poll: 10 * time.Millisecond}
+	dead := newSharedSlots(t, rdb, "ba:slots:expiry", cfg)
+	if _, err := dead.Acquire(t.Context()); err != nil { // never released
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := newSharedSlots(t, rdb, "ba:slots:expiry", cfg).Acquire(ctx); err != nil {
+		t.Fatalf("Acquire after the holder died = %v, want its slot once the lease expired", err)
+	}
+	if got := time.Since(start); got < 250*time.Millisecond {
+		t.Errorf("the dead holder's slot came free after %v, want after its 300ms lease", got)
+	}
+}
+
+// TestSharedSlotsRedisDown checks that Acquire fails, closed, when Redis
+// is gone.
+func TestSharedSlotsRedisDown(t *testing.T) {
+	rdb, srv := limitRedis(t)
+	s := newSharedSlots(t, rdb, "ba:slots:down", queue.SharedSlotsConfig{Max: 2})
+	srv.Stop()
+	if _, err := s.Acquire(t.Context()); !errors.Is(err, queue.ErrSharedLimit) {
+		t.Errorf("Acquire with Redis down = %v, want an error wrapping ErrSharedLimit", err)
+	}
+	s.Release(t.Context(), "0:x", true, false) // returns
 }

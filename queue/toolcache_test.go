@@ -43,7 +43,7 @@ func callTool(t *testing.T, p *tool.Pool, args string) string {
 // a cacheable tool's results through Redis: the second pool's call hits,
 // and the tool runs once.
 func TestToolCacheShared(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	var calls atomic.Int64
 	cache := queue.NewToolCache(rdb, "ba:tool:")
 	a := newToolPool(t, tool.PoolConfig{Shared: cache}, lookupTool(&calls))
@@ -67,7 +67,7 @@ func TestToolCacheShared(t *testing.T) {
 // TestToolCacheTTL checks that results expire in Redis after the pool's
 // CacheTTL: a pool that comes later runs the tool again.
 func TestToolCacheTTL(t *testing.T) {
-	rdb, _ := newRedis(t)
+	rdb, _ := limitRedis(t)
 	var calls atomic.Int64
 	cache := queue.NewToolCache(rdb, "ba:tool:")
 	cfg := tool.PoolConfig{Shared: cache, CacheTTL: 300 * time.Millisecond}
@@ -89,7 +89,7 @@ func TestToolCacheTTL(t *testing.T) {
 // TestToolCacheRedisDown checks that a pool whose shared cache is down
 // still runs its tools.
 func TestToolCacheRedisDown(t *testing.T) {
-	rdb, srv := newRedis(t)
+	rdb, srv := limitRedis(t)
 	srv.Stop()
 	var calls atomic.Int64
 	p := newToolPool(t, tool.PoolConfig{Shared: queue.NewToolCache(rdb, "ba:tool:")}, lookupTool(&calls))
@@ -105,7 +105,7 @@ func TestToolCacheRedisDown(t *testing.T) {
 
 // TestToolCacheErrors checks the errors of ToolCache itself.
 func TestToolCacheErrors(t *testing.T) {
-	rdb, srv := newRedis(t)
+	rdb, srv := limitRedis(t)
 	c := queue.NewToolCache(rdb, "ba:tool:")
 	if _, ok, err := c.Get(t.Context(), "none"); ok || err != nil {
 		t.Errorf("Get(none) = ok %v, %v; want a miss", ok, err)

@@ -13,7 +13,10 @@
 // [AIMD] adapts, the request and token budgets of a [Rate], prefix warming,
 // backpressure from the backend's queue, pauses after congestion answers and
 // connection failures, and the detection of a backend that is down from a
-// [Run]'s start. One Gate serves every job on a backend.
+// [Run]'s start. One Gate serves every job on a backend. Where several
+// processes call one backend, each one's Gate also waits on a budget and a
+// concurrency limit they share ([Shared], [SharedSlots]; package queue
+// keeps them in Redis).
 //
 // # No starvation
 //

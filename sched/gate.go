@@ -30,7 +30,8 @@ import (
 //     (Retry-After), and after connection failures, with a growing
 //     back-off;
 //  5. a slot of the [Scheduler], served by [Class], then by priority: the
-//     limit adapts by [AIMD] unless [GateConfig.Fixed].
+//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then a slot of the
+//     limit shared with other processes ([GateConfig.SharedSlots]).
 //
 // A call that got its slot while a pause began gives it back and waits
 // again from step 3. Once [GateConfig.Stop] is closed, the waits of steps
@@ -39,13 +40,14 @@ import (
 //
 // A Gate is safe for concurrent use; create it with [NewGate].
 type Gate struct {
-	slots *Scheduler
-	aimd  *AIMD // nil when the limit is fixed or unlimited
-	rate  *Rate
-	share Shared // nil when the budgets are this process's alone
-	out   *outage
-	stop  <-chan struct{}
-	log   *slog.Logger
+	slots       *Scheduler
+	aimd        *AIMD // nil when the limit is fixed or unlimited
+	rate        *Rate
+	share       Shared      // nil when the budgets are this process's alone
+	slotsShared SharedSlots // nil when the concurrency limit is this process's alone
+	out         *outage
+	stop        <-chan struct{}
+	log         *slog.Logger
 
 	probe     ProbeFunc
 	maxQueued int
@@ -112,6 +114,12 @@ type GateConfig struct {
 	// set the gate counts tokens ([Gate.CountsTokens]). Defaults to nil:
 	// limits are this process's alone.
 	Shared Shared
+	// SharedSlots is a concurrency limit shared with other processes that
+	// call the same backend: an admitted call also holds one of its slots,
+	// taken after the local one, and its outcome feeds the shared limit's
+	// adaptation. Defaults to nil: the concurrency limit is this process's
+	// alone.
+	SharedSlots SharedSlots
 
 	// Warm sends the first call alone: the others wait until it has
 	// returned (prefix warming).
@@ -197,15 +205,16 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 	}
 	cfg.withDefaults()
 	g := &Gate{
-		out:       newOutage(cfg.PauseBase, cfg.PauseMax, cfg.StartWindow),
-		stop:      cfg.Stop,
-		log:       cfg.Logger,
-		probe:     cfg.Probe,
-		maxQueued: cfg.MaxQueued,
-		interval:  cfg.ProbeInterval,
-		warm:      cfg.Warm,
-		warmDone:  make(chan struct{}),
-		share:     cfg.Shared,
+		out:         newOutage(cfg.PauseBase, cfg.PauseMax, cfg.StartWindow),
+		stop:        cfg.Stop,
+		log:         cfg.Logger,
+		probe:       cfg.Probe,
+		maxQueued:   cfg.MaxQueued,
+		interval:    cfg.ProbeInterval,
+		warm:        cfg.Warm,
+		warmDone:    make(chan struct{}),
+		share:       cfg.Shared,
+		slotsShared: cfg.SharedSlots,
 	}
 	var err error
 	if g.slots, err = New(Config{Limit: cfg.Limit}); err != nil {
@@ -229,6 +238,7 @@ type Ticket struct {
 	g         *Gate
 	estimated int    // tokens taken from the token budget
 	epoch     uint64 // the AIMD epoch the call was admitted in
+	lease     string // the shared slot's lease; "" when none
 	id, gen   uint64 // the call's id and outage generation, for outage.observe
 	began     bool   // the backend began to answer
 	warming   bool   // the call is the warm-up: others wait for its Release
@@ -243,7 +253,8 @@ type Ticket struct {
 // On success the caller holds a Ticket and must release it. Otherwise it
 // returns ctx's error, or [ErrStopped] once [GateConfig.Stop] is closed
 // (from the waits for warming and pauses), or the error of the shared
-// budget ([Shared.Wait]), and holds nothing.
+// budget or slots ([Shared.Wait], [SharedSlots.Acquire]), and holds
+// nothing.
 func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, tokens int) (*Ticket, error) {
 	t := &Ticket{g: g}
 	if g.warm {
@@ -285,14 +296,26 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			t.endWarm()
 			return nil, err
 		}
+		if g.slotsShared != nil {
+			lease, err := g.slotsShared.Acquire(ctx)
+			if err != nil {
+				g.slots.Release()
+				t.endWarm()
+				return nil, err
+			}
+			t.lease = lease
+		}
 		if !g.paused() {
 			var ok bool
 			if t.id, t.gen, ok = g.out.admit(); ok {
 				break
 			}
 		}
-		// Paused while this call waited for its slot: give it back.
+		// Paused while this call waited for its slots: give them back.
 		g.slots.Release()
+		if g.slotsShared != nil {
+			g.slotsShared.Release(ctx, t.lease, false, false)
+		}
 	}
 	if g.aimd != nil {
 		t.epoch = g.aimd.Epoch()
@@ -385,6 +408,9 @@ func (t *Ticket) Release(o Outcome) {
 	// A backend that went away lowers the limit once, not once per
 	// probe while it is away: the pauses hold the callers meanwhile.
 	congested = congested || firstConnFail
+	if g.slotsShared != nil {
+		g.slotsShared.Release(context.Background(), t.lease, o.Signal == SignalOK, congested)
+	}
 	if g.aimd != nil && (o.Signal == SignalOK || congested) {
 		g.aimd.Observe(t.epoch, congested)
 	}

@@ -21,3 +21,21 @@ type Shared interface {
 	// the Gate calls it as a call is released.
 	Correct(ctx context.Context, estimated, actual int)
 }
+
+// SharedSlots is a concurrency limit a backend shares with other
+// processes: at most its limit of calls are in flight over all of them
+// (package queue's SharedSlots keeps leases and an adaptive limit in
+// Redis). Every process's [Gate] for the backend takes a shared slot after
+// its own ([GateConfig.SharedSlots]).
+//
+// Implementations must be safe for concurrent use.
+type SharedSlots interface {
+	// Acquire blocks until a shared slot is free and takes it, returning
+	// its lease. It returns ctx's error when ctx ends first, and an error
+	// when the limit cannot be read: the Gate then admits nothing.
+	Acquire(ctx context.Context) (lease string, err error)
+	// Release gives the lease back, with what the call's answer said:
+	// clean (a success) or congested (the backend refused or rate-limited
+	// it, or could not be reached), or neither. It must not block for long.
+	Release(ctx context.Context, lease string, clean, congested bool)
+}

@@ -3,6 +3,7 @@ package sched_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -71,5 +72,63 @@ func TestGateSharedError(t *testing.T) {
 	}
 	if got := g.Stats(); got.Inflight != 0 {
 		t.Errorf("Stats().Inflight after failed acquires = %d, want 0", got.Inflight)
+	}
+}
+
+// fakeSlots is a sched.SharedSlots of n slots in memory that records the
+// outcomes it is given.
+type fakeSlots struct {
+	err error
+
+	mu       sync.Mutex // protects the fields below
+	n, held  int
+	leases   int
+	outcomes []string
+}
+
+func (f *fakeSlots) Acquire(ctx context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return "", f.err
+	}
+	if f.held == f.n {
+		return "", errors.New("fakeSlots: full (the test expects no wait)")
+	}
+	f.held++
+	f.leases++
+	return fmt.Sprint("lease", f.leases), nil
+}
+
+func (f *fakeSlots) Release(ctx context.Context, lease string, clean, congested bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held--
+	f.outcomes = append(f.outcomes, fmt.Sprintf("%s clean=%v congested=%v", lease, clean, congested))
+}
+
+// TestGateSharedSlots checks that an admitted call holds a shared slot
+// until its release, which reports its outcome, and that a failing shared
+// limit fails Acquire holding nothing.
+func TestGateSharedSlots(t *testing.T) {
+	sl := &fakeSlots{n: 2}
+	g := newGate(t, sched.GateConfig{Limit: 4, SharedSlots: sl})
+	a, b := admit(t, g), admit(t, g)
+	if sl.held != 2 {
+		t.Errorf("shared slots held with 2 calls admitted = %d, want 2", sl.held)
+	}
+	a.Release(sched.Outcome{})
+	b.Release(sched.Outcome{Signal: sched.SignalCongested})
+	admit(t, g).Release(sched.Outcome{Signal: sched.SignalFailed})
+	want := []string{"lease1 clean=true congested=false", "lease2 clean=false congested=true", "lease3 clean=false congested=false"}
+	if diff := cmp.Diff(want, sl.outcomes); diff != "" {
+		t.Errorf("shared slot releases (-want +got):\n%s", diff)
+	}
+	sl.err = errors.New("shared limit down")
+	if _, err := g.Acquire(t.Context(), sched.Batch, 0, 0, 0); !errors.Is(err, sl.err) {
+		t.Errorf("Acquire with a failing shared limit = %v, want %v", err, sl.err)
+	}
+	if st := g.Stats(); st.Inflight != 0 {
+		t.Errorf("Stats().Inflight after a failed acquire = %d, want 0", st.Inflight)
 	}
 }

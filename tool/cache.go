@@ -26,8 +26,13 @@ type Cache interface {
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
-// sharedCacheTimeout bounds each Get and Set of the shared cache.
-const sharedCacheTimeout = time.Second
+const (
+	// sharedCacheTimeout bounds each Get and Set of the shared cache.
+	sharedCacheTimeout = time.Second
+	// sharedCacheBackoff is how long a pool leaves the shared cache alone
+	// after it failed, so that an outage does not slow every call.
+	sharedCacheBackoff = 5 * time.Second
+)
 
 // specDigest identifies a tool for the shared cache: its name,
 // description and parameters, so that two different tools that happen to
@@ -75,6 +80,9 @@ func decodeShared(v []byte) (result string, expires time.Time, ok bool) {
 // sharedGet looks key up in the shared cache; ok is false on a miss, an
 // expired value and an error (which it reports to noteShared).
 func (p *Pool) sharedGet(ctx context.Context, e *entry, key string) (result string, expires time.Time, ok bool) {
+	if p.sharedResting() {
+		return "", time.Time{}, false
+	}
 	ctx, cancel := context.WithTimeout(ctx, sharedCacheTimeout)
 	defer cancel()
 	v, found, err := p.cfg.Shared.Get(ctx, sharedKey(e, key))
@@ -92,7 +100,7 @@ func (p *Pool) sharedGet(ctx context.Context, e *entry, key string) (result stri
 // sharedSet stores result under key in the shared cache until expires.
 func (p *Pool) sharedSet(ctx context.Context, e *entry, key, result string, expires time.Time) {
 	ttl := time.Until(expires)
-	if ttl <= 0 {
+	if ttl <= 0 || p.sharedResting() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedCacheTimeout)
@@ -100,7 +108,14 @@ func (p *Pool) sharedSet(ctx context.Context, e *entry, key, result string, expi
 	p.noteShared(ctx, e, p.cfg.Shared.Set(ctx, sharedKey(e, key), encodeShared(result, expires), ttl))
 }
 
-// noteShared logs when the shared cache begins to fail (at Warn: the
+// sharedResting reports whether the shared cache failed less than
+// sharedCacheBackoff ago: calls then skip it.
+func (p *Pool) sharedResting() bool {
+	return time.Now().UnixNano() < p.sharedRestUntil.Load()
+}
+
+// noteShared notes the shared cache's answer: an error rests it for
+// sharedCacheBackoff. It logs when the cache begins to fail (at Warn: the
 // tools run without it meanwhile) and when it answers again (at Info),
 // once each, not once per call. Errors of a call whose callers all left
 // say nothing about the cache.
@@ -108,6 +123,7 @@ func (p *Pool) noteShared(ctx context.Context, e *entry, err error) {
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) != context.DeadlineExceeded:
 	case err != nil:
+		p.sharedRestUntil.Store(time.Now().Add(sharedCacheBackoff).UnixNano())
 		if p.sharedFailing.CompareAndSwap(false, true) {
 			p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "shared tool cache failing: tools run without it",
 				slog.String("tool", e.spec.Name), slog.Any("err", err))

@@ -158,8 +158,13 @@ func TestPoolSharedCacheExpiry(t *testing.T) {
 }
 
 // TestPoolSharedCacheFailing checks that a failing shared cache leaves the
-// tools running, logs once while it fails and once when it recovers.
+// tools running, is left alone for a while after it failed, and logs once
+// while it fails and once when it recovers.
 func TestPoolSharedCacheFailing(t *testing.T) {
+	synctest.Test(t, testPoolSharedCacheFailing)
+}
+
+func testPoolSharedCacheFailing(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex // protects logs
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
@@ -173,7 +178,12 @@ func TestPoolSharedCacheFailing(t *testing.T) {
 	}
 	shared.mu.Lock()
 	shared.err = nil
+	gets := shared.gets
 	shared.mu.Unlock()
+	if gets != 1 {
+		t.Errorf("shared cache asked %d times by 3 calls while it failed, want once (then left alone)", gets)
+	}
+	time.Sleep(6 * time.Second)
 	call(t, p, "lookup", `{"a":4}`)
 	if n := calls.Load(); n != 4 {
 		t.Errorf("executions = %d, want 4", n)

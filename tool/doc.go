@@ -31,7 +31,10 @@
 // one execution. Every caller waits on its own context: a caller that gives
 // up returns at once, and the execution is cancelled only when every caller
 // waiting for it has left. Successful results of tools marked
-// [Spec.Cacheable] are then kept in a bounded LRU cache with a TTL.
+// [Spec.Cacheable] are then kept in a bounded LRU cache with a TTL, and,
+// with [PoolConfig.Shared], in a [Cache] shared with other processes (in
+// Redis: package queue's ToolCache), so that workers run such a call once
+// between them.
 //
 // # Limits and batching
 //

@@ -53,7 +53,8 @@ type PoolConfig struct {
 	// Shared is a cache of tool results shared with other processes: a
 	// cacheable tool's call that misses the local cache looks there before
 	// it executes, and a result it executes is stored there too, for
-	// CacheTTL. Its errors are logged, and the tool runs as if it missed.
+	// CacheTTL. Its errors are logged, and the tool runs as if it missed;
+	// after one, the pool leaves the shared cache alone for five seconds.
 	// Calls of a [Batcher] use the local cache only. Keys are the tool's
 	// name and a hash of its Spec and the call's canonical arguments, so
 	// tools of the same name and Spec share results: give tools that act
@@ -111,7 +112,8 @@ type Pool struct {
 	flights map[string]*flight
 	cache   *simplelru.LRU[string, cached] // nil when caching is off
 
-	sharedFailing atomic.Bool // the shared cache's last answer was an error
+	sharedFailing   atomic.Bool  // the shared cache's last answer was an error
+	sharedRestUntil atomic.Int64 // Unix nanoseconds until which calls skip the shared cache
 }
 
 // entry is one registered tool, its limits and its counters.
