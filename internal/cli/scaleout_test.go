@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +34,10 @@ import (
 // tool turns (toolTurns+1 model calls each), answers content-seeded (the
 // same agent makes the same calls in any run), a few milliseconds a call,
 // no queue limit (no 429 and so no retried call).
-func startModelServer(t *testing.T, toolTurns int) (*simhttp.Server, string) {
+//
+// It returns the server and its host:port, and tracks the most model
+// calls it has served at once (peak).
+func startModelServer(t *testing.T, toolTurns int) (*modelServer, string) {
 	t.Helper()
 	srv, err := simhttp.New(simhttp.Config{
 		Model:            sim.Config{Seed: 3, ToolTurns: toolTurns},
@@ -48,13 +53,60 @@ func startModelServer(t *testing.T, toolTurns int) (*simhttp.Server, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Run(ctx) })
-	hs := httptest.NewServer(srv)
+	m := &modelServer{Server: srv}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			srv.ServeHTTP(w, r)
+			return
+		}
+		// A call is in flight from its arrival until the server writes
+		// the end of its answer: within the time the client holds its
+		// slot, however soon after the end the client releases it.
+		n := m.inflight.Add(1)
+		for p := m.peak.Load(); n > p && !m.peak.CompareAndSwap(p, n); p = m.peak.Load() {
+		}
+		fw := &endWrite{ResponseWriter: w, done: func() { m.inflight.Add(-1) }}
+		defer fw.end()
+		srv.ServeHTTP(fw, r)
+	}))
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
 		wg.Wait()
 	})
-	return srv, strings.TrimPrefix(hs.URL, "http://")
+	return m, strings.TrimPrefix(hs.URL, "http://")
+}
+
+// endWrite calls done once, before the answer's end is written: the
+// write of a JSON answer, or the event "data: [DONE]" of a streamed one;
+// or at end, whichever comes first.
+type endWrite struct {
+	http.ResponseWriter
+	done func()
+	once sync.Once
+}
+
+func (f *endWrite) Write(p []byte) (int, error) {
+	if !strings.HasPrefix(f.Header().Get("Content-Type"), "text/event-stream") || bytes.Contains(p, []byte("[DONE]")) {
+		f.once.Do(f.done)
+	}
+	return f.ResponseWriter.Write(p)
+}
+
+// Flush passes on to the server's writer: the simulator streams.
+func (f *endWrite) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func (f *endWrite) end() { f.once.Do(f.done) }
+
+// modelServer is the simulated model server of startModelServer.
+type modelServer struct {
+	*simhttp.Server
+	inflight atomic.Int64 // chat completions being served
+	peak     atomic.Int64 // the most chat completions served at once
 }
 
 // scaleJob writes a job on the model server at addr whose agents read a
@@ -611,6 +663,46 @@ func TestScaleOutSharedRateLimit(t *testing.T) {
 	want := "rate:" + q.Key("rate", "sim+http://"+addr, "") // the job names no model
 	if len(keys) != 1 || !strings.HasPrefix(keys[0], want) || !strings.HasSuffix(keys[0], ":rpm") {
 		t.Errorf("rate budgets in Redis = %v, want one, %s…:rpm", keys, want)
+	}
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+		if code := w.wait(t, 40*time.Second); code != 0 {
+			t.Errorf("%s: exit %d\n%s", w.name, code, w.stderr.String())
+		}
+	}
+}
+
+// TestScaleOutSharedInflight: a job's limits.max_inflight, run on two
+// workers, is one limit in Redis on the calls in flight to the backend:
+// the server never serves more than max_inflight calls at once, where
+// each worker alone could send that many.
+func TestScaleOutSharedInflight(t *testing.T) {
+	t.Parallel()
+	const (
+		n     = 60
+		limit = 3
+	)
+	rs := redistest.Start(t, redistest.Options{})
+	model, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, n, "")
+	b, err := os.ReadFile(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "job.yaml", string(b)+fmt.Sprintf("limits:\n  max_inflight: %d\n  fixed_inflight: true\n", limit))
+	var workers []*proc
+	for _, id := range []string{"sa", "sb"} {
+		workers = append(workers, startProc(t, dir, id, "worker", "--redis", rs.URL, "--id", id, "--max-active", "8"))
+	}
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--quiet")
+	if code := coord.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("coordinator: exit %d\n%s", code, coord.stderr.String())
+	}
+	checkEachOnce(t, filepath.Join(dir, "out.jsonl"), n)
+	t.Logf("peak calls in flight at the server: %d (limit %d over 2 workers)", model.peak.Load(), limit)
+	if p := model.peak.Load(); p > limit {
+		t.Errorf("peak calls in flight = %d, want at most the shared max_inflight %d", p, limit)
 	}
 	for _, w := range workers {
 		w.signal(t, syscall.SIGTERM)

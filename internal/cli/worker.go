@@ -362,7 +362,7 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	}
 	cfg.MaxActive = w.f.maxActive
 	cfg.Checkpoint = w.q.Checkpointer()
-	w.shareRateLimit(&cfg, cj, model)
+	w.shareLimits(&cfg, cj, model)
 	spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 	if err != nil {
 		return nil, err
@@ -517,22 +517,41 @@ func (w *worker) heartbeat(ctx context.Context) {
 	}
 }
 
-// shareRateLimit makes the job's rpm and tpm limits (cj's) one budget in
-// Redis for every worker that calls the same backend address and model,
-// rather than one budget per worker: the account's limit stays one limit
-// however many workers run (queue.SharedRate). Only the job's own backend,
-// model, shares: fallback tiers keep per-process limits.
-func (w *worker) shareRateLimit(cfg *batchagent.Config, cj *config.Job, model llm.Model) {
+// shareLimits makes the job's limits (cj's) one limit in Redis for every
+// worker that calls the same backend address and model, rather than one
+// per worker: rpm and tpm one budget (queue.SharedRate), so that the
+// account's limit stays one limit however many workers run, and
+// max_inflight, when the job sets it, one adaptive limit on the calls in
+// flight (queue.SharedSlots), so that a server sized for N sequences gets
+// at most N. Only the job's own backend, model, shares: fallback tiers
+// keep per-process limits.
+func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.Model) {
+	addr := backendAddr(cj.Backend)
+	if adm := cfg.Admission; adm.MaxInflight > 0 {
+		cfg.Admission.SharedInflight = func(b batchagent.Backend) (sched.SharedSlots, error) {
+			if b.Model != model {
+				return nil, nil
+			}
+			sl, err := queue.NewSharedSlots(w.q.Redis(), w.q.Key("slots", addr, b.Name), queue.SharedSlotsConfig{Max: adm.MaxInflight, Logger: w.logger})
+			if err != nil {
+				return nil, err // not a nil *SharedSlots in a non-nil interface
+			}
+			return sl, nil
+		}
+	}
 	rl := cfg.Admission.RateLimit
 	if rl.RPM <= 0 && rl.TPM <= 0 {
 		return
 	}
-	addr := backendAddr(cj.Backend)
 	cfg.Admission.RateLimit.Shared = func(b batchagent.Backend) (sched.Shared, error) {
 		if b.Model != model {
 			return nil, nil
 		}
 		key := w.q.Key("rate", addr, b.Name)
-		return queue.NewSharedRate(w.q.Redis(), key, queue.SharedRateConfig{RPM: rl.RPM, TPM: rl.TPM, Logger: w.logger})
+		sr, err := queue.NewSharedRate(w.q.Redis(), key, queue.SharedRateConfig{RPM: rl.RPM, TPM: rl.TPM, Logger: w.logger})
+		if err != nil {
+			return nil, err
+		}
+		return sr, nil
 	}
 }
