@@ -13,6 +13,7 @@ import (
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
 	var bf batchFlags
+	rf := redisFlags{window: defaultWindow}
 	cmd := &cobra.Command{
 		Use:   "run JOB.yaml [flags]",
 		Short: "Run one agent per input of a job file",
@@ -29,10 +30,18 @@ stops at once.
 
 --metrics-addr serves Prometheus metrics while the job runs. Traces go to an
 OpenTelemetry collector when the standard OTEL_* variables name one
-(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.`,
+(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
+
+With --redis URL the process is the coordinator of a run spread over the
+workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
+most --window without a result) and writes each recorded result into the
+output once; the same command run again resumes. The checkpoints are kept
+in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
+--backend do not apply.`,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
   batchagent run job.yaml --out results.jsonl --retry-failed
+  batchagent run job.yaml --inputs items.jsonl --out results.jsonl --redis redis://127.0.0.1:6379
   batchagent run --openai-batch requests.jsonl --out results.jsonl --backend 'sim://?latency=60ms'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if bf.input != "" {
@@ -41,6 +50,13 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 			return exactArgs(1, "exactly one job file")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if rf.url != "" {
+				f.logger = a.logger
+				return exitWith(runCoordinator(cmd.Context(), args[0], f, rf, a.stderr))
+			}
 			if bf.input != "" {
 				bf.out, bf.backend, bf.quiet = f.out, f.backend, f.quiet
 				return withSignals(cmd.Context(), func(ctx context.Context) int {
@@ -70,6 +86,9 @@ OpenTelemetry collector when the standard OTEL_* variables name one
 	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
 	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
 	fl.StringVar(&bf.state, "batch-state", "", "with --openai-batch: the batch's store directory (default OUT.batch)")
+	fl.StringVar(&rf.url, "redis", "", "spread the run over the workers reading this Redis (redis://[:password@]host:port[/db] or rediss://): this process enqueues the inputs and writes the results; resumable")
+	fl.StringVar(&rf.runID, "run-id", "", "with --redis: the run's ID (default: derived from the job file's path and content, the inputs' path and the output's)")
+	fl.IntVar(&rf.window, "window", rf.window, "with --redis: inputs enqueued without a result at most")
 	return cmd
 }
 

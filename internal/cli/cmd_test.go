@@ -68,9 +68,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"sim", "serve", "-h"}, []string{"batchagent sim serve [flags]", "continuous-batching", "--max-seqs", "--fault", "--addr"}},
 		{[]string{"help", "sim", "serve"}, []string{"batchagent sim serve [flags]"}},
 		{[]string{"bench", "-h"}, []string{"batchagent bench SCENARIO [flags]", "fair, slots, scale, server, dedup", "-n, --n", "--json", "--fail", "--mode"}},
-		{[]string{"status", "-h"}, []string{"batchagent status STATE.db [flags]", "--agent", "--json"}},
+		{[]string{"status", "-h"}, []string{"batchagent status {STATE.db | --redis URL} [flags]", "--agent", "--json", "--redis"}},
+		{[]string{"worker", "-h"}, []string{"batchagent worker --redis URL [flags]", "--max-active", "--visibility", "--grace", "SIGTERM"}},
 		{[]string{"export", "-h"}, []string{"batchagent export STATE.db [flags]", "--out"}},
-		{[]string{"help"}, []string{"run", "status", "export", "bench", "sim", "version", "completion"}},
+		{[]string{"help"}, []string{"run", "status", "export", "bench", "sim", "worker", "version", "completion"}},
 		{[]string{"--help"}, []string{"Available Commands"}},
 	}
 	for _, tt := range tests {

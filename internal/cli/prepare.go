@@ -146,6 +146,7 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 	def := cj.Def
 	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
 	def.ToolPool.Policies = r.tools.policies
+	def.ToolPool.Shared = r.sharedTools // a worker's: tool results shared through Redis
 	var err error
 	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -65,6 +65,7 @@ failure), 2 a usage error (flags, arguments, job file), 130 interrupted.`,
 		a.benchCommand(),
 		a.simCommand(),
 		a.serveCommand(),
+		a.workerCommand(),
 		a.versionCommand(),
 	)
 	return root

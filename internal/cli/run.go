@@ -12,6 +12,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/reduce"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // runJob runs the job file at path with the flags f: `batchagent run`.
@@ -52,6 +53,9 @@ type runner struct {
 	closers []namedCloser // closed in order by close
 	locks   []namedCloser // the output's and state file's locks, released after closers
 	tools   *builtTools   // closed with the runner
+	// sharedTools, when set, is the cache of tool results the job's tool
+	// pool shares with other processes (a worker's, in Redis); nil: none.
+	sharedTools tool.Cache
 	// toolsErr is what closing the tools reported (an MCP server's exit
 	// status, say): a warning, not the run's failure.
 	toolsErr error

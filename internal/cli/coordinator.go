@@ -1,0 +1,537 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/queue"
+)
+
+// defaultWindow is --window's default: the inputs enqueued but without a
+// result at most, so that a run of millions never fills Redis.
+const defaultWindow = 1000
+
+// coordEvery is how often the coordinator heartbeats and redraws its
+// progress.
+const coordEvery = 2 * time.Second
+
+// redisFlags are `batchagent run`'s flags for a run spread over workers.
+type redisFlags struct {
+	url    string // --redis: makes the process the coordinator; "" runs here
+	runID  string // --run-id: the run's ID; "": derived from the job, inputs and output
+	window int    // --window: inputs enqueued and not done at most
+}
+
+// conflictsWithRedis lists `run`'s flags that --redis cannot go with, and why.
+var conflictsWithRedis = []struct{ flag, why string }{
+	{"state", "the checkpoints are kept in Redis"},
+	{"no-state", "the checkpoints are kept in Redis"},
+	{"force", "a run's ID covers its job file, so a changed job is a new run"},
+	{"retry-failed", "failures recorded in Redis are results"},
+	{"ordered", "results are written in completion order"},
+	{"backend", "the workers open the job file's backend: set backend: in the job file"},
+	{"openai-batch", "OpenAI batch files run in one process"},
+	{"config", "it goes with --openai-batch"},
+	{"batch-state", "it goes with --openai-batch"},
+	{"metrics-addr", "the workers run the agents"},
+	{"trace-content", "the workers run the agents"},
+}
+
+// checkRedisFlags rejects flag combinations that contradict each other:
+// --redis with a flag of a run in one process, and --run-id or --window
+// without --redis. changed says whether a flag was given.
+func checkRedisFlags(rf redisFlags, changed func(string) bool) error {
+	if rf.url == "" {
+		for _, name := range []string{"run-id", "window"} {
+			if changed(name) {
+				return fmt.Errorf("--%s goes with --redis, which is not given: add --redis URL or drop --%s", name, name)
+			}
+		}
+		return nil
+	}
+	for _, c := range conflictsWithRedis {
+		if changed(c.flag) {
+			return fmt.Errorf("--redis and --%s contradict each other (%s): drop one", c.flag, c.why)
+		}
+	}
+	if rf.window < 1 {
+		return fmt.Errorf("--window %d: want at least 1", rf.window)
+	}
+	if rf.runID != "" && strings.ContainsAny(rf.runID, " \t\n:{}") {
+		return fmt.Errorf("--run-id %q: want no spaces, colons or braces", rf.runID)
+	}
+	return nil
+}
+
+// coordinator is `batchagent run --redis`: it enqueues a run's inputs
+// and writes their results, recorded by the workers, into the output.
+type coordinator struct {
+	q       *queue.Client
+	run     string // the run's ID
+	name    string // the job's name, for messages
+	window  int
+	inputs  batchagent.Inputs
+	start   int // inputs enqueued already (a resumed run)
+	outPath string
+	out     *bufio.Writer
+
+	seen     atomic.Int64 // distinct results read from the run this session
+	enqueued atomic.Int64
+	total    atomic.Int64 // the inputs, once all are enqueued; -1 until then
+	// progress tells the enqueuer that results came (capacity 1: one
+	// pending signal is enough).
+	progress chan struct{}
+}
+
+// runCoordinator runs the job file at path over the workers reading the
+// Redis at rf.url: `batchagent run JOB --redis URL`.
+func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return code
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return fail(exitUsage, fmt.Errorf("config: %w", err))
+	}
+	cj, err := config.Parse(data, path, filepath.Dir(path))
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	switch {
+	case cj.Reduce != nil:
+		return fail(exitUsage, fmt.Errorf("%s: a job with a reduce step does not run with --redis (the workers run the inputs only): run it without --redis", path))
+	case cj.Def.Pack.MaxAgents > 0:
+		return fail(exitUsage, fmt.Errorf("%s: a job with pack: does not run with --redis (workers run each input on its own): drop pack: or --redis", path))
+	}
+	outPath := cj.Output
+	if f.out != "" {
+		outPath = f.out
+	}
+	if outPath == "" || outPath == "-" {
+		return fail(exitUsage, errors.New("--redis needs an output file (--out FILE, or output: in the job file): it is what a restarted coordinator resumes from"))
+	}
+	if outPath, err = filepath.Abs(outPath); err != nil {
+		return fail(exitUsage, err)
+	}
+	inPath := cj.Inputs
+	if f.inputs != "" {
+		inPath = f.inputs
+	}
+	if inPath == "" {
+		return fail(exitUsage, fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", path))
+	}
+	if inPath, err = filepath.Abs(inPath); err != nil {
+		return fail(exitUsage, err)
+	}
+	format, err := inputFormatOf(inPath)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	if err := checkPlaceholders(path, cj.Def.Task, inPath); err != nil {
+		return fail(exitUsage, err)
+	}
+	id := rf.runID
+	if id == "" {
+		id = runIDOf(abs, data, inPath, outPath)
+	}
+	lock, err := lockFile(outPath, "output", lockHolder(path, outPath))
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	defer lock.Close()
+
+	q, err := queue.Open(ctx, rf.url, queue.Options{Logger: f.logger})
+	if err != nil {
+		return fail(exitFailed, err)
+	}
+	defer q.Close()
+	st, existed, err := q.CreateRun(ctx, queue.Run{ID: id, Job: data, JobPath: abs, Created: time.Now()})
+	if err != nil {
+		return fail(exitFailed, err)
+	}
+	if existed && !bytes.Equal(st.Job, data) {
+		return fail(exitUsage, fmt.Errorf("run %s exists in Redis with another job file (%s): give another --run-id", id, st.JobPath))
+	}
+
+	in, err := os.Open(inPath)
+	if err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
+	defer in.Close()
+	estimate, err := format.count(in)
+	if err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
+	out, written, err := openRunOutput(outPath, existed)
+	if err != nil {
+		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
+	}
+	defer out.Close()
+
+	c := &coordinator{
+		q: q, run: id, name: jobName(path, cj), window: rf.window,
+		inputs: format.decode(in, filepath.Base(inPath)), start: st.Enqueued,
+		outPath: outPath, out: bufio.NewWriterSize(out, 64<<10),
+		progress: make(chan struct{}, 1),
+	}
+	c.total.Store(-1)
+	c.enqueued.Store(int64(st.Enqueued))
+	if !f.quiet {
+		verb := "starting"
+		if existed {
+			verb = fmt.Sprintf("resuming (%d results in the output, %d inputs enqueued before)", written.len(), st.Enqueued)
+		}
+		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", c.name, id, queue.RedactURL(rf.url), verb)
+	}
+	return c.coordinate(ctx, written, estimate, f.quiet, stderr, out)
+}
+
+// runIDOf derives a run's ID from what makes it this run: the job file's
+// absolute path and content, and the inputs' and output's paths. Running
+// the same command again gives the same ID, and so resumes.
+func runIDOf(jobPath string, job []byte, inPath, outPath string) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(jobPath), job, []byte(inPath), []byte(outPath)} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// openRunOutput opens the output of a run. A new run truncates it. A
+// resumed one keeps its complete lines, drops a partial last line (the
+// write a killed coordinator left half done) and everything after it,
+// and returns the indexes the lines kept hold.
+func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
+	written := &indexSet{}
+	if !resume {
+		f, err := os.Create(path)
+		return f, written, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var keep int64
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // EOF: a line without its newline is partial
+		}
+		var l struct {
+			Index *int `json:"index"`
+		}
+		if json.Unmarshal(line, &l) != nil || l.Index == nil || *l.Index < 0 {
+			break
+		}
+		written.add(*l.Index)
+		keep += int64(len(line))
+	}
+	if err := f.Truncate(keep); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, written, nil
+}
+
+// coordinate enqueues the inputs and writes the results until every input
+// has its line in the output, or ctx ends or a signal comes.
+func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimate int, quiet bool, stderr io.Writer, file *os.File) int {
+	begin := time.Now()
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	enqErr := make(chan error, 1) // the enqueuer's one result
+	var wg sync.WaitGroup
+	wg.Go(func() { enqErr <- c.enqueue(ctx) })
+	defer wg.Wait()
+
+	var sum runSummary
+	var seen indexSet
+	prog := newCoordProgress(stderr, quiet)
+	defer prog.stop()
+	cursor := "0"
+	var lastBeat time.Time
+	var runErr error
+	for {
+		if total := int(c.total.Load()); total >= 0 && written.len() >= total && written.countBelow(total) == total {
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case err := <-enqErr:
+			if err != nil && ctx.Err() == nil {
+				runErr = err
+			}
+		default:
+		}
+		if runErr != nil {
+			break
+		}
+		if time.Since(lastBeat) >= coordEvery {
+			lastBeat = time.Now()
+			if err := c.q.CoordinatorBeat(ctx, c.run); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(stderr, "batchagent run: warning: heartbeat:", err)
+			}
+			if !quiet {
+				prog.draw(c.progressLine(ctx, written.len(), estimate))
+			}
+		}
+		recs, err := c.q.Results(ctx, c.run, cursor, 512, time.Second)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			fmt.Fprintln(stderr, "batchagent run: warning: reading results:", err)
+			pause(ctx, time.Second)
+			continue
+		}
+		for _, rec := range recs {
+			cursor = rec.Cursor
+			if rec.Index < 0 || !seen.add(rec.Index) {
+				continue
+			}
+			c.seen.Add(1)
+			if !written.add(rec.Index) {
+				continue
+			}
+			line := bytes.TrimRight(rec.Line, "\n")
+			c.out.Write(line)
+			c.out.WriteByte('\n')
+			sum.add(line)
+		}
+		if len(recs) > 0 {
+			if err := c.out.Flush(); err != nil {
+				runErr = err
+				break
+			}
+			select {
+			case c.progress <- struct{}{}:
+			default:
+			}
+		}
+	}
+	interrupted := ctx.Err() != nil
+	cancel()
+	wg.Wait()
+	prog.stop()
+	if err := c.out.Flush(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := file.Sync(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if !quiet {
+		sum.write(stderr, c.name, time.Since(begin), written.len(), c.outPath)
+	}
+	switch {
+	case runErr != nil:
+		fmt.Fprintln(stderr, "batchagent run:", runErr)
+		return exitFailed
+	case interrupted:
+		if !quiet {
+			fmt.Fprintf(stderr, "  run %s goes on on the workers; run the same command again to collect its results\n", c.run)
+		}
+		return exitInterrupted
+	case sum.failed > 0:
+		return exitFailed
+	}
+	return exitOK
+}
+
+// enqueue adds the inputs after those enqueued before to the run's stream,
+// keeping at most c.window of them without a result, then sets the run's
+// total. An input that cannot be decoded is a result: its failure is
+// recorded, and its place in the stream is held by a placeholder (JSON
+// null) that the workers acknowledge without running.
+func (c *coordinator) enqueue(ctx context.Context) error {
+	i := 0
+	for in, ierr := range c.inputs {
+		if i < c.start {
+			i++
+			continue
+		}
+		for i-int(c.seen.Load()) >= c.window {
+			select {
+			case <-c.progress:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		raw := json.RawMessage("null")
+		if ierr != nil {
+			line, err := json.Marshal(inputFailure(c.run, i, ierr))
+			if err != nil {
+				return fmt.Errorf("input %d: %w", i, err)
+			}
+			if _, err := c.q.Record(ctx, c.run, i, line); err != nil {
+				return err
+			}
+		} else {
+			b, err := json.Marshal(in)
+			if err != nil {
+				return fmt.Errorf("input %d: %w", i, err)
+			}
+			raw = b
+		}
+		if err := c.q.Enqueue(ctx, c.run, i, raw); err != nil {
+			return err
+		}
+		i++
+		c.enqueued.Store(int64(i))
+	}
+	if err := c.q.SetTotal(ctx, c.run, i); err != nil {
+		return err
+	}
+	c.total.Store(int64(i))
+	return nil
+}
+
+// progressLine says how far the run is, over all workers.
+func (c *coordinator) progressLine(ctx context.Context, done, estimate int) string {
+	total := int(c.total.Load())
+	if total < 0 {
+		total = estimate
+	}
+	alive, held := 0, 0
+	if ws, err := c.q.Workers(ctx); err == nil {
+		for _, w := range ws {
+			if w.Alive {
+				alive++
+				held += w.Held
+			}
+		}
+	}
+	return fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", c.name, done, total, c.enqueued.Load(), alive, held)
+}
+
+// coordProgress draws the progress line: redrawn in place on a terminal,
+// else a line every 10 seconds.
+type coordProgress struct {
+	w     io.Writer
+	tty   bool
+	drawn bool
+	last  time.Time
+}
+
+func newCoordProgress(w io.Writer, quiet bool) *coordProgress {
+	p := &coordProgress{w: w}
+	if f, ok := baseWriter(w).(*os.File); ok && !quiet {
+		p.tty = term.IsTerminal(int(f.Fd()))
+	}
+	return p
+}
+
+func (p *coordProgress) draw(line string) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
+		p.drawn = true
+		return
+	}
+	if time.Since(p.last) >= 10*time.Second {
+		p.last = time.Now()
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *coordProgress) stop() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+}
+
+// runSummary counts the result lines a coordinator wrote.
+type runSummary struct {
+	ok, failed                 int
+	byKind                     map[string]int
+	modelCalls, turns, tools   int64
+	promptTokens, completionTk int64
+}
+
+// add counts one result line.
+func (s *runSummary) add(line []byte) {
+	var l struct {
+		Error *struct {
+			Kind string `json:"kind"`
+		} `json:"error"`
+		ModelCalls int64 `json:"model_calls"`
+		Turns      int64 `json:"turns"`
+		ToolCalls  int64 `json:"tool_calls"`
+		Usage      struct {
+			Prompt     int64 `json:"prompt_tokens"`
+			Completion int64 `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return
+	}
+	if l.Error != nil {
+		s.failed++
+		if s.byKind == nil {
+			s.byKind = map[string]int{}
+		}
+		s.byKind[l.Error.Kind]++
+	} else {
+		s.ok++
+	}
+	s.modelCalls += l.ModelCalls
+	s.turns += l.Turns
+	s.tools += l.ToolCalls
+	s.promptTokens += l.Usage.Prompt
+	s.completionTk += l.Usage.Completion
+}
+
+// write prints the summary of the results written this time.
+func (s *runSummary) write(w io.Writer, name string, wall time.Duration, inOutput int, outPath string) {
+	n := s.ok + s.failed
+	fmt.Fprintf(w, "batchagent: %s: %d results collected in %s (%.1f agents/s); %d in the output\n", name, n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), inOutput)
+	fmt.Fprintf(w, "  ok %d · failed %d", s.ok, s.failed)
+	if len(s.byKind) > 0 {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(s.byKind)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.byKind[k]))
+		}
+		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls %d · tokens: prompt %s · completion %s\n", s.modelCalls, s.turns, s.tools, count(s.promptTokens), count(s.completionTk))
+	fmt.Fprintf(w, "  results: %s\n", outPath)
+}

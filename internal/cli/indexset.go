@@ -1,0 +1,49 @@
+package cli
+
+import "math/bits"
+
+// indexSet is a set of input indexes, one bit each: a run of millions of
+// inputs keeps its "written" and "seen" sets in a few hundred kilobytes.
+// The zero value is an empty set. It is not safe for concurrent use.
+type indexSet struct {
+	words []uint64
+	n     int // indexes in the set
+}
+
+// add adds i (from 0) and reports whether it was not in the set before.
+func (s *indexSet) add(i int) bool {
+	w := i / 64
+	for len(s.words) <= w {
+		s.words = append(s.words, 0)
+	}
+	bit := uint64(1) << (i % 64)
+	if s.words[w]&bit != 0 {
+		return false
+	}
+	s.words[w] |= bit
+	s.n++
+	return true
+}
+
+// has reports whether i is in the set.
+func (s *indexSet) has(i int) bool {
+	w := i / 64
+	return i >= 0 && w < len(s.words) && s.words[w]&(uint64(1)<<(i%64)) != 0
+}
+
+// len returns the number of indexes in the set.
+func (s *indexSet) len() int { return s.n }
+
+// countBelow returns the number of indexes in the set below n.
+func (s *indexSet) countBelow(n int) int {
+	k := 0
+	for w, word := range s.words {
+		switch {
+		case (w+1)*64 <= n:
+			k += bits.OnesCount64(word)
+		case w*64 < n:
+			k += bits.OnesCount64(word & (uint64(1)<<(n-w*64) - 1))
+		}
+	}
+	return k
+}
