@@ -237,7 +237,10 @@ func TestSharedTPMAcrossWorkers(t *testing.T) {
 		})
 		t.Logf("limit per worker: peak %d tokens in a %v window (%.1f %% of the %.0f allowed), %d in all",
 			peak, tpmWindow, 100*float64(peak)/budget, budget, total)
-		if float64(peak) < 3.5*budget {
+		// About 4× when the machine keeps up; under load (CI runs other
+		// packages beside it) it was seen at 3.1×. Twice one limit is
+		// already what the shared limiter prevents.
+		if float64(peak) < 2*budget {
 			t.Errorf("peak %d tokens in a %v window with a limit per worker, want well above the %.0f of one limit", peak, tpmWindow, budget)
 		}
 	})
