@@ -35,8 +35,10 @@ import (
 //
 // A call that got its slot while a pause began gives it back and waits
 // again from step 3. Once [GateConfig.Stop] is closed, the waits of steps
-// 1, 3 and 4 end with [ErrStopped]; the rate and slot waits end only with
-// their context.
+// 1, 3 and 4, and those for the budget and slots shared with other
+// processes (which may last as long as other processes keep them busy),
+// end with [ErrStopped]; the local rate and slot waits end only with their
+// context.
 //
 // A Gate is safe for concurrent use; create it with [NewGate].
 type Gate struct {
@@ -278,9 +280,12 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 		return nil, err
 	}
 	if g.share != nil {
-		if err := g.share.Wait(ctx, t.estimated); err != nil {
+		sctx, done := g.stoppable(ctx)
+		err := g.share.Wait(sctx, t.estimated)
+		done()
+		if err != nil {
 			t.endWarm()
-			return nil, err
+			return nil, g.stoppedOr(err)
 		}
 	}
 	for {
@@ -297,11 +302,13 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			return nil, err
 		}
 		if g.slotsShared != nil {
-			lease, err := g.slotsShared.Acquire(ctx)
+			sctx, done := g.stoppable(ctx)
+			lease, err := g.slotsShared.Acquire(sctx)
+			done()
 			if err != nil {
 				g.slots.Release()
 				t.endWarm()
-				return nil, err
+				return nil, g.stoppedOr(err)
 			}
 			t.lease = lease
 		}
@@ -321,6 +328,33 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 		t.epoch = g.aimd.Epoch()
 	}
 	return t, nil
+}
+
+// stoppable returns ctx, also ended once Stop is closed, and the function
+// that releases it (and the goroutine watching Stop, which it owns).
+func (g *Gate) stoppable(ctx context.Context) (context.Context, func()) {
+	if g.stop == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-g.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// stoppedOr returns ErrStopped once Stop is closed, else err.
+func (g *Gate) stoppedOr(err error) error {
+	select {
+	case <-g.stop:
+		return ErrStopped
+	default:
+		return err
+	}
 }
 
 // CountsTokens reports whether a token budget is in force (configured,

@@ -132,3 +132,31 @@ func TestGateSharedSlots(t *testing.T) {
 		t.Errorf("Stats().Inflight after a failed acquire = %d, want 0", st.Inflight)
 	}
 }
+
+// blockingShared is a sched.Shared whose Wait lasts until its context
+// ends: a budget other processes keep spent.
+type blockingShared struct{}
+
+func (blockingShared) Wait(ctx context.Context, tokens int) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (blockingShared) Correct(ctx context.Context, estimated, actual int) {}
+
+// TestGateSharedWaitEndsOnStop: a call waiting for a shared budget that
+// other processes keep spent stops with ErrStopped once the gate's owner
+// drains, as its other long waits do, instead of waiting out its context.
+func TestGateSharedWaitEndsOnStop(t *testing.T) {
+	stop := make(chan struct{})
+	g := newGate(t, sched.GateConfig{Limit: 1, Shared: blockingShared{}, Stop: stop})
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Acquire(context.Background(), sched.Batch, 0, 0, 1)
+		done <- err
+	}()
+	close(stop)
+	if err := <-done; !errors.Is(err, sched.ErrStopped) {
+		t.Errorf("Acquire after Stop = %v, want ErrStopped", err)
+	}
+}
