@@ -49,7 +49,7 @@ func TestImportRules(t *testing.T) {
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/telemetry", "internal/tokens", "job", "llm", "reduce", "server", "tool", "tool/mcptool"},
+			"internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value
