@@ -10,11 +10,17 @@ import (
 
 // releaseScript re-adds a task to the stream and acknowledges and deletes
 // the original, in one step: either both happen or neither. A task that
-// is no longer pending (acknowledged meanwhile, or deleted with its run)
+// is no longer pending for the releasing consumer (acknowledged meanwhile,
+// deleted with its run, or reclaimed by another worker, which runs it now)
 // is left alone.
 //
-// KEYS[1]: the task stream. ARGV: group, entry ID, run, index, input.
+// KEYS[1]: the task stream. ARGV: group, entry ID, run, index, input,
+// consumer.
 var releaseScript = redis.NewScript(`
+local held = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1, ARGV[6])
+if #held == 0 then
+  return 0
+end
 if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then
   return 0
 end
@@ -29,14 +35,16 @@ return 1
 // are kept, so whoever reads it next continues from the last completed
 // turn. A worker that stops gracefully releases the tasks it holds but
 // did not finish, so that others take them at once rather than after the
-// visibility timeout. A task no longer pending (acknowledged, or its run
-// deleted) is left alone and Release returns nil. It is safe for
+// visibility timeout. A task worker no longer holds (acknowledged, its run
+// deleted, or reclaimed by another worker, which is running it) is left
+// alone and Release returns nil: releasing it would have a third worker
+// run the agent beside the one that reclaimed it. It is safe for
 // concurrent use.
-func (c *Client) Release(ctx context.Context, t Task) error {
+func (c *Client) Release(ctx context.Context, worker string, t Task) error {
 	err := releaseScript.Run(ctx, c.Redis(), []string{c.tasksKey()},
-		Group, t.ID, t.Run, strconv.Itoa(t.Index), string(t.Input)).Err()
+		Group, t.ID, t.Run, strconv.Itoa(t.Index), string(t.Input), worker).Err()
 	if err != nil {
-		return fmt.Errorf("queue: release task %s (run %s, index %d): %w", t.ID, t.Run, t.Index, err)
+		return c.scrub(fmt.Errorf("queue: release task %s (run %s, index %d): %w", t.ID, t.Run, t.Index, err))
 	}
 	return nil
 }

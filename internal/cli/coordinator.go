@@ -158,7 +158,11 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	}
 	id := rf.runID
 	if id == "" {
-		id = runIDOf(abs, data, inPath, outPath)
+		digest, err := fileDigest(inPath)
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+		}
+		id = runIDOf(abs, data, inPath, digest, outPath)
 	}
 	lock, err := lockFile(outPath, "output", lockHolder(path, outPath))
 	if err != nil {
@@ -216,15 +220,32 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 }
 
 // runIDOf derives a run's ID from what makes it this run: the job file's
-// absolute path and content, and the inputs' and output's paths. Running
-// the same command again gives the same ID, and so resumes.
-func runIDOf(jobPath string, job []byte, inPath, outPath string) string {
+// absolute path and content, the inputs' path and content (their digest)
+// and the output's path. Running the same command again gives the same
+// ID, and so resumes; after the job or the inputs changed it is another
+// run, which starts its output afresh, so no result of the old inputs is
+// kept or written.
+func runIDOf(jobPath string, job []byte, inPath, inDigest, outPath string) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(jobPath), job, []byte(inPath), []byte(outPath)} {
+	for _, part := range [][]byte{[]byte(jobPath), job, []byte(inPath), []byte(inDigest), []byte(outPath)} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// fileDigest returns the SHA-256 of the file at path, in hex.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // openRunOutput opens the output of a run. A new run truncates it. A
@@ -307,7 +328,12 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 		}
 		if time.Since(lastBeat) >= coordEvery {
 			lastBeat = time.Now()
-			if err := c.q.CoordinatorBeat(ctx, c.run); err != nil && ctx.Err() == nil {
+			if err := c.q.CoordinatorBeat(ctx, c.run); errors.Is(err, queue.ErrNoRun) {
+				// Deleted, flushed or evicted: its tasks and results are
+				// gone with it, and nothing will ever finish it.
+				runErr = fmt.Errorf("run %s is gone from Redis (deleted, flushed or evicted): run the command again to start it afresh: %w", c.run, err)
+				break
+			} else if err != nil && ctx.Err() == nil {
 				fmt.Fprintln(stderr, "batchagent run: warning: heartbeat:", err)
 			}
 			if !quiet {

@@ -427,6 +427,26 @@ func TestScaleOutCoordinatorKilled(t *testing.T) {
 	if err != nil || len(runs) != 1 || !runs[0].Finished || runs[0].Done != n {
 		t.Errorf("runs = %+v, %v; want one run, finished with %d results", runs, err, n)
 	}
+
+	// The inputs edited: the same command is another run, whose output
+	// holds the new inputs' results only, none of the old run's.
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"id\":%d}\n", 1000+i)
+	}
+	writeFile(t, dir, "in.jsonl", b.String())
+	edited := startProc(t, dir, "coordinator of the edited inputs", args...)
+	if code := edited.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("coordinator of the edited inputs: exit %d\n%s", code, edited.stderr.String())
+	}
+	if strings.Contains(edited.stderr.String(), "resuming") {
+		t.Errorf("the edited inputs resumed the old run:\n%s", edited.stderr.String())
+	}
+	for i, l := range checkEachOnce(t, out, n) {
+		if id := fmt.Sprint(l.Input["id"]); id != fmt.Sprint(1000+i) {
+			t.Errorf("index %d has the input id %s, want %d: a result of the old inputs", i, id, 1000+i)
+		}
+	}
 }
 
 // TestScaleOutStatusAndSecrets: status --redis lists the run and the
@@ -711,5 +731,32 @@ func TestScaleOutSharedInflight(t *testing.T) {
 		if code := w.wait(t, 40*time.Second); code != 0 {
 			t.Errorf("%s: exit %d\n%s", w.name, code, w.stderr.String())
 		}
+	}
+}
+
+// TestScaleOutCoordinatorRunGone: a coordinator whose run disappears from
+// Redis (flushed, evicted, deleted) stops with an error that says so,
+// instead of waiting forever for results that can no longer come.
+func TestScaleOutCoordinatorRunGone(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, redistest.Options{})
+	_, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, 50, "")
+	out := filepath.Join(dir, "out.jsonl")
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", out, "--redis", rs.URL)
+	q := openQueue(t, rs.URL)
+	waitFor(t, 20*time.Second, "the run in Redis", func() bool {
+		runs, err := q.Runs(t.Context())
+		return err == nil && len(runs) == 1
+	})
+	if err := q.Redis().FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code := coord.wait(t, 20*time.Second); code == 0 {
+		t.Fatalf("coordinator exit 0 after its run was flushed\n%s", coord.stderr.String())
+	}
+	if !strings.Contains(coord.stderr.String(), "is gone from Redis") {
+		t.Errorf("coordinator's stderr does not say the run is gone:\n%s", coord.stderr.String())
 	}
 }

@@ -377,16 +377,16 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 }
 
 // finish records the result of task t and acknowledges it, or, for an
-// agent stopped by the worker's shutdown (or whose state could not be
-// saved), releases it so that another worker continues it from its last
+// agent stopped by the worker's shutdown (or failed by Redis: see
+// releasable), releases it so that another worker continues it from its last
 // checkpointed turn. A task whose result could not be recorded stays
 // pending: it is reclaimed after the visibility timeout.
 func (w *worker) finish(t queue.Task, res batchagent.Result) {
 	defer w.unhold(t)
 	ctx, cancel := context.WithTimeout(context.Background(), redisOpTimeout)
 	defer cancel()
-	if batchagent.KindOf(res.Err) == batchagent.KindCanceled || errors.Is(res.Err, batchagent.ErrCheckpoint) {
-		if err := w.q.Release(ctx, t); err != nil {
+	if releasable(res.Err) {
+		if err := w.q.Release(ctx, w.id(), t); err != nil {
 			w.logger.Warn("release task: it is taken again after the visibility timeout", "job", t.Run, "agent", t.Index, "err", err)
 		} else {
 			w.released.Add(1)
@@ -475,7 +475,7 @@ func (w *worker) releaseHeld() int {
 	left := 0
 	for _, t := range tasks {
 		ctx, cancel := context.WithTimeout(context.Background(), redisOpTimeout)
-		if err := w.q.Release(ctx, t); err != nil {
+		if err := w.q.Release(ctx, w.id(), t); err != nil {
 			left++
 		} else {
 			w.released.Add(1)
@@ -554,4 +554,21 @@ func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.M
 		}
 		return sr, nil
 	}
+}
+
+// releasable reports whether a result's error is the worker's or Redis's
+// rather than the agent's, so that its task is released for another try
+// instead of recorded for good: the agent was stopped by the shutdown, its
+// state could not be saved or loaded, or the shared rate budget in Redis
+// could not be reached (a Redis restart or failover of a few seconds must
+// not fail every agent waiting on it).
+func releasable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if batchagent.KindOf(err) == batchagent.KindCanceled || errors.Is(err, batchagent.ErrCheckpoint) || errors.Is(err, queue.ErrSharedLimit) {
+		return true
+	}
+	ae, ok := errors.AsType[*batchagent.AgentError](err)
+	return ok && ae.Op == "checkpoint"
 }
