@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/schema"
@@ -145,32 +141,11 @@ func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, err
 		mcfg.CorruptRate = opt.Corrupt
 		r.Corrupt = opt.Corrupt
 	}
-	srv, err := simhttp.New(simhttp.Config{Model: mcfg, MaxQueue: -1})
+	srv, m, stop, err := serveSim(ctx, simhttp.Config{Model: mcfg, MaxQueue: -1})
 	if err != nil {
 		return r, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return r, fmt.Errorf("bench: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Run(ctx) })
-	wg.Go(func() { _ = hs.Serve(ln) })
-	defer func() {
-		cancel()
-		_ = hs.Close()
-		wg.Wait()
-	}()
-	cfg, err := openai.ParseURL("sim+http://" + ln.Addr().String())
-	if err != nil {
-		return r, err
-	}
-	m, err := openai.New(cfg)
-	if err != nil {
-		return r, err
-	}
+	defer stop()
 	sch, err := schema.Compile(json.RawMessage(packSchema))
 	if err != nil {
 		return r, err

@@ -58,7 +58,7 @@ type serverRun struct {
 
 // runServer runs one mode against a fresh server (cold prefix cache).
 func runServer(ctx context.Context, wl workload, mode string) (serverRun, time.Duration, error) {
-	srv, err := simhttp.New(simhttp.Config{
+	srv, m, stop, err := serveSim(ctx, simhttp.Config{
 		Model:    sim.Config{ToolTurns: -1, Seed: wl.seed},
 		MaxSeqs:  serverSeqs,
 		MaxQueue: serverQueue,
@@ -66,29 +66,7 @@ func runServer(ctx context.Context, wl workload, mode string) (serverRun, time.D
 	if err != nil {
 		return serverRun{}, 0, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return serverRun{}, 0, fmt.Errorf("bench: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Run(ctx) })
-	wg.Go(func() { _ = hs.Serve(ln) })
-	defer func() {
-		cancel()
-		_ = hs.Close()
-		wg.Wait()
-	}()
-
-	cfg, err := openai.ParseURL("sim+http://" + ln.Addr().String())
-	if err != nil {
-		return serverRun{}, 0, err
-	}
-	m, err := openai.New(cfg)
-	if err != nil {
-		return serverRun{}, 0, err
-	}
+	defer stop()
 	start := time.Now()
 	var r serverRun
 	if mode == "engine" {
@@ -192,4 +170,36 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	i := int(p*float64(len(s)-1) + 0.5)
 	return s[i]
+}
+
+// serveSim serves the HTTP simulator of cfg on a loopback port until stop
+// is called, and returns it with the OpenAI backend that calls it.
+func serveSim(ctx context.Context, cfg simhttp.Config) (_ *simhttp.Server, _ *openai.Model, stop func(), err error) {
+	srv, err := simhttp.New(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	wg.Go(func() { _ = hs.Serve(ln) })
+	stop = func() {
+		cancel()
+		_ = hs.Close()
+		wg.Wait()
+	}
+	ocfg, err := openai.ParseURL("sim+http://" + ln.Addr().String())
+	if err == nil {
+		var m *openai.Model
+		if m, err = openai.New(ocfg); err == nil {
+			return srv, m, stop, nil
+		}
+	}
+	stop()
+	return nil, nil, nil, err
 }

@@ -16,23 +16,10 @@ import (
 // See batchagent.Engine.Submit.
 func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end func(job.Result)) context.CancelFunc {
 	i := int(e.seq.Add(1) - 1)
-	none := func() {}
-	if spec == nil {
-		end(e.fail("", i, in, -1, "submit", errNoSpec, job.KindInput, time.Now()))
-		return none
+	rn, ctx, cancel, ok := e.start(ctx, spec, i, in, "submit", end)
+	if !ok {
+		return cancel
 	}
-	rn, err := e.runnerOf(spec)
-	if err != nil {
-		end(e.fail(spec.ID(), i, in, -1, "submit", err, job.KindInput, time.Now()))
-		return none
-	}
-	if !e.begin() {
-		end(e.fail(rn.id, i, in, -1, "submit", ErrShutdown, job.KindCanceled, time.Now()))
-		return none
-	}
-	ctx, cancel := e.bind(ctx)
-	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
-	e.stats.started.Add(1)
 	go func() { // owned by the engine: Shutdown waits for it
 		defer e.work.Done()
 		defer cancel()
@@ -51,6 +38,32 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 	return cancel
 }
 
+// start registers one agent of spec (input in at index i) with the engine
+// for Submit or Agent (op names the step in errors): its runner, its
+// context bound to the engine and in the runner's flow, and the function
+// that cancels it. When the agent cannot start (no spec, a bad spec, the
+// engine shut down), end gets its failed result and ok is false.
+func (e *Engine) start(ctx context.Context, spec *job.Spec, i int, in job.Input, op string, end func(job.Result)) (rn *runner, _ context.Context, cancel context.CancelFunc, ok bool) {
+	none := func() {}
+	if spec == nil {
+		end(e.fail("", i, in, -1, op, errNoSpec, job.KindInput, time.Now()))
+		return nil, ctx, none, false
+	}
+	rn, err := e.runnerOf(spec)
+	if err != nil {
+		end(e.fail(spec.ID(), i, in, -1, op, err, job.KindInput, time.Now()))
+		return nil, ctx, none, false
+	}
+	if !e.begin() {
+		end(e.fail(rn.id, i, in, -1, op, ErrShutdown, job.KindCanceled, time.Now()))
+		return nil, ctx, none, false
+	}
+	ctx, cancel = e.bind(ctx)
+	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
+	e.stats.started.Add(1)
+	return rn, ctx, cancel, true
+}
+
 // StateLoader is a Checkpointer that loads one agent's saved state; see
 // batchagent.StateLoader.
 type StateLoader interface {
@@ -63,23 +76,10 @@ type StateLoader interface {
 // once it is checkpointed. It returns at once; the returned function
 // cancels the agent. See batchagent.Engine.Agent.
 func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input, end func(job.Result)) context.CancelFunc {
-	none := func() {}
-	if spec == nil {
-		end(e.fail("", i, in, -1, "agent", errNoSpec, job.KindInput, time.Now()))
-		return none
+	rn, ctx, cancel, ok := e.start(ctx, spec, i, in, "agent", end)
+	if !ok {
+		return cancel
 	}
-	rn, err := e.runnerOf(spec)
-	if err != nil {
-		end(e.fail(spec.ID(), i, in, -1, "agent", err, job.KindInput, time.Now()))
-		return none
-	}
-	if !e.begin() {
-		end(e.fail(rn.id, i, in, -1, "agent", ErrShutdown, job.KindCanceled, time.Now()))
-		return none
-	}
-	ctx, cancel := e.bind(ctx)
-	ctx = context.WithValue(ctx, flowKey{}, rn.flow)
-	e.stats.started.Add(1)
 	go func() { // owned by the engine: Shutdown waits for it
 		defer e.work.Done()
 		defer cancel()
