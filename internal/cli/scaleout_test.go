@@ -746,9 +746,11 @@ func TestScaleOutCoordinatorRunGone(t *testing.T) {
 	out := filepath.Join(dir, "out.jsonl")
 	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", out, "--redis", rs.URL)
 	q := openQueue(t, rs.URL)
-	waitFor(t, 20*time.Second, "the run in Redis", func() bool {
+	// Every input enqueued: only the coordinator's own watch of the run
+	// can notice that it is gone.
+	waitFor(t, 20*time.Second, "the run's 50 inputs enqueued", func() bool {
 		runs, err := q.Runs(t.Context())
-		return err == nil && len(runs) == 1
+		return err == nil && len(runs) == 1 && runs[0].Enqueued == 50 && runs[0].Total == 50
 	})
 	if err := q.Redis().FlushAll(t.Context()).Err(); err != nil {
 		t.Fatal(err)
