@@ -36,6 +36,7 @@ func TestImportRules(t *testing.T) {
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
+		"internal/prices":     {"llm"},
 		"internal/sink":       {""},
 		// Metrics over the engine's Stats and results; spans from the
 		// agent's Observer.
@@ -45,11 +46,11 @@ func TestImportRules(t *testing.T) {
 		// job files into the library's types and builds the tools.
 		"internal/bench": {"", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
 			"internal/sink", "job", "llm", "schema", "server", "tool", "tool/filetool"},
-		"internal/config": {"", "job", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
+		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
+			"internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

@@ -304,7 +304,7 @@ func (x *executor) writeCompletion() error {
 func (x *executor) wireUsage() *wireUsage {
 	u := newWireUsage(x.usage)
 	if x.price != nil {
-		c := x.price.cost(x.usage)
+		c := x.price.Cost(x.usage)
 		u.Cost = &c
 	}
 	return u

@@ -53,27 +53,8 @@ type Tracer interface {
 	Request(ctx context.Context, model, input string) (context.Context, func(output string, usage llm.Usage, err error))
 }
 
-// Price is what a model's tokens cost, in any currency, per million
-// tokens.
-type Price struct {
-	// Input is the price of a million prompt tokens not served from the
-	// backend's cache.
-	Input float64
-	// CachedInput is the price of a million cached prompt tokens. Zero
-	// means Input.
-	CachedInput float64
-	// Output is the price of a million completion tokens.
-	Output float64
-}
-
-// cost returns the cost of u at p.
-func (p Price) cost(u llm.Usage) float64 {
-	cached := p.CachedInput
-	if cached == 0 {
-		cached = p.Input
-	}
-	return (float64(u.PromptTokens-u.CachedTokens)*p.Input + float64(u.CachedTokens)*cached + float64(u.CompletionTokens)*p.Output) / 1e6
-}
+// Price is what a model's tokens cost, per million tokens: [llm.Price].
+type Price = llm.Price
 
 // Config configures a [Server].
 type Config struct {

@@ -26,7 +26,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: jobName(path, cj), stdout: stdout}
+	r := &runner{name: jobName(path, cj), stdout: stdout, price: priceOf(cj)}
 	ok := false
 	newState := "" // a state file this invocation creates: removed if it fails
 	defer func() {

@@ -41,13 +41,14 @@ type reporter struct {
 // startReporter starts the progress line on w when w is a terminal; it
 // returns nil otherwise.
 // While it runs, what else is written to w (log lines, messages) goes
-// through the display when w is the commands' stderrWriter.
-func startReporter(e *batchagent.Engine, total int, w io.Writer) *reporter {
+// through the display when w is the commands' stderrWriter. extra, when
+// not nil, returns what to append to the line (the cost so far).
+func startReporter(e *batchagent.Engine, total int, w io.Writer, extra func(batchagent.Stats) string) *reporter {
 	f, ok := baseWriter(w).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	r := newReporter(e.Stats, total, f, 0, nil)
+	r := newReporter(e.Stats, total, f, 0, nil, extra)
 	if sw, ok := w.(*stderrWriter); ok {
 		sw.route(r.p)
 		r.unroute = func() { sw.route(nil) }
@@ -57,8 +58,9 @@ func startReporter(e *batchagent.Engine, total int, w io.Writer) *reporter {
 
 // newReporter draws stats on w: at the terminal's width, or width when w
 // is not a terminal; refreshed every progressEvery, or when refresh
-// receives (for tests) if it is not nil.
-func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width int, refresh <-chan any) *reporter {
+// receives (for tests) if it is not nil. extra, when not nil, returns what
+// to append to the line.
+func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width int, refresh <-chan any, extra func(batchagent.Stats) string) *reporter {
 	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(progressEvery)}
 	if width > 0 {
 		opts = append(opts, mpb.WithWidth(width))
@@ -72,7 +74,12 @@ func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width in
 	snap.Store(&st)
 	start := time.Now()
 	text := decor.Any(func(decor.Statistics) string {
-		return progressLine(*snap.Load(), total, time.Since(start))
+		st := snap.Load()
+		line := progressLine(*st, total, time.Since(start))
+		if extra != nil {
+			line += extra(*st)
+		}
+		return line
 	})
 	filler := mpb.NopStyle()
 	if total > 0 {

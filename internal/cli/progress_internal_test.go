@@ -48,7 +48,7 @@ func TestProgressFitsWidth(t *testing.T) {
 		}
 		var out syncBuffer
 		refresh := make(chan any)
-		r := newReporter(stats, 100_000, &out, width, refresh)
+		r := newReporter(stats, 100_000, &out, width, refresh, nil)
 		for i := range 5 {
 			mu.Lock()
 			st.Done += int64(i * 1000)
@@ -84,7 +84,7 @@ func TestProgressFitsWidth(t *testing.T) {
 // is drawn: no reporter starts, and the summary alone is printed.
 func TestProgressNotOnPipes(t *testing.T) {
 	var buf bytes.Buffer
-	if r := startReporter(nil, 10, &buf); r != nil {
+	if r := startReporter(nil, 10, &buf, nil); r != nil {
 		r.stop()
 		t.Fatal("startReporter on a buffer started a progress display, want none")
 	}
@@ -96,7 +96,7 @@ func TestProgressNotOnPipes(t *testing.T) {
 func TestProgressKeepsLogLines(t *testing.T) {
 	var out, raw syncBuffer
 	refresh := make(chan any)
-	r := newReporter(func() batchagent.Stats { return batchagent.Stats{Started: 2} }, 10, &out, 60, refresh)
+	r := newReporter(func() batchagent.Stats { return batchagent.Stats{Started: 2} }, 10, &out, 60, refresh, nil)
 	sw := &stderrWriter{base: &raw}
 	sw.route(r.p)
 	r.unroute = func() { sw.route(nil) }

@@ -72,6 +72,9 @@ type runner struct {
 	// limitSource says where the limit on model calls in flight comes
 	// from, for the summary.
 	limitSource string
+	// price is what the job's tokens cost, for the lines, the progress
+	// line and the summary.
+	price jobPrice
 }
 
 // namedCloser is a file the runner closes, with what it is for errors.
@@ -109,7 +112,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	start := time.Now()
 	var rep *reporter
 	if !quiet {
-		rep = startReporter(r.engine, r.total, stderr)
+		rep = startReporter(r.engine, r.total, stderr, r.price.progress)
 	}
 	var (
 		notWritten int
@@ -175,6 +178,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	st := r.engine.Stats()
 	if !quiet {
 		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
+		fmt.Fprintf(stderr, "  %s\n", r.price.summary(st.Usage))
 		if r.statePath != "" {
 			fmt.Fprintf(stderr, "  state: %s", r.statePath)
 			if r.resumedLines > 0 {

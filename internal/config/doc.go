@@ -40,6 +40,10 @@
 //	seed: 42                      # Def.Seed (OpenAI-compatible backends)
 //	stop: [END]                   # Def.Stop
 //	warm_prefix: true             # Config.Admission.WarmPrefix
+//	pricing:                      # Job.Pricing, per million tokens; not negative
+//	  input: 2.5
+//	  cached_input: 1.25          # defaults to input
+//	  output: 10
 //	pack:                         # Def.Pack: agents share model calls (no tools or mcp)
 //	  max_agents: 20              # per call, 2 or more; required in pack
 //	  max_prompt_tokens: 4000     # per call; defaults to job.DefaultPackPromptTokens

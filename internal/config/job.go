@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/reduce"
 )
 
@@ -74,6 +75,11 @@ type Job struct {
 	MCP []MCPServer
 	// Reduce, when set, combines the outputs once the inputs are done.
 	Reduce *Reduce
+	// Pricing is what the model's tokens cost, per million (the file's
+	// pricing: input, cached_input and output; BatchDiscount is not set
+	// by a file). Nil means the file sets none: `batchagent run` then
+	// looks the model up in its table of prices.
+	Pricing *llm.Price
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -129,6 +135,7 @@ func (j *Job) keys() keys {
 		{"warm_prefix", &a.WarmPrefix},
 		{"pack", keys{{"max_agents", &d.Pack.MaxAgents}, {"max_prompt_tokens", &d.Pack.MaxPromptTokens}}},
 		{"reduce", &j.Reduce},
+		{"pricing", pricingField{&j.Pricing}},
 	}
 }
 

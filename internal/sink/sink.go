@@ -4,10 +4,12 @@ package sink
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,6 +37,7 @@ type JSONL struct {
 	closed  bool         // Close was called: the timer must not touch bw
 	err     error        // first write error; later writes are refused
 	skip    map[int]bool // indexes already in the output (a resumed run)
+	cost    func(batchagent.Result) (float64, bool)
 }
 
 // NewJSONL returns a writer to w. With ordered, results are buffered and
@@ -56,6 +59,15 @@ func (s *JSONL) Skip(indexes map[int]bool) {
 	for s.skip[s.next] {
 		s.next++
 	}
+}
+
+// SetCost makes each line carry "cost": cost(r) as its last member, for
+// the results whose cost reports true; the others are written as they
+// are. Call it before the first Write. The cost must be a finite number.
+func (s *JSONL) SetCost(cost func(batchagent.Result) (float64, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cost = cost
 }
 
 // Write writes r (or, in ordered mode, buffers it until the results before
@@ -119,6 +131,11 @@ func (s *JSONL) writeLocked(r batchagent.Result) {
 	if err != nil {
 		s.err = fmt.Errorf("sink: encode result %d: %w", r.Index, err)
 		return
+	}
+	if s.cost != nil {
+		if c, ok := s.cost(r); ok {
+			b = appendMember(b, "cost", c)
+		}
 	}
 	if _, err := s.bw.Write(b); err != nil {
 		s.err = fmt.Errorf("sink: write: %w", err)
@@ -184,4 +201,22 @@ func (s *JSONL) Written() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.written
+}
+
+// appendMember returns the JSON object b with the member "name": v added
+// last.
+func appendMember(b []byte, name string, v float64) []byte {
+	end := bytes.LastIndexByte(b, '}')
+	if end < 0 {
+		return b // not an object: MarshalJSON always writes one
+	}
+	head := bytes.TrimRight(b[:end], " \t\r\n")
+	out := append(make([]byte, 0, len(b)+32), head...)
+	if len(head) > 0 && head[len(head)-1] != '{' {
+		out = append(out, ',')
+	}
+	out = strconv.AppendQuote(out, name)
+	out = append(out, ':')
+	out = strconv.AppendFloat(out, v, 'g', -1, 64)
+	return append(out, b[end:]...)
 }
