@@ -156,13 +156,26 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if err := checkPlaceholders(path, cj.Def.Task, inPath); err != nil {
 		return fail(exitUsage, err)
 	}
+	// One read of the inputs counts them and digests them for the run ID.
+	in, err := os.Open(inPath)
+	if err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
+	defer in.Close()
+	digest := sha256.New()
+	estimate, err := format.count(io.TeeReader(in, digest))
+	if err == nil {
+		_, err = io.Copy(digest, in) // what count left unread
+	}
+	if err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
+	}
 	id := rf.runID
 	if id == "" {
-		digest, err := fileDigest(inPath)
-		if err != nil {
-			return fail(exitUsage, fmt.Errorf("inputs: %w", err))
-		}
-		id = runIDOf(abs, data, inPath, digest, outPath)
+		id = runIDOf(abs, data, inPath, hex.EncodeToString(digest.Sum(nil)), outPath)
 	}
 	lock, err := lockFile(outPath, "output", lockHolder(path, outPath))
 	if err != nil {
@@ -183,18 +196,6 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("run %s exists in Redis with another job file (%s): give another --run-id", id, st.JobPath))
 	}
 
-	in, err := os.Open(inPath)
-	if err != nil {
-		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
-	}
-	defer in.Close()
-	estimate, err := format.count(in)
-	if err != nil {
-		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
-	}
-	if _, err := in.Seek(0, io.SeekStart); err != nil {
-		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
-	}
 	out, written, err := openRunOutput(outPath, existed)
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
@@ -232,20 +233,6 @@ func runIDOf(jobPath string, job []byte, inPath, inDigest, outPath string) strin
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// fileDigest returns the SHA-256 of the file at path, in hex.
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // openRunOutput opens the output of a run. A new run truncates it. A
