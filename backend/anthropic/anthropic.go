@@ -209,7 +209,7 @@ func (m *Model) String() string { return "anthropic.Model(" + m.baseURL + ")" }
 func (m *Model) GoString() string { return m.String() }
 
 // Capabilities reports streaming, native tools, native structured output
-// (through a forced tool), prompt caching (through cache_control markers)
+// (through an output tool), prompt caching (through cache_control markers)
 // and the configured concurrency.
 func (m *Model) Capabilities() llm.Capabilities { return m.caps }
 

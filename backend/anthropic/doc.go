@@ -14,13 +14,36 @@
 // (tools and system prompt) is written to Anthropic's prompt cache once and
 // read by every later call.
 //
-// Structured output ([llm.Request.Output]) without tools is constrained
-// natively: the request gets one tool whose input schema is the output schema
-// and forces the model to call it; the tool's input comes back as the
-// message's content, as compact JSON, and never as a tool call. A schema
-// that does not describe an object (a tool's input always is one) is wrapped
-// as the property "value" and unwrapped in the answer. A request with tools
-// is not forced, since the agent may need to call them first.
+// # Structured output
+//
+// Structured output ([llm.Request.Output]) is constrained natively, through
+// a tool whose input schema is the output schema, named like the output
+// (Output.Name, "output" by default). A schema that does not describe an
+// object (a tool's input always is one) is wrapped as the property "value"
+// and unwrapped in the answer. The tool's input comes back as the message's
+// content, as compact JSON, with finish reason stop and never as a tool
+// call; any text beside it is dropped.
+//
+// A request without tools forces the output tool (tool_choice
+// {"type":"tool"}). A request with tools offers the output tool after them
+// with tool_choice {"type":"any"}: the model must either call one of the
+// request's tools or give its final answer through the output tool, so a
+// tool-using agent gets native structured output too. The backend never asks
+// for extended thinking, which forbids both tool choices (it allows only
+// "auto" and "none"), so it needs no fallback to "auto"; a compatible server
+// that ignores tool_choice and answers in text gets that text back as the
+// answer, for the caller to validate. When a tool of the request already has
+// the output's name, the output tool takes the first free name of name_2,
+// name_3... (shortened to the API's 64 characters), the same on every turn,
+// and a call of the request's tool stays a tool call.
+//
+// A message that calls request tools and the output tool at once returns
+// the calls of the request tools, with the message's text, and drops the
+// output call: the model answers again once it has the tools' results, and
+// the conversation sent back then holds only the calls the agent answered,
+// every tool_use with its tool_result, as the API requires. Streams hold
+// the text of an answer with structured output back until the end, since
+// the output tool's input may replace it.
 //
 // # Usage and rate limits
 //

@@ -81,7 +81,10 @@ func (c *call) response(msg *sdk.Message) *llm.Response {
 		Message: llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls},
 		Usage:   usageOf(msg.Usage.InputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens, msg.Usage.OutputTokens),
 	}
-	if found {
+	// An answer given alongside calls of real tools is dropped: the model
+	// answers again once it has their results, and the conversation sent
+	// back then holds only the calls the agent answered.
+	if found && len(calls) == 0 {
 		r.Message.Content = outputText(output, c.wrapped)
 	}
 	r.FinishReason = finishReason(msg.StopReason, len(calls) > 0)
@@ -99,7 +102,7 @@ func usageOf(input, cacheRead, cacheCreation, output int64) llm.Usage {
 }
 
 // finishReason maps a stop_reason. tool_use means tool calls only when the
-// answer has some: the forced output tool is a final answer.
+// answer has some: a call of the output tool alone is a final answer.
 func finishReason(stop sdk.StopReason, hasCalls bool) llm.FinishReason {
 	switch stop {
 	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
@@ -23,8 +25,8 @@ const wrapKey = "value"
 // needs to know.
 type call struct {
 	params sdk.MessageNewParams
-	// output names the forced structured-output tool; empty when the
-	// request is not forced.
+	// output names the structured-output tool; empty when the request
+	// asks for no structured output.
 	output string
 	// wrapped says the answer is the wrapKey property of the tool's input.
 	wrapped bool
@@ -67,11 +69,8 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 		}
 		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
 	}
-	if req.Output != nil && len(req.Tools) == 0 {
-		name := req.Output.Name
-		if name == "" {
-			name = defaultOutputName
-		}
+	if req.Output != nil {
+		name := outputName(req.Output.Name, req.Tools)
 		schema, wrapped, err := outputSchema(req.Output.Schema)
 		if err != nil {
 			return call{}, badRequest(fmt.Sprintf("output schema: %v", err))
@@ -81,8 +80,16 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 			Description: param.NewOpt("Give the final answer. Its input is the answer."),
 			InputSchema: schema,
 		}
-		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
+		// Without tools the output tool is the only move; with tools the
+		// model must call one of them or answer through the output tool
+		// (the backend never asks for extended thinking, which would
+		// forbid both choices).
 		c.params.ToolChoice = sdk.ToolChoiceParamOfTool(name)
+		if len(req.Tools) > 0 {
+			tp.Description = param.NewOpt("Give the final answer, once no other tool is needed. Its input is the answer.")
+			c.params.ToolChoice = sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{}}
+		}
+		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
 		c.output, c.wrapped = name, wrapped
 	}
 	// The shared prefix is tools, then system: mark the end of each.
@@ -181,6 +188,32 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 		return sdk.ToolInputSchemaParam{}, err
 	}
 	return param.Override[sdk.ToolInputSchemaParam](json.RawMessage(b)), nil
+}
+
+// maxToolName is the longest tool name the Messages API accepts.
+const maxToolName = 64
+
+// outputName names the structured-output tool: name, or defaultOutputName
+// when name is empty, unless a tool of the request has that name; then the
+// first of name_2, name_3... that none has (name shortened to keep it
+// within maxToolName). The choice depends on the request alone, so every
+// turn of an agent gets the same name.
+func outputName(name string, tools []llm.ToolDef) string {
+	if name == "" {
+		name = defaultOutputName
+	}
+	taken := func(n string) bool {
+		return slices.ContainsFunc(tools, func(t llm.ToolDef) bool { return t.Name == n })
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		suffix := "_" + strconv.Itoa(i)
+		if n := name[:min(len(name), max(maxToolName-len(suffix), 0))] + suffix; !taken(n) {
+			return n
+		}
+	}
 }
 
 // outputSchema returns the input schema of the structured-output tool. A

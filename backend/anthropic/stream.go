@@ -18,8 +18,11 @@ import (
 // Breaking out of the loop closes the response body. req is not modified;
 // each iteration of the sequence makes at most one HTTP request.
 //
-// Structured output (a forced tool) arrives as one text event once the
-// tool's input is complete, so that it is compact JSON like Generate's.
+// Structured output (the output tool's input) arrives as one text event
+// once the tool's input is complete, so that it is compact JSON like
+// Generate's; text is then held back until the end, since the output
+// tool's input replaces it. An output call beside calls of real tools is
+// dropped, as in Generate.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		c, err := m.translate(req)
@@ -82,10 +85,10 @@ type streamState struct {
 	call   *call
 	blocks map[int64]*block // by content block index
 	calls  int              // tool calls started
-	// held is the text of a forced answer, held until it is known whether
-	// the output tool answered.
+	// held is the text of an answer with structured output, held until it
+	// is known whether the output tool answered.
 	held []byte
-	// output is the block of the forced output tool, once started.
+	// output is the block of the output tool, once started.
 	output *block
 	usage  struct{ input, cacheRead, cacheCreation, output int64 }
 	stop   sdk.StopReason
@@ -206,7 +209,8 @@ func (s *streamState) start(ev sdk.MessageStreamEventUnion, yield func(llm.Event
 	return true
 }
 
-// text yields a piece of text, or holds it while the answer is forced.
+// text yields a piece of text, or holds it when the request asks for
+// structured output.
 func (s *streamState) text(b *block, t string, yield func(llm.Event, error) bool) bool {
 	if b.kind != textBlock || t == "" {
 		return true
@@ -221,10 +225,11 @@ func (s *streamState) text(b *block, t string, yield func(llm.Event, error) bool
 	return yield(llm.Event{Type: llm.EventText, Text: t}, nil)
 }
 
-// finish yields the forced answer, the usage and the end of the stream.
+// finish yields the structured answer (or the held text), the usage and
+// the end of the stream.
 func (s *streamState) finish(yield func(llm.Event, error) bool) bool {
 	switch {
-	case s.output != nil:
+	case s.output != nil && s.calls == 0: // else dropped, as in Generate
 		if !yield(llm.Event{Type: llm.EventText, Text: outputText(s.output.input, s.call.wrapped)}, nil) {
 			return false
 		}
