@@ -318,8 +318,8 @@ func ParseURL(raw string) (Config, error) {
 	return cfg, cfg.validate()
 }
 
-// Capabilities declares streaming, native tools, native JSON schema (a
-// forced tool), prompt caching (cache points, unless disabled) and the
+// Capabilities declares streaming, native tools, native JSON schema (an
+// output tool), prompt caching (cache points, unless disabled) and the
 // configured concurrency.
 func (m *Model) Capabilities() llm.Capabilities {
 	return llm.Capabilities{
@@ -367,7 +367,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			}
 			name := aws.ToString(block.Value.Name)
 			if p.output != "" && name == p.output {
-				b.output, b.hasOutput = input, true
+				if !b.hasOutput { // the first answer counts
+					b.output, b.hasOutput = input, true
+				}
 				continue
 			}
 			b.calls = append(b.calls, llm.ToolCall{ID: aws.ToString(block.Value.ToolUseId), Name: name, Arguments: input})
@@ -384,15 +386,18 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 type answer struct {
 	text      []byte
 	calls     []llm.ToolCall
-	output    []byte // the forced output tool's input
+	output    []byte // the output tool's input
 	hasOutput bool
 }
 
 // response returns the assistant message: the output tool's input, as
-// compact JSON, replaces the text when the model called that tool.
+// compact JSON, replaces the text when the model called that tool and no
+// other. An answer given alongside calls of real tools is dropped: the
+// model answers again once it has their results, and the conversation sent
+// back then holds only the calls the agent answered.
 func (a *answer) response(stop types.StopReason) *llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant, Content: string(a.text), ToolCalls: a.calls}
-	if a.hasOutput {
+	if a.hasOutput && len(a.calls) == 0 {
 		msg.Content = compactJSON(a.output)
 	}
 	finish := finishReason(stop, len(a.calls) > 0)

@@ -16,13 +16,35 @@
 //
 // # Structured output
 //
-// When a request asks for structured output ([llm.Request.Output]) and
-// carries no tools, the schema becomes the input schema of a tool named
-// like the output (Output.Name, "output" by default) that the model is
-// forced to call. The tool's input is returned as the message's content, as
-// compact JSON, with finish reason stop and no tool calls. When the request
-// also has tools the output tool is not added: the agent may need to call
-// its tools first, and the prompt already carries the schema.
+// When a request asks for structured output ([llm.Request.Output]), the
+// schema becomes the input schema of a tool named like the output
+// (Output.Name, "output" by default). The tool's input is returned as the
+// message's content, as compact JSON, with finish reason stop and no tool
+// calls; any text beside it is dropped.
+//
+// A request without tools forces the model to call the output tool
+// (toolChoice "tool"). A request with tools offers the output tool after
+// them with toolChoice "any": the model must either call one of the
+// request's tools or give its final answer through the output tool, so a
+// tool-using agent gets native structured output too. Bedrock takes "any"
+// only from some model families; the backend sends it when the model ID (or
+// the inference profile's ID or ARN) names Anthropic Claude
+// ("anthropic.claude"), Amazon Nova ("amazon.nova") or Mistral Large
+// ("mistral.mistral-large"), and otherwise leaves toolChoice out, which is
+// "auto": the model may then also answer in text, which comes back as the
+// answer for the caller to validate. When a tool of the request already has
+// the output's name, the output tool takes the first free name of name_2,
+// name_3... (shortened to Converse's 64 characters), the same on every
+// turn, and a call of the request's tool stays a tool call.
+//
+// A message that calls request tools and the output tool at once returns
+// the calls of the request tools, with the message's text, and drops the
+// output call: the model answers again once it has the tools' results, and
+// the conversation sent back then holds only the calls the agent answered,
+// every toolUse with its toolResult, as Converse requires. Of several
+// output calls in one message, the first counts. Streams hold the text of
+// an answer with structured output back until the end, since the output
+// tool's input may replace it.
 //
 // # Errors
 //

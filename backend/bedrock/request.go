@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
@@ -18,7 +21,7 @@ import (
 
 const (
 	backendName = "bedrock"
-	// defaultOutputName names the forced output tool when the request's
+	// defaultOutputName names the output tool when the request's
 	// OutputSpec names none.
 	defaultOutputName = "output"
 	// emptyToolResult stands in for a tool result with no text: Bedrock
@@ -33,7 +36,7 @@ type params struct {
 	system     []types.SystemContentBlock
 	toolConfig *types.ToolConfiguration
 	inference  *types.InferenceConfiguration
-	// output names the forced output tool, or is empty.
+	// output names the output tool, or is empty.
 	output string
 }
 
@@ -88,12 +91,13 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 	}
 
 	tools := req.Tools
-	if req.Output != nil && len(req.Tools) == 0 {
-		p.output = req.Output.Name
-		if p.output == "" {
-			p.output = defaultOutputName
+	if req.Output != nil {
+		p.output = outputName(req.Output.Name, req.Tools)
+		desc := "Give the final answer."
+		if len(req.Tools) > 0 {
+			desc = "Give the final answer, once no other tool is needed."
 		}
-		tools = []llm.ToolDef{{Name: p.output, Description: "Give the final answer.", Parameters: req.Output.Schema}}
+		tools = append(slices.Clip(req.Tools), llm.ToolDef{Name: p.output, Description: desc, Parameters: req.Output.Schema})
 	}
 	if len(tools) > 0 {
 		tc := &types.ToolConfiguration{}
@@ -115,12 +119,60 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 		if m.cachePoints {
 			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: cachePoint()})
 		}
-		if p.output != "" {
+		switch {
+		case p.output == "":
+		case len(req.Tools) == 0:
 			tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(p.output)}}
+		case choosesAny(p.modelID):
+			// The model must call a tool: one of the request's, or the
+			// output tool with the final answer.
+			tc.ToolChoice = &types.ToolChoiceMemberAny{Value: types.AnyToolChoice{}}
+		default:
+			// Left out, toolChoice is auto: the model may also answer in
+			// text, which the caller validates as the answer.
 		}
 		p.toolConfig = tc
 	}
 	return p, nil
+}
+
+// maxToolName is the longest tool name Converse accepts.
+const maxToolName = 64
+
+// outputName names the output tool: name, or defaultOutputName when name is
+// empty, unless a tool of the request has that name; then the first of
+// name_2, name_3... that none has (name shortened to keep it within
+// maxToolName). The choice depends on the request alone, so every turn of
+// an agent gets the same name.
+func outputName(name string, tools []llm.ToolDef) string {
+	if name == "" {
+		name = defaultOutputName
+	}
+	taken := func(n string) bool {
+		return slices.ContainsFunc(tools, func(t llm.ToolDef) bool { return t.Name == n })
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		suffix := "_" + strconv.Itoa(i)
+		if n := name[:min(len(name), max(maxToolName-len(suffix), 0))] + suffix; !taken(n) {
+			return n
+		}
+	}
+}
+
+// anyToolModels are the model families that take toolChoice "any", as
+// parts of a model ID: Bedrock refuses a toolChoice for the others
+// (Llama, Cohere, AI21...).
+var anyToolModels = []string{"anthropic.claude", "amazon.nova", "mistral.mistral-large"}
+
+// choosesAny reports whether the model of modelID, a model ID or an
+// inference profile's ID or ARN (which name the model), takes toolChoice
+// "any". An ARN that does not name its model, such as a provisioned
+// model's, is taken not to.
+func choosesAny(modelID string) bool {
+	return slices.ContainsFunc(anyToolModels, func(family string) bool { return strings.Contains(modelID, family) })
 }
 
 // contentBlocks maps a user, assistant or tool message to its role and

@@ -31,6 +31,7 @@ func TestRequestGolden(t *testing.T) {
 		{"tool result", "request.golden", backendtest.Request(backendtest.ToolResult)},
 		{"structured", "request_structured.golden", backendtest.Request(backendtest.Structured)},
 		{"output with tools", "request_output_tools.golden", &llm.Request{
+			Model:    "anthropic.claude-3-5-haiku-20241022-v1:0",
 			Messages: []llm.Message{{Role: llm.RoleSystem, Content: "You are terse."}, {Role: llm.RoleUser, Content: "Answer."}},
 			Tools:    backendtest.ToolDefs[:1],
 			Output:   backendtest.OutputSpec,

@@ -14,9 +14,10 @@ import (
 
 // Stream calls ConverseStream for req and yields its events as they
 // arrive: text deltas, tool-call pieces (ID and name first, then fragments
-// of the arguments), the usage, and last an EventDone. With a forced
-// output tool (see the package documentation) the tool's input is yielded
-// whole, as one EventText of compact JSON just before EventDone. A failure is yielded once, as the last pair: an
+// of the arguments), the usage, and last an EventDone. With an output tool
+// (see the package documentation) text is held back and the tool's input
+// is yielded whole, as one EventText of compact JSON just before EventDone;
+// an output call beside calls of real tools is dropped, as in Generate. A failure is yielded once, as the last pair: an
 // *llm.APIError (llm.ErrConnection when the stream ends before its
 // messageStop event), or ctx's error when ctx ends first. Breaking out of
 // the loop closes the response body.
@@ -78,7 +79,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 
 // streamState follows one ConverseStream response.
 type streamState struct {
-	// output names the forced output tool, or is empty.
+	// output names the output tool, or is empty.
 	output string
 	// calls maps the content-block index of each tool-use block to the
 	// call's index among the response's calls.
@@ -122,7 +123,9 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 		block := aws.ToInt32(ev.Value.ContentBlockIndex)
 		name := aws.ToString(start.Value.Name)
 		if s.output != "" && name == s.output {
-			s.outputBlock = block
+			if s.outputBlock < 0 { // the first answer counts
+				s.outputBlock = block
+			}
 			return true
 		}
 		i := len(s.calls)
@@ -170,7 +173,7 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 func (s *streamState) finish(yield func(llm.Event, error) bool) {
 	if s.output != "" {
 		text := string(s.text)
-		if s.outputBlock >= 0 {
+		if s.outputBlock >= 0 && len(s.calls) == 0 { // else dropped, as in Generate
 			args := s.outputArgs
 			if len(args) == 0 {
 				args = []byte("{}")
