@@ -13,8 +13,9 @@ import (
 // FuzzStreamEvents feeds arbitrary bytes to Stream as the SSE body of a 200
 // answer, with no network. Stream must neither panic nor hang, and must end
 // either with usage and done or with one *llm.APIError of a known class.
-// mode picks the request: plain (0), forced structured output (1), or
-// forced output whose schema is wrapped (2).
+// mode picks the request: plain (0), forced structured output (1), forced
+// output whose schema is wrapped (2), or structured output offered beside
+// a tool (3). The output tool's call never comes back as a tool call.
 func FuzzStreamEvents(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "conformance", "*.sse"))
 	if err != nil || len(seeds) == 0 {
@@ -31,6 +32,13 @@ func FuzzStreamEvents(f *testing.F) {
 		"data: "+`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"answer","input":{}}}`+"\n\n"+
 		"data: "+`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"value\":[1]}"}}`+"\n\n"+
 		"data: "+msgStop+"\n\n"))
+	f.Add(byte(3), sse(f, msgStart,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"answer","input":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"n\":1}"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t2","name":"lookup","input":{}}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"id\":7}"}}`,
+		`{"type":"content_block_stop","index":1}`, msgDelta("tool_use"), msgStop))
 	f.Add(byte(0), []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"))
 	f.Add(byte(0), []byte("data: {\"type\":\"message_stop\"}\n\n"))
 
@@ -38,11 +46,14 @@ func FuzzStreamEvents(f *testing.F) {
 		llm.ErrConnection, llm.ErrContextLength, llm.ErrBadRequest, llm.ErrAuth}
 	f.Fuzz(func(t *testing.T, mode byte, body []byte) {
 		req := &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}}
-		switch mode % 3 {
+		switch mode % 4 {
 		case 1:
 			req.Output = &llm.OutputSpec{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}
 		case 2:
 			req.Output = &llm.OutputSpec{Name: "answer", Schema: json.RawMessage(`{"type":"array"}`)}
+		case 3:
+			req.Output = &llm.OutputSpec{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}
+			req.Tools = []llm.ToolDef{{Name: "lookup"}}
 		}
 		m := newModel(t, anthropic.Config{BaseURL: "http://anthropic.test", HTTPClient: canned(200, sseHeader, body, nil)})
 		var (
@@ -81,7 +92,7 @@ func FuzzStreamEvents(f *testing.F) {
 		if req.Output != nil && len(resp.Message.ToolCalls) > 0 {
 			for _, c := range resp.Message.ToolCalls {
 				if c.Name == "answer" {
-					t.Fatalf("forced output came back as a tool call: %+v", resp.Message.ToolCalls)
+					t.Fatalf("structured output came back as a tool call: %+v", resp.Message.ToolCalls)
 				}
 			}
 		}
