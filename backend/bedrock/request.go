@@ -170,7 +170,7 @@ var anyToolModels = []string{"anthropic.claude", "amazon.nova", "mistral.mistral
 // choosesAny reports whether the model of modelID, a model ID or an
 // inference profile's ID or ARN (which name the model), takes toolChoice
 // "any". An ARN that does not name its model, such as a provisioned
-// model's, is taken not to.
+// model's or an application inference profile's, is taken not to.
 func choosesAny(modelID string) bool {
 	return slices.ContainsFunc(anyToolModels, func(family string) bool { return strings.Contains(modelID, family) })
 }
