@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -102,6 +105,12 @@ type coordinator struct {
 	// progress tells the enqueuer that results came (capacity 1: one
 	// pending signal is enough).
 	progress chan struct{}
+	// price is what the job's tokens cost: each line collected gets its
+	// cost, and the summary the total, when it is known.
+	price jobPrice
+	// cost sums the costs of the lines written this time, in dollars as
+	// float64 bits (read by the progress line).
+	cost atomic.Uint64
 }
 
 // runCoordinator runs the job file at path over the workers reading the
@@ -207,6 +216,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		inputs: format.decode(in, filepath.Base(inPath)), start: st.Enqueued,
 		outPath: outPath, out: bufio.NewWriterSize(out, 64<<10),
 		progress: make(chan struct{}, 1),
+		price:    priceOf(cj),
 	}
 	c.total.Store(-1)
 	c.enqueued.Store(int64(st.Enqueued))
@@ -346,9 +356,13 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 				continue
 			}
 			line := bytes.TrimRight(rec.Line, "\n")
+			if u, ok := sum.add(line); ok && c.price.known {
+				cost := c.price.price.Cost(u)
+				line = sink.AppendCost(line, cost)
+				c.cost.Store(math.Float64bits(math.Float64frombits(c.cost.Load()) + cost))
+			}
 			c.out.Write(line)
 			c.out.WriteByte('\n')
-			sum.add(line)
 		}
 		if len(recs) > 0 {
 			if err := c.out.Flush(); err != nil {
@@ -373,6 +387,7 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 	}
 	if !quiet {
 		sum.write(stderr, c.name, time.Since(begin), written.len(), c.outPath)
+		fmt.Fprintf(stderr, "  %s\n", c.price.summary(sum.usage))
 	}
 	switch {
 	case runErr != nil:
@@ -452,7 +467,11 @@ func (c *coordinator) progressLine(ctx context.Context, done, estimate int) stri
 			}
 		}
 	}
-	return fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", c.name, done, total, c.enqueued.Load(), alive, held)
+	line := fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", c.name, done, total, c.enqueued.Load(), alive, held)
+	if c.price.known {
+		line += fmt.Sprintf(" · $%.4f", math.Float64frombits(c.cost.Load()))
+	}
+	return line
 }
 
 // coordProgress draws the progress line: redrawn in place on a terminal,
@@ -497,24 +516,24 @@ type runSummary struct {
 	byKind                     map[string]int
 	modelCalls, turns, tools   int64
 	promptTokens, completionTk int64
+	// usage sums the lines' tokens, cached ones included, for the cost.
+	usage llm.Usage
 }
 
-// add counts one result line.
-func (s *runSummary) add(line []byte) {
+// add counts one result line and returns its usage; a line that does not
+// decode counts as nothing and has none.
+func (s *runSummary) add(line []byte) (u llm.Usage, ok bool) {
 	var l struct {
 		Error *struct {
 			Kind string `json:"kind"`
 		} `json:"error"`
-		ModelCalls int64 `json:"model_calls"`
-		Turns      int64 `json:"turns"`
-		ToolCalls  int64 `json:"tool_calls"`
-		Usage      struct {
-			Prompt     int64 `json:"prompt_tokens"`
-			Completion int64 `json:"completion_tokens"`
-		} `json:"usage"`
+		ModelCalls int64     `json:"model_calls"`
+		Turns      int64     `json:"turns"`
+		ToolCalls  int64     `json:"tool_calls"`
+		Usage      llm.Usage `json:"usage"`
 	}
 	if json.Unmarshal(line, &l) != nil {
-		return
+		return llm.Usage{}, false
 	}
 	if l.Error != nil {
 		s.failed++
@@ -528,8 +547,10 @@ func (s *runSummary) add(line []byte) {
 	s.modelCalls += l.ModelCalls
 	s.turns += l.Turns
 	s.tools += l.ToolCalls
-	s.promptTokens += l.Usage.Prompt
-	s.completionTk += l.Usage.Completion
+	s.promptTokens += l.Usage.PromptTokens
+	s.completionTk += l.Usage.CompletionTokens
+	s.usage = s.usage.Add(l.Usage)
+	return l.Usage, true
 }
 
 // write prints the summary of the results written this time.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/internal/redistest"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -760,5 +763,67 @@ func TestScaleOutCoordinatorRunGone(t *testing.T) {
 	}
 	if !strings.Contains(coord.stderr.String(), "is gone from Redis") {
 		t.Errorf("coordinator's stderr does not say the run is gone:\n%s", coord.stderr.String())
+	}
+}
+
+// TestScaleOutCost: the coordinator prices the lines the workers record:
+// each line carries its usage's cost at the job file's price, and the
+// summary's cost is their sum.
+func TestScaleOutCost(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	rs := redistest.Start(t, redistest.Options{})
+	_, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, n, "")
+	b, err := os.ReadFile(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := llm.Price{Input: 2.5, CachedInput: 1.25, Output: 10}
+	writeFile(t, dir, "job.yaml", string(b)+"pricing: {input: 2.5, cached_input: 1.25, output: 10}\n")
+	w := startProc(t, dir, "wc", "worker", "--redis", rs.URL, "--id", "wc", "--max-active", "16")
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL)
+	if code := coord.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("coordinator: exit %d\n%s", code, coord.stderr.String())
+	}
+	checkEachOnce(t, filepath.Join(dir, "out.jsonl"), n)
+	data, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	var usage llm.Usage
+	for i, s := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var l struct {
+			Usage llm.Usage `json:"usage"`
+			Cost  *float64  `json:"cost"`
+		}
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if l.Cost == nil {
+			t.Fatalf("line %d has no cost: %s", i+1, s)
+		}
+		if want := price.Cost(l.Usage); math.Abs(*l.Cost-want) > 1e-12 {
+			t.Errorf("line %d: cost %g, want %g for usage %+v", i+1, *l.Cost, want, l.Usage)
+		}
+		if l.Usage.PromptTokens == 0 {
+			t.Errorf("line %d: no usage: %s", i+1, s)
+		}
+		sum += *l.Cost
+		usage = usage.Add(l.Usage)
+	}
+	m := regexp.MustCompile(`cost: \$([0-9.]+) \(prices: file\)`).FindStringSubmatch(coord.stderr.String())
+	if m == nil {
+		t.Fatalf("summary has no cost line:\n%s", coord.stderr.String())
+	}
+	got, _ := strconv.ParseFloat(m[1], 64)
+	if math.Abs(got-sum) > 0.00005 || math.Abs(got-price.Cost(usage)) > 0.00005 {
+		t.Errorf("summary cost $%s, want the lines' sum $%.4f = usage × price $%.4f", m[1], sum, price.Cost(usage))
+	}
+	w.signal(t, syscall.SIGTERM)
+	if code := w.wait(t, 40*time.Second); code != 0 {
+		t.Errorf("worker: exit %d\n%s", code, w.stderr.String())
 	}
 }

@@ -205,6 +205,12 @@ func (s *JSONL) Written() int {
 
 // appendMember returns the JSON object b with the member "name": v added
 // last.
+// AppendCost returns the result line line (one JSON object, without its
+// newline) with "cost": cost as its last member, as [JSONL.SetCost] writes
+// it: for lines written by another process (a worker's), priced where they
+// are collected. A line that is not an object is returned unchanged.
+func AppendCost(line []byte, cost float64) []byte { return appendMember(line, "cost", cost) }
+
 func appendMember(b []byte, name string, v float64) []byte {
 	end := bytes.LastIndexByte(b, '}')
 	if end < 0 {
