@@ -15,7 +15,8 @@ type Capabilities struct {
 	// described in the prompt.
 	NativeTools bool
 	// NativeJSONSchema: Request.Output constrains decoding on the backend
-	// (response_format json_schema, or a forced tool).
+	// (response_format json_schema, or an output tool: forced without
+	// tools, offered beside them with tool choice any).
 	NativeJSONSchema bool
 	// PromptCaching: the backend caches prompt prefixes (automatically, or
 	// through markers the backend adds on the shared prefix).
