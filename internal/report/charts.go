@@ -15,8 +15,13 @@ import (
 // is sampled evenly by index.
 const MaxTimelineRows = 300
 
-// chartWidth is the width of every chart, in SVG units (the page scales it).
-const chartWidth = 760
+// chartWidth is the width of every chart but the timeline, in SVG units
+// (the page scales it); timelineWidth is the timeline's, which spans the
+// page.
+const (
+	chartWidth    = 760
+	timelineWidth = 1560
+)
 
 // chart is one rendered chart: its hook (data-chart), title and body
 // (the SVG and its caption).
@@ -66,10 +71,10 @@ func timelineRows(agents []Agent) []Agent {
 // its end.
 func timelineChart(d *Data) template.HTML {
 	rows := timelineRows(d.Agents)
-	rowH := min(14, max(2, 600/float64(max(len(rows), 1))))
+	rowH := min(12, max(1.5, 450/float64(max(len(rows), 1))))
 	h := 28 + 38 + rowH*float64(max(len(rows), 1))
 	dur := d.Duration().Seconds()
-	p := newPlot("agent timeline", chartWidth, h, 0, dur, 0, 0, 0)
+	p := newPlot("agent timeline", timelineWidth, h, 0, dur, 0, 0, 0)
 	p.legend(legendItem{"queue wait", "queue"}, legendItem{"backoff", "backoff"},
 		legendItem{"inference", "inference"}, legendItem{"tool wait", "tools"}, legendItem{"no turns recorded", "total"})
 	if len(rows) == 0 {
