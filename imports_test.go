@@ -40,7 +40,7 @@ func TestImportRules(t *testing.T) {
 		"internal/sink":       {""},
 		// Charts of a run: the engine's Stats sampled live, or a checkpoint
 		// store's states and samples read back.
-		"internal/report": {"", "agent", "checkpoint", "llm", "tool"},
+		"internal/report": {"", "agent", "checkpoint", "job", "llm", "tool"},
 		// Metrics over the engine's Stats and results; spans from the
 		// agent's Observer.
 		"internal/telemetry": {"", "agent", "llm"},

@@ -27,6 +27,7 @@ type pageFacts struct {
 	Agents           string   // the timeline's data-agents
 	Kinds            map[string]int
 	Tools            map[string]map[string]int
+	LimitCaption     string
 }
 
 // factsJS reads pageFacts in the page.
@@ -47,7 +48,7 @@ const factsJS = `(() => {
   const rows = document.querySelector('[data-chart=timeline] .rows');
   return {Done: v('done'), OK: v('ok'), Failed: v('failed'), State: document.body.dataset.state, Charts: charts,
     Rows: document.querySelectorAll('[data-chart=timeline] .row').length, Agents: rows ? rows.dataset.agents : "",
-    Kinds: kinds, Tools: tools};
+    Kinds: kinds, Tools: tools, LimitCaption: document.querySelector('[data-chart=limit] .caption').textContent};
 })()`
 
 var allCharts = []string{"timeline", "throughput", "limit", "ttft", "latency", "errors", "tools", "cost"}
@@ -88,8 +89,9 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	lines := readLines(t, string(text))
 	kinds := map[string]int{}
-	ok := 0
+	ok, toolCalls := 0, 0
 	for _, l := range lines {
+		toolCalls += l.ToolCalls
 		if l.Error != nil {
 			kinds[l.Error.Kind]++
 		} else {
@@ -132,6 +134,14 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	if diff := cmp.Diff(kinds, f.Kinds); diff != "" {
 		t.Errorf("error bars by kind (-output +page):\n%s", diff)
+	}
+	// The tool counters and the limit come from the samples the run
+	// recorded in its state file.
+	if rf := f.Tools["read_file"]; rf["requested"] != toolCalls || rf["executed"]+rf["coalesced"]+rf["cached"] != toolCalls {
+		t.Errorf("read_file bars = %v, want %d requested, each executed, coalesced or cached", rf, toolCalls)
+	}
+	if f.LimitCaption == "" || strings.HasPrefix(f.LimitCaption, "not recorded") {
+		t.Errorf("limit chart caption = %q, want the recorded limit", f.LimitCaption)
 	}
 }
 

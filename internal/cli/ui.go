@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/report"
 )
 
@@ -225,5 +227,11 @@ func chainResults(fs ...batchagent.OnResultFunc) batchagent.OnResultFunc {
 // samplePersist returns the sampler's PersistFunc recording into r's state
 // file; nil without one.
 func (r *runner) samplePersist() report.PersistFunc {
-	return nil
+	if r.saved == nil {
+		return nil
+	}
+	id := r.spec.ID()
+	return func(ctx context.Context, at time.Time, data json.RawMessage) error {
+		return r.saved.AddSample(ctx, id, checkpoint.Sample{At: at, Data: data})
+	}
 }

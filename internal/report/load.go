@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
 )
 
 // Load reads the run of jobID from store: the agents' final and running
@@ -113,12 +114,32 @@ func (d *Data) addSamples(recs []storedSample) error {
 
 // agentOfState returns the agent of a stored state.
 func agentOfState(st agent.State) Agent {
-	a := Agent{Index: st.Index, Status: string(st.Status), Kind: st.ErrKind, Tier: st.Tier,
-		Total: st.Timings.Total, TTFT: st.Timings.TTFT, Usage: st.Usage}
-	return a
+	return Agent{Index: st.Index, Status: string(st.Status), Kind: st.ErrKind, Tier: st.Tier,
+		Started: st.Started, Total: st.Timings.Total, TTFT: st.Timings.TTFT, Usage: st.Usage, Spans: spansOf(st.Spans)}
 }
 
 // storedSamples returns the samples of jobID in store, oldest first.
 func storedSamples(ctx context.Context, store *checkpoint.Store, jobID string) ([]storedSample, error) {
-	return nil, nil // until the store records samples
+	sms, err := store.Samples(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]storedSample, len(sms))
+	for i, sm := range sms {
+		recs[i] = storedSample{At: sm.At, Data: sm.Data}
+	}
+	return recs, nil
+}
+
+// spansOf converts an agent's recorded turns.
+func spansOf(js []job.Span) []Span {
+	if len(js) == 0 {
+		return nil
+	}
+	out := make([]Span, len(js))
+	for i, s := range js {
+		out[i] = Span{Turn: s.Turn, Start: s.Start, Queue: s.Queue, Inference: s.Inference, TTFT: s.TTFT,
+			Backoff: s.Backoff, Tools: s.Tools, Tier: s.Tier}
+	}
+	return out
 }
