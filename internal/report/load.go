@@ -32,8 +32,7 @@ func Load(ctx context.Context, store *checkpoint.Store, jobID string) (*Data, er
 		return nil, err
 	}
 	d := &Data{
-		Info:  Info{Job: jobID},
-		Start: sum.First, End: sum.Last,
+		Info: Info{Job: jobID},
 		Totals: Totals{Inputs: sum.Inputs, ByKind: make(map[string]int64), Usage: sum.Usage,
 			ModelCalls: int64(sum.ModelCalls)},
 		Done: true,
@@ -62,6 +61,14 @@ func Load(ctx context.Context, store *checkpoint.Store, jobID string) (*Data, er
 	sortAgents(d.Agents)
 	if err := d.addSamples(recs); err != nil {
 		return nil, fmt.Errorf("report: job %s: %w", jobID, err)
+	}
+	// Without turn times or samples (a state file of an older batchagent),
+	// the run spans its record's first and last saves.
+	if d.Start.IsZero() {
+		d.Start = sum.First
+	}
+	if d.End.IsZero() {
+		d.End = sum.Last
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package report_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/report"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -92,5 +94,87 @@ func TestLoadUnknownJob(t *testing.T) {
 	defer store.Close()
 	if _, err := report.Load(t.Context(), store, "other"); !errors.Is(err, checkpoint.ErrUnknownJob) {
 		t.Errorf("Load(other) = %v, want ErrUnknownJob", err)
+	}
+}
+
+func TestLoadSamplesAndSpans(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	path := writeStore(t, agent.State{Index: 0, Status: agent.StatusDone, Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}},
+		Started: start.Add(time.Second), Timings: agent.Timings{Total: 2 * time.Second},
+		Spans: []job.Span{{Turn: 0, Start: start.Add(time.Second), Queue: 100 * time.Millisecond, Inference: time.Second, TTFT: 400 * time.Millisecond, Tools: 300 * time.Millisecond}}})
+	st, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a Sampler records: its first sample carries the run's info.
+	recs := []string{
+		`{"t":0,"done":0,"ok":0,"failed":0,"active":1,"inflight":1,"limit":8,"throttles":0,"tokens":0,"info":{"job":"review","model":"gpt-x","price":{"Input":1,"CachedInput":0,"Output":2,"BatchDiscount":0},"price_source":"file"}}`,
+		`{"t":1,"done":0,"ok":0,"failed":0,"active":1,"inflight":1,"limit":6,"throttles":2,"tokens":50,"tools":[{"Name":"read_file","Requested":3,"Executed":1,"Coalesced":1,"CacheHits":1}]}`,
+		`{"t":2,"done":1,"ok":1,"failed":0,"active":0,"inflight":0,"limit":6,"throttles":2,"tokens":90,"cost":0.0001,"tools":[{"Name":"read_file","Requested":4,"Executed":1,"Coalesced":1,"CacheHits":2}]}`,
+	}
+	for i, r := range recs {
+		if err := st.AddSample(t.Context(), "j", checkpoint.Sample{At: start.Add(time.Duration(i) * time.Second), Data: []byte(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := checkpoint.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	d, err := report.Load(t.Context(), store, "j")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if d.Info.Job != "review" || d.Info.Model != "gpt-x" || d.Info.Price == nil || d.Info.Price.Output != 2 || d.Info.PriceSource != "file" {
+		t.Errorf("Load info = %+v, want the first sample's", d.Info)
+	}
+	var ts []float64
+	var limits []int
+	for _, s := range d.Samples {
+		ts, limits = append(ts, s.T), append(limits, s.Limit)
+	}
+	if diff := cmp.Diff([]float64{0, 1, 2}, ts); diff != "" {
+		t.Errorf("sample times from the run's start (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{8, 6, 6}, limits); diff != "" {
+		t.Errorf("sample limits (-want +got):\n%s", diff)
+	}
+	if len(d.Tools) != 1 || d.Tools[0].Requested != 4 || d.Tools[0].CacheHits != 2 {
+		t.Errorf("Load tools = %+v, want the last sample's", d.Tools)
+	}
+	if !d.Start.Equal(start) || !d.End.Equal(start.Add(3*time.Second)) {
+		t.Errorf("Load spans %v to %v, want %v to %v (the first sample to the agent's end)", d.Start, d.End, start, start.Add(3*time.Second))
+	}
+	if len(d.Agents) != 1 || len(d.Agents[0].Spans) != 1 || d.Agents[0].Spans[0].TTFT != 400*time.Millisecond || !d.Agents[0].Started.Equal(start.Add(time.Second)) {
+		t.Errorf("Load agents = %+v, want agent 0 with its one span", d.Agents)
+	}
+}
+
+func TestLoadBadSample(t *testing.T) {
+	t.Parallel()
+	path := writeStore(t)
+	st, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddSample(t.Context(), "j", checkpoint.Sample{At: time.Now(), Data: []byte(`{"done":"many"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := checkpoint.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, err = report.Load(t.Context(), store, "j")
+	if err == nil || !strings.Contains(err.Error(), "report: job j: sample 1 of 1") {
+		t.Errorf("Load = %v, want an error naming the job and the sample", err)
 	}
 }
