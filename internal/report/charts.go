@@ -38,8 +38,8 @@ func charts(d *Data) []chart {
 		{"timeline", "Agent timeline", timelineChart(d)},
 		{"throughput", "Throughput and agents in flight", throughputChart(d, samples)},
 		{"limit", "Adaptive limit and throttled answers", limitChart(samples, recorded)},
-		{"ttft", "Time to first token", histogramChart("ttft", ttftValues(d))},
-		{"latency", "Turn latency", histogramChart("latency", latencyValues(d))},
+		{"ttft", "Time to first token", ttftChart(d)},
+		{"latency", "Turn latency", histogramChart("turn latency", latencyValues(d), "turns (queue wait + backoff + inference + tool wait)")},
 		{"errors", "Failures by kind", errorsChart(d)},
 		{"tools", "Tool calls", toolsChart(d)},
 		{"cost", "Cost", costChart(d, samples)},
@@ -183,8 +183,8 @@ func limitChart(samples []Sample, recorded bool) template.HTML {
 	p := newPlot("adaptive limit", chartWidth, 260, 0, last.T, 0, max(top, 1), max(maxThrottles, 1))
 	p.legend(legendItem{"limit", "s-limit"}, legendItem{"model calls in flight", "s-inflight"}, legendItem{"throttled answers (right axis)", "s-throttles"})
 	p.axes("time since start", "model calls", "throttled answers", fmtSeconds, fmtNum)
-	p.line("s-limit", "limit", xs, limit, false, true)
 	p.line("s-inflight", "inflight", xs, inflight, false, true)
+	p.line("s-limit", "limit", xs, limit, false, true) // dashed, over the calls in flight
 	p.line("s-throttles", "throttles", xs, throttles, true, true)
 	caption := fmt.Sprintf("%d throttled answers (429s, overload)", last.Throttles)
 	if top == 0 || last.Limit == 0 {
@@ -195,11 +195,13 @@ func limitChart(samples []Sample, recorded bool) template.HTML {
 	return body(p.end(), caption)
 }
 
-// ttftValues returns the times to first token, in seconds: per turn where
-// turns are recorded, else per agent.
-func ttftValues(d *Data) []float64 {
+// ttftChart draws the distribution of the times to first token: per turn
+// where turns are recorded, else per agent (its first call's).
+func ttftChart(d *Data) template.HTML {
 	var v []float64
+	perTurn := false
 	for _, a := range d.Agents {
+		perTurn = perTurn || len(a.Spans) > 0
 		if len(a.Spans) == 0 {
 			if a.TTFT > 0 {
 				v = append(v, a.TTFT.Seconds())
@@ -212,7 +214,11 @@ func ttftValues(d *Data) []float64 {
 			}
 		}
 	}
-	return v
+	per := "agents' first model calls (slot wait included)"
+	if perTurn {
+		per = "turns (from ready for the model call, slot wait included)"
+	}
+	return histogramChart("time to first token", v, per)
 }
 
 // latencyValues returns the turns' latencies (queue wait, backoff,
@@ -230,9 +236,9 @@ func latencyValues(d *Data) []float64 {
 }
 
 // histogramChart draws the distribution of values (seconds) in about 20
-// bins, each bar with its count in data-value.
-func histogramChart(id string, values []float64) template.HTML {
-	label := map[string]string{"ttft": "time to first token", "latency": "turn latency"}[id]
+// bins, each bar with its count in data-value; label names the values'
+// axis, per what each value is.
+func histogramChart(label string, values []float64, per string) template.HTML {
 	if len(values) == 0 {
 		p := newPlot(label, chartWidth, 240, 0, 1, 0, 1, 0)
 		p.axes(label, "count", "", fmtSeconds, fmtNum)
@@ -258,7 +264,6 @@ func histogramChart(id string, values []float64) template.HTML {
 	}
 	p.b.WriteString(`</g>`)
 	q := func(f float64) string { return fmtSeconds(sorted[min(int(f*float64(len(sorted))), len(sorted)-1)]) }
-	per := map[string]string{"ttft": "turns or agents", "latency": "turns (queue wait + backoff + inference + tool wait)"}[id]
 	return body(p.end(), fmt.Sprintf("%d %s; p50 %s, p90 %s, p99 %s, max %s", len(sorted), per, q(0.5), q(0.9), q(0.99), fmtSeconds(sorted[len(sorted)-1])))
 }
 

@@ -115,7 +115,7 @@ svg .note { font-size: 14px; fill: #8a93a3; }
 .t-requested { fill: #9aa2b1; } .t-executed { fill: #3d7ee0; } .t-coalesced { fill: #8f6ad8; } .t-cached { fill: #37a76b; }
 polyline { stroke-width: 2; }
 .s-rate { stroke: #3d7ee0; fill: #3d7ee0; } .s-active { stroke: #37a76b; fill: #37a76b; }
-.s-limit { stroke: #1d2330; fill: #1d2330; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
+.s-limit { stroke: #1d2330; fill: #1d2330; } polyline.s-limit { stroke-dasharray: 6 3; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
 .s-cost { stroke: #8f6ad8; fill: #8f6ad8; }
 polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }
 </style>
