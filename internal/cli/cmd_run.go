@@ -60,6 +60,16 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
+			if err := f.ui.check(cmd.Flags().Changed); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if f.ui.addr != "" && (rf.url != "" || bf.input != "") {
+				other := "--redis"
+				if bf.input != "" {
+					other = "--openai-batch"
+				}
+				return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--ui and %s contradict each other (the live view draws a job run in this process): drop one", other)}
+			}
 			if rf.url != "" {
 				f.logger = a.logger
 				return exitWith(runCoordinator(cmd.Context(), args[0], f, rf, a.stderr))
@@ -71,9 +81,6 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 				})
 			}
 			if err := f.check(cmd.Flags().Changed("state")); err != nil {
-				return &usageError{cmd: cmd.CommandPath(), err: err}
-			}
-			if err := f.ui.check(cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
 			f.logger = a.logger

@@ -132,6 +132,7 @@ func TestRunUIFlags(t *testing.T) {
 		{"linger without ui", []string{"--ui-linger", "1s"}, []string{"--ui-linger", "--ui"}},
 		{"negative linger", []string{"--ui", "127.0.0.1:0", "--ui-linger", "-1s"}, []string{"--ui-linger -1s"}},
 		{"no port", []string{"--ui", "127.0.0.1"}, []string{`--ui "127.0.0.1"`, "HOST:PORT"}},
+		{"redis", []string{"--ui", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1"}, []string{"--ui", "--redis"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

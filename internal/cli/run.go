@@ -54,6 +54,11 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 		return exitFailed
 	}
 	code := r.run(runCtx, f.quiet, stderr)
+	// The last sample, where the run ended before its results (a no-op
+	// once run has taken it), while the state file is open.
+	if err := ui.stopSampling(); err != nil {
+		fmt.Fprintln(stderr, "batchagent run: warning:", err)
+	}
 	if code != exitInterrupted { // an interrupt stops the live view too
 		ui.linger(ctx, f.quiet, stderr)
 	}

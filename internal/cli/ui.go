@@ -185,7 +185,7 @@ func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
 // stop stops the sampler, if still running, and the live view's server.
 // Errors are warnings: the run's results are written by then.
 func (u *runUI) stop() error {
-	errs := []error{u.stopSampling()}
+	var errs []error
 	if u.srv != nil {
 		u.cancelBase() // ends the event streams, so Shutdown need not wait for them
 		ctx, cancel := context.WithTimeout(context.Background(), uiStopTimeout)

@@ -21,6 +21,11 @@ const DefaultInterval = time.Second
 // default; past it, it keeps every other one.
 const DefaultMaxSamples = 2000
 
+// DefaultMaxAgents is how many finished agents a [Sampler] keeps in memory
+// by default for the live timeline and histograms; past it, it keeps every
+// other one.
+const DefaultMaxAgents = 20000
+
 // persistTimeout bounds the save of the final sample, made after the
 // run's context has ended.
 const persistTimeout = 5 * time.Second
@@ -44,6 +49,11 @@ type SamplerConfig struct {
 	// MaxSamples bounds the samples kept in memory: past it, every other
 	// one is dropped. Defaults to DefaultMaxSamples.
 	MaxSamples int
+	// MaxAgents bounds the finished agents kept in memory for the live
+	// charts: past it, every other one is dropped (the counters stay
+	// exact; a report from the state file has them all). Defaults to
+	// DefaultMaxAgents.
+	MaxAgents int
 	// Persist, when set, records every sample.
 	Persist PersistFunc
 }
@@ -78,6 +88,11 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 		return nil, fmt.Errorf("report: sampler: Interval %v is negative", cfg.Interval)
 	case cfg.MaxSamples < 0:
 		return nil, fmt.Errorf("report: sampler: MaxSamples %d is negative", cfg.MaxSamples)
+	case cfg.MaxAgents < 0:
+		return nil, fmt.Errorf("report: sampler: MaxAgents %d is negative", cfg.MaxAgents)
+	}
+	if cfg.MaxAgents == 0 {
+		cfg.MaxAgents = DefaultMaxAgents
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
@@ -193,8 +208,19 @@ func thin(ss []Sample) []Sample {
 func (s *Sampler) Result(r batchagent.Result) {
 	a := agentOfResult(r, time.Now())
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.agents = append(s.agents, a)
-	s.mu.Unlock()
+	if len(s.agents) > s.cfg.MaxAgents {
+		n := 0
+		for i := range s.agents {
+			if i%2 == 0 {
+				s.agents[n] = s.agents[i]
+				n++
+			}
+		}
+		clear(s.agents[n:]) // their spans are garbage
+		s.agents = s.agents[:n]
+	}
 }
 
 // agentOfResult returns the agent of a result that arrived at now.

@@ -177,6 +177,7 @@ func TestNewSamplerRejectsBadConfig(t *testing.T) {
 		{"no stats", report.SamplerConfig{}, "report: sampler: Stats is nil"},
 		{"negative interval", report.SamplerConfig{Stats: e.stats, Interval: -time.Second}, "report: sampler: Interval -1s is negative"},
 		{"negative max", report.SamplerConfig{Stats: e.stats, MaxSamples: -1}, "report: sampler: MaxSamples -1 is negative"},
+		{"negative agents", report.SamplerConfig{Stats: e.stats, MaxAgents: -1}, "report: sampler: MaxAgents -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,5 +186,29 @@ func TestNewSamplerRejectsBadConfig(t *testing.T) {
 				t.Errorf("NewSampler = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSamplerBoundsAgents(t *testing.T) {
+	t.Parallel()
+	var e fakeEngine
+	s, err := report.NewSampler(report.SamplerConfig{Stats: e.stats, MaxAgents: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		s.Result(batchagent.Result{Index: i})
+	}
+	d := s.Data()
+	if n := len(d.Agents); n < 50 || n > 100 {
+		t.Fatalf("kept %d agents of 1000, want 50 to 100", n)
+	}
+	for i := 1; i < len(d.Agents); i++ {
+		if d.Agents[i].Index <= d.Agents[i-1].Index {
+			t.Fatalf("agents out of order at %d: %d then %d", i, d.Agents[i-1].Index, d.Agents[i].Index)
+		}
+	}
+	if d.Agents[0].Index != 0 {
+		t.Errorf("first agent kept = %d, want 0", d.Agents[0].Index)
 	}
 }
