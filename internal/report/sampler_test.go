@@ -73,10 +73,7 @@ func TestSamplerSamplesEveryInterval(t *testing.T) {
 			t.Fatalf("Run = %v, want nil", err)
 		}
 		<-s.Done()
-		var got []report.Sample
-		for _, smp := range s.Samples() {
-			got = append(got, smp)
-		}
+		got := s.Samples()
 		want := []report.Sample{
 			{T: 0, Active: 10, Inflight: 3, Limit: 8},
 			{T: 1, Done: 1, OK: 1, Active: 9, Inflight: 3, Limit: 8, Tokens: 100, Cost: 0.0002},
