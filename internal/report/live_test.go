@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -206,5 +207,43 @@ func TestLiveRoutes(t *testing.T) {
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s %s = %d, want %d", tt.method, tt.path, resp.StatusCode, tt.want)
 		}
+	}
+}
+
+func TestLiveStreamsEndOnServerShutdown(t *testing.T) {
+	t.Parallel()
+	e := new(fakeEngine)
+	s, err := report.NewSampler(report.SamplerConfig{Stats: e.stats, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(ctx) }()
+	defer func() { cancel(); <-errc }()
+	base, cancelBase := context.WithCancel(context.Background())
+	srv := httptest.NewUnstartedServer(report.NewLive(s))
+	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if _, err := readEvent(t, r); err != nil {
+		t.Fatal(err)
+	}
+	cancelBase() // what the CLI does before shutting its server down
+	for {
+		if _, err := readEvent(t, r); err != nil {
+			break // the stream ended while the run goes on
+		}
+	}
+	select {
+	case <-s.Done():
+		t.Error("the run ended first")
+	default:
 	}
 }
