@@ -38,6 +38,9 @@ func TestImportRules(t *testing.T) {
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},
 		"internal/sink":       {""},
+		// Charts of a run: the engine's Stats sampled live, or a checkpoint
+		// store's states and samples read back.
+		"internal/report": {"", "agent", "checkpoint", "job", "llm", "tool"},
 		// Metrics over the engine's Stats and results; spans from the
 		// agent's Observer.
 		"internal/telemetry": {"", "agent", "llm"},
@@ -50,7 +53,7 @@ func TestImportRules(t *testing.T) {
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/sink",
-			"internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
+			"internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

@@ -32,6 +32,13 @@ stops at once.
 OpenTelemetry collector when the standard OTEL_* variables name one
 (OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
 
+--ui ADDR serves a live view of the run at http://ADDR/: the charts of
+'batchagent report' and the counters, updated every second by server-sent
+events. It stays up after the run, showing the final state, until SIGINT or
+SIGTERM (or for --ui-linger). ADDR must be a loopback address unless
+--ui-public is given. With a state file, the run records its counters there
+once a second, for the report's charts over time.
+
 With --redis URL the process is the coordinator of a run spread over the
 workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
 most --window without a result) and writes each recorded result into the
@@ -52,6 +59,16 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if err := f.ui.check(cmd.Flags().Changed); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if f.ui.addr != "" && (rf.url != "" || bf.input != "") {
+				other := "--redis"
+				if bf.input != "" {
+					other = "--openai-batch"
+				}
+				return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--ui and %s contradict each other (the live view draws a job run in this process): drop one", other)}
 			}
 			if rf.url != "" {
 				f.logger = a.logger
@@ -82,6 +99,9 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
+	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
+	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
+	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: serve the live view this long after the run ends, then exit (default: until SIGINT/SIGTERM)")
 	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
 	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
 	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
@@ -101,6 +121,7 @@ type runFlags struct {
 	metricsAddr                 string                  // --metrics-addr: where to serve /metrics; "": nowhere
 	traceContent                bool                    // --trace-content: prompt and answer text in spans
 	onResult                    batchagent.OnResultFunc // the engine's OnResult: the run's metrics; nil: none
+	ui                          uiFlags                 // --ui, --ui-public, --ui-linger: the live view
 }
 
 // check rejects contradictory flags, naming both. stateSet says whether

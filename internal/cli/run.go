@@ -27,7 +27,17 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 			fmt.Fprintln(stderr, "batchagent run: warning:", err)
 		}
 	}()
-	f.onResult = tel.onResult()
+	ui, err := startUI(ctx, f.ui) // --ui and the samples of the state file: see ui.go
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := ui.stop(); err != nil {
+			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+		}
+	}()
+	f.onResult = chainResults(tel.onResult(), ui.onResult())
 	r, err := prepare(ctx, path, f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -39,7 +49,20 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitFailed
 	}
-	return r.run(runCtx, f.quiet, stderr)
+	if err := ui.start(ctx, r, f.quiet, stderr); err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	code := r.run(runCtx, f.quiet, stderr)
+	// The last sample, where the run ended before its results (a no-op
+	// once run has taken it), while the state file is open.
+	if err := ui.stopSampling(); err != nil {
+		fmt.Fprintln(stderr, "batchagent run: warning:", err)
+	}
+	if code != exitInterrupted { // an interrupt stops the live view too
+		ui.linger(ctx, f.quiet, stderr)
+	}
+	return code
 }
 
 // runner is a prepared `batchagent run`: engine, inputs and output.
@@ -75,6 +98,9 @@ type runner struct {
 	// price is what the job's tokens cost, for the lines, the progress
 	// line and the summary.
 	price jobPrice
+	// onEnd, when set, is called once every result is in, before the
+	// state file closes: the live view's last sample.
+	onEnd func()
 }
 
 // namedCloser is a file the runner closes, with what it is for errors.
@@ -157,6 +183,9 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	}
 	if rep != nil {
 		rep.stop() // before the reduce step, which prints too
+	}
+	if r.onEnd != nil {
+		r.onEnd()
 	}
 	if err := r.out.Close(); err != nil && writeErr == nil {
 		writeErr = err

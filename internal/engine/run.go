@@ -313,13 +313,13 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 	if st == nil {
 		task, err := rn.tmpl.Render(in)
 		if err != nil {
-			r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
-			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
+			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
 			return
 		}
 		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
 	}
+	st.Started = start
 	actx := ctx
 	if rn.timeout > 0 {
 		var cancel context.CancelFunc
@@ -332,6 +332,23 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		return
 	}
 	packed, err := rn.primary(actx, i, st, fresh, func() error { return rn.agent.Run(actx, st) })
+	e.ran(ctx, actx, rn, run, i, in, st, packed, err, start, save, deliver)
+}
+
+// renderFailed finishes the agent of input i whose task could not be
+// rendered from its input.
+func (e *Engine) renderFailed(ctx context.Context, rn *runner, i int, in job.Input, err error, start time.Time, save bool, deliver func(job.Result)) {
+	r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
+	e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
+}
+
+// ran finishes the agent of input i, which ran on the job's model until it
+// returned err, packed being the agents of the packed call that answered
+// it (0: none). It is apart from runAgent so that the result, a large
+// value, is not in the frame of runAgent, which is on the goroutine's
+// stack all through the agent's run: a larger frame there made every
+// agent's goroutine grow its stack once more.
+func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i int, in job.Input, st *agent.State, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
 	r := resultOf(i, in, st)
 	r.Packed = packed
 	r.Timings.Total = time.Since(start)
@@ -376,14 +393,16 @@ func (rn *runner) primary(ctx context.Context, i int, st *agent.State, fresh boo
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
-// state: output, counters, usage and timings (Total as saved with a final
-// state; the engine sets it for the agents it runs).
+// state: output, counters, usage, timings (Total as saved with a final
+// state; the engine sets it for the agents it runs), start and spans (the
+// result shares st's).
 func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	t := st.Timings
 	return job.Result{
 		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
+		Started: st.Started, Spans: st.Spans,
 	}
 }
 
@@ -422,6 +441,7 @@ func (e *Engine) fail(id string, i int, in job.Input, turn int, op string, err e
 		Input:   in,
 		Err:     &job.AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
 		Timings: job.Timings{Total: time.Since(start)},
+		Started: start,
 	}
 }
 

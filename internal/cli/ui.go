@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/report"
+)
+
+// uiStopTimeout bounds the live view's shutdown once the run is over.
+const uiStopTimeout = 5 * time.Second
+
+// uiFlags are the live view's flags of `batchagent run`.
+type uiFlags struct {
+	addr   string        // --ui: where to serve the live page; "": nowhere
+	public bool          // --ui-public: allow an address beyond loopback
+	linger time.Duration // --ui-linger: serve this long after the run; 0: until SIGINT/SIGTERM
+}
+
+// check rejects --ui-public and --ui-linger without --ui, naming both, a
+// negative --ui-linger, and an --ui address beyond loopback without
+// --ui-public.
+func (u uiFlags) check(changed func(string) bool) error {
+	if u.addr == "" {
+		for _, name := range []string{"ui-public", "ui-linger"} {
+			if changed(name) {
+				return fmt.Errorf("--%s applies to the live view, and --ui is not given: add --ui ADDR or drop --%s", name, name)
+			}
+		}
+		return nil
+	}
+	if u.linger < 0 {
+		return fmt.Errorf("--ui-linger %s: want a duration of 0 or more", u.linger)
+	}
+	host, _, err := net.SplitHostPort(u.addr)
+	if err != nil {
+		return fmt.Errorf("--ui %q: want HOST:PORT, such as 127.0.0.1:8080: %v", u.addr, err)
+	}
+	if !u.public && !isLoopback(host) {
+		return fmt.Errorf("--ui %q listens beyond this machine (the page shows the run's counters to anyone who can reach it): use a loopback address such as 127.0.0.1:8080, or add --ui-public", u.addr)
+	}
+	return nil
+}
+
+// isLoopback reports whether host names only this machine: localhost or
+// a loopback IP. An empty host is every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// runUI is a run's sampler (recording into the state file, where there is
+// one) and its live view (--ui). Its zero parts are off.
+type runUI struct {
+	f  uiFlags
+	ln net.Listener // bound by startUI; nil without --ui
+
+	sampler    *report.Sampler
+	cancel     context.CancelFunc // stops the sampler
+	sampled    chan error         // the sampler's Run result, once it returns
+	srv        *http.Server
+	served     chan struct{}      // closed when the server's goroutine returns
+	cancelBase context.CancelFunc // ends the open event streams
+	stopOnce   sync.Once
+}
+
+// startUI binds the live view's address, so that a bad one fails before
+// the run opens anything. The caller must call stop.
+func startUI(ctx context.Context, f uiFlags) (*runUI, error) {
+	u := &runUI{f: f}
+	if f.addr == "" {
+		return u, nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", f.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--ui: %w", err)
+	}
+	u.ln = ln
+	return u, nil
+}
+
+// onResult is the engine's OnResult part of the live view: each result
+// drawn on the timeline. The sampler it feeds is made by start, before the
+// engine runs.
+func (u *runUI) onResult() batchagent.OnResultFunc {
+	if u.ln == nil {
+		return nil
+	}
+	return func(r batchagent.Result) { u.sampler.Result(r) }
+}
+
+// start samples r's engine while it runs, recording the samples into r's
+// state file, where it has one, and serves the live view, where --ui asks
+// for it. It does nothing with neither.
+func (u *runUI) start(ctx context.Context, r *runner, quiet bool, stderr io.Writer) error {
+	persist := r.samplePersist()
+	if u.ln == nil && persist == nil {
+		return nil
+	}
+	info := report.Info{Job: r.name, Model: r.price.model}
+	if r.price.known {
+		p := r.price.price
+		info.Price, info.PriceSource = &p, r.price.source
+	}
+	s, err := report.NewSampler(report.SamplerConfig{Stats: r.engine.Stats, Info: info, Inputs: r.total, Persist: persist})
+	if err != nil {
+		return err
+	}
+	u.sampler = s
+	sctx, cancel := context.WithCancel(ctx)
+	u.cancel, u.sampled = cancel, make(chan error, 1) // buffered: Run's one result
+	go func() { u.sampled <- s.Run(sctx) }()          // owned by u: stopSampling waits for it
+	r.onEnd = func() {
+		if err := u.stopSampling(); err != nil {
+			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+		}
+	}
+	if u.ln == nil {
+		return nil
+	}
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	u.cancelBase = cancelBase
+	u.srv = &http.Server{Handler: report.NewLive(s), ReadHeaderTimeout: 5 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	u.served = make(chan struct{})
+	go func() { // owned by u: stop waits for it
+		defer close(u.served)
+		_ = u.srv.Serve(u.ln) // ErrServerClosed once stop shuts it down
+	}()
+	fmt.Fprintf(stderr, "batchagent run: live view at http://%s/\n", u.ln.Addr())
+	return nil
+}
+
+// stopSampling takes the last sample, records it and waits for the
+// sampler; it returns what recording the samples met. Once is enough.
+func (u *runUI) stopSampling() error {
+	var err error
+	u.stopOnce.Do(func() {
+		if u.cancel == nil {
+			return
+		}
+		u.cancel()
+		err = <-u.sampled
+	})
+	return err
+}
+
+// linger keeps the live view up after the run: for --ui-linger, else
+// until SIGINT or SIGTERM (or ctx ends).
+func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
+	if u.srv == nil {
+		return
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if u.f.linger > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.f.linger)
+		defer cancel()
+		if !quiet {
+			fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ for %s\n", u.ln.Addr(), u.f.linger)
+		}
+	} else if !quiet {
+		fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ until interrupted (Ctrl-C)\n", u.ln.Addr())
+	}
+	<-ctx.Done()
+}
+
+// stop stops the sampler, if still running, and the live view's server.
+// Errors are warnings: the run's results are written by then.
+func (u *runUI) stop() error {
+	var errs []error
+	if u.srv != nil {
+		u.cancelBase() // ends the event streams, so Shutdown need not wait for them
+		ctx, cancel := context.WithTimeout(context.Background(), uiStopTimeout)
+		defer cancel()
+		if err := u.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("live view: %w", err))
+		}
+		<-u.served
+	} else if u.ln != nil {
+		if err := u.ln.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("live view: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chainResults returns an OnResult calling each of fs that is not nil, in
+// order; nil when all are.
+func chainResults(fs ...batchagent.OnResultFunc) batchagent.OnResultFunc {
+	var set []batchagent.OnResultFunc
+	for _, f := range fs {
+		if f != nil {
+			set = append(set, f)
+		}
+	}
+	switch len(set) {
+	case 0:
+		return nil
+	case 1:
+		return set[0]
+	}
+	return func(r batchagent.Result) {
+		for _, f := range set {
+			f(r)
+		}
+	}
+}
+
+// samplePersist returns the sampler's PersistFunc recording into r's state
+// file; nil without one.
+func (r *runner) samplePersist() report.PersistFunc {
+	if r.saved == nil {
+		return nil
+	}
+	id := r.spec.ID()
+	return func(ctx context.Context, at time.Time, data json.RawMessage) error {
+		return r.saved.AddSample(ctx, id, checkpoint.Sample{At: at, Data: data})
+	}
+}

@@ -1,0 +1,30 @@
+// Package report draws a batch run: a self-contained HTML report of a
+// finished (or stopped) run read from its checkpoint store, and a live
+// page that shows the same charts while the run goes on.
+//
+// # Charts
+//
+// Every chart is plain SVG generated in Go: an agent timeline (a row per
+// agent, a segment per part of each turn: queue wait, backoff, inference,
+// tool wait), throughput and agents in flight over time, the adaptive
+// limit and the throttled answers (429s) over time, histograms of the time
+// to first token and of the turn latency, failures by kind, tool counters
+// and cost. The page embeds its styles and has no external reference, so
+// it opens offline from file://.
+//
+// # Data
+//
+// [Data] is the picture of one run. [Load] builds it from a checkpoint
+// store: the agents' final and running states, and the samples a
+// [Sampler] recorded while the run went (without them, throughput is
+// derived from the agents' end times and the limit is "not recorded").
+// A [Sampler] reads an engine's counters once a second; [Live] serves its
+// samples and results as a page updated by server-sent events.
+//
+// # Test hooks
+//
+// Each chart is an element with a data-chart attribute (timeline,
+// throughput, limit, ttft, latency, errors, tools, cost); bars carry
+// data-value; counters are elements with an id (done, ok, failed, ...) and
+// a data-value. Tests and scripts may rely on them.
+package report

@@ -1,0 +1,152 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
+)
+
+// Load reads the run of jobID from store: the agents' final and running
+// states and the samples a [Sampler] recorded there. A store without
+// samples still gives a report: its throughput comes from the agents' end
+// times, and its limit chart says it was not recorded. Load works on a
+// store opened read-only. It returns an error wrapping
+// [checkpoint.ErrUnknownJob] for a job the store does not know, and the
+// store's errors.
+func Load(ctx context.Context, store *checkpoint.Store, jobID string) (*Data, error) {
+	sum, err := store.Summary(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	states, err := store.Load(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := storedSamples(ctx, store, jobID)
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{
+		Info: Info{Job: jobID},
+		Totals: Totals{Inputs: sum.Inputs, ByKind: make(map[string]int64), Usage: sum.Usage,
+			ModelCalls: int64(sum.ModelCalls)},
+		Done: true,
+	}
+	for _, st := range states {
+		a := agentOfState(st)
+		switch st.Status {
+		case agent.StatusDone:
+			d.Totals.Done++
+			d.Totals.OK++
+		case agent.StatusFailed:
+			d.Totals.Done++
+			d.Totals.Failed++
+			d.Totals.ByKind[st.ErrKind]++
+		default:
+			d.Totals.Running++
+		}
+		if !a.Started.IsZero() && (d.Start.IsZero() || a.Started.Before(d.Start)) {
+			d.Start = a.Started
+		}
+		if e := a.end(); e.After(d.End) {
+			d.End = e
+		}
+		d.Agents = append(d.Agents, a)
+	}
+	sortAgents(d.Agents)
+	if err := d.addSamples(recs); err != nil {
+		return nil, fmt.Errorf("report: job %s: %w", jobID, err)
+	}
+	// Without turn times or samples (a state file of an older batchagent),
+	// the run spans its record's first and last saves.
+	if d.Start.IsZero() {
+		d.Start = sum.First
+	}
+	if d.End.IsZero() {
+		d.End = sum.Last
+	}
+	return d, nil
+}
+
+// storedSample is one sample as the store holds it.
+type storedSample struct {
+	At   time.Time
+	Data json.RawMessage
+}
+
+// addSamples decodes the stored samples into d: the run's Info from the
+// first that has one, the tool counters from the last, and the samples,
+// timed from d.Start and thinned to DefaultMaxSamples.
+func (d *Data) addSamples(recs []storedSample) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if d.Start.IsZero() || recs[0].At.Before(d.Start) {
+		d.Start = recs[0].At
+	}
+	var info *Info
+	for i, r := range recs {
+		var p persisted
+		if err := json.Unmarshal(r.Data, &p); err != nil {
+			return fmt.Errorf("sample %d of %d (at %s): %w", i+1, len(recs), r.At.Format(time.RFC3339), err)
+		}
+		if info == nil && p.Info != nil {
+			info = p.Info
+		}
+		if p.Tools != nil {
+			d.Tools = p.Tools
+		}
+		p.Sample.T = r.At.Sub(d.Start).Seconds()
+		d.Samples = append(d.Samples, p.Sample)
+		if len(d.Samples) > 2*DefaultMaxSamples {
+			d.Samples = thin(d.Samples)
+		}
+		if r.At.After(d.End) {
+			d.End = r.At
+		}
+	}
+	if info != nil {
+		d.Info = *info
+		if d.Info.Job == "" {
+			d.Info.Job = "(unnamed job)"
+		}
+	}
+	return nil
+}
+
+// agentOfState returns the agent of a stored state.
+func agentOfState(st agent.State) Agent {
+	return Agent{Index: st.Index, Status: string(st.Status), Kind: st.ErrKind, Tier: st.Tier,
+		Started: st.Started, Total: st.Timings.Total, TTFT: st.Timings.TTFT, Usage: st.Usage, Spans: spansOf(st.Spans)}
+}
+
+// storedSamples returns the samples of jobID in store, oldest first.
+func storedSamples(ctx context.Context, store *checkpoint.Store, jobID string) ([]storedSample, error) {
+	sms, err := store.Samples(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]storedSample, len(sms))
+	for i, sm := range sms {
+		recs[i] = storedSample{At: sm.At, Data: sm.Data}
+	}
+	return recs, nil
+}
+
+// spansOf converts an agent's recorded turns.
+func spansOf(js []job.Span) []Span {
+	if len(js) == 0 {
+		return nil
+	}
+	out := make([]Span, len(js))
+	for i, s := range js {
+		out[i] = Span{Turn: s.Turn, Start: s.Start, Queue: s.Queue, Inference: s.Inference, TTFT: s.TTFT,
+			Backoff: s.Backoff, Tools: s.Tools, Tier: s.Tier}
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+)
+
+// counter is one number at the top of the page: the element's id, its
+// label, its value for tests (data-value) and its text.
+type counter struct {
+	ID    string `json:"id"`
+	Label string `json:"-"`
+	Value string `json:"value"`
+	Text  string `json:"text"`
+}
+
+// counters returns the page's counters for d.
+func counters(d *Data) []counter {
+	n := func(id, label string, v int64) counter {
+		return counter{id, label, fmt.Sprint(v), fmtNum(float64(v))}
+	}
+	inputs := counter{"inputs", "inputs", "-1", "unknown"}
+	if d.Totals.Inputs >= 0 {
+		inputs = n("inputs", "inputs", int64(d.Totals.Inputs))
+	}
+	cs := []counter{
+		inputs,
+		n("done", "done", d.Totals.Done),
+		n("ok", "ok", d.Totals.OK),
+		n("failed", "failed", d.Totals.Failed),
+		n("running", "running", d.Totals.Running),
+		n("model-calls", "model calls", d.Totals.ModelCalls),
+		n("tokens", "tokens", d.Totals.Usage.Total()),
+	}
+	cost := counter{"cost", "cost", "", "unknown"}
+	if c, ok := d.Cost(); ok {
+		cost = counter{"cost", "cost", fmt.Sprintf("%.6f", c), fmt.Sprintf("$%.4f", c)}
+	}
+	dur := d.Duration().Round(time.Second)
+	return append(cs, cost, counter{"duration", "duration", fmt.Sprint(dur.Seconds()), dur.String()})
+}
+
+// page is what the page template draws.
+type page struct {
+	Title    string
+	Info     Info
+	Start    string
+	Counters []counter
+	Charts   []chart
+	Live     bool // the live page: the events script, the running state
+	State    string
+}
+
+// newPage builds the page of d.
+func newPage(d *Data, live bool) page {
+	title := "batchagent report: " + d.Info.Job
+	state := "done"
+	if live {
+		title = "batchagent live: " + d.Info.Job
+		if !d.Done {
+			state = "running"
+		}
+	}
+	start := ""
+	if !d.Start.IsZero() {
+		start = d.Start.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return page{Title: title, Info: d.Info, Start: start, Counters: counters(d), Charts: charts(d), Live: live, State: state}
+}
+
+// Write writes the report of d to w: one self-contained HTML document
+// (styles inline, no script, no external reference) that opens offline.
+// Text from d (the job's name, error kinds, tool names) is escaped. It
+// returns w's error.
+func Write(w io.Writer, d *Data) error {
+	return pageTemplate.Execute(w, newPage(d, false))
+}
+
+// pageTemplate is the report and the live page. The Content-Security-Policy
+// forbids every load outside the page itself (and, for the live page, its
+// events), so a chart can never reach the network.
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;{{if .Live}} script-src 'unsafe-inline'; connect-src 'self';{{end}}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>{{.Title}}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 1640px; padding: 0 16px; color: #1d2330; background: #f6f7f9; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+.meta { color: #5b6475; margin: 0 0 16px; }
+.state { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #e3e7ee; }
+body[data-state=running] .state { background: #d7ecff; }
+.counters { display: flex; flex-wrap: wrap; gap: 10px; margin: 0 0 16px; }
+.counter { background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 14px; min-width: 90px; }
+.counter .v { display: block; font-size: 22px; font-weight: 600; }
+.counter .l { color: #5b6475; font-size: 12px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 16px; }
+figure { margin: 0; background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 12px; }
+figure[data-chart=timeline] { grid-column: 1 / -1; }
+figcaption { font-weight: 600; margin-bottom: 6px; }
+svg { width: 100%; height: auto; display: block; }
+svg text { font: 11px system-ui, sans-serif; fill: #3a4252; }
+svg .label { font-size: 12px; fill: #5b6475; }
+svg .note { font-size: 14px; fill: #8a93a3; }
+.caption { color: #5b6475; margin: 6px 0 0; font-size: 12px; }
+.grid { stroke: #eceef2; } .axis, .tickmark { stroke: #9aa2b1; }
+.queue { fill: #c9ced8; } .backoff { fill: #f2b36b; } .inference { fill: #3d7ee0; } .tools { fill: #37a76b; } .total { fill: #9bb4d8; }
+.row[data-status=failed] .inference, .row[data-status=failed] .total { fill: #d9534f; }
+.bar { fill: #3d7ee0; } .bar.failed { fill: #d9534f; }
+.t-requested { fill: #9aa2b1; } .t-executed { fill: #3d7ee0; } .t-coalesced { fill: #8f6ad8; } .t-cached { fill: #37a76b; }
+polyline { stroke-width: 2; }
+.s-rate { stroke: #3d7ee0; fill: #3d7ee0; } .s-active { stroke: #37a76b; fill: #37a76b; }
+.s-limit { stroke: #1d2330; fill: #1d2330; } polyline.s-limit { stroke-dasharray: 6 3; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
+.s-cost { stroke: #8f6ad8; fill: #8f6ad8; }
+polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }
+</style>
+</head>
+<body data-state="{{.State}}">
+<h1>{{.Info.Job}}</h1>
+<p class="meta">{{if .Info.Model}}model {{.Info.Model}} · {{end}}{{if .Start}}started {{.Start}} · {{end}}<span class="state" id="state">{{.State}}</span></p>
+<div class="counters">
+{{- range .Counters}}
+<div class="counter"><span class="v" id="{{.ID}}" data-value="{{.Value}}">{{.Text}}</span><span class="l">{{.Label}}</span></div>
+{{- end}}
+</div>
+<div class="charts">
+{{- range .Charts}}
+<figure data-chart="{{.ID}}"><figcaption>{{.Title}}</figcaption><div class="body">{{.Body}}</div></figure>
+{{- end}}
+</div>
+{{- if .Live}}
+<script>
+"use strict";
+(function () {
+  function apply(frame) {
+    for (const c of frame.counters) {
+      const el = document.getElementById(c.id);
+      if (el) { el.dataset.value = c.value; el.textContent = c.text; }
+    }
+    for (const ch of frame.charts) {
+      const el = document.querySelector('[data-chart="' + ch.id + '"] .body');
+      if (el) { el.innerHTML = ch.body; }
+    }
+  }
+  const events = new EventSource("events");
+  events.addEventListener("sample", function (e) { apply(JSON.parse(e.data)); });
+  events.addEventListener("done", function (e) {
+    apply(JSON.parse(e.data));
+    events.close();
+    document.body.dataset.state = "done";
+    document.getElementById("state").textContent = "done";
+  });
+})();
+</script>
+{{- end}}
+</body>
+</html>
+`))
