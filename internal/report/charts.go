@@ -76,7 +76,8 @@ func timelineChart(d *Data) template.HTML {
 	dur := d.Duration().Seconds()
 	p := newPlot("agent timeline", timelineWidth, h, 0, dur, 0, 0, 0)
 	p.legend(legendItem{"queue wait", "queue"}, legendItem{"backoff", "backoff"},
-		legendItem{"inference", "inference"}, legendItem{"tool wait", "tools"}, legendItem{"no turns recorded", "total"})
+		legendItem{"inference", "inference"}, legendItem{"tool wait", "tools"}, legendItem{"no turns recorded", "total"},
+		legendItem{"failed agent's inference", "failed-agent"})
 	if len(rows) == 0 {
 		p.note("no agents")
 		return body(p.end(), "no agents have a state")

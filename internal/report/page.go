@@ -110,7 +110,7 @@ svg .note { font-size: 14px; fill: #8a93a3; }
 .caption { color: #5b6475; margin: 6px 0 0; font-size: 12px; }
 .grid { stroke: #eceef2; } .axis, .tickmark { stroke: #9aa2b1; }
 .queue { fill: #c9ced8; } .backoff { fill: #f2b36b; } .inference { fill: #3d7ee0; } .tools { fill: #37a76b; } .total { fill: #9bb4d8; }
-.row[data-status=failed] .inference, .row[data-status=failed] .total { fill: #d9534f; }
+.row[data-status=failed] .inference, .row[data-status=failed] .total, .failed-agent { fill: #d9534f; }
 .bar { fill: #3d7ee0; } .bar.failed { fill: #d9534f; }
 .t-requested { fill: #9aa2b1; } .t-executed { fill: #3d7ee0; } .t-coalesced { fill: #8f6ad8; } .t-cached { fill: #37a76b; }
 polyline { stroke-width: 2; }
