@@ -40,16 +40,16 @@ func New(model string) (*Counter, error) {
 func (c *Counter) Count(req *llm.Request) int {
 	n := 0
 	for _, m := range req.Messages {
-		n += perMessage + c.text(m.Content)
+		n += perMessage + c.Text(m.Content)
 		for _, tc := range m.ToolCalls {
-			n += c.text(tc.Name) + c.text(string(tc.Arguments))
+			n += c.Text(tc.Name) + c.Text(string(tc.Arguments))
 		}
 	}
 	for _, t := range req.Tools {
-		n += c.text(t.Name) + c.text(t.Description) + c.text(string(t.Parameters))
+		n += c.Text(t.Name) + c.Text(t.Description) + c.Text(string(t.Parameters))
 	}
 	if req.Output != nil {
-		n += c.text(string(req.Output.Schema))
+		n += c.Text(string(req.Output.Schema))
 	}
 	return n
 }
