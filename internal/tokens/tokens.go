@@ -54,7 +54,10 @@ func (c *Counter) Count(req *llm.Request) int {
 	return n
 }
 
-func (c *Counter) text(s string) int {
+// Text returns the tokens of the text s alone, without a message's
+// framing: what an answer of that text costs in completion tokens. Text
+// the tokenizer rejects is estimated at four bytes a token.
+func (c *Counter) Text(s string) int {
 	if strings.TrimSpace(s) == "" {
 		return 0
 	}
