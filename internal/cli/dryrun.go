@@ -313,10 +313,10 @@ func (d *dryRun) findLines(st *dryStats) error {
 // then how many more.
 func (d *dryRun) reportBad(st *dryStats, w io.Writer) {
 	for _, b := range st.shown {
-		fmt.Fprintf(w, "%s:%d: %v\n", d.inPath, b.line, b.err)
+		fmt.Fprintf(w, "%s:%d: %v\n", shownPath(d.inPath), b.line, b.err)
 	}
 	if more := st.bad - len(st.shown); more > 0 {
-		fmt.Fprintf(w, "%s: and %d more bad lines\n", d.inPath, more)
+		fmt.Fprintf(w, "%s: and %d more bad lines\n", shownPath(d.inPath), more)
 	}
 	if st.bad > 0 {
 		fmt.Fprintf(w, "batchagent run: %d of %d inputs are bad; the estimate covers the other %d\n", st.bad, st.bad+st.ok, st.ok)
@@ -435,10 +435,10 @@ type dryReport struct {
 	// Model is the job's model; Price its price per million tokens and
 	// PriceSource where that comes from ("file", "table dated D"); both
 	// absent when no price is known, and Cost then too.
-	Model       string     `json:"model"`
-	Price       *llm.Price `json:"price,omitempty"`
-	PriceSource string     `json:"price_source,omitempty"`
-	Cost        *costSpan  `json:"cost,omitempty"`
+	Model       string    `json:"model"`
+	Price       *dryPrice `json:"price,omitempty"`
+	PriceSource string    `json:"price_source,omitempty"`
+	Cost        *costSpan `json:"cost,omitempty"`
 	// SampleCost is what the sampled inputs cost (sample method, known
 	// price).
 	SampleCost *float64 `json:"sample_cost,omitempty"`
@@ -448,17 +448,33 @@ type dryReport struct {
 	tools, pack  bool
 }
 
+// dryPrice is a price per million tokens, as --json writes it.
+type dryPrice struct {
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cached_input"`
+	Output      float64 `json:"output"`
+}
+
+// cost is the cost of u at p.
+func (p dryPrice) cost(u llm.Usage) float64 {
+	return llm.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}.Cost(u)
+}
+
 // report estimates the run of the valid inputs from the output schema.
 func (d *dryRun) report(st *dryStats) *dryReport {
 	def := d.r.spec.Def()
 	rep := &dryReport{
-		Job: d.r.name, Inputs: d.inPath, InputsOK: st.ok, InputsBad: st.bad, Method: "schema",
+		Job: d.r.name, Inputs: shownPath(d.inPath), InputsOK: st.ok, InputsBad: st.bad, Method: "schema",
 		SharedPrefixTokens: st.prefix, TaskTokens: st.spread(), Model: def.ModelName,
 		maxTurns: def.MaxTurns, tools: d.r.spec.Pool() != nil, pack: d.r.spec.Pack().On(),
 	}
-	if d.r.price.known {
-		p := d.r.price.price
-		rep.Price, rep.PriceSource = &p, d.r.price.source
+	if p := d.r.price.price; d.r.price.known {
+		cached := p.CachedInput
+		if cached == 0 {
+			cached = p.Input
+		}
+		rep.Price = &dryPrice{Input: p.Input, CachedInput: cached, Output: p.Output}
+		rep.PriceSource = d.r.price.source
 	} else {
 		rep.unknownPrice = d.r.price.summary(llm.Usage{})
 	}
@@ -499,7 +515,7 @@ func (d *dryRun) report(st *dryStats) *dryReport {
 	rep.SharedPrefix = &shared
 	rep.CompletionTokens = mid(lo.CompletionTokens, hi.CompletionTokens)
 	if rep.Price != nil {
-		c := costSpan{Low: rep.Price.Cost(lo), High: rep.Price.Cost(hi)}
+		c := costSpan{Low: rep.Price.cost(lo), High: rep.Price.cost(hi)}
 		c.Estimate = (c.Low + c.High) / 2
 		rep.Cost = &c
 	}
@@ -623,14 +639,24 @@ func (rep *dryReport) write(w io.Writer) {
 		return
 	}
 	p := rep.Price
-	cached := p.CachedInput
-	if cached == 0 {
-		cached = p.Input
-	}
-	fmt.Fprintf(w, "price of %s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", modelName(rep.Model), p.Input, cached, p.Output, rep.PriceSource)
+	fmt.Fprintf(w, "price of %s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", modelName(rep.Model), p.Input, p.CachedInput, p.Output, rep.PriceSource)
 	if rep.SampleCost != nil {
 		fmt.Fprintf(w, "the sample cost %s\n", dollars(*rep.SampleCost))
 	}
+}
+
+// shownPath returns path relative to the working directory when it is
+// below it, else as it is.
+func shownPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }
 
 // modelName names a model for messages: "" as such.
