@@ -28,7 +28,11 @@ resumes, keeping the finished inputs and continuing the unfinished agents.
 The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
 stops at once.
 
---metrics-addr serves Prometheus metrics while the job runs. Traces go to an
+With a known price (the job file's pricing, else the built-in table) the
+progress line shows the cost so far and, once results come in, the
+projected total: the cost so far per result times the inputs to run.
+--metrics-addr serves Prometheus metrics while the job runs, the cost as
+batchagent_cost_dollars and batchagent_cost_projected_dollars. Traces go to an
 OpenTelemetry collector when the standard OTEL_* variables name one
 (OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
 

@@ -55,7 +55,8 @@ each sending the shared prefix once. --sample K instead runs K inputs,
 evenly spread over the file, for real (their results are not written) and
 scales their measured calls and tokens per agent (median; low and high
 from the smallest and largest) to all the inputs. --json prints the
-estimate as one JSON object.`
+estimate as one JSON object. Exit status 1 when a line is bad or a sampled
+agent failed.`
 
 // dryRunContradictions are the run flags that only make sense for a real
 // run: --dry-run refuses them.
@@ -446,6 +447,7 @@ type dryReport struct {
 	unknownPrice string // the summary's line when no price is known
 	maxTurns     int
 	tools, pack  bool
+	packSize     int // pack.max_agents
 }
 
 // dryPrice is a price per million tokens, as --json writes it.
@@ -466,7 +468,7 @@ func (d *dryRun) report(st *dryStats) *dryReport {
 	rep := &dryReport{
 		Job: d.r.name, Inputs: shownPath(d.inPath), InputsOK: st.ok, InputsBad: st.bad, Method: "schema",
 		SharedPrefixTokens: st.prefix, TaskTokens: st.spread(), Model: def.ModelName,
-		maxTurns: def.MaxTurns, tools: d.r.spec.Pool() != nil, pack: d.r.spec.Pack().On(),
+		maxTurns: def.MaxTurns, tools: d.r.spec.Pool() != nil, pack: d.r.spec.Pack().On(), packSize: d.r.spec.Pack().MaxAgents,
 	}
 	if p := d.r.price.price; d.r.price.known {
 		cached := p.CachedInput
@@ -612,7 +614,7 @@ func (rep *dryReport) write(w io.Writer) {
 		case rep.tools:
 			how = fmt.Sprintf("%d-%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.CallsPerAgent.High, rep.maxTurns)
 		case rep.pack:
-			how = "packed calls"
+			how = fmt.Sprintf("packed calls of up to %d agents, each sending the shared prefix once", rep.packSize)
 		}
 		fmt.Fprintf(w, "method: output schema, no model call: answers of %s-%s tokens, %s\n", thousands(rep.AnswerTokens.Low), thousands(rep.AnswerTokens.High), how)
 	}
@@ -685,10 +687,14 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// dollars renders a cost: four decimals below $100, two above.
+// dollars renders a cost: two decimals from $100, six below a cent, four
+// between.
 func dollars(c float64) string {
-	if c >= 100 {
+	switch {
+	case c >= 100:
 		return fmt.Sprintf("$%.2f", c)
+	case c < 0.01:
+		return fmt.Sprintf("$%.6f", c)
 	}
 	return fmt.Sprintf("$%.4f", c)
 }
