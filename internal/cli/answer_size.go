@@ -23,6 +23,10 @@ const (
 	maxArray  = 50
 	// maxDepth bounds the nesting followed ($ref cycles).
 	maxDepth = 12
+	// maxAnswer bounds an answer's size, roughly in bytes: past it arrays
+	// and strings stop growing and optional properties are left out (a
+	// schema of arrays of arrays would otherwise multiply their sizes).
+	maxAnswer = 64 << 10
 	// freeTextLow and freeTextHigh are the tokens of an answer without an
 	// output schema.
 	freeTextLow  = 20
@@ -34,16 +38,17 @@ const (
 // dry run estimates the completion tokens of an agent's final answer.
 //
 //   - An object holds its required properties in the short answer, all of
-//     its properties in the long one.
-//   - An array holds minItems items in the short answer; maxItems (at most
-//     maxArray) in the long one, else longArray, at least minItems.
+//     its properties in the long one (required ones only from half of
+//     maxDepth down).
+//   - An array holds minItems items in the short answer; maxItems in the
+//     long one, else longArray, at least minItems; maxArray at most.
 //   - A string is its enum's or const's shortest and longest member; a
 //     format's example (date-time, date, time, email, uri, uuid); else
 //     words of max(minLength, shortString) characters (at most maxLength)
-//     and of maxLength characters (at most maxString; longString without
-//     it, at least minLength).
+//     and of maxLength characters (longString without it, at least
+//     minLength); maxString at most.
 //   - A number or integer is its minimum (else 0) and its maximum (else
-//     123456); a boolean false and true; null null.
+//     123456); a boolean true and false; null null.
 //   - anyOf and oneOf take their shortest and their longest branch, a
 //     type list its shortest and longest type; allOf merges its objects.
 //   - "$ref" follows a reference inside the document; a schema that names
@@ -56,11 +61,12 @@ func schemaAnswers(raw json.RawMessage) (short, long string, err error) {
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return "", "", err
 	}
-	g := answerGen{root: root}
+	g := answerGen{root: root, size: new(int)}
 	s, err := json.Marshal(g.value(root, false, 0))
 	if err != nil {
 		return "", "", err
 	}
+	*g.size = 0
 	l, err := json.Marshal(g.value(root, true, 0))
 	if err != nil {
 		return "", "", err
@@ -70,11 +76,16 @@ func schemaAnswers(raw json.RawMessage) (short, long string, err error) {
 
 // answerGen builds the answers of one schema document.
 type answerGen struct {
-	root any // the document, for "$ref"
+	root any  // the document, for "$ref"
+	size *int // the answer's size so far, roughly in bytes
 }
+
+// full reports whether the answer reached maxAnswer.
+func (g answerGen) full() bool { return *g.size >= maxAnswer }
 
 // value returns the short (long false) or long answer of schema s.
 func (g answerGen) value(s any, long bool, depth int) any {
+	*g.size += 2 // a value's delimiters, at least
 	m, ok := s.(map[string]any)
 	if !ok || depth > maxDepth {
 		if b, isBool := s.(bool); isBool && b && long {
@@ -174,8 +185,11 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 				}
 			}
 		}
+		// Deep down (a recursive schema) the long answer stops at what
+		// is required, so that it ends.
+		all := long && depth <= maxDepth/2 && !g.full()
 		for name, ps := range props {
-			if long || required[name] {
+			if all || required[name] {
 				obj[name] = g.value(ps, long, depth+1)
 			}
 		}
@@ -186,7 +200,7 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		}
 		return obj
 	case "array":
-		lo := intKey(m, "minItems", 0)
+		lo := min(intKey(m, "minItems", 0), maxArray)
 		n := lo
 		if long {
 			n = max(min(intKey(m, "maxItems", longArray), maxArray), lo)
@@ -194,6 +208,9 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		prefix, _ := m["prefixItems"].([]any)
 		items := make([]any, 0, n)
 		for i := range n {
+			if g.full() {
+				break
+			}
 			s := m["items"]
 			if i < len(prefix) {
 				s = prefix[i]
@@ -210,7 +227,7 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 				return ex
 			}
 		}
-		lo := intKey(m, "minLength", 0)
+		lo := min(intKey(m, "minLength", 0), maxString)
 		hi := intKey(m, "maxLength", -1)
 		n := max(lo, shortString)
 		if long {
@@ -223,6 +240,10 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		if hi >= 0 {
 			n = min(n, hi)
 		}
+		if g.full() {
+			n = min(n, lo)
+		}
+		*g.size += n
 		return words(n)
 	case "integer", "number":
 		if long {
@@ -230,7 +251,7 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		}
 		return numKey(m, "minimum", 0)
 	case "boolean":
-		return long
+		return !long // "true" is the shorter
 	}
 	return nil // "null", or a type no answer holds
 }
