@@ -147,6 +147,9 @@ type dryRun struct {
 	counter *tokens.Counter
 	inPath  string
 	format  inputFormat
+	// prefixLen is the messages of the shared prefix, before an agent's
+	// own in each request.
+	prefixLen int
 }
 
 // prepareDryRun loads the job file as run does (the same errors), builds
@@ -196,6 +199,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 	if d.counter, err = tokens.New(def.ModelName); err != nil {
 		return d, err
 	}
+	d.prefixLen = len(d.layout.Request(&agent.State{}).Messages)
 	return d, nil
 }
 
@@ -234,9 +238,7 @@ func (d *dryRun) firstMessages(in batchagent.Input) ([]llm.Message, error) {
 		return nil, err
 	}
 	st := &agent.State{Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
-	req := d.layout.Request(st)
-	prefix := len(d.layout.Request(&agent.State{}).Messages)
-	return req.Messages[prefix:], nil
+	return d.layout.Request(st).Messages[d.prefixLen:], nil
 }
 
 // scan reads every input lazily, renders its first request and counts its
@@ -603,7 +605,7 @@ func (rep *dryReport) fromSample(results []batchagent.Result, price jobPrice) {
 // write prints rep as a table.
 func (rep *dryReport) write(w io.Writer) {
 	fmt.Fprintf(w, "dry run of %s: %d inputs in %s: %d ok, %d bad\n", rep.Job, rep.InputsOK+rep.InputsBad, rep.Inputs, rep.InputsOK, rep.InputsBad)
-	fmt.Fprintf(w, "prompt: shared prefix %s tokens (system prompt, output instructions, tools), sent with every call; task %s / %s / %s tokens per input (min / median / max)\n",
+	fmt.Fprintf(w, "prompt: shared prefix %s tokens, sent by every call; task %s / %s / %s tokens per input (min / median / max)\n",
 		thousands(int64(rep.SharedPrefixTokens)), thousands(rep.TaskTokens.Min), thousands(rep.TaskTokens.Median), thousands(rep.TaskTokens.Max))
 	switch {
 	case rep.Method == "sample":
