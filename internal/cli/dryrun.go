@@ -102,7 +102,7 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	st, err := d.scan(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitFailed
+		return failedOrInterrupted(ctx)
 	}
 	d.reportBad(st, stderr)
 	rep := d.report(st)
@@ -114,7 +114,7 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		results, err := d.runSample(ctx, st, f)
 		if err != nil {
 			fmt.Fprintln(stderr, "batchagent run: --sample:", err)
-			return exitFailed
+			return failedOrInterrupted(ctx)
 		}
 		for _, res := range results {
 			if res.Err != nil {
@@ -135,6 +135,15 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	}
 	rep.write(stdout)
 	return code
+}
+
+// failedOrInterrupted is the exit status of a dry run that failed: 130
+// when a signal ended ctx.
+func failedOrInterrupted(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	return exitFailed
 }
 
 // dryRun is a prepared dry run: the job, its first request's layout and
@@ -212,12 +221,11 @@ type badLine struct {
 
 // dryStats is what a dry run's read of the inputs found.
 type dryStats struct {
-	ok, bad  int
-	shown    []badLine   // the first badShown bad inputs
-	prefix   int         // tokens of the shared prefix
-	taskSum  int64       // tokens of the valid inputs' own messages
-	tasks    map[int]int // the valid inputs by their own messages' tokens
-	fileName string
+	ok, bad int
+	shown   []badLine   // the first badShown bad inputs
+	prefix  int         // tokens of the shared prefix
+	taskSum int64       // tokens of the valid inputs' own messages
+	tasks   map[int]int // the valid inputs by their own messages' tokens
 }
 
 // items opens the input file and returns its items; the caller closes
@@ -245,7 +253,7 @@ func (d *dryRun) firstMessages(in batchagent.Input) ([]llm.Message, error) {
 // tokens. Memory stays bounded: it keeps the first bad lines and a
 // histogram of token counts, never the inputs.
 func (d *dryRun) scan(ctx context.Context) (*dryStats, error) {
-	st := &dryStats{tasks: map[int]int{}, fileName: filepath.Base(d.inPath)}
+	st := &dryStats{tasks: map[int]int{}}
 	st.prefix = d.counter.Count(d.layout.Request(&agent.State{}))
 	f, items, err := d.items()
 	if err != nil {
