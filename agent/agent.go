@@ -368,18 +368,7 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 // The slot is held only during the call itself. The turn's times go into
 // st's Timings and sp.
 func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
-	req := &llm.Request{
-		Model:     r.cfg.ModelName,
-		Messages:  r.messages(st),
-		Tools:     r.tools,
-		Output:    r.output,
-		MaxTokens: r.maxTokens(st),
-
-		Temperature: r.cfg.Temperature,
-		TopP:        r.cfg.TopP,
-		Seed:        r.cfg.Seed,
-		Stop:        r.cfg.StopSequences,
-	}
+	req := r.Request(st)
 	var (
 		attempt  int       // retries of failures other than outages
 		outage   int       // retries in the current outage
@@ -434,6 +423,32 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Re
 		if r.cfg.Stop != nil && r.cfg.Stop() {
 			return nil, ErrStopped
 		}
+	}
+}
+
+// Request returns the request the agent's next turn sends for st: the
+// shared prefix (the system prompt with the output schema's instructions
+// appended), then st's messages, with the tool definitions, the output
+// spec, the token cap and the sampling settings. For a fresh agent, whose
+// st holds one user message (its task), it is the agent's first request;
+// for the zero State it holds the shared prefix alone, which is what every
+// agent of the job sends first (a dry run counts its tokens once).
+//
+// The request shares its tools, output spec and prefix with r: the caller
+// must not modify it. Request makes no model call and is safe for
+// concurrent use.
+func (r *Runner) Request(st *State) *llm.Request {
+	return &llm.Request{
+		Model:     r.cfg.ModelName,
+		Messages:  r.messages(st),
+		Tools:     r.tools,
+		Output:    r.output,
+		MaxTokens: r.maxTokens(st),
+
+		Temperature: r.cfg.Temperature,
+		TopP:        r.cfg.TopP,
+		Seed:        r.cfg.Seed,
+		Stop:        r.cfg.StopSequences,
 	}
 }
 

@@ -28,7 +28,11 @@ resumes, keeping the finished inputs and continuing the unfinished agents.
 The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
 stops at once.
 
---metrics-addr serves Prometheus metrics while the job runs. Traces go to an
+With a known price (the job file's pricing, else the built-in table) the
+progress line shows the cost so far and, once results come in, the
+projected total: the cost so far per result times the inputs to run.
+--metrics-addr serves Prometheus metrics while the job runs, the cost as
+batchagent_cost_dollars and batchagent_cost_projected_dollars. Traces go to an
 OpenTelemetry collector when the standard OTEL_* variables name one
 (OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
 
@@ -44,10 +48,12 @@ workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
 most --window without a result) and writes each recorded result into the
 output once; the same command run again resumes. The checkpoints are kept
 in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
---backend do not apply.`,
+--backend do not apply.
+` + dryRunHelp,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
   batchagent run job.yaml --out results.jsonl --retry-failed
+  batchagent run job.yaml --dry-run --sample 5
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --redis redis://127.0.0.1:6379
   batchagent run --openai-batch requests.jsonl --out results.jsonl --backend 'sim://?latency=60ms'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -57,6 +63,13 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 			return exactArgs(1, "exactly one job file")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDryRunFlags(f, cmd.Flags().Changed); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			if f.dryRun {
+				f.logger = a.logger
+				return withSignals(cmd.Context(), func(ctx context.Context) int { return runDryRun(ctx, args[0], f, a.stdout, a.stderr) })
+			}
 			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
@@ -109,6 +122,9 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 	fl.StringVar(&rf.url, "redis", "", "spread the run over the workers reading this Redis (redis://[:password@]host:port[/db] or rediss://): this process enqueues the inputs and writes the results; resumable")
 	fl.StringVar(&rf.runID, "run-id", "", "with --redis: the run's ID (default: derived from the job file's path and content, the inputs' path and the output's)")
 	fl.IntVar(&rf.window, "window", rf.window, "with --redis: inputs enqueued without a result at most")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "run nothing: check every input line, count the prompts' tokens and estimate the calls, tokens and cost (see above)")
+	fl.IntVar(&f.sample, "sample", 0, "with --dry-run: run K inputs, evenly spread, for real (nothing written) and scale their calls, tokens and cost")
+	fl.BoolVar(&f.jsonOut, "json", false, "with --dry-run: print the estimate as one JSON object")
 	return cmd
 }
 
@@ -122,6 +138,8 @@ type runFlags struct {
 	traceContent                bool                    // --trace-content: prompt and answer text in spans
 	onResult                    batchagent.OnResultFunc // the engine's OnResult: the run's metrics; nil: none
 	ui                          uiFlags                 // --ui, --ui-public, --ui-linger: the live view
+	dryRun, jsonOut             bool                    // --dry-run, --json: estimate, run nothing (dryrun.go)
+	sample                      int                     // --sample K: with --dry-run, inputs run for real
 }
 
 // check rejects contradictory flags, naming both. stateSet says whether

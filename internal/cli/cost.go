@@ -38,13 +38,35 @@ func (p jobPrice) resultCost(r batchagent.Result) (float64, bool) {
 	return p.price.Cost(r.Usage), true
 }
 
-// progress is the progress line's cost so far: "" when the price is
+// progress is the progress line's cost: the cost so far and, once it can
+// be projected (projection), the projected total; "" when the price is
 // unknown.
-func (p jobPrice) progress(st batchagent.Stats) string {
-	if !p.known {
+func (p jobPrice) progress(st batchagent.Stats, total int) string {
+	spent, projected, ok := p.projection(st, total)
+	switch {
+	case !p.known:
 		return ""
+	case !ok:
+		return fmt.Sprintf(" · $%.4f so far", spent)
 	}
-	return fmt.Sprintf(" · $%.4f", p.price.Cost(st.Usage))
+	return fmt.Sprintf(" · $%.4f so far · ~$%.4f projected", spent, projected)
+}
+
+// projection returns the cost of the run's tokens so far, and its
+// projected total: the cost so far ÷ the results the run has delivered
+// × the inputs it runs, results read from the state file left out of
+// both (they cost nothing now). ok is false while no result is done, when
+// total (the inputs) is unknown (0) or the price is.
+func (p jobPrice) projection(st batchagent.Stats, total int) (spent, projected float64, ok bool) {
+	if !p.known {
+		return 0, 0, false
+	}
+	spent = p.price.Cost(st.Usage)
+	ran, toRun := st.Done-st.Restored, int64(total)-st.Restored
+	if ran <= 0 || toRun <= 0 || total <= 0 {
+		return spent, 0, false
+	}
+	return spent, spent / float64(ran) * float64(max(toRun, ran)), true
 }
 
 // summary is the summary's cost line for the tokens of u.

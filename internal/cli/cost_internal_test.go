@@ -48,19 +48,36 @@ func TestPriceOf(t *testing.T) {
 	}
 }
 
-// TestProgressShowsCost: the progress line ends with the cost so far.
+// TestProgressShowsCost: the progress line ends with the cost so far and
+// the projected total: the cost so far per result run times the inputs
+// to run.
 func TestProgressShowsCost(t *testing.T) {
 	p := jobPrice{price: llm.Price{Input: 1, Output: 2}, known: true, source: "file"}
 	st := batchagent.Stats{Started: 2, Done: 1, OK: 1, Usage: llm.Usage{PromptTokens: 1_000_000, CompletionTokens: 500_000}}
 	var out syncBuffer
 	refresh := make(chan any)
-	r := newReporter(func() batchagent.Stats { return st }, 10, &out, 200, refresh, p.progress)
+	r := newReporter(func() batchagent.Stats { return st }, 10, &out, 200, refresh, func(st batchagent.Stats) string { return p.progress(st, 10) })
 	refresh <- time.Now()
 	r.stop()
-	if text := ansi.ReplaceAllString(out.String(), ""); !strings.Contains(text, "· $2.0000") {
-		t.Errorf("progress lacks the cost so far ($2.0000):\n%s", text)
+	if text := ansi.ReplaceAllString(out.String(), ""); !strings.Contains(text, "· $2.0000 so far · ~$20.0000 projected") {
+		t.Errorf("progress lacks the cost so far ($2.0000) and the projection ($20.0000):\n%s", text)
 	}
-	if got := (jobPrice{}).progress(st); got != "" {
-		t.Errorf("progress with no price = %q, want nothing", got)
+	for _, tc := range []struct {
+		name  string
+		p     jobPrice
+		st    batchagent.Stats
+		total int
+		want  string
+	}{
+		{"no price", jobPrice{}, st, 10, ""},
+		{"total unknown", p, st, 0, " · $2.0000 so far"},
+		{"none done", p, batchagent.Stats{Started: 3}, 10, " · $0.0000 so far"},
+		// 4 restored cost nothing now: $2 for 2 run, 6 to run.
+		{"resumed", p, batchagent.Stats{Done: 6, Restored: 4, Usage: st.Usage}, 10, " · $2.0000 so far · ~$6.0000 projected"},
+		{"all done", p, batchagent.Stats{Done: 10, Usage: st.Usage}, 10, " · $2.0000 so far · ~$2.0000 projected"},
+	} {
+		if got := tc.p.progress(tc.st, tc.total); got != tc.want {
+			t.Errorf("%s: progress(%+v, %d) = %q, want %q", tc.name, tc.st, tc.total, got, tc.want)
+		}
 	}
 }

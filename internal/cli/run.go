@@ -44,6 +44,10 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 		return exitUsage
 	}
 	defer func() { _ = r.close() }() // a no-op once run has closed and reported
+	if err := tel.watchCost(r); err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
 	runCtx, err := tel.serve(ctx, r.name, r.engine, f.quiet, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -138,7 +142,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	start := time.Now()
 	var rep *reporter
 	if !quiet {
-		rep = startReporter(r.engine, r.total, stderr, r.price.progress)
+		rep = startReporter(r.engine, r.total, stderr, func(st batchagent.Stats) string { return r.price.progress(st, r.total) })
 	}
 	var (
 		notWritten int

@@ -72,6 +72,19 @@ func (t *runTelemetry) onResult() batchagent.OnResultFunc {
 	return func(r batchagent.Result) { t.metrics.Result(t.job, r) }
 }
 
+// watchCost adds the cost of r's job to the metrics, when there are
+// metrics and its price is known: the cost so far and its projection, as
+// the progress line shows them.
+func (t *runTelemetry) watchCost(r *runner) error {
+	if t.metrics == nil || !r.price.known {
+		return nil
+	}
+	return t.metrics.WatchCost(r.name, func() telemetry.Cost {
+		spent, projected, ok := r.price.projection(r.engine.Stats(), r.total)
+		return telemetry.Cost{Spent: spent, Projected: projected, Projecting: ok}
+	})
+}
+
 // serve starts serving e's metrics, as job's, on the bound address and
 // returns the context to run the job under: within the run's span, its
 // agents traced. It says where the metrics are on stderr unless quiet.

@@ -66,6 +66,12 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //     fallbacks), breaker_changes_total.
 //   - model_calls_total (attempts, retries included), turns_total,
 //     checkpoint_errors_total.
+//
+// And, once [Metrics.WatchCost] names a job's cost:
+//
+//   - cost_dollars{job}: the cost of the job's tokens so far.
+//   - cost_projected_dollars{job}: the job's projected cost, once it can
+//     be projected.
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -308,4 +314,49 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTier, s.ByTier[tier], strconv.Itoa(tier))
 	}
 	counter(descBreaker, s.BreakerChanges)
+}
+
+// Cost is a job's cost, in US dollars, as [Metrics.WatchCost] reads it.
+type Cost struct {
+	// Spent is the cost of the job's tokens so far.
+	Spent float64
+	// Projected is the job's projected cost when it is done; valid only
+	// when Projecting.
+	Projected float64
+	// Projecting says whether Projected is known.
+	Projecting bool
+}
+
+var (
+	descCost          = desc("cost_dollars", "Cost of the job's tokens so far, in US dollars, by job.", "job")
+	descCostProjected = desc("cost_projected_dollars", "Projected cost of the whole job, in US dollars, by job: the cost so far per result times the inputs.", "job")
+)
+
+// WatchCost adds job's cost to m, read from cost at each scrape:
+// batchagent_cost_dollars{job}, and batchagent_cost_projected_dollars{job}
+// while cost reports a projection. cost must be safe for concurrent use.
+// A Metrics watches the cost of one job: a second call returns an error.
+func (m *Metrics) WatchCost(job string, cost func() Cost) error {
+	return m.reg.Register(&costCollector{job: job, cost: cost})
+}
+
+// costCollector reads a job's cost at scrape time.
+type costCollector struct {
+	job  string
+	cost func() Cost
+}
+
+// Describe implements prometheus.Collector.
+func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCost
+	ch <- descCostProjected
+}
+
+// Collect implements prometheus.Collector.
+func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
+	cost := c.cost()
+	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, cost.Spent, c.job)
+	if cost.Projecting {
+		ch <- prometheus.MustNewConstMetric(descCostProjected, prometheus.GaugeValue, cost.Projected, c.job)
+	}
 }

@@ -320,3 +320,35 @@ func TestMetricsCountTiers(t *testing.T) {
 		t.Error("no breaker_changes_total")
 	}
 }
+
+// TestMetricsWatchCost: the cost is read at each scrape; the projection
+// appears only while the cost reports one; a second watch is refused.
+func TestMetricsWatchCost(t *testing.T) {
+	m := telemetry.NewMetrics()
+	var cost atomic.Value
+	cost.Store(telemetry.Cost{Spent: 0.5})
+	if err := m.WatchCost("review", func() telemetry.Cost { return cost.Load().(telemetry.Cost) }); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Exposition())
+	defer srv.Close()
+	job := map[string]string{"job": "review"}
+	fams := scrape(t, srv.URL)
+	if v, ok := value(fams, "batchagent_cost_dollars", job); !ok || v != 0.5 {
+		t.Errorf("cost_dollars = %v, %v; want 0.5", v, ok)
+	}
+	if v, ok := value(fams, "batchagent_cost_projected_dollars", job); ok {
+		t.Errorf("cost_projected_dollars = %v with no projection, want no series", v)
+	}
+	cost.Store(telemetry.Cost{Spent: 1.25, Projected: 5, Projecting: true})
+	fams = scrape(t, srv.URL)
+	if v, ok := value(fams, "batchagent_cost_dollars", job); !ok || v != 1.25 {
+		t.Errorf("cost_dollars = %v, %v; want 1.25", v, ok)
+	}
+	if v, ok := value(fams, "batchagent_cost_projected_dollars", job); !ok || v != 5 {
+		t.Errorf("cost_projected_dollars = %v, %v; want 5", v, ok)
+	}
+	if err := m.WatchCost("other", func() telemetry.Cost { return telemetry.Cost{} }); err == nil {
+		t.Error("a second WatchCost succeeded, want an error")
+	}
+}

@@ -40,21 +40,24 @@ func New(model string) (*Counter, error) {
 func (c *Counter) Count(req *llm.Request) int {
 	n := 0
 	for _, m := range req.Messages {
-		n += perMessage + c.text(m.Content)
+		n += perMessage + c.Text(m.Content)
 		for _, tc := range m.ToolCalls {
-			n += c.text(tc.Name) + c.text(string(tc.Arguments))
+			n += c.Text(tc.Name) + c.Text(string(tc.Arguments))
 		}
 	}
 	for _, t := range req.Tools {
-		n += c.text(t.Name) + c.text(t.Description) + c.text(string(t.Parameters))
+		n += c.Text(t.Name) + c.Text(t.Description) + c.Text(string(t.Parameters))
 	}
 	if req.Output != nil {
-		n += c.text(string(req.Output.Schema))
+		n += c.Text(string(req.Output.Schema))
 	}
 	return n
 }
 
-func (c *Counter) text(s string) int {
+// Text returns the tokens of the text s alone, without a message's
+// framing: what an answer of that text costs in completion tokens. Text
+// the tokenizer rejects is estimated at four bytes a token.
+func (c *Counter) Text(s string) int {
 	if strings.TrimSpace(s) == "" {
 		return 0
 	}
