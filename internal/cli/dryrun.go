@@ -651,7 +651,11 @@ func (rep *dryReport) write(w io.Writer) {
 		return
 	}
 	p := rep.Price
-	fmt.Fprintf(w, "price of %s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", modelName(rep.Model), p.Input, p.CachedInput, p.Output, rep.PriceSource)
+	of := ""
+	if rep.Model != "" {
+		of = " of " + rep.Model
+	}
+	fmt.Fprintf(w, "price%s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", of, p.Input, p.CachedInput, p.Output, rep.PriceSource)
 	if rep.SampleCost != nil {
 		fmt.Fprintf(w, "the sample cost %s\n", dollars(*rep.SampleCost))
 	}
