@@ -237,8 +237,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // or ctx ends. st must hold the conversation so far without the shared
 // prefix: a fresh agent starts with one user message (its task); a resumed
 // one with the messages of its last completed turn. Run updates st in place
-// (messages, turns, counters, output) and returns nil on success, with
-// st.Output set, or an *Error.
+// (messages, turns, counters, output, and a span per model turn appended to
+// st.Spans) and returns nil on success, with st.Output set, or an *Error.
 func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
