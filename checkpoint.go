@@ -30,8 +30,9 @@ type Checkpointer interface {
 	// Load returns the latest saved state of every agent of a job, at most
 	// one per index, in any order; none, and nil, for a job never saved.
 	// Every field comes back as saved: counters, usage, timings (Total
-	// included), token cap, output, raw answer and the failure fields
-	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems). JSON values (Output,
+	// included), token cap, output, raw answer, the failure fields
+	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems), Started and
+	// Spans (times as the same instants, in any zone). JSON values (Output,
 	// tool-call arguments) may come back re-encoded as the same JSON, and
 	// nil and empty slices and maps alike. The engine reads only the
 	// input, results and counters of final states (done, failed), so those

@@ -189,8 +189,9 @@ func TestResultsLossless(t *testing.T) {
 			}
 			var resumed noCalls
 			restored := run(&resumed)
-			if tt.inputs != nil { // never saved, so run again: a new wall time
+			if tt.inputs != nil { // never saved, so run again: a new wall time and start
 				fresh.Timings.Total, restored.Timings.Total = 0, 0
+				fresh.Started, restored.Started = time.Time{}, time.Time{}
 			}
 			if n := resumed.n.Load(); n != 0 {
 				t.Fatalf("resumed run made %d model calls, want every result restored", n)

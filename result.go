@@ -9,6 +9,13 @@ type Result = job.Result
 // Timings splits an agent's wall time. See [job.Timings].
 type Timings = job.Timings
 
+// Span is one model turn of an agent as it ran, in [Result.Spans]. See
+// [job.Span].
+type Span = job.Span
+
+// MaxSpans is the most spans an agent keeps. See [job.MaxSpans].
+const MaxSpans = job.MaxSpans
+
 // AgentError reports the failure of one agent of a job. See
 // [job.AgentError].
 type AgentError = job.AgentError

@@ -251,7 +251,9 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		if r.cfg.Stop != nil && r.cfg.Stop() {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
-		resp, err := r.observedGenerate(ctx, st)
+		sp := job.Span{Turn: st.Turns}
+		resp, err := r.observedGenerate(ctx, st, &sp)
+		span := record(st, sp)
 		if err != nil {
 			return &Error{Op: "generate", Turn: st.Turns, Err: err}
 		}
@@ -272,7 +274,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 				}
 			}
 			st.Messages = append(st.Messages, msg)
-			if err := r.runTools(ctx, st, msg.ToolCalls); err != nil {
+			if err := r.runTools(ctx, st, msg.ToolCalls, span); err != nil {
 				return &Error{Op: "tool", Turn: turn, Err: err}
 			}
 			r.turnDone(ctx, st)
@@ -302,15 +304,25 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 }
 
 // observedGenerate is generate, watched by the context's Observer.
-func (r *Runner) observedGenerate(ctx context.Context, st *State) (*llm.Response, error) {
+func (r *Runner) observedGenerate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
 	o := observerOf(ctx)
 	if o == nil {
-		return r.generate(ctx, st)
+		return r.generate(ctx, st, sp)
 	}
 	ctx, end := o.Turn(ctx, st.Turns)
-	resp, err := r.generate(ctx, st)
+	resp, err := r.generate(ctx, st, sp)
 	end(resp, err)
 	return resp, err
+}
+
+// record appends sp, a turn's span, to st's spans and returns its
+// position; -1 when st holds job.MaxSpans already and sp is dropped.
+func record(st *State, sp job.Span) int {
+	if len(st.Spans) >= job.MaxSpans {
+		return -1
+	}
+	st.Spans = append(st.Spans, sp)
+	return len(st.Spans) - 1
 }
 
 // answer returns the output of a final answer: its text as a JSON string
@@ -344,8 +356,9 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 }
 
 // generate makes one model call, retrying transient failures with back-off.
-// The slot is held only during the call itself.
-func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error) {
+// The slot is held only during the call itself. The turn's times go into
+// st's Timings and sp.
+func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
 	req := &llm.Request{
 		Model:     r.cfg.ModelName,
 		Messages:  r.messages(st),
@@ -365,7 +378,7 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 		lastFail time.Time // the agent's last outage failure
 	)
 	for {
-		resp, err := r.call(ctx, st, req)
+		resp, err := r.call(ctx, st, req, sp)
 		if err == nil {
 			return resp, nil
 		}
@@ -408,6 +421,7 @@ func (r *Runner) generate(ctx context.Context, st *State) (*llm.Response, error)
 			return nil, ctx.Err()
 		}
 		st.Timings.Backoff += wait
+		sp.Backoff += wait
 		if r.cfg.Stop != nil && r.cfg.Stop() {
 			return nil, ErrStopped
 		}
@@ -433,14 +447,23 @@ func (r *Runner) messages(st *State) []llm.Message {
 	return append(msgs, st.Messages...)
 }
 
-// call acquires a slot, runs one model call and releases the slot.
-func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Response, error) {
+// call acquires a slot, runs one model call and releases the slot; its
+// times go into st's Timings and sp, whose Start is the first call's
+// readiness.
+func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span) (*llm.Response, error) {
 	ready := time.Now()
+	if sp.Start.IsZero() {
+		sp.Start = ready
+	}
+	queued := func(d time.Duration) {
+		st.Timings.Queue += d
+		sp.Queue += d
+	}
 	var permit Permit
 	if r.cfg.Gate != nil {
 		var err error
 		if permit, err = r.cfg.Gate.Acquire(ctx, st.Turns, req); err != nil {
-			st.Timings.Queue += time.Since(ready)
+			queued(time.Since(ready))
 			return nil, err
 		}
 	}
@@ -450,11 +473,11 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		if permit != nil {
 			permit.Release(nil, ErrStopped)
 		}
-		st.Timings.Queue += time.Since(ready)
+		queued(time.Since(ready))
 		return nil, ErrStopped
 	}
 	start := time.Now()
-	st.Timings.Queue += start.Sub(ready)
+	queued(start.Sub(ready))
 	st.ModelCalls++
 	var (
 		resp  *llm.Response
@@ -478,12 +501,14 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request) (*llm.Re
 		permit.Release(resp, err)
 	}
 	st.Timings.Inference += end.Sub(start)
+	sp.Inference += end.Sub(start)
 	if err != nil {
 		return nil, err
 	}
 	if st.Timings.TTFT == 0 {
 		st.Timings.TTFT = first.Sub(ready)
 	}
+	sp.TTFT = first.Sub(sp.Start)
 	st.Usage = st.Usage.Add(resp.Usage)
 	return resp, nil
 }
@@ -513,9 +538,10 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit)
 }
 
 // runTools executes the calls of one turn concurrently through the pool and
-// appends one tool message per call, in call order. It returns an error only
-// for a fatal tool failure or a done ctx.
-func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall) error {
+// appends one tool message per call, in call order; the time they took
+// goes into st's Timings and, unless span is -1, into st.Spans[span]. It
+// returns an error only for a fatal tool failure or a done ctx.
+func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int) error {
 	start := time.Now()
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
@@ -549,7 +575,11 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall) 
 		}
 		wg.Wait()
 	}
-	st.Timings.Tools += time.Since(start)
+	took := time.Since(start)
+	st.Timings.Tools += took
+	if span >= 0 {
+		st.Spans[span].Tools += took
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

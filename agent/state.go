@@ -69,6 +69,14 @@ type State struct {
 	// answered it (0: none); set by the engine with the final state.
 	Tier   int `json:"tier,omitempty"`
 	Packed int `json:"packed,omitempty"`
+	// Started is when the agent began in its latest run (the engine sets
+	// it as the agent starts or resumes); zero when unknown, as in states
+	// saved before it was recorded.
+	Started time.Time `json:"started,omitzero"`
+	// Spans are the agent's model turns as they ran, in order: Run
+	// appends one per model turn, a failed one included, up to
+	// job.MaxSpans, and a resumed agent keeps those of its earlier runs.
+	Spans []job.Span `json:"spans,omitempty"`
 }
 
 // Status is where an agent stands.
@@ -105,5 +113,6 @@ func (st *State) Clone() *State {
 	c.Messages = slices.Clone(st.Messages)
 	c.Output = slices.Clone(st.Output)
 	c.Problems = slices.Clone(st.Problems)
+	c.Spans = slices.Clone(st.Spans)
 	return &c
 }

@@ -7,9 +7,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -108,7 +110,60 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if st.Packed != 0 {
 		dst = appendIntField(dst, `,"packed":`, int64(st.Packed))
 	}
+	if !st.Started.IsZero() { // omitzero
+		if dst, err = appendTime(append(dst, `,"started":`...), st.Started); err != nil {
+			return dst, fmt.Errorf("started: %w", err)
+		}
+	}
+	if len(st.Spans) > 0 {
+		dst = append(dst, `,"spans":[`...)
+		for i := range st.Spans {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendSpan(dst, &st.Spans[i]); err != nil {
+				return dst, fmt.Errorf("spans[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}', '\n'), nil
+}
+
+// appendSpan writes sp as encoding/json does.
+func appendSpan(dst []byte, sp *job.Span) ([]byte, error) {
+	dst = appendIntField(dst, `{"turn":`, int64(sp.Turn))
+	var err error
+	if dst, err = appendTime(append(dst, `,"start":`...), sp.Start); err != nil {
+		return dst, fmt.Errorf("start: %w", err)
+	}
+	dst = appendIntField(dst, `,"queue":`, int64(sp.Queue))
+	dst = appendIntField(dst, `,"inference":`, int64(sp.Inference))
+	if sp.TTFT != 0 {
+		dst = appendIntField(dst, `,"ttft":`, int64(sp.TTFT))
+	}
+	if sp.Backoff != 0 {
+		dst = appendIntField(dst, `,"backoff":`, int64(sp.Backoff))
+	}
+	if sp.Tools != 0 {
+		dst = appendIntField(dst, `,"tools":`, int64(sp.Tools))
+	}
+	if sp.Tier != 0 {
+		dst = appendIntField(dst, `,"tier":`, int64(sp.Tier))
+	}
+	return append(dst, '}'), nil
+}
+
+// appendTime writes t as encoding/json does through [time.Time.MarshalJSON]:
+// RFC 3339 with nanoseconds, in t's own zone, quoted (no character of it
+// needs escaping). A time RFC 3339 cannot hold (a year past 9999, say)
+// is an error, as it is to encoding/json.
+func appendTime(dst []byte, t time.Time) ([]byte, error) {
+	out, err := t.AppendText(append(dst, '"'))
+	if err != nil {
+		return dst, err
+	}
+	return append(out, '"'), nil
 }
 
 func appendIntField(dst []byte, key string, v int64) []byte {

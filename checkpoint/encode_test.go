@@ -58,6 +58,11 @@ func fill(t testing.TB, v reflect.Value, path string) {
 			"z": "last", "a": json.Number("12.5"), "m": map[string]any{"k": []any{true, nil, 1.5}},
 		}))
 		return
+	case reflect.TypeFor[time.Time]():
+		// Not UTC, with nanoseconds and a monotonic reading, which JSON drops.
+		now := time.Now()
+		v.Set(reflect.ValueOf(now.In(time.FixedZone("", -(3*3600 + 30*60))).Add(time.Duration(len(path)))))
+		return
 	}
 	switch v.Kind() {
 	case reflect.String:
@@ -113,6 +118,18 @@ func TestAppendStateMatchesEncodingJSON(t *testing.T) {
 			"\u2028key\x01": "v",
 		}},
 		"output with spaces": {Status: agent.StatusDone, Output: json.RawMessage(" [ 1 ,\n\t{\"a\" : \"b c\"} ] ")},
+		"spans": {Started: time.Date(2026, 11, 27, 17, 0, 0, 123456789, time.UTC), Spans: []job.Span{
+			{}, // zero time, zero durations
+			{Turn: 1, Start: time.Unix(0, 1).UTC(), Queue: 1}, // omitempty members left out
+			{Turn: 2, Start: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", 14*3600)),
+				Queue: -1, Inference: math.MaxInt64, TTFT: math.MinInt64, Backoff: 3, Tools: 4, Tier: 9},
+			{Turn: 3, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("odd", 5*3600+30*60+17))},
+			{Turn: 4, Start: time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", -12*3600))},
+			{Turn: 5, Start: time.Now().In(time.Local), Inference: time.Second},
+		}},
+		"started zero but zoned":  {Started: time.Time{}.In(time.FixedZone("z", 3600))},
+		"started with nanos only": {Started: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)},
+		"empty spans":             {Spans: []job.Span{}},
 	} {
 		t.Run(name, func(t *testing.T) { checkSame(t, &st) })
 	}
@@ -127,6 +144,12 @@ func TestAppendStateErrors(t *testing.T) {
 		"NaN input":      {agent.State{Input: job.Input{"x": []any{math.NaN()}}}, "input: unsupported value: NaN"},
 		"bad number":     {agent.State{Input: job.Input{"x": json.Number("1.")}}, `input: invalid number literal "1."`},
 		"bad type":       {agent.State{Input: job.Input{"x": make(chan int)}}, "input: json: unsupported type"},
+		"started past 9999": {agent.State{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"started: Time.AppendText: year outside of range"},
+		"span start before 0": {agent.State{Spans: []job.Span{{}, {Start: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+			"spans[1]: start: Time.AppendText: year outside of range"},
+		"zone of 24 hours": {agent.State{Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600))},
+			"started: Time.AppendText: timezone hour outside of range"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := stdEncode(&tc.st); err == nil {
@@ -175,6 +198,24 @@ func FuzzAppendState(f *testing.F) {
 			Output:   json.RawMessage(output),
 			Raw:      output,
 		}
+		checkSame(t, &st)
+	})
+}
+
+// FuzzAppendStateTimes compares appendState with encoding/json on states
+// holding arbitrary times: instants, zones and span durations.
+func FuzzAppendStateTimes(f *testing.F) {
+	f.Add(int64(0), int64(0), 0, int64(0))
+	f.Add(int64(1798700000), int64(123456789), -5*3600-30*60, int64(1500))
+	f.Add(int64(253402300799), int64(999999999), 14*3600, int64(-1))
+	f.Add(int64(-62135596800), int64(1), 86399, int64(math.MaxInt64))
+	f.Add(int64(-62135596801), int64(0), 0, int64(math.MinInt64))
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int, d int64) {
+		at := time.Unix(sec, nsec).In(time.FixedZone("f", offset))
+		st := agent.State{Started: at, Spans: []job.Span{
+			{Turn: int(d), Start: at, Queue: time.Duration(d), Inference: time.Duration(-d), TTFT: time.Duration(d), Tools: time.Duration(d)},
+			{Start: at.UTC(), Backoff: time.Duration(d), Tier: int(nsec)},
+		}}
 		checkSame(t, &st)
 	})
 }

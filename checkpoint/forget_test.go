@@ -57,8 +57,8 @@ func TestFormat3Upgraded(t *testing.T) {
 		t.Fatalf("Open(format 3 file) = %v", err)
 	}
 	defer s2.Close()
-	if v := query[int](t, path, `PRAGMA user_version`); v != 4 {
-		t.Errorf("user_version after the upgrade = %d, want 4", v)
+	if v := query[int](t, path, `PRAGMA user_version`); v != 5 {
+		t.Errorf("user_version after the upgrade = %d, want 5", v)
 	}
 	checkStates(t, s2, "j", fullState("j", 3))
 	if err := s2.Forget(ctx, "j", []int{3}); err != nil {

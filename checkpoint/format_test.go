@@ -282,8 +282,8 @@ func TestFormat2Upgraded(t *testing.T) {
 	if stored := query[string](t, path, `SELECT fingerprint FROM runs`); strings.Contains(stored, "sk-secret") {
 		t.Errorf("fingerprint after the upgrade = %s, still holding the backend URL", stored)
 	}
-	if v := query[int](t, path, `PRAGMA user_version`); v != 4 {
-		t.Errorf("user_version after the upgrade = %d, want 4", v)
+	if v := query[int](t, path, `PRAGMA user_version`); v != 5 {
+		t.Errorf("user_version after the upgrade = %d, want 5", v)
 	}
 	if states, err := s2.Load(ctx, "j"); err != nil || len(states) != 1 || states[0].Index != 3 {
 		t.Errorf("Load after the upgrade = %d states, %v; want state 3", len(states), err)

@@ -100,7 +100,7 @@ func checkFormat(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	switch version {
-	case formatVersion, 3: // format 3 lacks only the table forgotten, read as empty
+	case formatVersion, 4, 3: // format 4 lacks only the table samples, 3 also forgotten: read as empty
 		return nil
 	case 0:
 		if err := checkNew(ctx, tx); err != nil {

@@ -113,8 +113,9 @@ var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 // formatVersion is the file format, kept in SQLite's user_version. Format 1
 // (one upserted row per agent for every state) had user_version 0 and a
 // table named states. Format 2 lacked runs.inputs, format 3 the table
-// forgotten; such files are upgraded when opened.
-const formatVersion = 4
+// forgotten, format 4 the table samples; such files are upgraded when
+// opened for writing.
+const formatVersion = 5
 
 // schemaSQL creates the tables of an empty file.
 //
@@ -132,6 +133,9 @@ const formatVersion = 4
 //     less.
 //   - forgotten holds, per agent, the sequence number before which its
 //     states are discarded ([Store.Forget]): those of an input that changed.
+//   - samples holds readings of each job's counters taken while it ran
+//     ([Store.AddSample]): when (at, Unix ns) and the caller's JSON (data),
+//     numbered by seq in the order they were added.
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS meta (
 	id       INTEGER PRIMARY KEY CHECK (id = 0),
@@ -167,7 +171,14 @@ CREATE TABLE IF NOT EXISTS forgotten (
 	min_seq INTEGER NOT NULL,
 	PRIMARY KEY (job_id, idx)
 ) WITHOUT ROWID;
-PRAGMA user_version = 4;`
+CREATE TABLE IF NOT EXISTS samples (
+	job_id TEXT NOT NULL,
+	seq    INTEGER PRIMARY KEY,
+	at     INTEGER NOT NULL,
+	data   BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_by_job ON samples (job_id, seq);
+PRAGMA user_version = 5;`
 
 // Open opens or creates the store at path, creating its tables when they
 // are missing, and starts the writer goroutine that [Store.Close] stops.
@@ -249,8 +260,9 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 		if err := upgradeFrom2(ctx, tx); err != nil {
 			return fmt.Errorf("upgrade from state format 2: %w", err)
 		}
-	case version == 3:
-		// Format 4 adds the table forgotten, which schemaSQL creates.
+	case version == 3 || version == 4:
+		// Format 4 adds the table forgotten, format 5 the table samples,
+		// which schemaSQL creates.
 	case version != 0 && version != formatVersion:
 		return fmt.Errorf("unknown state format %d (this batchagent reads format %d)", version, formatVersion)
 	}
@@ -261,7 +273,7 @@ func createSchema(ctx context.Context, db *sql.DB) error {
 }
 
 // ourNames are the tables and indexes of schemaSQL.
-var ourNames = []string{"meta", "runs", "running", "finished", "finished_by_job", "forgotten"}
+var ourNames = []string{"meta", "runs", "running", "finished", "finished_by_job", "forgotten", "samples", "samples_by_job"}
 
 // checkNew refuses a file of user_version 0 that holds tables of its own:
 // a file of format 1, or any SQLite database that is not a state file,
@@ -414,19 +426,23 @@ func (s *Store) enqueue(st *agent.State, done func(error)) (*batch, error) {
 		bufPool.Put(buf)
 		return nil, saveError(st.JobID, st.Index, err)
 	}
-	it := item{
+	return s.add(item{
 		jobID:   st.JobID,
 		idx:     st.Index,
 		final:   st.Status != agent.StatusRunning,
 		updated: time.Now().UnixNano(),
 		buf:     buf,
 		done:    done,
-	}
+	})
+}
 
+// add adds it to the open batch, which it returns; after Close it gives
+// it.buf back to the pool and returns ErrClosed.
+func (s *Store) add(it item) (*batch, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		bufPool.Put(buf)
+		bufPool.Put(it.buf)
 		return nil, ErrClosed
 	}
 	var b *batch

@@ -107,8 +107,14 @@ func fullState(jobID string, idx int) agent.State {
 			Queue: time.Millisecond, Inference: 2 * time.Second, Tools: 3 * time.Millisecond,
 			Backoff: 4 * time.Millisecond, TTFT: 5 * time.Millisecond,
 		},
-		Output: json.RawMessage(`{"name":"ada","n":1}`),
-		Raw:    "```json\n{\"name\":\"ada\",\"n\":1}\n```",
+		Output:  json.RawMessage(`{"name":"ada","n":1}`),
+		Raw:     "```json\n{\"name\":\"ada\",\"n\":1}\n```",
+		Started: time.Date(2026, 11, 27, 12, 0, 0, 5, time.FixedZone("", -7*3600)),
+		Spans: []job.Span{
+			{Turn: 0, Start: time.Date(2026, 11, 27, 19, 0, 0, 6, time.UTC), Queue: time.Millisecond, Inference: time.Second, TTFT: 900 * time.Millisecond, Tools: 3 * time.Millisecond},
+			{Turn: 1, Start: time.Date(2026, 11, 27, 19, 0, 2, 0, time.UTC), Inference: time.Second, Backoff: 4 * time.Millisecond},
+			{Turn: 2, Start: time.Date(2026, 11, 27, 19, 0, 4, 0, time.UTC), Inference: time.Nanosecond, Tier: 1},
+		},
 	}
 }
 

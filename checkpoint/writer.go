@@ -10,17 +10,19 @@ import (
 	"github.com/klauspost/compress/s2"
 )
 
-// item is one state waiting to be written.
+// item is one state, or one sample, waiting to be written.
 type item struct {
 	jobID   string
 	idx     int
 	final   bool        // done or failed: appended to finished
-	updated int64       // when Save was called, Unix ns
+	sample  bool        // a sample of the job (AddSample), not a state; idx is unused
+	updated int64       // when Save was called, Unix ns; a sample's time
 	buf     *[]byte     // the state's JSON plus a newline; from bufPool
 	done    func(error) // for SaveAsync: called after the commit
 }
 
-// json returns the item's state without the encoder's newline.
+// json returns the item's state without the encoder's newline, or a
+// sample's data.
 func (it *item) json() []byte {
 	data := *it.buf
 	return data[:len(data)-1]
@@ -125,6 +127,9 @@ func (w *writer) commit(items []item) error {
 	if seq, err = w.writeFinished(ctx, tx, items, keep, seq); err != nil {
 		return err
 	}
+	if err := w.writeSamples(ctx, tx, items); err != nil {
+		return err
+	}
 	if _, err := tx.StmtContext(ctx, w.stmt.setSeq).ExecContext(ctx, seq); err != nil {
 		return err
 	}
@@ -137,6 +142,9 @@ func (w *writer) latestItems(items []item) []bool {
 	clear(w.latest)
 	keep := make([]bool, len(items))
 	for i := range items {
+		if items[i].sample {
+			continue
+		}
 		k := itemKey{items[i].jobID, items[i].idx}
 		if j, ok := w.latest[k]; ok {
 			keep[j] = false
@@ -158,7 +166,7 @@ func (w *writer) writeRunning(ctx context.Context, tx *sql.Tx, items []item, kee
 	rows := 0
 	for i := range items {
 		it := &items[i]
-		if it.final || !keep[i] {
+		if it.final || it.sample || !keep[i] {
 			continue
 		}
 		w.running[it.jobID] = true

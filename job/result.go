@@ -42,6 +42,13 @@ type Result struct {
 	Usage llm.Usage
 	// Timings says where the agent's time went.
 	Timings Timings
+	// Started is when the agent began in the run that finished it; zero
+	// for a result that never ran and was not restored with it.
+	Started time.Time `json:"-"`
+	// Spans are the agent's model turns as they ran, in order, earlier
+	// runs of a resumed agent included, at most [MaxSpans]. Result lines
+	// do not carry them; checkpoints do.
+	Spans []Span `json:"-"`
 	// Tier is the tier that answered: 0 the job's model, 1 and on its
 	// Fallbacks in order. Checkpoints record it.
 	Tier int

@@ -3,12 +3,14 @@ package queue_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint/checkpointtest"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
 )
@@ -28,11 +30,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// stateOf returns a running state of agent index of job.
-func stateOf(job string, index int) agent.State {
-	return agent.State{JobID: job, Index: index, Status: agent.StatusRunning,
+// stateOf returns a running state of agent index of jobID, with its start
+// and its turn's span (times in a zone of their own).
+func stateOf(jobID string, index int) agent.State {
+	at := time.Date(2026, 11, 27, 18, 0, 0, 123456789, time.FixedZone("", -2*3600))
+	return agent.State{JobID: jobID, Index: index, Status: agent.StatusRunning,
 		Input:    map[string]any{"n": json.Number("12345678901234567890"), "s": "x"},
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Turns: 1}
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Turns: 1,
+		Started: at, Spans: []job.Span{{Turn: 0, Start: at.Add(time.Millisecond), Queue: 2, Inference: 3, TTFT: 4, Tools: 5}}}
 }
 
 func TestLoadState(t *testing.T) {

@@ -187,10 +187,16 @@ func runFresh(t testing.TB) []batchagent.Result {
 }
 
 // comparable returns what a resumed result shares with a fresh one: all
-// but the timings, which measure a different run.
+// but the timings, start and spans' times, which measure a different run;
+// the spans' turns are kept (a resumed agent keeps its earlier spans).
 func comparable(r batchagent.Result) resultView {
 	v := viewOf(r)
 	v.Result.Timings = batchagent.Timings{}
+	v.Result.Started = time.Time{}
+	v.Result.Spans = nil
+	for _, sp := range r.Spans {
+		v.Result.Spans = append(v.Result.Spans, batchagent.Span{Turn: sp.Turn, Tier: sp.Tier})
+	}
 	return v
 }
 

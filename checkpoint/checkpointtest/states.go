@@ -75,6 +75,12 @@ func runningState(jobID string, idx int) agent.State {
 		Timings: agent.Timings{Queue: 1 * time.Millisecond, Inference: 2*time.Second + 1, Tools: 3 * time.Microsecond,
 			Backoff: 4 * time.Millisecond, TTFT: 5 * time.Millisecond},
 		Raw: `{"answer": 1`,
+		// Times to the nanosecond, in zones of their own.
+		Started: time.Date(2026, 11, 27, 9, 30, 0, 123456789, time.FixedZone("", 5*3600+30*60)),
+		Spans: []job.Span{
+			{Turn: 0, Start: time.Date(2026, 11, 27, 4, 0, 0, 1, time.UTC), Queue: time.Millisecond, Inference: time.Second, TTFT: time.Second - 1, Tools: 3 * time.Microsecond},
+			{Turn: 1, Start: time.Date(2026, 11, 26, 23, 0, 1, 2, time.FixedZone("", -5*3600)), Inference: time.Second + 1, Backoff: 4 * time.Millisecond, Tier: 1},
+		},
 	}
 }
 

@@ -182,11 +182,17 @@ func runModel(ctx context.Context, a *agent.Runner, br *gobreaker.TwoStepCircuit
 
 // runTiers runs the fallback tiers of an agent whose primary failed with
 // err, in order, until one answers; budgetEnd is when the agent's budget
-// ends. It returns the answering tier (or the last one tried), its error,
-// and the state holding its work.
-func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task llm.Message, budgetEnd time.Time) (int, *agent.State, error) {
-	var err error
+// ends, and turns the turns the primary took. It returns the answering
+// tier (or the last one tried), its error, and the state holding its work;
+// its Spans are those of every model tier tried, with their Tier set and
+// turns numbered on from the primary's.
+func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task llm.Message, budgetEnd time.Time, turns int) (int, *agent.State, error) {
+	var (
+		err   error
+		spans []job.Span
+	)
 	st := &agent.State{}
+	defer func() { st.Spans = spans }()
 	t := 0
 	for i, tr := range f.tiers {
 		if ctx.Err() != nil {
@@ -218,6 +224,12 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 		err = runModel(tctx, tr.agent, tr.br, st)
 		cause := context.Cause(tctx)
 		cancel()
+		for _, sp := range st.Spans {
+			sp.Turn += turns
+			sp.Tier = t
+			spans = append(spans, sp)
+		}
+		turns += st.Turns
 		if err == nil {
 			return t, st, nil
 		}
@@ -244,8 +256,10 @@ func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.
 	r := resultOf(i, in, st)
 	r.Packed = packed
 	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {
-		t, ts, terr := e.runTiers(actx, f, in, task, budgetEnd)
+		t, ts, terr := e.runTiers(actx, f, in, task, budgetEnd, st.Turns)
 		if t > 0 {
+			st.Spans = append(st.Spans, ts.Spans[:min(len(ts.Spans), max(job.MaxSpans-len(st.Spans), 0))]...)
+			r.Spans = st.Spans
 			r.Tier = t
 			r.ModelCalls += ts.ModelCalls
 			r.Turns += ts.Turns

@@ -139,6 +139,10 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error
 		}
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: string(a.out)})
 		st.Output, st.Raw = a.out, string(a.out)
+		if len(st.Spans) < job.MaxSpans {
+			st.Spans = append(st.Spans, job.Span{Turn: st.Turns, Start: it.enqueued,
+				Queue: a.timings.Queue, Inference: a.timings.Inference, TTFT: a.timings.TTFT})
+		}
 		st.Turns++
 		st.Timings.Queue += a.timings.Queue
 		st.Timings.Inference += a.timings.Inference

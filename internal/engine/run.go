@@ -314,12 +314,13 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		task, err := rn.tmpl.Render(in)
 		if err != nil {
 			r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
-			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in}, r, save, deliver)
+			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
 			return
 		}
 		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
 	}
+	st.Started = start
 	actx := ctx
 	if rn.timeout > 0 {
 		var cancel context.CancelFunc
@@ -376,14 +377,16 @@ func (rn *runner) primary(ctx context.Context, i int, st *agent.State, fresh boo
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
-// state: output, counters, usage and timings (Total as saved with a final
-// state; the engine sets it for the agents it runs).
+// state: output, counters, usage, timings (Total as saved with a final
+// state; the engine sets it for the agents it runs), start and spans (the
+// result shares st's).
 func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	t := st.Timings
 	return job.Result{
 		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
+		Started: st.Started, Spans: st.Spans,
 	}
 }
 
@@ -422,6 +425,7 @@ func (e *Engine) fail(id string, i int, in job.Input, turn int, op string, err e
 		Input:   in,
 		Err:     &job.AgentError{JobID: id, Agent: i, Turn: turn, Op: op, Kind: kind, Err: err},
 		Timings: job.Timings{Total: time.Since(start)},
+		Started: start,
 	}
 }
 
