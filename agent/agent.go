@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -252,14 +251,17 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
 		sp := job.Span{Turn: st.Turns}
-		resp, err := r.observedGenerate(ctx, st, &sp)
+		tools := r.earlyTools(ctx, st.Turns)
+		resp, err := r.observedGenerate(ctx, st, &sp, tools)
 		span := record(st, sp)
 		if err != nil {
+			tools.discard()
 			return &Error{Op: "generate", Turn: st.Turns, Err: err}
 		}
 		turn := st.Turns
 		st.Turns++
 		if r.cut(resp) {
+			tools.discard() // the cut calls are not run
 			if err := r.retryCut(ctx, st, &cut, turn, resp); err != nil {
 				return err
 			}
@@ -269,17 +271,16 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		msg.Role = llm.RoleAssistant
 		if len(msg.ToolCalls) > 0 {
 			for i := range msg.ToolCalls {
-				if msg.ToolCalls[i].ID == "" {
-					msg.ToolCalls[i].ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
-				}
+				msg.ToolCalls[i].ID = callID(msg.ToolCalls[i], turn, i)
 			}
 			st.Messages = append(st.Messages, msg)
-			if err := r.runTools(ctx, st, msg.ToolCalls, span); err != nil {
+			if err := r.runTools(ctx, st, msg.ToolCalls, span, tools); err != nil {
 				return &Error{Op: "tool", Turn: turn, Err: err}
 			}
 			r.turnDone(ctx, st)
 			continue
 		}
+		tools.discard() // a final answer: nothing should have started
 		st.Messages = append(st.Messages, msg)
 		st.Raw = msg.Content
 		out, err := r.answer(st, msg.Content)
@@ -304,13 +305,13 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 }
 
 // observedGenerate is generate, watched by the context's Observer.
-func (r *Runner) observedGenerate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
+func (r *Runner) observedGenerate(ctx context.Context, st *State, sp *job.Span, tools *early) (*llm.Response, error) {
 	o := observerOf(ctx)
 	if o == nil {
-		return r.generate(ctx, st, sp)
+		return r.generate(ctx, st, sp, tools)
 	}
 	ctx, end := o.Turn(ctx, st.Turns)
-	resp, err := r.generate(ctx, st, sp)
+	resp, err := r.generate(ctx, st, sp, tools)
 	end(resp, err)
 	return resp, err
 }
@@ -357,8 +358,10 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 
 // generate makes one model call, retrying transient failures with back-off.
 // The slot is held only during the call itself. The turn's times go into
-// st's Timings and sp.
-func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
+// st's Timings and sp. Tool calls complete while the answer streams start
+// in tools (nil: none start early); those of a failed call are discarded
+// before the next.
+func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span, tools *early) (*llm.Response, error) {
 	req := &llm.Request{
 		Model:     r.cfg.ModelName,
 		Messages:  r.messages(st),
@@ -378,10 +381,11 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Re
 		lastFail time.Time // the agent's last outage failure
 	)
 	for {
-		resp, err := r.call(ctx, st, req, sp)
+		resp, err := r.call(ctx, st, req, sp, tools)
 		if err == nil {
 			return resp, nil
 		}
+		tools.discard() // a retry may answer with other calls
 		if ctx.Err() != nil || !llm.IsTransient(err) {
 			return nil, err
 		}
@@ -450,7 +454,7 @@ func (r *Runner) messages(st *State) []llm.Message {
 // call acquires a slot, runs one model call and releases the slot; its
 // times go into st's Timings and sp, whose Start is the first call's
 // readiness.
-func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span) (*llm.Response, error) {
+func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span, tools *early) (*llm.Response, error) {
 	ready := time.Now()
 	if sp.Start.IsZero() {
 		sp.Start = ready
@@ -491,7 +495,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 	}
 	if r.stream != nil {
 		ap, _ := permit.(AnswerPermit)
-		resp, first, err = r.consume(ctx, req, ap)
+		resp, first, err = r.consume(ctx, req, ap, tools)
 	} else {
 		resp, err = r.cfg.Model.Generate(ctx, req)
 		first = time.Now()
@@ -514,8 +518,9 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 }
 
 // consume runs a streamed call and reassembles the response; first is when
-// the first event arrived, and ap (nil: none) is told then.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit) (resp *llm.Response, first time.Time, err error) {
+// the first event arrived, and ap (nil: none) is told then. Each tool call
+// the stream says is complete starts in tools at once.
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (resp *llm.Response, first time.Time, err error) {
 	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
@@ -530,6 +535,11 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit)
 		if err := acc.Add(ev); err != nil {
 			return nil, first, err // leaving the loop closes the stream
 		}
+		if ev.Type == llm.EventToolCallDone && tools != nil {
+			if pos, c, ok := acc.ToolCall(ev.ToolCall.Index); ok {
+				tools.start(r, pos, c)
+			}
+		}
 	}
 	if first.IsZero() {
 		first = time.Now()
@@ -538,44 +548,57 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit)
 }
 
 // runTools executes the calls of one turn concurrently through the pool and
-// appends one tool message per call, in call order; the time they took
+// appends one tool message per call, in call order; calls that began while
+// the answer streamed (in tools, nil: none) are not run again, only
+// waited for. The time from the first call's start to the last one's end
 // goes into st's Timings and, unless span is -1, into st.Spans[span]. It
 // returns an error only for a fatal tool failure or a done ctx.
-func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int) error {
+func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int, tools *early) error {
 	start := time.Now()
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
-	o := observerOf(ctx)
+	ends := make([]time.Time, len(calls))
 	turn := st.Turns - 1
+	runs := tools.take(calls)
 	run := func(i int) {
-		c := calls[i]
-		tctx := ctx
-		var end func(string, error)
-		if o != nil {
-			tctx, end = o.Tool(ctx, turn, c)
-		}
-		content, err := r.callTool(tctx, c)
-		if end != nil {
-			end(content, err)
-		}
-		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
-		if err != nil {
-			results[i].IsError = true
-			results[i].Content = "error: " + err.Error()
-			errs[i] = err
+		results[i], errs[i] = r.execTool(ctx, turn, calls[i])
+		ends[i] = time.Now()
+	}
+	rest := len(calls) // calls not begun early
+	for _, run := range runs {
+		if run != nil {
+			rest--
 		}
 	}
-	if len(calls) == 1 {
-		run(0)
-	} else {
+	if rest == 1 {
+		for i := range calls {
+			if runs == nil || runs[i] == nil {
+				run(i)
+			}
+		}
+	} else if rest > 1 {
 		var wg sync.WaitGroup
 		for i := range calls {
-			wg.Go(func() { run(i) })
+			if runs == nil || runs[i] == nil {
+				wg.Go(func() { run(i) })
+			}
 		}
 		wg.Wait()
 	}
-	took := time.Since(start)
+	tools.wait()
+	for i, run := range runs {
+		if run != nil {
+			results[i], errs[i], ends[i] = run.result, run.err, run.end
+		}
+	}
+	if tools != nil && !tools.first.IsZero() {
+		start = tools.first
+	}
+	var took time.Duration
+	for _, end := range ends {
+		took = max(took, end.Sub(start))
+	}
 	st.Timings.Tools += took
 	if span >= 0 {
 		st.Spans[span].Tools += took
@@ -590,6 +613,25 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 	}
 	st.Messages = append(st.Messages, results...)
 	return nil
+}
+
+// execTool executes c, a call of turn, watched by the context's Observer,
+// and returns its result message; the error is the tool's.
+func (r *Runner) execTool(ctx context.Context, turn int, c llm.ToolCall) (llm.Message, error) {
+	var end func(string, error)
+	if o := observerOf(ctx); o != nil {
+		ctx, end = o.Tool(ctx, turn, c)
+	}
+	content, err := r.callTool(ctx, c)
+	if end != nil {
+		end(content, err)
+	}
+	msg := llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
+	if err != nil {
+		msg.IsError = true
+		msg.Content = "error: " + err.Error()
+	}
+	return msg, err
 }
 
 func (r *Runner) callTool(ctx context.Context, c llm.ToolCall) (string, error) {
