@@ -421,3 +421,166 @@ func TestToolsStartMidStream(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlyToolOfCutStream: a call complete at 200ms starts at once, then
+// the stream is cut at 220ms, while the tool runs. The model call is retried; the early tool
+// run is cancelled then, and the conversation holds the results of the
+// retried answer's calls only.
+func TestEarlyToolOfCutStream(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name   string
+		script [][]step
+		model  func(*testing.T, *sseServer) llm.Model
+	}{
+		{
+			name: "openai",
+			script: [][]step{
+				{
+					oaiCall(0, 0, "call_a", ""),
+					oaiCall(200*ms, 0, "", `{"x":1}`),
+					oaiText(20*ms, "and"), // cut at 220ms: no finish, no [DONE]
+				},
+				append([]step{oaiCall(0, 0, "call_c", `{"x":3}`)}, oaiEnd(0, "tool_calls")...),
+				oaiAnswer(`{"n": 3}`),
+			},
+			model: openaiModel,
+		},
+		{
+			name: "anthropic",
+			script: [][]step{
+				{
+					antStart(),
+					antToolStart(0, 0, "call_a"),
+					antArgs(200*ms, 0, `{"x":1}`),
+					antStop(0, 0),
+					antTextStart(0, 1),
+					antText(20*ms, 1, "and"), // cut at 220ms: no message_stop
+				},
+				append([]step{antStart(), antToolStart(0, 0, "call_c"), antArgs(0, 0, `{"x":3}`), antStop(0, 0)}, antEnd(0, "tool_use")...),
+				antAnswer(`{"n": 3}`),
+			},
+			model: anthropicModel,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				begin := time.Now()
+				srv := &sseServer{scripts: tt.script, begin: begin}
+				rec := &toolLog{begin: begin}
+				r := newRunner(t, agent.Config{Model: tt.model(t, srv), Tools: rec.pool(t), Schema: mustSchema(t)})
+				st := start("go")
+				if err := r.Run(t.Context(), st); err != nil {
+					t.Fatal(err)
+				}
+				runs := rec.executions()
+				if len(runs) != 2 {
+					t.Fatalf("tool runs %+v, want 2", runs)
+				}
+				if cut := runs[0]; cut.args != `{"x":1}` || cut.start != 200*ms || !cut.cancelled || cut.end != 220*ms {
+					t.Errorf("first run %+v, want {\"x\":1} from 200ms, cancelled at 220ms when the stream was cut", cut)
+				}
+				if runs[1].args != `{"x":3}` || runs[1].cancelled {
+					t.Errorf("second run %+v, want {\"x\":3} run to its end", runs[1])
+				}
+				want := []llm.Message{{Role: llm.RoleTool, ToolCallID: "call_c", Name: "echo", Content: `echo {"x":3}`}}
+				if diff := cmp.Diff(want, toolResults(st.Messages)); diff != "" {
+					t.Errorf("tool results (-want +got):\n%s", diff)
+				}
+				if st.ModelCalls != 3 || st.Retries != 1 || st.ToolCalls != 1 || string(st.Output) != `{"n":3}` {
+					t.Errorf("model calls %d, retries %d, tool calls %d, output %s; want 3, 1, 1, {\"n\":3}", st.ModelCalls, st.Retries, st.ToolCalls, st.Output)
+				}
+			})
+		})
+	}
+}
+
+// TestEarlyToolError: a tool that fails mid-stream gives an error result,
+// as after the stream, in its place among the results.
+func TestEarlyToolError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ms = time.Millisecond
+		begin := time.Now()
+		srv := &sseServer{begin: begin, scripts: [][]step{
+			append([]step{
+				oaiCall(0, 0, "call_a", `{"fail":1}`), // closes at once
+				oaiCall(100*ms, 1, "call_b", `{"x":2}`),
+				oaiText(400*ms, "done"),
+			}, oaiEnd(0, "tool_calls")...),
+			oaiAnswer(`{"n": 3}`),
+		}}
+		rec := &toolLog{begin: begin}
+		r := newRunner(t, agent.Config{Model: openaiModel(t, srv), Tools: rec.pool(t), Schema: mustSchema(t)})
+		st := start("go")
+		if err := r.Run(t.Context(), st); err != nil {
+			t.Fatal(err)
+		}
+		wantRuns := []execution{{args: `{"fail":1}`, start: 0, end: 50 * ms}, {args: `{"x":2}`, start: 100 * ms, end: 150 * ms}}
+		if diff := cmp.Diff(wantRuns, rec.executions(), cmp.AllowUnexported(execution{})); diff != "" {
+			t.Errorf("tool runs (-want +got):\n%s", diff)
+		}
+		want := []llm.Message{
+			{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", Content: "error: tool echo: echo refused", IsError: true},
+			{Role: llm.RoleTool, ToolCallID: "call_b", Name: "echo", Content: `echo {"x":2}`},
+		}
+		if diff := cmp.Diff(want, toolResults(st.Messages)); diff != "" {
+			t.Errorf("tool results (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestEarlyToolOfChangedCall: a server that sends more of a call after its
+// JSON object closed (breaking its protocol) gets the early run cancelled
+// and the call handled with the whole answer's arguments, here as
+// arguments that are not valid JSON are (the pool rejects them without
+// running the tool); trailing whitespace alone changes nothing.
+func TestEarlyToolOfChangedCall(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name     string
+		more     string
+		wantRuns []execution
+		want     llm.Message
+	}{
+		{
+			name: "more arguments",
+			more: `{"y":2}`,
+			wantRuns: []execution{{args: `{"x":1}`, start: 0, end: 20 * ms, cancelled: true}},
+			want: llm.Message{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", IsError: true,
+				Content: "error: tool echo: tool: bad arguments: unexpected data after the arguments object"},
+		},
+		{
+			name:     "trailing whitespace",
+			more:     " \n",
+			wantRuns: []execution{{args: `{"x":1}`, start: 0, end: 50 * ms}},
+			want:     llm.Message{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", Content: `echo {"x":1}`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				begin := time.Now()
+				srv := &sseServer{begin: begin, scripts: [][]step{
+					append([]step{
+						oaiCall(0, 0, "call_a", `{"x":1}`),
+						oaiCall(10*ms, 0, "", tt.more),
+					}, oaiEnd(10*ms, "tool_calls")...),
+					oaiAnswer(`{"n": 3}`),
+				}}
+				rec := &toolLog{begin: begin}
+				r := newRunner(t, agent.Config{Model: openaiModel(t, srv), Tools: rec.pool(t), Schema: mustSchema(t)})
+				st := start("go")
+				if err := r.Run(t.Context(), st); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.wantRuns, rec.executions(), cmp.AllowUnexported(execution{})); diff != "" {
+					t.Errorf("tool runs (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff([]llm.Message{tt.want}, toolResults(st.Messages)); diff != "" {
+					t.Errorf("tool results (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
