@@ -544,8 +544,8 @@ func TestEarlyToolOfChangedCall(t *testing.T) {
 		want     llm.Message
 	}{
 		{
-			name: "more arguments",
-			more: `{"y":2}`,
+			name:     "more arguments",
+			more:     `{"y":2}`,
 			wantRuns: []execution{{args: `{"x":1}`, start: 0, end: 20 * ms, cancelled: true}},
 			want: llm.Message{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", IsError: true,
 				Content: "error: tool echo: tool: bad arguments: unexpected data after the arguments object"},
