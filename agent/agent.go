@@ -242,7 +242,10 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
 	}
-	var cut cuts // the answers of this run cut off at the token cap
+	var (
+		cut   cuts   // the answers of this run cut off at the token cap
+		tools *early // the tool calls of a turn started mid-stream
+	)
 	for {
 		if st.Turns >= r.cfg.MaxTurns {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
@@ -251,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
 		sp := job.Span{Turn: st.Turns}
-		tools := r.earlyTools(ctx, st.Turns)
+		tools = r.earlyTools(ctx, st.Turns, tools)
 		resp, err := r.observedGenerate(ctx, st, &sp, tools)
 		span := record(st, sp)
 		if err != nil {
@@ -558,47 +561,46 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
-	ends := make([]time.Time, len(calls))
 	turn := st.Turns - 1
-	runs := tools.take(calls)
-	run := func(i int) {
-		results[i], errs[i] = r.execTool(ctx, turn, calls[i])
-		ends[i] = time.Now()
-	}
-	rest := len(calls) // calls not begun early
-	for _, run := range runs {
-		if run != nil {
-			rest--
+	tools.drop(len(calls))
+	var (
+		rest int       // calls not begun early, run now
+		end  time.Time // when the last call ended
+	)
+	for i, c := range calls {
+		if tools.use(i, c) == nil {
+			rest++
 		}
 	}
-	if rest == 1 {
-		for i := range calls {
-			if runs == nil || runs[i] == nil {
-				run(i)
-			}
-		}
-	} else if rest > 1 {
+	run := func(i int) { results[i], errs[i] = r.execTool(ctx, turn, calls[i]) }
+	if rest > 0 {
 		var wg sync.WaitGroup
-		for i := range calls {
-			if runs == nil || runs[i] == nil {
+		for i, c := range calls {
+			if tools.use(i, c) != nil {
+				continue
+			}
+			if rest == 1 {
+				run(i)
+			} else {
 				wg.Go(func() { run(i) })
 			}
 		}
 		wg.Wait()
+		end = time.Now()
 	}
 	tools.wait()
-	for i, run := range runs {
-		if run != nil {
-			results[i], errs[i], ends[i] = run.result, run.err, run.end
+	for i, c := range calls {
+		if run := tools.use(i, c); run != nil {
+			results[i], errs[i] = run.result, run.err
+			if run.end.After(end) {
+				end = run.end
+			}
 		}
 	}
 	if tools != nil && !tools.first.IsZero() {
 		start = tools.first
 	}
-	var took time.Duration
-	for _, end := range ends {
-		took = max(took, end.Sub(start))
-	}
+	took := end.Sub(start)
 	st.Timings.Tools += took
 	if span >= 0 {
 		st.Spans[span].Tools += took

@@ -43,14 +43,21 @@ type toolRun struct {
 	end    time.Time // when it ended
 }
 
-// earlyTools returns the early executions of turn, run under ctx; nil when
-// the agent has no tools or its model does not stream, so that nothing
-// can start early.
-func (r *Runner) earlyTools(ctx context.Context, turn int) *early {
+// earlyTools returns the early executions of turn, run under ctx: prev,
+// that of the agent's previous turn (whose executions all ended), made
+// ready for turn, or a new one when prev is nil. It returns nil when the
+// agent has no tools or its model does not stream, so that nothing can
+// start early.
+func (r *Runner) earlyTools(ctx context.Context, turn int, prev *early) *early {
 	if r.cfg.Tools == nil || r.stream == nil {
 		return nil
 	}
-	return &early{ctx: ctx, turn: turn}
+	if prev == nil {
+		return &early{ctx: ctx, turn: turn}
+	}
+	clear(prev.runs)
+	prev.ctx, prev.turn, prev.runs, prev.first = ctx, turn, prev.runs[:0], time.Time{}
+	return prev
 }
 
 // callID returns the ID of the call at pos of turn's answer: its own, or
@@ -85,27 +92,33 @@ func (e *early) start(r *Runner, pos int, c llm.ToolCall) {
 	})
 }
 
-// take returns, by position, the executions begun for calls, the calls of
-// the whole answer (IDs set); nil when none began. An execution begun with
-// other arguments than its call's (a server sent more of the call after
-// saying it was complete) is cancelled and not returned: its call runs
-// again.
-func (e *early) take(calls []llm.ToolCall) []*toolRun {
-	if e == nil || len(e.runs) == 0 {
+// use returns the execution begun for c, the call at pos of the whole
+// answer (ID set), or nil when none began. An execution begun with other
+// arguments (a server sent more of the call after saying it was complete)
+// is cancelled and not returned: its call runs again.
+func (e *early) use(pos int, c llm.ToolCall) *toolRun {
+	if e == nil || pos >= len(e.runs) || e.runs[pos] == nil {
 		return nil
 	}
-	runs := make([]*toolRun, len(calls))
-	for pos, run := range e.runs {
-		if run == nil {
-			continue
-		}
-		if pos < len(calls) && sameCall(run.call, calls[pos]) {
-			runs[pos] = run
-		} else {
+	run := e.runs[pos]
+	if !sameCall(run.call, c) {
+		run.cancel()
+		return nil
+	}
+	return run
+}
+
+// drop cancels the executions begun for calls at n and after, which the
+// whole answer, of n calls, does not have.
+func (e *early) drop(n int) {
+	if e == nil {
+		return
+	}
+	for _, run := range e.runs[min(n, len(e.runs)):] {
+		if run != nil {
 			run.cancel()
 		}
 	}
-	return runs
 }
 
 // sameCall reports whether a and b are the same call. Arguments that
