@@ -72,7 +72,12 @@ func BenchmarkSave(b *testing.B) {
 		{"savers=256/window=none", checkpoint.Config{FlushInterval: -1}, 128},
 		{"savers=256/window=5ms", checkpoint.Config{}, 128},
 		{"savers=2048/window=5ms", checkpoint.Config{}, 1024},
+		{"savers=256/window=5ms/spans", checkpoint.Config{}, 128},
 	} {
+		state := benchState
+		if strings.HasSuffix(bc.name, "/spans") { // as the engine saves them now
+			state = func(idx int) agent.State { return withSpans(benchState(idx)) }
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			s, err := checkpoint.Open(filepath.Join(b.TempDir(), "run.db"), bc.cfg)
 			if err != nil {
@@ -84,7 +89,7 @@ func BenchmarkSave(b *testing.B) {
 			start := time.Now()
 			if bc.par == 0 {
 				for b.Loop() {
-					if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+					if err := s.Save(b.Context(), state(int(next.Add(1)))); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -92,7 +97,7 @@ func BenchmarkSave(b *testing.B) {
 				b.SetParallelism(bc.par)
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+						if err := s.Save(b.Context(), state(int(next.Add(1)))); err != nil {
 							b.Error(err)
 							return
 						}
@@ -139,6 +144,58 @@ func BenchmarkEncodeState(b *testing.B) {
 			}
 		}
 	})
+	// As the engine saves them: with the agent's start and a span per turn.
+	spans := withSpans(benchState(12345))
+	toolSpans := withSpans(benchToolState(12345))
+	for _, bc := range []struct {
+		name string
+		st   *agent.State
+	}{{"appendState/spans", &spans}, {"appendState/tool-calls+spans", &toolSpans}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				var err error
+				if buf, err = checkpoint.AppendState(buf[:0], bc.st); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// withSpans returns st with a start and one span per turn, as the engine
+// records them (times in the local zone, with nanoseconds).
+func withSpans(st agent.State) agent.State {
+	st.Started = time.Date(2026, 11, 27, 17, 0, 0, 123456789, time.Local)
+	at := st.Started
+	for turn := range st.Turns {
+		sp := job.Span{Turn: turn, Start: at, Queue: 3 * time.Millisecond, Inference: 40 * time.Millisecond, TTFT: 15 * time.Millisecond}
+		if turn < st.ToolCalls {
+			sp.Tools = 7 * time.Millisecond
+		}
+		st.Spans = append(st.Spans, sp)
+		at = sp.End()
+	}
+	return st
+}
+
+// BenchmarkAddSample measures one sample's round trip through the
+// group-commit writer with no saves to share its transaction: the cost of
+// the samples a run records once a second.
+func BenchmarkAddSample(b *testing.B) {
+	s, err := checkpoint.Open(filepath.Join(b.TempDir(), "run.db"), checkpoint.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	data := json.RawMessage(`{"done":51234,"in_flight":512,"limit":480,"rate_limited":3,"tokens":{"prompt":21093412,"completion":1203344}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.AddSample(b.Context(), "bench", checkpoint.Sample{At: time.Now(), Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkLoadLongConversations loads 1 000 final states with 100 KB of

@@ -3,10 +3,11 @@ package job
 import "time"
 
 // Span is one model turn of an agent as it ran: when it became ready for
-// its model call and where its time went until the next turn. Queue,
+// its model call and where its time went until the next turn. A turn whose
+// model call failed has a span too, with the time it spent. Queue,
 // Inference, Backoff and Tools of an agent's spans add up to its
-// [Timings] of the same names, for the turns it recorded (see [MaxSpans]).
-// A turn whose model call failed has a span too, with the time it spent.
+// [Timings] of the same names, but for the turns of fallback tiers
+// (Tier > 0), which Timings leave out, and turns past [MaxSpans].
 type Span struct {
 	// Turn is the 0-based turn number; corrections of invalid answers
 	// count as turns.

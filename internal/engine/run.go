@@ -313,8 +313,7 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 	if st == nil {
 		task, err := rn.tmpl.Render(in)
 		if err != nil {
-			r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
-			e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
+			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
 			return
 		}
 		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
@@ -333,6 +332,23 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 		return
 	}
 	packed, err := rn.primary(actx, i, st, fresh, func() error { return rn.agent.Run(actx, st) })
+	e.ran(ctx, actx, rn, run, i, in, st, packed, err, start, save, deliver)
+}
+
+// renderFailed finishes the agent of input i whose task could not be
+// rendered from its input.
+func (e *Engine) renderFailed(ctx context.Context, rn *runner, i int, in job.Input, err error, start time.Time, save bool, deliver func(job.Result)) {
+	r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
+	e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
+}
+
+// ran finishes the agent of input i, which ran on the job's model until it
+// returned err, packed being the agents of the packed call that answered
+// it (0: none). It is apart from runAgent so that the result, a large
+// value, is not in the frame of runAgent, which is on the goroutine's
+// stack all through the agent's run: a larger frame there made every
+// agent's goroutine grow its stack once more.
+func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i int, in job.Input, st *agent.State, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
 	r := resultOf(i, in, st)
 	r.Packed = packed
 	r.Timings.Total = time.Since(start)
