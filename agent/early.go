@@ -18,13 +18,14 @@ import (
 // that is not run (cut off at the token cap), are cancelled and waited
 // for before the agent goes on: their results are never used.
 //
-// An early lives for one turn and is used from the agent's goroutine
-// only; the executions' goroutines write only their own run, read after
-// wg.Wait.
+// An early serves one turn at a time (Run readies it for each turn with
+// earlyTools, once the last turn's executions all ended) and is used from
+// the agent's goroutine only; the executions' goroutines write only their
+// own run, read after wg.Wait.
 type early struct {
 	// ctx is the agent's context, under which the turn's tools run as in
 	// runTools (not the model call's, whose observer span ends with it).
-	// It is kept here for the one turn the early lives.
+	// It is kept here for the turn, and replaced for the next.
 	ctx  context.Context
 	turn int
 	runs []*toolRun // by position among the answer's calls; nil: not started
