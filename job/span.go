@@ -26,15 +26,17 @@ type Span struct {
 	// Backoff is the time spent waiting before retried calls of the turn.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Tools is the time spent on the turn's tool calls, from the first
-	// one's start to the last one's end.
+	// one's start to the last one's end. Tools that start while the answer
+	// still streams make it overlap Inference.
 	Tools time.Duration `json:"tools,omitempty"`
 	// Tier is the fallback tier that ran the turn: 0 the job's model, 1
 	// and on its Fallbacks in order.
 	Tier int `json:"tier,omitempty"`
 }
 
-// End returns when the turn ended: Start plus its queue, inference,
-// backoff and tool time.
+// End returns Start plus the turn's queue, inference, backoff and tool
+// time: when the turn ended, or later by the overlap of tools started
+// while the answer streamed.
 func (s Span) End() time.Time {
 	return s.Start.Add(s.Queue + s.Inference + s.Backoff + s.Tools)
 }
