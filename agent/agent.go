@@ -587,21 +587,21 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
 	turn := st.Turns - 1
-	tools.drop(len(calls))
+	tools.settle(calls)
 	var (
 		rest int       // calls not begun early, run now
 		end  time.Time // when the last call ended
 	)
-	for i, c := range calls {
-		if tools.use(i, c) == nil {
+	for i := range calls {
+		if tools.use(i) == nil {
 			rest++
 		}
 	}
 	run := func(i int) { results[i], errs[i] = r.execTool(ctx, turn, calls[i]) }
 	if rest > 0 {
 		var wg sync.WaitGroup
-		for i, c := range calls {
-			if tools.use(i, c) != nil {
+		for i := range calls {
+			if tools.use(i) != nil {
 				continue
 			}
 			if rest == 1 {
@@ -614,16 +614,16 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 		end = time.Now()
 	}
 	tools.wait()
-	for i, c := range calls {
-		if run := tools.use(i, c); run != nil {
+	for i := range calls {
+		if run := tools.use(i); run != nil {
 			results[i], errs[i] = run.result, run.err
 			if run.end.After(end) {
 				end = run.end
 			}
 		}
 	}
-	if tools != nil && !tools.first.IsZero() {
-		start = tools.first
+	if first := tools.begun(); !first.IsZero() && first.Before(start) {
+		start = first
 	}
 	took := end.Sub(start)
 	st.Timings.Tools += took

@@ -16,10 +16,13 @@
 //
 // # Tools start mid-stream
 //
-// With a streaming model, a tool call starts as soon as the stream says its
-// arguments are complete ([llm.EventToolCallDone]), through the same tool
-// pool, while the rest of the answer streams; calls not started by the
-// stream's end start then, and the turn waits for all. Results go into the
+// With a streaming model, a tool call starts 1 ms after the stream says
+// its arguments are complete ([llm.EventToolCallDone]), through the same
+// tool pool, while the rest of the answer streams; calls not started by the
+// stream's end start then, and the turn waits for all. (The millisecond
+// lets a call that ends the answer, as most do, run on the agent's own
+// goroutine instead of one of its own: at 10,000 agents those goroutines
+// cost a sixth of the run's CPU and 30 MB.) Results go into the
 // conversation in call order whatever order they finish in. The slot is
 // still released when the stream ends: tools never hold it. If the model
 // call then fails and is retried, or the answer is cut off at the token

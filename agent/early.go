@@ -30,17 +30,25 @@ type early struct {
 	turn int
 	runs []*toolRun // by position among the answer's calls; nil: not started
 	wg   sync.WaitGroup
-	// first is when the first execution of the answer began; zero when
-	// none has.
-	first time.Time
 }
+
+// earlyDelay is how long a call whose arguments closed waits before it
+// begins while its answer streams on. An answer that ends within it (the
+// call was its last part, as it usually is) runs the call with the others
+// in runTools, on the agent's goroutine, so that only a call with more of
+// the answer still to come costs a goroutine of its own.
+const earlyDelay = time.Millisecond
 
 // toolRun is one tool execution.
 type toolRun struct {
 	call   llm.ToolCall       // as executed, ID set
 	cancel context.CancelFunc // ends the execution
+	// timer begins the execution once earlyDelay has passed; stopping it
+	// first means the execution never begins.
+	timer  *time.Timer
 	result llm.Message
 	err    error
+	begin  time.Time // when it began
 	end    time.Time // when it ended
 }
 
@@ -57,7 +65,7 @@ func (r *Runner) earlyTools(ctx context.Context, turn int, prev *early) *early {
 		return &early{ctx: ctx, turn: turn}
 	}
 	clear(prev.runs)
-	prev.ctx, prev.turn, prev.runs, prev.first = ctx, turn, prev.runs[:0], time.Time{}
+	prev.ctx, prev.turn, prev.runs = ctx, turn, prev.runs[:0]
 	return prev
 }
 
@@ -70,8 +78,9 @@ func callID(c llm.ToolCall, turn, pos int) string {
 	return "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(pos)
 }
 
-// start begins executing c, the call at pos of the answer, unless a call
-// at pos has begun already. A nil e starts nothing.
+// start begins executing c, the call at pos of the answer, after
+// earlyDelay, unless a call at pos has begun already. A nil e starts
+// nothing.
 func (e *early) start(r *Runner, pos int, c llm.ToolCall) {
 	if e == nil || pos < len(e.runs) && e.runs[pos] != nil {
 		return
@@ -83,43 +92,77 @@ func (e *early) start(r *Runner, pos int, c llm.ToolCall) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	run := &toolRun{call: c, cancel: cancel}
 	e.runs[pos] = run
-	if e.first.IsZero() {
-		e.first = time.Now()
-	}
-	e.wg.Go(func() {
+	turn := e.turn
+	e.wg.Add(1)
+	run.timer = time.AfterFunc(earlyDelay, func() {
+		defer e.wg.Done()
 		defer cancel()
-		run.result, run.err = r.execTool(ctx, e.turn, c)
+		run.begin = time.Now()
+		run.result, run.err = r.execTool(ctx, turn, c)
 		run.end = time.Now()
 	})
 }
 
-// use returns the execution begun for c, the call at pos of the whole
-// answer (ID set), or nil when none began. An execution begun with other
-// arguments (a server sent more of the call after saying it was complete)
-// is cancelled and not returned: its call runs again.
-func (e *early) use(pos int, c llm.ToolCall) *toolRun {
-	if e == nil || pos >= len(e.runs) || e.runs[pos] == nil {
-		return nil
+// halt cancels run; it reports whether its execution had begun (and so
+// must be waited for).
+func (e *early) halt(run *toolRun) (begun bool) {
+	run.cancel()
+	if run.timer.Stop() {
+		e.wg.Done() // it never will
+		return false
 	}
-	run := e.runs[pos]
-	if !sameCall(run.call, c) {
-		run.cancel()
-		return nil
-	}
-	return run
+	return true
 }
 
-// drop cancels the executions begun for calls at n and after, which the
-// whole answer, of n calls, does not have.
-func (e *early) drop(n int) {
+// settle fixes, once the whole answer of calls is known, which early
+// executions runTools uses: those that began for the same call. Those
+// not yet begun never will (runTools runs their calls itself); those of a
+// call the answer does not have, or has with other arguments (a server
+// sent more of it after saying it was complete), are cancelled.
+func (e *early) settle(calls []llm.ToolCall) {
 	if e == nil {
 		return
 	}
-	for _, run := range e.runs[min(n, len(e.runs)):] {
-		if run != nil {
+	for pos, run := range e.runs {
+		if run == nil {
+			continue
+		}
+		switch {
+		case run.timer.Stop():
 			run.cancel()
+			e.wg.Done() // it never will begin
+			e.runs[pos] = nil
+		case pos < len(calls) && sameCall(run.call, calls[pos]):
+			// Begun for this very call: runTools waits for it.
+		default:
+			run.cancel() // wait still waits for it; its result is not used
+			e.runs[pos] = nil
 		}
 	}
+}
+
+// use returns the execution begun for the call at pos of the whole
+// answer, or nil when none began; call it after settle.
+func (e *early) use(pos int) *toolRun {
+	if e == nil || pos >= len(e.runs) {
+		return nil
+	}
+	return e.runs[pos]
+}
+
+// begun returns when the first execution used began; zero when none did.
+// Call it after wait.
+func (e *early) begun() time.Time {
+	var first time.Time
+	if e == nil {
+		return first
+	}
+	for _, run := range e.runs {
+		if run != nil && (first.IsZero() || run.begin.Before(first)) {
+			first = run.begin
+		}
+	}
+	return first
 }
 
 // sameCall reports whether a and b are the same call. Arguments that
@@ -146,11 +189,10 @@ func (e *early) discard() {
 	}
 	for _, run := range e.runs {
 		if run != nil {
-			run.cancel()
+			e.halt(run)
 		}
 	}
 	e.wg.Wait()
 	clear(e.runs)
 	e.runs = e.runs[:0]
-	e.first = time.Time{}
 }

@@ -159,6 +159,10 @@ type toolLog struct {
 
 const toolTime = 50 * time.Millisecond
 
+// earlyDelay is the agent's: how long a call complete mid-stream waits
+// before it begins while the answer streams on.
+const earlyDelay = time.Millisecond
+
 func (rec *toolLog) pool(t *testing.T) *tool.Pool {
 	t.Helper()
 	echo := tool.Func(tool.Spec{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)},
@@ -392,7 +396,7 @@ func TestToolsStartMidStream(t *testing.T) {
 					t.Fatal(err)
 				}
 				synctest.Wait() // the server's handler has recorded the last stream's end
-				want := []execution{{args: `{"x":1}`, start: 200 * ms, end: 250 * ms}, {args: `{"x":2}`, start: 700 * ms, end: 750 * ms}}
+				want := []execution{{args: `{"x":1}`, start: 200*ms + earlyDelay, end: 250*ms + earlyDelay}, {args: `{"x":2}`, start: 700*ms + earlyDelay, end: 750*ms + earlyDelay}}
 				if diff := cmp.Diff(want, rec.executions(), cmp.AllowUnexported(execution{})); diff != "" {
 					t.Errorf("tool runs (-want +got):\n%s", diff)
 				}
@@ -422,7 +426,7 @@ func TestToolsStartMidStream(t *testing.T) {
 	}
 }
 
-// TestEarlyToolOfCutStream: a call complete at 200ms starts at once, then
+// TestEarlyToolOfCutStream: a call complete at 200ms starts 1ms later, then
 // the stream is cut at 220ms, while the tool runs. The model call is retried; the early tool
 // run is cancelled then, and the conversation holds the results of the
 // retried answer's calls only.
@@ -478,7 +482,7 @@ func TestEarlyToolOfCutStream(t *testing.T) {
 				if len(runs) != 2 {
 					t.Fatalf("tool runs %+v, want 2", runs)
 				}
-				if cut := runs[0]; cut.args != `{"x":1}` || cut.start != 200*ms || !cut.cancelled || cut.end != 220*ms {
+				if cut := runs[0]; cut.args != `{"x":1}` || cut.start != 200*ms+earlyDelay || !cut.cancelled || cut.end != 220*ms {
 					t.Errorf("first run %+v, want {\"x\":1} from 200ms, cancelled at 220ms when the stream was cut", cut)
 				}
 				if runs[1].args != `{"x":3}` || runs[1].cancelled {
@@ -516,7 +520,7 @@ func TestEarlyToolError(t *testing.T) {
 		if err := r.Run(t.Context(), st); err != nil {
 			t.Fatal(err)
 		}
-		wantRuns := []execution{{args: `{"fail":1}`, start: 0, end: 50 * ms}, {args: `{"x":2}`, start: 100 * ms, end: 150 * ms}}
+		wantRuns := []execution{{args: `{"fail":1}`, start: earlyDelay, end: 50*ms + earlyDelay}, {args: `{"x":2}`, start: 100*ms + earlyDelay, end: 150*ms + earlyDelay}}
 		if diff := cmp.Diff(wantRuns, rec.executions(), cmp.AllowUnexported(execution{})); diff != "" {
 			t.Errorf("tool runs (-want +got):\n%s", diff)
 		}
@@ -546,14 +550,14 @@ func TestEarlyToolOfChangedCall(t *testing.T) {
 		{
 			name:     "more arguments",
 			more:     `{"y":2}`,
-			wantRuns: []execution{{args: `{"x":1}`, start: 0, end: 20 * ms, cancelled: true}},
+			wantRuns: []execution{{args: `{"x":1}`, start: earlyDelay, end: 20 * ms, cancelled: true}},
 			want: llm.Message{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", IsError: true,
 				Content: "error: tool echo: tool: bad arguments: unexpected data after the arguments object"},
 		},
 		{
 			name:     "trailing whitespace",
 			more:     " \n",
-			wantRuns: []execution{{args: `{"x":1}`, start: 0, end: 50 * ms}},
+			wantRuns: []execution{{args: `{"x":1}`, start: earlyDelay, end: 50*ms + earlyDelay}},
 			want:     llm.Message{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", Content: `echo {"x":1}`},
 		},
 	}

@@ -675,14 +675,6 @@ func shownPath(path string) string {
 	return rel
 }
 
-// modelName names a model for messages: "" as such.
-func modelName(m string) string {
-	if m == "" {
-		return `""`
-	}
-	return m
-}
-
 // thousands renders n with thousands separators: 1,234,567.
 func thousands(n int64) string {
 	s := fmt.Sprint(n)
