@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchagent/batchagent/internal/retry"
@@ -136,6 +137,13 @@ type Config struct {
 	Temperature, TopP *float64
 	Seed              *int64
 	StopSequences     []string
+	// ContextWindow is the model's context window in tokens. A request
+	// whose estimated prompt plus MaxTokens comes near it has its older
+	// tool results shortened, then its older turns dropped, first (see
+	// State.Compactions). Zero means unknown: the window is then learnt
+	// from the first refusal of a prompt's length (llm.ErrContextLength),
+	// which is compacted and sent again instead of failing.
+	ContextWindow int
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -153,8 +161,10 @@ type Config struct {
 	Stopped <-chan struct{}
 }
 
-// Runner runs agents. It is immutable and safe for concurrent use.
+// Runner runs agents. It is safe for concurrent use, and immutable but for
+// the context window its agents learn, which they share.
 type Runner struct {
+	learnt  atomic.Int64 // the smallest context window learnt; 0: none
 	cfg     Config
 	prefix  []llm.Message // the shared system message, or empty
 	tools   []llm.ToolDef
@@ -183,6 +193,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.MaxTokens < 0 || cfg.MaxTokensLimit < 0 {
 		return nil, fmt.Errorf("agent: negative max tokens %d or max tokens limit %d", cfg.MaxTokens, cfg.MaxTokensLimit)
+	}
+	if cfg.ContextWindow < 0 {
+		return nil, fmt.Errorf("agent: negative context window %d", cfg.ContextWindow)
 	}
 	if cfg.MaxTokensLimit == 0 {
 		cfg.MaxTokensLimit = 4 * cfg.MaxTokens
@@ -368,8 +381,12 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 // The slot is held only during the call itself. The turn's times go into
 // st's Timings and sp.
 func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
-	req := r.Request(st)
+	req, err := r.fit(st, r.Request(st))
+	if err != nil {
+		return nil, err
+	}
 	var (
+		relearnt int       // resends after a refused length (compact.go)
 		attempt  int       // retries of failures other than outages
 		outage   int       // retries in the current outage
 		since    time.Time // when the current outage began: its first failure
@@ -379,6 +396,12 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Re
 		resp, err := r.call(ctx, st, req, sp)
 		if err == nil {
 			return resp, nil
+		}
+		if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
+			if req, err = r.relearn(st, req, err, &relearnt); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if ctx.Err() != nil || !llm.IsTransient(err) {
 			return nil, err
