@@ -72,24 +72,31 @@ func (w *wireRequest) messages() []llm.Message {
 // chat request it receives and counts the answers by status.
 type wireCheck struct {
 	next http.Handler
-	t    *testing.T
 
 	mu       sync.Mutex // protects the fields below
 	requests int
-	refused  []string // the bodies of the 400 context_length_exceeded answers
+	refused  []string // the body writes of 400 answers (one each here)
 	unpaired []error
 }
 
+// statusWriter records a 400 answer's body in rec's refusals before it
+// goes out.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	body   bytes.Buffer
+	rec     *wireCheck
+	refused bool
 }
 
-func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+func (w *statusWriter) WriteHeader(code int) {
+	w.refused = code == http.StatusBadRequest
+	w.ResponseWriter.WriteHeader(code)
+}
+
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == http.StatusBadRequest {
-		w.body.Write(b)
+	if w.refused {
+		w.rec.mu.Lock()
+		w.rec.refused = append(w.rec.refused, string(b))
+		w.rec.mu.Unlock()
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -108,19 +115,18 @@ func (rec *wireCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var wr wireRequest
 	jerr := json.Unmarshal(body, &wr)
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	rec.next.ServeHTTP(sw, r)
+	// Recorded before the answer goes out, so that the client never
+	// sees an answer the count misses.
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	rec.requests++
 	if jerr != nil {
 		rec.unpaired = append(rec.unpaired, fmt.Errorf("request %d: %v", rec.requests, jerr))
 	} else if err := pairing(wr.messages()); err != nil {
 		rec.unpaired = append(rec.unpaired, fmt.Errorf("request %d: %v", rec.requests, err))
 	}
-	if sw.status == http.StatusBadRequest {
-		rec.refused = append(rec.refused, sw.body.String())
-	}
+	rec.mu.Unlock()
+	sw := &statusWriter{ResponseWriter: w, rec: rec}
+	rec.next.ServeHTTP(sw, r)
 }
 
 // simServer starts the HTTP simulator with cfg behind a wireCheck and
@@ -132,7 +138,7 @@ func simServer(t *testing.T, cfg simhttp.Config) (llm.Model, *wireCheck) {
 	if err != nil {
 		t.Fatalf("simhttp.New = %v", err)
 	}
-	rec := &wireCheck{next: s, t: t}
+	rec := &wireCheck{next: s}
 	hs := httptest.NewServer(rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1) // Run's result
