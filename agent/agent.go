@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,13 +249,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // or ctx ends. st must hold the conversation so far without the shared
 // prefix: a fresh agent starts with one user message (its task); a resumed
 // one with the messages of its last completed turn. Run updates st in place
-// (messages, turns, counters, output) and returns nil on success, with
-// st.Output set, or an *Error.
+// (messages, turns, counters, output, and a span per model turn appended to
+// st.Spans) and returns nil on success, with st.Output set, or an *Error.
 func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
 	}
-	var cut cuts // the answers of this run cut off at the token cap
+	var (
+		cut   cuts   // the answers of this run cut off at the token cap
+		tools *early // the tool calls of a turn started mid-stream
+	)
 	for {
 		if st.Turns >= r.cfg.MaxTurns {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
@@ -264,13 +266,16 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		if r.cfg.Stop != nil && r.cfg.Stop() {
 			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
 		}
-		resp, span, err := r.observedGenerate(ctx, st)
+		tools = r.earlyTools(ctx, st.Turns, tools)
+		resp, span, err := r.observedGenerate(ctx, st, tools)
 		if err != nil {
+			tools.discard()
 			return &Error{Op: "generate", Turn: st.Turns, Err: err}
 		}
 		turn := st.Turns
 		st.Turns++
 		if r.cut(resp) {
+			tools.discard() // the cut calls are not run
 			if err := r.retryCut(ctx, st, &cut, turn, resp); err != nil {
 				return err
 			}
@@ -280,17 +285,16 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		msg.Role = llm.RoleAssistant
 		if len(msg.ToolCalls) > 0 {
 			for i := range msg.ToolCalls {
-				if msg.ToolCalls[i].ID == "" {
-					msg.ToolCalls[i].ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
-				}
+				msg.ToolCalls[i].ID = callID(msg.ToolCalls[i], turn, i)
 			}
 			st.Messages = append(st.Messages, msg)
-			if err := r.runTools(ctx, st, msg.ToolCalls, span); err != nil {
+			if err := r.runTools(ctx, st, msg.ToolCalls, span, tools); err != nil {
 				return &Error{Op: "tool", Turn: turn, Err: err}
 			}
 			r.turnDone(ctx, st)
 			continue
 		}
+		tools.discard() // a final answer: nothing should have started
 		st.Messages = append(st.Messages, msg)
 		st.Raw = msg.Content
 		out, err := r.answer(st, msg.Content)
@@ -314,24 +318,25 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	}
 }
 
-// observedGenerate is generate, watched by the context's Observer. It
+// observedGenerate is generate, watched by the context's Observer, with
+// the turn's tool calls started mid-stream in tools (nil: none). It
 // records the turn's span, failed or not, and returns its position in
 // st.Spans (see record). The span lives in this frame, not Run's: Run's
 // frame is on the stack of every step of the turn (schema validation
 // goes deep), and a larger one made every agent's goroutine grow its
 // stack once more (bench scale: +20% CPU).
-func (r *Runner) observedGenerate(ctx context.Context, st *State) (*llm.Response, int, error) {
+func (r *Runner) observedGenerate(ctx context.Context, st *State, tools *early) (*llm.Response, int, error) {
 	sp := job.Span{Turn: st.Turns}
 	var (
 		resp *llm.Response
 		err  error
 	)
 	if o := observerOf(ctx); o == nil {
-		resp, err = r.generate(ctx, st, &sp)
+		resp, err = r.generate(ctx, st, &sp, tools)
 	} else {
 		var end func(*llm.Response, error)
 		ctx, end = o.Turn(ctx, st.Turns)
-		resp, err = r.generate(ctx, st, &sp)
+		resp, err = r.generate(ctx, st, &sp, tools)
 		end(resp, err)
 	}
 	return resp, record(st, &sp), err
@@ -379,8 +384,11 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 
 // generate makes one model call, retrying transient failures with back-off.
 // The slot is held only during the call itself. The turn's times go into
-// st's Timings and sp.
-func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Response, error) {
+// st's Timings and sp. Tool calls complete while the answer streams start
+// in tools (nil: none start early); those of a failed call are discarded
+// before the next. A conversation near the context window is compacted
+// first, and again after the server refuses its length (compact.go).
+func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span, tools *early) (*llm.Response, error) {
 	req, err := r.fit(st, r.Request(st))
 	if err != nil {
 		return nil, err
@@ -393,10 +401,11 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span) (*llm.Re
 		lastFail time.Time // the agent's last outage failure
 	)
 	for {
-		resp, err := r.call(ctx, st, req, sp)
+		resp, err := r.call(ctx, st, req, sp, tools)
 		if err == nil {
 			return resp, nil
 		}
+		tools.discard() // a retry may answer with other calls
 		if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
 			if req, err = r.relearn(st, req, err, &relearnt); err != nil {
 				return nil, err
@@ -497,7 +506,7 @@ func (r *Runner) messages(st *State) []llm.Message {
 // call acquires a slot, runs one model call and releases the slot; its
 // times go into st's Timings and sp, whose Start is the first call's
 // readiness.
-func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span) (*llm.Response, error) {
+func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span, tools *early) (*llm.Response, error) {
 	ready := time.Now()
 	if sp.Start.IsZero() {
 		sp.Start = ready
@@ -538,7 +547,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 	}
 	if r.stream != nil {
 		ap, _ := permit.(AnswerPermit)
-		resp, first, err = r.consume(ctx, req, ap)
+		resp, first, err = r.consume(ctx, req, ap, tools)
 	} else {
 		resp, err = r.cfg.Model.Generate(ctx, req)
 		first = time.Now()
@@ -561,8 +570,9 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 }
 
 // consume runs a streamed call and reassembles the response; first is when
-// the first event arrived, and ap (nil: none) is told then.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit) (resp *llm.Response, first time.Time, err error) {
+// the first event arrived, and ap (nil: none) is told then. Each tool call
+// the stream says is complete starts in tools at once.
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (resp *llm.Response, first time.Time, err error) {
 	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
 	for ev, err := range r.stream.Stream(ctx, req) {
 		if err != nil {
@@ -577,6 +587,11 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit)
 		if err := acc.Add(ev); err != nil {
 			return nil, first, err // leaving the loop closes the stream
 		}
+		if ev.Type == llm.EventToolCallDone && tools != nil {
+			if pos, c, ok := acc.ToolCall(ev.ToolCall.Index); ok {
+				tools.start(r, pos, c)
+			}
+		}
 	}
 	if first.IsZero() {
 		first = time.Now()
@@ -585,44 +600,56 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit)
 }
 
 // runTools executes the calls of one turn concurrently through the pool and
-// appends one tool message per call, in call order; the time they took
+// appends one tool message per call, in call order; calls that began while
+// the answer streamed (in tools, nil: none) are not run again, only
+// waited for. The time from the first call's start to the last one's end
 // goes into st's Timings and, unless span is -1, into st.Spans[span]. It
 // returns an error only for a fatal tool failure or a done ctx.
-func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int) error {
+func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int, tools *early) error {
 	start := time.Now()
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
-	o := observerOf(ctx)
 	turn := st.Turns - 1
-	run := func(i int) {
-		c := calls[i]
-		tctx := ctx
-		var end func(string, error)
-		if o != nil {
-			tctx, end = o.Tool(ctx, turn, c)
-		}
-		content, err := r.callTool(tctx, c)
-		if end != nil {
-			end(content, err)
-		}
-		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
-		if err != nil {
-			results[i].IsError = true
-			results[i].Content = "error: " + err.Error()
-			errs[i] = err
+	tools.drop(len(calls))
+	var (
+		rest int       // calls not begun early, run now
+		end  time.Time // when the last call ended
+	)
+	for i, c := range calls {
+		if tools.use(i, c) == nil {
+			rest++
 		}
 	}
-	if len(calls) == 1 {
-		run(0)
-	} else {
+	run := func(i int) { results[i], errs[i] = r.execTool(ctx, turn, calls[i]) }
+	if rest > 0 {
 		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Go(func() { run(i) })
+		for i, c := range calls {
+			if tools.use(i, c) != nil {
+				continue
+			}
+			if rest == 1 {
+				run(i)
+			} else {
+				wg.Go(func() { run(i) })
+			}
 		}
 		wg.Wait()
+		end = time.Now()
 	}
-	took := time.Since(start)
+	tools.wait()
+	for i, c := range calls {
+		if run := tools.use(i, c); run != nil {
+			results[i], errs[i] = run.result, run.err
+			if run.end.After(end) {
+				end = run.end
+			}
+		}
+	}
+	if tools != nil && !tools.first.IsZero() {
+		start = tools.first
+	}
+	took := end.Sub(start)
 	st.Timings.Tools += took
 	if span >= 0 {
 		st.Spans[span].Tools += took
@@ -637,6 +664,25 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 	}
 	st.Messages = append(st.Messages, results...)
 	return nil
+}
+
+// execTool executes c, a call of turn, watched by the context's Observer,
+// and returns its result message; the error is the tool's.
+func (r *Runner) execTool(ctx context.Context, turn int, c llm.ToolCall) (llm.Message, error) {
+	var end func(string, error)
+	if o := observerOf(ctx); o != nil {
+		ctx, end = o.Tool(ctx, turn, c)
+	}
+	content, err := r.callTool(ctx, c)
+	if end != nil {
+		end(content, err)
+	}
+	msg := llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
+	if err != nil {
+		msg.IsError = true
+		msg.Content = "error: " + err.Error()
+	}
+	return msg, err
 }
 
 func (r *Runner) callTool(ctx context.Context, c llm.ToolCall) (string, error) {

@@ -14,6 +14,21 @@
 // validation. The slot is requested with the number of turns already done as
 // priority, so agents close to done are served first.
 //
+// # Tools start mid-stream
+//
+// With a streaming model, a tool call starts as soon as the stream says its
+// arguments are complete ([llm.EventToolCallDone]), through the same tool
+// pool, while the rest of the answer streams; calls not started by the
+// stream's end start then, and the turn waits for all. Results go into the
+// conversation in call order whatever order they finish in. The slot is
+// still released when the stream ends: tools never hold it. If the model
+// call then fails and is retried, or the answer is cut off at the token
+// cap, the early executions are cancelled and their results dropped (a
+// coalesced execution shared with other agents goes on for them); a call
+// whose arguments changed after it started is run again with the final
+// ones. A turn's tool time runs from the first tool's start to the last
+// one's end, and so may overlap its inference time.
+//
 // # Failures
 //
 // Transient backend errors ([llm.IsTransient]) are retried with exponential

@@ -24,7 +24,11 @@ type Observer interface {
 	// after admission; end gets its answer or error.
 	ModelCall(ctx context.Context, turn int, req *llm.Request) (context.Context, func(resp *llm.Response, err error))
 	// Tool is called as a tool call of turn begins; end gets the result as
-	// sent to the model, or the tool's error.
+	// sent to the model, or the tool's error. A call whose arguments are
+	// complete while the answer still streams begins then, before the
+	// turn's model call ends; if that call then fails (and is retried),
+	// or the answer is cut off at the token cap, the tool's context is
+	// cancelled, end gets its error, and the result is not sent.
 	Tool(ctx context.Context, turn int, call llm.ToolCall) (context.Context, func(result string, err error))
 	// Retry is called when the answer of turn goes back to the model for
 	// correction, with the feedback sent.

@@ -185,3 +185,16 @@ func TestSpansOfResumedAgent(t *testing.T) {
 		t.Errorf("%d spans after %d turns, want %d (the cap) after 1", len(full.Spans), full.Turns, job.MaxSpans)
 	}
 }
+
+// TestCloneCopiesSpans: a clone's spans are its own, as the checkpoint
+// code that keeps clones needs.
+func TestCloneCopiesSpans(t *testing.T) {
+	st := start("x")
+	st.Spans = []job.Span{{Turn: 0, Inference: time.Second}}
+	c := st.Clone()
+	st.Spans[0].Inference = time.Minute
+	st.Spans = append(st.Spans, job.Span{Turn: 1})
+	if len(c.Spans) != 1 || c.Spans[0].Inference != time.Second {
+		t.Errorf("clone's spans = %+v after the original changed, want [{Turn:0 Inference:1s}]", c.Spans)
+	}
+}

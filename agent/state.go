@@ -99,7 +99,9 @@ type Timings struct {
 	Queue time.Duration `json:"queue"`
 	// Inference is time spent in model calls, slot held.
 	Inference time.Duration `json:"inference"`
-	// Tools is time spent waiting for tool calls.
+	// Tools is time spent on tool calls: per turn, from the first call's
+	// start to the last one's end. Calls that start while the answer
+	// still streams make it overlap Inference.
 	Tools time.Duration `json:"tools"`
 	// Backoff is time spent waiting before retries.
 	Backoff time.Duration `json:"backoff"`

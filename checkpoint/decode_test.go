@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
@@ -42,6 +43,9 @@ func trickyState() agent.State {
 			{Role: llm.RoleTool, Content: `\\\\`, ToolCallID: `\\"`},
 		},
 		Turns: 2, Output: json.RawMessage(`{"messages":["x"]}`), Raw: `"messages":[]`,
+		// After the messages: kept by the cut.
+		Started: time.Date(2026, 11, 27, 12, 0, 0, 1, time.FixedZone("", 3600)),
+		Spans:   []job.Span{{Turn: 0, Start: time.Unix(1798700000, 5).UTC(), Inference: 7, Tools: 3}, {Turn: 1, Tier: 2}},
 	}
 }
 

@@ -2,11 +2,13 @@ package checkpoint_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
@@ -117,4 +119,51 @@ func ExampleStore_Summary() {
 	// Output:
 	// inputs 10 pending 7 done 1 failed 1 running 1
 	// 0 1 review 1 <nil>
+}
+
+// ExampleStore_AddSample records readings of a run's counters while it
+// runs, and reads them back from the file opened read-only, as a report
+// does.
+func ExampleStore_AddSample() {
+	dir, err := os.MkdirTemp("", "checkpoint")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "run.db")
+	ctx := context.Background()
+	s, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	start := time.Date(2026, 11, 27, 17, 0, 0, 0, time.UTC)
+	// One reading a second; Data is the caller's JSON: counters, never
+	// secrets.
+	for sec, done := range []int{0, 40, 95} {
+		data := json.RawMessage(fmt.Sprintf(`{"done": %d, "in_flight": 64}`, done))
+		sm := checkpoint.Sample{At: start.Add(time.Duration(sec) * time.Second), Data: data}
+		if err := s.AddSample(ctx, "reviews", sm); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	r, err := checkpoint.OpenReadOnly(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	samples, err := r.Samples(ctx, "reviews")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, sm := range samples {
+		fmt.Println(sm.At.Sub(start), string(sm.Data))
+	}
+	// Output:
+	// 0s {"done":0,"in_flight":64}
+	// 1s {"done":40,"in_flight":64}
+	// 2s {"done":95,"in_flight":64}
 }

@@ -34,7 +34,8 @@ type Sample struct {
 // AddSample is safe for concurrent use, with Saves too; samples of a job
 // added one after another come back from [Store.Samples] in that order.
 // It copies sm.Data, which the caller may reuse once it returns. Data
-// that is not one JSON value is refused with an error, as is a zero At.
+// that is not one JSON value is refused with an error, as is a zero At or
+// one outside the years 1678 to 2261.
 // When ctx ends first AddSample returns ctx.Err() and the sample may
 // still be written. It returns [ErrClosed] after Close, and the commit's
 // error, wrapped, when the transaction failed (on a store opened with
@@ -43,6 +44,10 @@ func (s *Store) AddSample(ctx context.Context, jobID string, sm Sample) error {
 	fail := func(err error) error { return fmt.Errorf("checkpoint: add sample of job %q: %w", jobID, err) }
 	if sm.At.IsZero() {
 		return fail(errors.New("sample has no time (At is zero)"))
+	}
+	if y := sm.At.Year(); y < 1678 || y > 2261 {
+		// Outside what Unix nanoseconds in an int64 hold.
+		return fail(fmt.Errorf("sample time %v out of range (years 1678 to 2261)", sm.At))
 	}
 	buf := bufPool.Get().(*[]byte)
 	b := bytes.NewBuffer((*buf)[:0])

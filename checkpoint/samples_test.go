@@ -90,6 +90,8 @@ func TestAddSampleRefusesBadInput(t *testing.T) {
 		"broken JSON":  {At: now, Data: json.RawMessage(`{"a":`)},
 		"two values":   {At: now, Data: json.RawMessage(`{} {}`)},
 		"no time":      {Data: json.RawMessage(`{}`)},
+		"year 2300":    {At: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), Data: json.RawMessage(`{}`)},
+		"year 1000":    {At: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), Data: json.RawMessage(`{}`)},
 		"invalid utf8": {At: now, Data: json.RawMessage("\"\xff")},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -72,7 +72,12 @@ func BenchmarkSave(b *testing.B) {
 		{"savers=256/window=none", checkpoint.Config{FlushInterval: -1}, 128},
 		{"savers=256/window=5ms", checkpoint.Config{}, 128},
 		{"savers=2048/window=5ms", checkpoint.Config{}, 1024},
+		{"savers=256/window=5ms/spans", checkpoint.Config{}, 128},
 	} {
+		state := benchState
+		if strings.HasSuffix(bc.name, "/spans") { // as the engine saves them now
+			state = func(idx int) agent.State { return withSpans(benchState(idx)) }
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			s, err := checkpoint.Open(filepath.Join(b.TempDir(), "run.db"), bc.cfg)
 			if err != nil {
@@ -84,7 +89,7 @@ func BenchmarkSave(b *testing.B) {
 			start := time.Now()
 			if bc.par == 0 {
 				for b.Loop() {
-					if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+					if err := s.Save(b.Context(), state(int(next.Add(1)))); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -92,7 +97,7 @@ func BenchmarkSave(b *testing.B) {
 				b.SetParallelism(bc.par)
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if err := s.Save(b.Context(), benchState(int(next.Add(1)))); err != nil {
+						if err := s.Save(b.Context(), state(int(next.Add(1)))); err != nil {
 							b.Error(err)
 							return
 						}

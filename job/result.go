@@ -45,8 +45,11 @@ type Result struct {
 	Usage llm.Usage
 	// Timings says where the agent's time went.
 	Timings Timings
-	// Started is when the agent began in the run that finished it; zero
-	// for a result that never ran and was not restored with it.
+	// Started is when the agent began in the run that finished it; for an
+	// input that failed before it could run (an input that could not be
+	// decoded, a cancelled run), when it failed. A result restored from a
+	// checkpoint has the start saved with it: zero in a state saved before
+	// starts were recorded.
 	Started time.Time `json:"-"`
 	// Spans are the agent's model turns as they ran, in order, earlier
 	// runs of a resumed agent included, at most [MaxSpans]. Result lines

@@ -3,10 +3,11 @@ package job
 import "time"
 
 // Span is one model turn of an agent as it ran: when it became ready for
-// its model call and where its time went until the next turn. Queue,
+// its model call and where its time went until the next turn. A turn whose
+// model call failed has a span too, with the time it spent. Queue,
 // Inference, Backoff and Tools of an agent's spans add up to its
-// [Timings] of the same names, for the turns it recorded (see [MaxSpans]).
-// A turn whose model call failed has a span too, with the time it spent.
+// [Timings] of the same names, but for the turns of fallback tiers
+// (Tier > 0), which Timings leave out, and turns past [MaxSpans].
 type Span struct {
 	// Turn is the 0-based turn number; corrections of invalid answers
 	// count as turns.
@@ -25,15 +26,17 @@ type Span struct {
 	// Backoff is the time spent waiting before retried calls of the turn.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Tools is the time spent on the turn's tool calls, from the first
-	// one's start to the last one's end.
+	// one's start to the last one's end. Tools that start while the answer
+	// still streams make it overlap Inference.
 	Tools time.Duration `json:"tools,omitempty"`
 	// Tier is the fallback tier that ran the turn: 0 the job's model, 1
 	// and on its Fallbacks in order.
 	Tier int `json:"tier,omitempty"`
 }
 
-// End returns when the turn ended: Start plus its queue, inference,
-// backoff and tool time.
+// End returns Start plus the turn's queue, inference, backoff and tool
+// time: when the turn ended, or later by the overlap of tools started
+// while the answer streamed.
 func (s Span) End() time.Time {
 	return s.Start.Add(s.Queue + s.Inference + s.Backoff + s.Tools)
 }

@@ -230,3 +230,45 @@ func FuzzToolCallJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestAccumulatorToolCall checks ToolCall against Response: positions in
+// order of first appearance whatever the stream's indexes, "{}" for empty
+// arguments, nothing for an index never seen, and an EventToolCallDone
+// that changes nothing.
+func TestAccumulatorToolCall(t *testing.T) {
+	var acc llm.Accumulator
+	for _, ev := range []llm.Event{
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 5, ID: "a", Name: "x", Arguments: `{"k":`}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 2, ID: "b", Name: "y"}},
+		{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: 2}},
+		{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: 5, Arguments: `1}`}},
+		{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: 5}},
+	} {
+		if err := acc.Add(ev); err != nil {
+			t.Fatalf("Add(%+v) = %v", ev, err)
+		}
+	}
+	tests := []struct {
+		index   int
+		wantPos int
+		want    llm.ToolCall
+		wantOK  bool
+	}{
+		{index: 5, wantPos: 0, want: llm.ToolCall{ID: "a", Name: "x", Arguments: json.RawMessage(`{"k":1}`)}, wantOK: true},
+		{index: 2, wantPos: 1, want: llm.ToolCall{ID: "b", Name: "y", Arguments: json.RawMessage(`{}`)}, wantOK: true},
+		{index: 3},
+	}
+	resp := acc.Response()
+	for _, tt := range tests {
+		pos, got, ok := acc.ToolCall(tt.index)
+		if ok != tt.wantOK || pos != tt.wantPos || !cmp.Equal(got, tt.want) {
+			t.Errorf("ToolCall(%d) = %d, %+v, %v; want %d, %+v, %v", tt.index, pos, got, ok, tt.wantPos, tt.want, tt.wantOK)
+		}
+		if ok && !cmp.Equal(resp.Message.ToolCalls[pos], got) {
+			t.Errorf("ToolCall(%d) = %+v, but Response has %+v at %d", tt.index, got, resp.Message.ToolCalls[pos], pos)
+		}
+	}
+	if len(resp.Message.ToolCalls) != 2 || resp.FinishReason != llm.FinishToolCalls {
+		t.Errorf("Response = %+v, want two calls and finish tool_calls", resp)
+	}
+}

@@ -39,6 +39,17 @@ const (
 	// EventRateLimit carries the rate limits the backend reported in
 	// RateLimit, before the first token.
 	EventRateLimit
+	// EventToolCallDone says that the arguments of the tool call with
+	// ToolCall.Index are complete (its other fields are empty), so the
+	// call may be executed while the stream goes on. Backends that stream
+	// tool calls send it once per call, as soon as they see the call end
+	// and at the latest before EventUsage and EventDone. A server that
+	// breaks its protocol may still send pieces of the call after it:
+	// they come as EventToolCall like any other, so a consumer that
+	// executed the call early compares it with the call of the whole
+	// response. A consumer that needs only the whole response may ignore
+	// it.
+	EventToolCallDone
 )
 
 // An Event is one piece of a streamed response.
@@ -147,6 +158,23 @@ func (a *Accumulator) Add(ev Event) error {
 		a.limit = ev.RateLimit
 	}
 	return nil
+}
+
+// ToolCall returns the tool call of the given stream index as assembled so
+// far, and its position among the calls of [Accumulator.Response]; ok is
+// false when no piece of it has come. Empty arguments are "{}", as in
+// Response. The arguments share memory with the Accumulator: they must not
+// be modified.
+func (a *Accumulator) ToolCall(index int) (pos int, call ToolCall, ok bool) {
+	b := a.call(index)
+	if b == nil {
+		return 0, ToolCall{}, false
+	}
+	args := json.RawMessage(b.args[:len(b.args):len(b.args)])
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return a.byIdx[index], ToolCall{ID: b.id, Name: b.name, Arguments: args}, true
 }
 
 // call returns the call of the given stream index, or nil if none has

@@ -18,6 +18,10 @@ import (
 // Breaking out of the loop closes the response body. req is not modified;
 // each iteration of the sequence makes at most one HTTP request.
 //
+// A tool call's llm.EventToolCallDone comes at its block's
+// content_block_stop (or at message_stop, for a block the server did not
+// stop).
+//
 // Structured output (the output tool's input) arrives as one text event
 // once the tool's input is complete, so that it is compact JSON like
 // Generate's; text is then held back until the end, since the output
@@ -69,6 +73,9 @@ type block struct {
 	input []byte
 	// deltas says input_json_delta pieces arrived.
 	deltas bool
+	// closed says the block's content_block_stop came: a tool call's
+	// llm.EventToolCallDone was sent.
+	closed bool
 }
 
 type blockKind int
@@ -85,6 +92,7 @@ type streamState struct {
 	call   *call
 	blocks map[int64]*block // by content block index
 	calls  int              // tool calls started
+	tools  []*block         // the blocks of tool calls, in call order
 	// held is the text of an answer with structured output, held until it
 	// is known whether the output tool answered.
 	held []byte
@@ -149,10 +157,8 @@ func (s *streamState) handle(ev sdk.MessageStreamEventUnion, yield func(llm.Even
 			}
 		}
 	case "content_block_stop":
-		b := s.blocks[ev.Index]
-		if b != nil && b.kind == toolBlock && !b.deltas && len(b.input) > 0 {
-			b.deltas = true
-			return false, yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: b.tool, Arguments: string(b.input)}}, nil)
+		if b := s.blocks[ev.Index]; b != nil {
+			return false, s.close(b, yield)
 		}
 	case "message_delta":
 		if ev.Delta.JSON.StopReason.Valid() {
@@ -176,6 +182,23 @@ func (s *streamState) handle(ev sdk.MessageStreamEventUnion, yield func(llm.Even
 		return true, s.finish(yield)
 	}
 	return false, true
+}
+
+// close ends a tool call's block: it yields the call's input when no
+// delta came, then llm.EventToolCallDone. Other blocks, and a block
+// closed before, yield nothing.
+func (s *streamState) close(b *block, yield func(llm.Event, error) bool) bool {
+	if b.kind != toolBlock || b.closed {
+		return true
+	}
+	b.closed = true
+	if !b.deltas && len(b.input) > 0 {
+		b.deltas = true
+		if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: b.tool, Arguments: string(b.input)}}, nil) {
+			return false
+		}
+	}
+	return yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: b.tool}}, nil)
 }
 
 // start opens a content block.
@@ -204,6 +227,7 @@ func (s *streamState) start(ev sdk.MessageStreamEventUnion, yield func(llm.Event
 		}
 		b.kind, b.tool, b.input = toolBlock, s.calls, input
 		s.calls++
+		s.tools = append(s.tools, b)
 		return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: b.tool, ID: cb.ID, Name: cb.Name}}, nil)
 	}
 	return true
@@ -228,6 +252,11 @@ func (s *streamState) text(b *block, t string, yield func(llm.Event, error) bool
 // finish yields the structured answer (or the held text), the usage and
 // the end of the stream.
 func (s *streamState) finish(yield func(llm.Event, error) bool) bool {
+	for _, b := range s.tools { // blocks the server did not stop
+		if !s.close(b, yield) {
+			return false
+		}
+	}
 	switch {
 	case s.output != nil && s.calls == 0: // else dropped, as in Generate
 		if !yield(llm.Event{Type: llm.EventText, Text: outputText(s.output.input, s.call.wrapped)}, nil) {

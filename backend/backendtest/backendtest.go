@@ -230,7 +230,9 @@ func Request(s Scenario) *llm.Request {
 // Run runs every scenario against b through Generate and, when the Model is
 // an llm.Streamer, through Stream, each call on its own httptest.Server
 // that counts requests: every call must make exactly one HTTP request (the
-// SDK's own retries must be off).
+// SDK's own retries must be off). A stream must send each tool call's
+// llm.EventToolCallDone once, before its usage and end, with the call's
+// arguments complete.
 func Run(t *testing.T, b Backend) {
 	t.Helper()
 	for _, s := range Scenarios {
@@ -294,7 +296,10 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 		resp, err = m.Generate(ctx, req)
 	} else {
 		sctx, scancel := context.WithCancel(ctx)
-		var acc llm.Accumulator
+		var (
+			acc  llm.Accumulator
+			done callsDone
+		)
 		for ev, e := range st.Stream(sctx, req) {
 			if e != nil {
 				err = e
@@ -302,6 +307,7 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 			}
 			gotEvents++
 			acc.Add(ev)
+			done.add(t, &acc, ev)
 			if s == Cancel && ev.Type == llm.EventText {
 				start = time.Now()
 				scancel()
@@ -310,12 +316,60 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 		scancel()
 		if err == nil {
 			resp = acc.Response()
+			done.check(t, resp)
 		}
 	}
 	if n, want := requests.Load(), int64(1); s == Unreachable && n != 0 || s != Unreachable && n != want {
 		t.Errorf("%s made %d HTTP requests, want exactly 1 (SDK retries must be off; 0 when unreachable)", s, n)
 	}
 	check(t, b, s, stream, resp, err, gotEvents, time.Since(start))
+}
+
+// callsDone checks a stream's llm.EventToolCallDone events: one per call,
+// after the call began and before EventUsage and EventDone, with the
+// call's arguments complete then (but for trailing whitespace) when they
+// are valid JSON in the end.
+type callsDone struct {
+	args map[int]string // arguments of each call at its EventToolCallDone
+}
+
+func (d *callsDone) add(t *testing.T, acc *llm.Accumulator, ev llm.Event) {
+	t.Helper()
+	switch ev.Type {
+	case llm.EventToolCallDone:
+		pos, c, ok := acc.ToolCall(ev.ToolCall.Index)
+		if !ok {
+			t.Errorf("EventToolCallDone for call %d, which did not begin", ev.ToolCall.Index)
+			return
+		}
+		if _, twice := d.args[pos]; twice {
+			t.Errorf("EventToolCallDone for call %d twice", ev.ToolCall.Index)
+		}
+		if d.args == nil {
+			d.args = make(map[int]string)
+		}
+		d.args[pos] = string(c.Arguments)
+	case llm.EventUsage, llm.EventDone:
+		for pos := range acc.Response().Message.ToolCalls {
+			if _, ok := d.args[pos]; !ok {
+				t.Errorf("event %v before the EventToolCallDone of call %d", ev.Type, pos)
+			}
+		}
+	}
+}
+
+func (d *callsDone) check(t *testing.T, resp *llm.Response) {
+	t.Helper()
+	for pos, c := range resp.Message.ToolCalls {
+		got, ok := d.args[pos]
+		if !ok {
+			t.Errorf("call %d (%s) had no EventToolCallDone", pos, c.Name)
+			continue
+		}
+		if final := string(c.Arguments); json.Valid(c.Arguments) && got != final && got != strings.TrimRight(final, " \t\r\n") {
+			t.Errorf("call %d had arguments %q at its EventToolCallDone, %q in the end", pos, got, final)
+		}
+	}
 }
 
 // checkPrint fails t when printing m shows APIKey or PathToken (see Leak): through fmt, as m and

@@ -57,6 +57,9 @@ func FuzzEventStream(f *testing.F) {
 			last  llm.EventType
 			ended bool
 			acc   llm.Accumulator
+			// The calls that began and those whose EventToolCallDone
+			// came: once each, before EventDone.
+			began, done = map[int]bool{}, map[int]bool{}
 		)
 		for ev, err := range m.Stream(ctx, req) {
 			if ended {
@@ -75,6 +78,21 @@ func FuzzEventStream(f *testing.F) {
 			}
 			last = ev.Type
 			ended = ev.Type == llm.EventDone
+			switch ev.Type {
+			case llm.EventToolCall:
+				began[ev.ToolCall.Index] = true
+			case llm.EventToolCallDone:
+				if i := ev.ToolCall.Index; !began[i] || done[i] {
+					t.Fatalf("EventToolCallDone for call %d: began %v, done before %v", i, began[i], done[i])
+				}
+				done[ev.ToolCall.Index] = true
+			case llm.EventDone:
+				for i := range began {
+					if !done[i] {
+						t.Fatalf("EventDone before the EventToolCallDone of call %d", i)
+					}
+				}
+			}
 			if err := acc.Add(ev); err != nil { // no Limit: never
 				t.Fatalf("Accumulator.Add(%+v) = %v", ev, err)
 			}

@@ -14,7 +14,9 @@ import (
 
 // Stream calls ConverseStream for req and yields its events as they
 // arrive: text deltas, tool-call pieces (ID and name first, then fragments
-// of the arguments), the usage, and last an EventDone. With an output tool
+// of the arguments, then llm.EventToolCallDone at the call's
+// contentBlockStop, or at messageStop for a call whose block did not
+// stop), the usage, and last an EventDone. With an output tool
 // (see the package documentation) text is held back and the tool's input
 // is yielded whole, as one EventText of compact JSON just before EventDone;
 // an output call beside calls of real tools is dropped, as in Generate. A failure is yielded once, as the last pair: an
@@ -41,7 +43,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		stream := out.GetStream()
 		defer stream.Close()
-		s := streamState{output: p.output, calls: make(map[int32]int), outputBlock: -1, maxTokens: int(aws.ToInt32(p.inference.MaxTokens))}
+		s := streamState{output: p.output, calls: make(map[int32]int), closed: make(map[int]bool), outputBlock: -1, maxTokens: int(aws.ToInt32(p.inference.MaxTokens))}
 		events := stream.Events()
 		for {
 			var (
@@ -84,6 +86,9 @@ type streamState struct {
 	// calls maps the content-block index of each tool-use block to the
 	// call's index among the response's calls.
 	calls map[int32]int
+	// closed holds the indexes of the calls whose llm.EventToolCallDone
+	// was sent: their contentBlockStop came.
+	closed map[int]bool
 	// outputBlock is the content-block index of the output tool's block,
 	// or -1.
 	outputBlock int32
@@ -161,8 +166,24 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 			}
 			return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: i, Arguments: frag}}, nil)
 		}
+	case *types.ConverseStreamOutputMemberContentBlockStop:
+		i, ok := s.calls[aws.ToInt32(ev.Value.ContentBlockIndex)]
+		if !ok || s.closed[i] {
+			return true
+		}
+		s.closed[i] = true
+		return yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil)
 	case *types.ConverseStreamOutputMemberMessageStop:
 		s.stop, s.stopped = ev.Value.StopReason, true
+		// Calls whose block did not stop end here, before the usage.
+		for i := range len(s.calls) {
+			if !s.closed[i] {
+				s.closed[i] = true
+				if !yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
+					return false
+				}
+			}
+		}
 	case *types.ConverseStreamOutputMemberMetadata:
 		return yield(llm.Event{Type: llm.EventUsage, Usage: usage(ev.Value.Usage)}, nil)
 	}

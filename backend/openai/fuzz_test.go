@@ -43,10 +43,11 @@ func FuzzSSEStream(f *testing.F) {
 			if n := len(events); n > 0 && events[n-1].Type == llm.EventDone {
 				t.Fatalf("event %+v after EventDone", ev)
 			}
-			if ev.Type < llm.EventText || ev.Type > llm.EventRateLimit || (ev.Type == llm.EventToolCall && ev.ToolCall.Index < 0) {
+			if ev.Type < llm.EventText || ev.Type > llm.EventToolCallDone || (ev.Type == llm.EventToolCall && ev.ToolCall.Index < 0) {
 				t.Fatalf("bad event %+v", ev)
 			}
 			events = append(events, ev)
+			checkDone(t, events)
 		}
 		if failed != nil {
 			if ae, ok := errors.AsType[*llm.APIError](failed); !ok || ae.Backend != "openai" || ae.Err == nil {
@@ -82,6 +83,7 @@ func FuzzToolArgs(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Stream = %v\nbody:\n%s", err, body)
 		}
+		checkDoneArgs(t, events)
 		got := accumulate(events).Message.ToolCalls
 		want := []llm.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(a)}, {ID: "call_2", Name: "lookup", Arguments: json.RawMessage(b)}}
 		if len(got) != 2 {
@@ -155,4 +157,54 @@ func toolCallStream(name1, args1 string, cuts1 []int, name2, args2 string, cuts2
 	sb.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n")
 	sb.WriteString(`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}` + "\n\ndata: [DONE]\n\n")
 	return []byte(sb.String())
+}
+
+// checkDone checks the last of events against the contract of
+// llm.EventToolCallDone: once per call, for a call that began, before
+// EventUsage and EventDone; and every call has one before those.
+func checkDone(t *testing.T, events []llm.Event) {
+	t.Helper()
+	began, done := map[int]bool{}, map[int]bool{}
+	for _, ev := range events[:len(events)-1] {
+		switch ev.Type {
+		case llm.EventToolCall:
+			began[ev.ToolCall.Index] = true
+		case llm.EventToolCallDone:
+			done[ev.ToolCall.Index] = true
+		}
+	}
+	ev := events[len(events)-1]
+	switch ev.Type {
+	case llm.EventToolCallDone:
+		if i := ev.ToolCall.Index; !began[i] || done[i] {
+			t.Fatalf("EventToolCallDone for call %d: began %v, done before %v", i, began[i], done[i])
+		}
+	case llm.EventUsage, llm.EventDone:
+		for i := range began {
+			if !done[i] {
+				t.Fatalf("%v before the EventToolCallDone of call %d", ev.Type, i)
+			}
+		}
+	}
+}
+
+// checkDoneArgs checks that a call whose arguments are valid JSON had all
+// of them, but for trailing whitespace, when its EventToolCallDone came:
+// what a consumer executes early is what the whole answer calls.
+func checkDoneArgs(t *testing.T, events []llm.Event) {
+	t.Helper()
+	args, atDone := map[int]string{}, map[int]string{}
+	for _, ev := range events {
+		switch ev.Type {
+		case llm.EventToolCall:
+			args[ev.ToolCall.Index] += ev.ToolCall.Arguments
+		case llm.EventToolCallDone:
+			atDone[ev.ToolCall.Index] = args[ev.ToolCall.Index]
+		}
+	}
+	for i, a := range args {
+		if json.Valid([]byte(a)) && atDone[i] != strings.TrimRight(a, " \t\r\n") && atDone[i] != a {
+			t.Errorf("call %d had arguments %q at its EventToolCallDone, %q in the end", i, atDone[i], a)
+		}
+	}
 }

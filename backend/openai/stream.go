@@ -18,7 +18,9 @@ import (
 // stream_options.include_usage) and yields its pieces: an EventRateLimit
 // first when the response carried x-ratelimit-* headers, then EventText and
 // EventToolCall pieces as they arrive (tool-call arguments in the fragments
-// the server sent), then EventUsage when the server reported usage, then
+// the server sent), each call's EventToolCallDone as soon as its arguments
+// are complete (the top-level JSON object of its arguments closed, or the
+// choice finished), then EventUsage when the server reported usage, then
 // EventDone. A failure ends the sequence with an *llm.APIError, or an error
 // wrapping ctx.Err() when ctx ends first; a stream that stops before its
 // "data: [DONE]" terminator is ErrConnection, an undecodable chunk
@@ -85,7 +87,9 @@ type streamState struct {
 	// calls maps the server's tool-call indexes to ours, in order of first
 	// appearance. A new ID under an index already used starts a new call:
 	// some servers (older Ollama) number every call 0.
-	calls    []callSlot
+	calls []callSlot
+	// open is the first of calls that may lack its EventToolCallDone.
+	open     int
 	finish   string
 	usage    llm.Usage
 	hasUsage bool
@@ -94,6 +98,65 @@ type streamState struct {
 type callSlot struct {
 	wire int64
 	id   string
+	args argsScan
+	done bool // its llm.EventToolCallDone was sent
+}
+
+// argsScan follows the arguments text of a streamed call, to tell when its
+// top-level JSON object closes: no valid JSON goes on after the brace
+// that balances the first, so the call is complete there. Arguments that
+// do not begin with an object never close this way.
+type argsScan struct {
+	state        scanState
+	depth        int  // open objects and arrays
+	inStr, escap bool // inside a string; after its backslash
+}
+
+type scanState uint8
+
+const (
+	scanBefore scanState = iota // only whitespace so far
+	scanObject                  // inside the top-level object
+	scanClosed                  // the object closed
+	scanOther                   // not an object: no early close
+)
+
+// feed scans the next fragment and reports whether the top-level object
+// closed in it.
+func (a *argsScan) feed(frag string) bool {
+	for i := 0; i < len(frag) && a.state < scanClosed; i++ {
+		c := frag[i]
+		switch {
+		case a.state == scanBefore:
+			switch c {
+			case ' ', '\t', '\n', '\r':
+			case '{':
+				a.state, a.depth = scanObject, 1
+			default:
+				a.state = scanOther
+			}
+		case a.inStr:
+			switch {
+			case a.escap:
+				a.escap = false
+			case c == '\\':
+				a.escap = true
+			case c == '"':
+				a.inStr = false
+			}
+		case c == '"':
+			a.inStr = true
+		case c == '{' || c == '[':
+			a.depth++
+		case c == '}' || c == ']':
+			a.depth--
+			if a.depth == 0 {
+				a.state = scanClosed
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // slot returns our index for a tool-call delta.
@@ -113,6 +176,29 @@ func (s *streamState) slot(wire int64, id string) int {
 	}
 	s.calls = append(s.calls, callSlot{wire: wire, id: id})
 	return len(s.calls) - 1
+}
+
+// closeCalls yields llm.EventToolCallDone for the calls before our index
+// end that have not had it, in order. It reports whether the consumer
+// wants more.
+//
+// A call is not closed when a later one begins: some servers interleave
+// the fragments of parallel calls, so that would start calls on a part
+// of their arguments; and a call whose arguments are one JSON object (as
+// all valid ones are) closes with its object anyway.
+func (s *streamState) closeCalls(end int, yield func(llm.Event, error) bool) bool {
+	for i := s.open; i < end; i++ {
+		c := &s.calls[i]
+		if c.done {
+			continue
+		}
+		c.done = true
+		if !yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
+			return false
+		}
+	}
+	s.open = max(s.open, end)
+	return true
 }
 
 var doneData = []byte("[DONE]")
@@ -158,6 +244,9 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 		}
 		return
 	}
+	if !st.closeCalls(len(st.calls), yield) {
+		return
+	}
 	if st.hasUsage && !yield(llm.Event{Type: llm.EventUsage, Usage: st.usage}, nil) {
 		return
 	}
@@ -185,13 +274,23 @@ func (m *Model) chunkEvents(st *streamState, c *chunk, yield func(llm.Event, err
 			if tc.Type != "" && tc.Type != "function" {
 				continue
 			}
-			delta := llm.ToolCallDelta{Index: st.slot(tc.Index, tc.ID), ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+			i := st.slot(tc.Index, tc.ID)
+			delta := llm.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: delta}, nil) {
 				return false
+			}
+			if c := &st.calls[i]; !c.done && c.args.feed(tc.Function.Arguments) {
+				c.done = true
+				if !yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
+					return false
+				}
 			}
 		}
 		if ch.FinishReason != "" {
 			st.finish = ch.FinishReason
+			if !st.closeCalls(len(st.calls), yield) {
+				return false
+			}
 		}
 	}
 	if u, ok := usage(c.Usage, c.Timings); ok {
@@ -213,7 +312,8 @@ func (m *Model) replayCompletion(ctx context.Context, raw *http.Response, maxTok
 	}
 	for i, c := range resp.Message.ToolCalls {
 		delta := llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}
-		if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: delta}, nil) {
+		if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: delta}, nil) ||
+			!yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
 			return
 		}
 	}

@@ -234,7 +234,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 // after one forward pass, then the text grows in pieces of at most
 // [StreamPieceTokens] tokens, each after its tokens' decode time; tool
 // calls' names come with the first token and their arguments at the end,
-// after the whole decode time. The last event comes when Generate would
+// after the whole decode time, each followed by its llm.EventToolCallDone. The last event comes when Generate would
 // return.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
@@ -292,7 +292,8 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		for i, c := range msg.ToolCalls {
 			d := llm.ToolCallDelta{Index: i, Arguments: string(c.Arguments)}
-			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) {
+			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) ||
+				!yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
 				return
 			}
 		}

@@ -435,10 +435,20 @@ func TestStreamReassembly(t *testing.T) {
 				if len(events) < 3 {
 					t.Errorf("seed %d: %d events, want the answer split over several", seed, len(events))
 				}
-				for _, ev := range events {
+				done := 0 // EventToolCallDone events, each right after its call's arguments
+				for i, ev := range events {
 					if ev.Type == llm.EventText && !utf8.ValidString(ev.Text) {
 						t.Errorf("seed %d: text event %q splits a character", seed, ev.Text)
 					}
+					if ev.Type == llm.EventToolCallDone {
+						if prev := events[i-1]; prev.Type != llm.EventToolCall || prev.ToolCall.Index != ev.ToolCall.Index || ev.ToolCall.Index != done {
+							t.Errorf("seed %d: EventToolCallDone %+v after %+v, want it after call %d's arguments", seed, ev, prev, done)
+						}
+						done++
+					}
+				}
+				if done != len(want.Message.ToolCalls) {
+					t.Errorf("seed %d: %d EventToolCallDone events, want one per call (%d)", seed, done, len(want.Message.ToolCalls))
 				}
 			}
 		})

@@ -129,7 +129,7 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(stateView{State: st, Timings: timingsOf(st.Timings)}); err != nil {
+	if err := enc.Encode(stateView{State: st, Timings: timingsOf(st.Timings), Spans: spansOf(st.Spans)}); err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
 	}
@@ -199,11 +199,33 @@ func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr i
 }
 
 // stateView is an agent's state as `status --agent` prints it: its
-// timings in seconds, as result lines have them (queue_s, ...), not in the
-// nanoseconds of the state file.
+// timings and its turns' spans in seconds, as result lines have them
+// (queue_s, ...), not in the nanoseconds of the state file.
 type stateView struct {
 	agent.State
-	Timings timingsView `json:"timings"` // hides State.Timings
+	Timings timingsView `json:"timings"`         // hides State.Timings
+	Spans   []spanView  `json:"spans,omitempty"` // hides State.Spans
+}
+
+// spanView is one turn's span in seconds.
+type spanView struct {
+	Turn      int       `json:"turn"`
+	Start     time.Time `json:"start"`
+	Queue     float64   `json:"queue_s"`
+	Inference float64   `json:"inference_s"`
+	TTFT      float64   `json:"ttft_s,omitempty"`
+	Backoff   float64   `json:"backoff_s,omitempty"`
+	Tools     float64   `json:"tools_s,omitempty"`
+	Tier      int       `json:"tier,omitempty"`
+}
+
+func spansOf(spans []batchagent.Span) []spanView {
+	var out []spanView
+	for _, sp := range spans {
+		out = append(out, spanView{Turn: sp.Turn, Start: sp.Start, Queue: secs(sp.Queue), Inference: secs(sp.Inference),
+			TTFT: secs(sp.TTFT), Backoff: secs(sp.Backoff), Tools: secs(sp.Tools), Tier: sp.Tier})
+	}
+	return out
 }
 
 // timingsView are agent timings in seconds, keyed as in result lines.

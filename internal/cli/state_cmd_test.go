@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -83,9 +85,27 @@ func TestStatusAgentSeconds(t *testing.T) {
 	}
 	var v struct {
 		Timings map[string]float64 `json:"timings"`
+		Started time.Time          `json:"started"`
+		Spans   []struct {
+			Turn      int       `json:"turn"`
+			Start     time.Time `json:"start"`
+			Inference float64   `json:"inference_s"`
+		} `json:"spans"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("status --agent output: %v\n%s", err, stdout)
+	}
+	// One span a turn, in seconds too, adding up to the timings.
+	var inference float64
+	for i, sp := range v.Spans {
+		if sp.Turn != i || sp.Start.Before(v.Started) || !(sp.Inference > 0 && sp.Inference < 60) {
+			t.Errorf("span %d = %+v, want turn %d, starting after the agent (%v), inference_s in seconds", i, sp, i, v.Started)
+		}
+		inference += sp.Inference
+	}
+	if len(v.Spans) == 0 || v.Started.IsZero() || math.Abs(inference-v.Timings["inference_s"]) > 1e-5*float64(len(v.Spans)) {
+		t.Errorf("started %v, %d spans of inference %vs; want a start and spans adding up to inference_s %v",
+			v.Started, len(v.Spans), inference, v.Timings["inference_s"])
 	}
 	for _, k := range []string{"queue_s", "inference_s", "tools_s", "ttft_s", "total_s"} {
 		if _, ok := v.Timings[k]; !ok {

@@ -303,8 +303,9 @@ func (w *worker) start(ctx context.Context, t queue.Task) {
 // run reports one: kind input, no turn.
 func inputFailure(run string, index int, err error) batchagent.Result {
 	return batchagent.Result{
-		Index: index,
-		Err:   &batchagent.AgentError{JobID: run, Agent: index, Turn: -1, Op: "input", Kind: batchagent.KindInput, Err: err},
+		Index:   index,
+		Err:     &batchagent.AgentError{JobID: run, Agent: index, Turn: -1, Op: "input", Kind: batchagent.KindInput, Err: err},
+		Started: time.Now(),
 	}
 }
 

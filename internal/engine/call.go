@@ -107,7 +107,7 @@ func (e *Engine) call(ctx context.Context, m llm.Model, req *llm.Request, p *per
 }
 
 // responseEvents returns the events a stream of resp would have carried:
-// its text, each tool call whole, its usage, and the end.
+// its text, each tool call whole and done, its usage, and the end.
 func responseEvents(resp *llm.Response) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
 		if resp.Message.Content != "" && !yield(llm.Event{Type: llm.EventText, Text: resp.Message.Content}) {
@@ -115,7 +115,8 @@ func responseEvents(resp *llm.Response) iter.Seq[llm.Event] {
 		}
 		for i, c := range resp.Message.ToolCalls {
 			d := llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}
-			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}) {
+			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}) ||
+				!yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}) {
 				return
 			}
 		}

@@ -253,7 +253,15 @@ func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.
 	budgetEnd := start.Add(f.budget)
 	task := st.Messages[0]
 	packed, err := rn.primary(bctx, i, st, fresh, func() error { return runModel(bctx, rn.agent, f.primary, st) })
-	cause := context.Cause(bctx)
+	e.ranTiered(ctx, actx, context.Cause(bctx), rn, i, in, st, task, budgetEnd, packed, err, start, save, deliver)
+}
+
+// ranTiered goes on with the agent of runTiered once the primary returned
+// err, with cause its context's cause: it runs the fallback tiers when
+// the primary's failure passes the agent on, and finishes the agent. Like
+// Engine.ran, it keeps the result out of runTiered's frame.
+func (e *Engine) ranTiered(ctx, actx context.Context, cause error, rn *runner, i int, in job.Input, st *agent.State, task llm.Message, budgetEnd time.Time, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
+	f := rn.fb
 	r := resultOf(i, in, st)
 	r.Packed = packed
 	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {

@@ -467,9 +467,6 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 			feed(resp.Message.Content)
 		}
 	}
-	if pm != nil {
-		pm.Release(resp, err)
-	}
 	if resp != nil && err == nil {
 		p.e.stats.addUsage(resp.Usage)
 	}
@@ -507,6 +504,11 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 		}
 	}
 	p.adapt(n, truncated, bad+missing, err)
+	// The slot goes back only now that the size is set: a pack formed the
+	// moment it is free must be of the size this answer calls for.
+	if pm != nil {
+		pm.Release(resp, err)
+	}
 	if unknown+dupes > 0 {
 		p.e.log.Debug("packed answer had stray entries", "unknown", unknown, "duplicates", dupes)
 	}
