@@ -62,14 +62,18 @@ type ContextError struct {
 	Fixed int
 	// Task is the estimated size of the task message alone.
 	Task int
+	// Latest is the estimated size of the latest turn (the last assistant
+	// message and the tool results and messages after it), which
+	// compaction keeps whole; zero when the task is the only message.
+	Latest int
 	// Reserve is the tokens kept for the answer (the token cap).
 	Reserve int
 }
 
 // Error names the sizes.
 func (e *ContextError) Error() string {
-	return fmt.Sprintf("prompt of ~%d tokens (task message ~%d, shared prefix and tools ~%d) plus %d for the answer exceeds the context window of %d tokens, after compacting every older turn",
-		e.Prompt, e.Task, e.Fixed-e.Task, e.Reserve, e.Window)
+	return fmt.Sprintf("prompt of ~%d tokens (task message ~%d, latest turn ~%d, shared prefix and tools ~%d) plus %d for the answer exceeds the context window of %d tokens, after compacting every older turn",
+		e.Prompt, e.Task, e.Latest, e.Fixed-e.Task, e.Reserve, e.Window)
 }
 
 // Unwrap returns [llm.ErrContextLength].
@@ -116,11 +120,17 @@ func (r *Runner) fit(st *State, req *llm.Request) (*llm.Request, error) {
 		req = r.Request(st)
 	}
 	if p := estimate(req); p+res > w {
-		task := 0
+		task, latest := 0, 0
 		if len(st.Messages) > 0 {
 			task = messageSize(&st.Messages[0])
 		}
-		return nil, &ContextError{Window: w, Prompt: p, Fixed: fixed + task, Task: task, Reserve: res}
+		for i := len(st.Messages) - 1; i > 0; i-- {
+			if st.Messages[i].Role == llm.RoleAssistant {
+				latest = size(st.Messages[i:])
+				break
+			}
+		}
+		return nil, &ContextError{Window: w, Prompt: p, Fixed: fixed + task, Task: task, Latest: latest, Reserve: res}
 	}
 	return req, nil
 }

@@ -330,3 +330,28 @@ func TestCompactionNotNeeded(t *testing.T) {
 		t.Errorf("request changed (compactions %d): %s", st.Compactions, diff)
 	}
 }
+
+// TestCompactionLatestTurnTooLarge checks that a tool result of the latest
+// turn too large for the window fails with the latest turn's size named,
+// after the older turns were compacted, without a call.
+func TestCompactionLatestTurnTooLarge(t *testing.T) {
+	m := &scripted{}
+	r := newRunner(t, agent.Config{Model: m, ContextWindow: 2000, MaxTokens: 100})
+	msgs := history(3)
+	msgs[len(msgs)-1].Content = strings.Repeat("y", 10000)
+	st := &agent.State{Messages: msgs}
+	err := r.Run(t.Context(), st)
+	var ce *agent.ContextError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Run = %v, want a *agent.ContextError", err)
+	}
+	if ce.Latest < 2500 || ce.Task > 10 || !strings.Contains(err.Error(), fmt.Sprintf("latest turn ~%d", ce.Latest)) {
+		t.Errorf("ContextError = %+v (%v), want the latest turn's ~2,500 tokens named", ce, err)
+	}
+	if st.Compactions != 1 || len(m.reqs) != 0 {
+		t.Errorf("compactions %d, calls %d; want the older turns compacted once and no call", st.Compactions, len(m.reqs))
+	}
+	if err := pairing(st.Messages); err != nil {
+		t.Error(err)
+	}
+}

@@ -72,5 +72,5 @@ func ExampleContextError() {
 	fmt.Println(err)
 	// Output:
 	// true true 0
-	// turn 0: generate: prompt of ~1608 tokens (task message ~1608, shared prefix and tools ~0) plus 100 for the answer exceeds the context window of 1000 tokens, after compacting every older turn
+	// turn 0: generate: prompt of ~1608 tokens (task message ~1608, latest turn ~0, shared prefix and tools ~0) plus 100 for the answer exceeds the context window of 1000 tokens, after compacting every older turn
 }
