@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchagent/batchagent/internal/retry"
@@ -135,6 +136,13 @@ type Config struct {
 	Temperature, TopP *float64
 	Seed              *int64
 	StopSequences     []string
+	// ContextWindow is the model's context window in tokens. A request
+	// whose estimated prompt plus MaxTokens comes near it has its older
+	// tool results shortened, then its older turns dropped, first (see
+	// State.Compactions). Zero means unknown: the window is then learnt
+	// from the first refusal of a prompt's length (llm.ErrContextLength),
+	// which is compacted and sent again instead of failing.
+	ContextWindow int
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
 	// Backoff spaces retries. The zero value uses retry's defaults.
@@ -152,8 +160,10 @@ type Config struct {
 	Stopped <-chan struct{}
 }
 
-// Runner runs agents. It is immutable and safe for concurrent use.
+// Runner runs agents. It is safe for concurrent use, and immutable but for
+// the context window its agents learn, which they share.
 type Runner struct {
+	learnt  atomic.Int64 // the smallest context window learnt; 0: none
 	cfg     Config
 	prefix  []llm.Message // the shared system message, or empty
 	tools   []llm.ToolDef
@@ -182,6 +192,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.MaxTokens < 0 || cfg.MaxTokensLimit < 0 {
 		return nil, fmt.Errorf("agent: negative max tokens %d or max tokens limit %d", cfg.MaxTokens, cfg.MaxTokensLimit)
+	}
+	if cfg.ContextWindow < 0 {
+		return nil, fmt.Errorf("agent: negative context window %d", cfg.ContextWindow)
 	}
 	if cfg.MaxTokensLimit == 0 {
 		cfg.MaxTokensLimit = 4 * cfg.MaxTokens
@@ -373,10 +386,15 @@ func (r *Runner) turnDone(ctx context.Context, st *State) {
 // The slot is held only during the call itself. The turn's times go into
 // st's Timings and sp. Tool calls complete while the answer streams start
 // in tools (nil: none start early); those of a failed call are discarded
-// before the next.
+// before the next. A conversation near the context window is compacted
+// first, and again after the server refuses its length (compact.go).
 func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span, tools *early) (*llm.Response, error) {
-	req := r.Request(st)
+	req, err := r.fit(st, r.Request(st))
+	if err != nil {
+		return nil, err
+	}
 	var (
+		relearnt int       // resends after a refused length (compact.go)
 		attempt  int       // retries of failures other than outages
 		outage   int       // retries in the current outage
 		since    time.Time // when the current outage began: its first failure
@@ -388,6 +406,12 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span, tools *e
 			return resp, nil
 		}
 		tools.discard() // a retry may answer with other calls
+		if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
+			if req, err = r.relearn(st, req, err, &relearnt); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if ctx.Err() != nil || !llm.IsTransient(err) {
 			return nil, err
 		}

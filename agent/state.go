@@ -52,6 +52,10 @@ type State struct {
 	// Truncations counts answers cut off at the token cap (finish reason
 	// length), each asked again or, the last, failed.
 	Truncations int `json:"truncations,omitempty"`
+	// Compactions counts the times the conversation was compacted to fit
+	// the model's context window: older tool results shortened, older
+	// turns dropped (see Config.ContextWindow).
+	Compactions int `json:"compactions,omitempty"`
 	// MaxTokens is the token cap raised after a truncated answer, used by
 	// the agent's later calls, kept between the configured MaxTokens and
 	// MaxTokensLimit; zero means the configured one.

@@ -80,6 +80,9 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if st.Truncations != 0 {
 		dst = appendIntField(dst, `,"truncations":`, int64(st.Truncations))
 	}
+	if st.Compactions != 0 {
+		dst = appendIntField(dst, `,"compactions":`, int64(st.Compactions))
+	}
 	if st.MaxTokens != 0 {
 		dst = appendIntField(dst, `,"max_tokens":`, int64(st.MaxTokens))
 	}

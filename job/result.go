@@ -38,6 +38,9 @@ type Result struct {
 	// length) and asked again with a larger cap, or, the last of a failed
 	// result, given up on.
 	Truncations int
+	// Compactions counts the times the agent's conversation was compacted
+	// to fit the model's context window (see Def.ContextWindow).
+	Compactions int
 	// Usage sums the tokens of all the agent's model calls.
 	Usage llm.Usage
 	// Timings says where the agent's time went.

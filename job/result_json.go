@@ -21,6 +21,7 @@ type resultJSON struct {
 	ToolCalls  int             `json:"tool_calls"`
 	Repairs    int             `json:"repairs,omitempty"`
 	Truncated  int             `json:"truncations,omitempty"`
+	Compacted  int             `json:"compactions,omitempty"`
 	Usage      llm.Usage       `json:"usage"`
 	Timings    timingsJSON     `json:"timings"`
 	Tier       int             `json:"tier,omitempty"`
@@ -54,8 +55,8 @@ type timingsJSON struct {
 func (r Result) MarshalJSON() ([]byte, error) {
 	v := resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
-		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Usage: r.Usage,
-		Tier: r.Tier, Packed: r.Packed,
+		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Compacted: r.Compactions,
+		Usage: r.Usage, Tier: r.Tier, Packed: r.Packed,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
 			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),

@@ -127,6 +127,15 @@ type Def struct {
 	// refuse a prompt plus MaxTokens over it: lower MaxTokens for a model
 	// with a small window.
 	MaxTokens int
+	// ContextWindow is the model's context window in tokens. A
+	// conversation whose estimated prompt plus MaxTokens comes near it is
+	// compacted before the call: older tool results are shortened, then
+	// older turns dropped, every tool call keeping its result (see
+	// Result.Compactions). Zero means unknown: the window is learnt from
+	// the server's first refusal of a prompt's length, which is compacted
+	// and sent again instead of failing. The CLI fills it from a built-in
+	// table for well-known models when the job file does not set it.
+	ContextWindow int
 	// MaxTokensLimit caps the token cap of a truncated answer's retries.
 	// Defaults to 4×MaxTokens; set it to MaxTokens to keep the cap and
 	// only ask for a shorter answer (some models refuse a larger one).
@@ -207,9 +216,9 @@ func NewSpec(d Def) (*Spec, error) {
 	if d.Task == "" {
 		return nil, badSpec("empty task template")
 	}
-	if d.MaxTurns < 0 || d.MaxRetries < 0 || d.Timeout < 0 || d.MaxTokens < 0 || d.MaxTokensLimit < 0 || d.OutageBudget < 0 {
-		return nil, badSpec("negative limit (max turns %d, max retries %d, timeout %v, max tokens %d, max tokens limit %d, outage budget %v)",
-			d.MaxTurns, d.MaxRetries, d.Timeout, d.MaxTokens, d.MaxTokensLimit, d.OutageBudget)
+	if d.MaxTurns < 0 || d.MaxRetries < 0 || d.Timeout < 0 || d.MaxTokens < 0 || d.MaxTokensLimit < 0 || d.OutageBudget < 0 || d.ContextWindow < 0 {
+		return nil, badSpec("negative limit (max turns %d, max retries %d, timeout %v, max tokens %d, max tokens limit %d, outage budget %v, context window %d)",
+			d.MaxTurns, d.MaxRetries, d.Timeout, d.MaxTokens, d.MaxTokensLimit, d.OutageBudget, d.ContextWindow)
 	}
 	if d.NoRetries && d.MaxRetries != 0 {
 		return nil, badSpec("no retries contradicts max retries %d", d.MaxRetries)
@@ -274,6 +283,9 @@ func NewSpec(d Def) (*Spec, error) {
 	if d.MaxTokensLimit > 0 && d.MaxTokensLimit < d.MaxTokens {
 		// It would be raised to MaxTokens silently.
 		return nil, badSpec("max tokens limit %d is below max tokens %d (the default when unset)", d.MaxTokensLimit, d.MaxTokens)
+	}
+	if d.ContextWindow > 0 && d.MaxTokens >= d.ContextWindow {
+		return nil, badSpec("max tokens %d (the default when unset) leaves no room for a prompt in the context window of %d tokens", d.MaxTokens, d.ContextWindow)
 	}
 	d.Tools = slices.Clone(d.Tools)
 	d.OutputSchema = slices.Clone(d.OutputSchema)

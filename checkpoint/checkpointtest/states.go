@@ -70,6 +70,7 @@ func runningState(jobID string, idx int) agent.State {
 		ToolCalls:   3,
 		Repairs:     1,
 		Truncations: 1,
+		Compactions: 2,
 		MaxTokens:   8192,
 		Usage:       llm.Usage{PromptTokens: 1234, CompletionTokens: 567, CachedTokens: 890},
 		Timings: agent.Timings{Queue: 1 * time.Millisecond, Inference: 2*time.Second + 1, Tools: 3 * time.Microsecond,

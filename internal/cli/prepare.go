@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -138,7 +139,8 @@ func engineConfig(cj *config.Job, model llm.Model, logger *slog.Logger) (batchag
 // buildSpec builds the job's Spec from the job file cj, with what the file
 // cannot hold added: the job's name, the model, the models of its fallback
 // tiers (each backend opened as the job's own; the --backend flag replaces
-// only the job's), r's tools with their policies, and the budget of a job
+// only the job's), the context window of a well-known model from the
+// built-in table when the file sets none, r's tools with their policies, and the budget of a job
 // that sets none: BATCHAGENT_BUDGET's when set (the file's limits.budget
 // wins over it; the engine's default applies without either). Errors name
 // the job file at path.
@@ -147,6 +149,9 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
 	def.ToolPool.Policies = r.tools.policies
 	def.ToolPool.Shared = r.sharedTools // a worker's: tool results shared through Redis
+	if w, ok := prices.ContextWindow(def.ModelName); ok && def.ContextWindow == 0 {
+		def.ContextWindow = w // the table's, as of prices.Dated
+	}
 	var err error
 	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -35,6 +35,7 @@
 //
 //	max_tokens: 1024              # Def.MaxTokens
 //	max_tokens_limit: 4096        # Def.MaxTokensLimit: cap for retries of cut answers
+//	context_window: 8192          # Def.ContextWindow: compact conversations to fit it
 //	temperature: 0                # Def.Temperature (sent even when 0)
 //	top_p: 0.9                    # Def.TopP, 0 to 1
 //	seed: 42                      # Def.Seed (OpenAI-compatible backends)

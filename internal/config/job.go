@@ -122,6 +122,7 @@ func (j *Job) keys() keys {
 		}},
 		{"max_tokens", &d.MaxTokens},
 		{"max_tokens_limit", &d.MaxTokensLimit},
+		{"context_window", &d.ContextWindow},
 		{"temperature", &d.Temperature},
 		{"top_p", &d.TopP},
 		{"seed", &d.Seed},

@@ -16,6 +16,18 @@ func (d *decoder) validateKnobs(job *Job) {
 	if j.MaxTokens < 0 && d.ok("max_tokens") {
 		d.report(d.at("max_tokens"), "max_tokens", "must not be negative, got %d", j.MaxTokens)
 	}
+	if j.ContextWindow < 0 && d.ok("context_window") {
+		d.report(d.at("context_window"), "context_window", "must not be negative, got %d", j.ContextWindow)
+	}
+	if j.ContextWindow > 0 && d.ok("context_window") {
+		tokens, what := j.MaxTokens, strconv.Itoa(j.MaxTokens)
+		if tokens == 0 {
+			tokens, what = batchagent.DefaultMaxTokens, "the default "+strconv.Itoa(batchagent.DefaultMaxTokens)
+		}
+		if tokens >= j.ContextWindow {
+			d.report(d.at("context_window"), "context_window", "must be above max_tokens (%s), got %d", what, j.ContextWindow)
+		}
+	}
 	if j.MaxTokensLimit < 0 && d.ok("max_tokens_limit") {
 		d.report(d.at("max_tokens_limit"), "max_tokens_limit", "must not be negative, got %d", j.MaxTokensLimit)
 	}

@@ -19,6 +19,7 @@ import (
 // options that map to library settings.
 const knobsJob = `task: "Label {text}"
 max_tokens: 512
+context_window: 8192
 temperature: 0
 top_p: 0.9
 seed: 42
@@ -53,13 +54,14 @@ func TestParseKnobs(t *testing.T) {
 	backoff := job.Backoff{Base: 100 * time.Millisecond, RateLimitBase: 2 * time.Second, Max: time.Minute}
 	want := &config.Job{
 		Def: job.Def{
-			Task:        "Label {text}",
-			MaxTokens:   512,
-			Temperature: new(0.0),
-			TopP:        new(0.9),
-			Seed:        new(int64(42)),
-			Stop:        []string{"END", "\n\n"},
-			Backoff:     backoff,
+			Task:          "Label {text}",
+			MaxTokens:     512,
+			ContextWindow: 8192,
+			Temperature:   new(0.0),
+			TopP:          new(0.9),
+			Seed:          new(int64(42)),
+			Stop:          []string{"END", "\n\n"},
+			Backoff:       backoff,
 			ToolPool: tool.PoolConfig{
 				CacheSize:      -1,
 				CacheTTL:       30 * time.Second,
@@ -109,6 +111,20 @@ func TestParseKnobProblems(t *testing.T) {
 			in:   "task: x\nmax_tokens_limit: 1000\n",
 			want: []config.Problem{
 				{Line: 2, Col: 19, Path: "max_tokens_limit", Msg: "must be at least max_tokens (the default 4096), got 1000"},
+			},
+		},
+		{
+			name: "context window negative",
+			in:   "task: x\ncontext_window: -1\n",
+			want: []config.Problem{
+				{Line: 2, Col: 17, Path: "context_window", Msg: "must not be negative, got -1"},
+			},
+		},
+		{
+			name: "context window not above the default cap",
+			in:   "task: x\ncontext_window: 4096\n",
+			want: []config.Problem{
+				{Line: 2, Col: 17, Path: "context_window", Msg: "must be above max_tokens (the default 4096), got 4096"},
 			},
 		},
 		{

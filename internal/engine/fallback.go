@@ -111,6 +111,7 @@ func (e *Engine) fallbacksOf(spec *job.Spec, cfg agent.Config, class sched.Class
 		}
 		c := cfg
 		c.Model, c.ModelName, c.OnTurn, c.Gate = fb.Model, fb.ModelName, nil, nil
+		c.ContextWindow = 0 // the primary model's; a tier's window is learnt from its refusals
 		g, err := e.gateFor(fb.Model, fb.ModelName, nil)
 		if err != nil {
 			return nil, fmt.Errorf("fallback %d: %w", i+1, err)
@@ -274,6 +275,7 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, rn *runner, i
 			r.ToolCalls += ts.ToolCalls
 			r.Repairs += ts.Repairs
 			r.Truncations += ts.Truncations
+			r.Compactions += ts.Compactions
 			r.Usage.PromptTokens += ts.Usage.PromptTokens
 			r.Usage.CompletionTokens += ts.Usage.CompletionTokens
 			r.Usage.CachedTokens += ts.Usage.CachedTokens

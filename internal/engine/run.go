@@ -70,6 +70,7 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 		MaxRetries:     maxRetries,
 		MaxTokens:      d.MaxTokens,
 		MaxTokensLimit: d.MaxTokensLimit,
+		ContextWindow:  d.ContextWindow,
 		Backoff:        retry.Policy{Base: d.Backoff.Base, RateLimitBase: d.Backoff.RateLimitBase, Max: d.Backoff.Max},
 		Temperature:    d.Temperature,
 		TopP:           d.TopP,
@@ -400,7 +401,7 @@ func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	t := st.Timings
 	return job.Result{
 		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
-		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Usage: st.Usage,
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 		Started: st.Started, Spans: st.Spans,
 	}

@@ -1,7 +1,8 @@
 // Package prices holds an embedded table of what well-known models' tokens
 // cost, so `batchagent run` can report a job's cost when its file sets no
 // pricing. The table is dated: providers change prices, and a price not in
-// the table is unknown, never guessed.
+// the table is unknown, never guessed. A second table, as dated, holds
+// their context windows ([ContextWindow]).
 package prices
 
 import (
