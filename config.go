@@ -107,6 +107,18 @@ type Admission struct {
 	// Backpressure pauses admission while a self-hosted server's queue is
 	// long, for backends that can report it. Defaults to on for them.
 	Backpressure Backpressure
+	// Policy orders the model calls that wait for one of the backend's
+	// slots, within a job: sched.PolicyTurns, the agent with the most turns
+	// done first (with aging, so none starves); sched.PolicyFIFO, in
+	// arrival order; sched.PolicyLAS, the agent that has received the
+	// least model time so far first. Defaults to sched.PolicyTurns.
+	Policy sched.Policy
+	// Continuation is the window of cache-aware continuation: an agent
+	// whose previous model call ended at most this long ago (its tool
+	// calls were quick) goes before the agents that wait for a slot
+	// without, so that its next turn reaches the server while its prompt
+	// prefix is still cached. Zero means off.
+	Continuation time.Duration
 	// WarmPrefix sends the first model call alone and admits the others
 	// only when it returns, so the backend's prefix cache holds the shared
 	// prefix before the work arrives. Defaults to false.
@@ -223,6 +235,10 @@ func (a Admission) validate() error {
 		return fmt.Errorf("negative backpressure setting (max queued %d, interval %v)", a.Backpressure.MaxQueued, a.Backpressure.Interval)
 	case a.StartWindow < 0:
 		return fmt.Errorf("negative start window %v", a.StartWindow)
+	case a.Continuation < 0:
+		return fmt.Errorf("negative continuation window %v", a.Continuation)
+	case a.Policy > sched.PolicyLAS:
+		return fmt.Errorf("unknown policy %v", a.Policy)
 	case a.NoStartWindow && a.StartWindow != 0:
 		return fmt.Errorf("no start window contradicts start window %v", a.StartWindow)
 	case a.PauseBackoff.Base < 0 || a.PauseBackoff.Max < 0 || a.PauseBackoff.RateLimitBase < 0:

@@ -52,6 +52,7 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		RPM:           a.RateLimit.RPM,
 		TPM:           a.RateLimit.TPM,
 		Warm:          a.WarmPrefix,
+		Policy:        a.Policy,
 		MaxQueued:     a.Backpressure.MaxQueued,
 		ProbeInterval: a.Backpressure.Interval,
 		PauseBase:     a.PauseBackoff.Base,
@@ -105,7 +106,7 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		count = estimateTokens
 	}
 	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || cfg.SharedSlots != nil || hosted
-	return engine.Admission{Gate: cfg, Count: count, Gated: gated}, nil
+	return engine.Admission{Gate: cfg, Count: count, Gated: gated, Continuation: a.Continuation}, nil
 }
 
 // estimateTokens counts about four bytes a token over the request's text.
