@@ -17,6 +17,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool/filetool"
 )
 
@@ -265,6 +266,30 @@ func TestDuration(t *testing.T) {
 func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 func writeBytes(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+func TestParsePolicy(t *testing.T) {
+	j, err := config.Parse([]byte("task: x\nlimits:\n  policy: las\n  continuation: 2s\n"), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := j.Engine.Admission; a.Policy != sched.PolicyLAS || a.Continuation != 2*time.Second {
+		t.Errorf("policy, continuation = %v, %v; want las, 2s", a.Policy, a.Continuation)
+	}
+	out, err := yaml.Marshal(j)
+	if err != nil || !strings.Contains(string(out), "policy: las") || !strings.Contains(string(out), "continuation: 2s") {
+		t.Errorf("Marshal = %q, %v; want policy: las and continuation: 2s", out, err)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"policy: srpt", `job.yaml:3:11: limits.policy: sched: unknown policy "srpt" (known: turns, fifo, las)`},
+		{"policy: [las]", "limits.policy: expected a policy name"},
+		{"continuation: -1s", "limits.continuation"},
+	} {
+		_, err := config.Parse([]byte("task: x\nlimits:\n  "+tt.in+"\n"), "job.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%s) = %v, want it to contain %q", tt.in, err, tt.want)
+		}
+	}
+}
 
 func TestParseAdmissionSettings(t *testing.T) {
 	want := batchagent.Admission{

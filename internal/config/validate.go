@@ -113,6 +113,9 @@ func (d *decoder) validateLimits(j *Job) {
 	if j.Def.Timeout < 0 && d.ok("limits.timeout") {
 		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", j.Def.Timeout)
 	}
+	if c := j.Engine.Admission.Continuation; c < 0 && d.ok("limits.continuation") {
+		d.report(d.at("limits.continuation"), "limits.continuation", "must not be negative, got %s", c)
+	}
 	if j.Def.OutageBudget < 0 && d.ok("limits.outage_budget") {
 		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", j.Def.OutageBudget)
 	}
