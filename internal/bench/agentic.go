@@ -23,7 +23,6 @@ import (
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/llm"
-	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -48,13 +47,18 @@ const (
 	// DefaultAgenticN is the agentic scenario's number of agents.
 	DefaultAgenticN = 2000
 	// DefaultAgenticTimeScale is the agentic scenario's default time
-	// scale: a tenth of real time, so a mode runs in about 30 s.
-	DefaultAgenticTimeScale = 0.1
-	// DefaultAgenticContinuation is the continuation window of the +cont
-	// modes, at time scale 1.
-	DefaultAgenticContinuation = 2 * time.Second
-
-	agenticSlots    = 16
+	// scale: a twentieth of real time. Below it the client's own CPU time
+	// (about 1 ms a call, engine and simulator together) starts to count
+	// on two shared cores; at it the engine modes take about 40 s each and
+	// the baselines, which recompute evicted prefixes, about 140 s.
+	DefaultAgenticTimeScale = 0.05
+	agenticSlots            = 16
+	// agenticHeadroom is how many calls beyond the server's slots the
+	// engine keeps in flight: up to that many wait in the server's queue,
+	// as the engine's backpressure allows by default
+	// (batchagent.DefaultMaxQueued), so a slot that frees up finds its
+	// next request there instead of waiting for the client's round trip.
+	agenticHeadroom = 4
 	agenticKVTokens = 8192 * 16
 	agenticMaxTurns = 40
 	agenticTask     = "Investigate ticket agent: {id} and report what you find. sim_tool_turns={tools}"
@@ -223,24 +227,28 @@ func RunAgentic(ctx context.Context, opt AgenticOptions, w io.Writer) ([]Agentic
 	return reports, nil
 }
 
-// agenticPolicy returns the engine admission of mode; ok is false for
-// naive.
-func agenticPolicy(mode string, scale float64) (a batchagent.Admission, ok bool, err error) {
-	a = batchagent.Admission{MaxInflight: agenticSlots, FixedInflight: true, Backpressure: batchagent.Backpressure{Disabled: true}}
-	name, cont := strings.CutSuffix(mode, "+cont")
-	switch name {
+// agenticPolicy returns the engine admission of mode and the policy's
+// name; ok is false for naive. Modes fifo, turns and las run without
+// continuation, their +cont forms and engine (the defaults) with it, its
+// window scaled like every duration.
+func agenticPolicy(mode string, scale float64) (a batchagent.Admission, name string, ok bool, err error) {
+	a = batchagent.Admission{MaxInflight: agenticSlots + agenticHeadroom, FixedInflight: true, Backpressure: batchagent.Backpressure{Disabled: true}}
+	a.Continuation = time.Duration(float64(batchagent.DefaultContinuation) * scale)
+	base, cont := strings.CutSuffix(mode, "+cont")
+	switch base {
 	case "naive":
-		return a, false, nil
+		return a, "", false, nil
 	case "engine":
-		return a, true, nil // the defaults
+		return a, string(batchagent.DefaultPolicy) + "+cont", true, nil
+	case "fifo", "turns", "las":
+		a.Policy = batchagent.Policy(base)
+	default:
+		return a, "", false, fmt.Errorf("unknown mode %q", mode)
 	}
-	if a.Policy, err = sched.ParsePolicy(name); err != nil {
-		return a, false, err
+	if !cont {
+		a.Continuation, a.NoContinuation = 0, true
 	}
-	if cont {
-		a.Continuation = time.Duration(float64(DefaultAgenticContinuation) * scale)
-	}
-	return a, true, nil
+	return a, mode, true, nil
 }
 
 // agenticTool returns the step tool: agent i's k-th call sleeps its
@@ -279,7 +287,7 @@ var agenticFinding = strings.Repeat("the logs show a retry storm after the deplo
 
 // agenticRun runs one mode against a fresh server.
 func agenticRun(ctx context.Context, opt AgenticOptions, agents []agenticAgent, mode string) (AgenticReport, error) {
-	adm, isEngine, err := agenticPolicy(mode, opt.TimeScale)
+	adm, policy, isEngine, err := agenticPolicy(mode, opt.TimeScale)
 	if err != nil {
 		return AgenticReport{}, err
 	}
@@ -297,13 +305,7 @@ func agenticRun(ctx context.Context, opt AgenticOptions, agents []agenticAgent, 
 		return AgenticReport{}, err
 	}
 	defer stop()
-	r := AgenticReport{Scenario: "agentic", Mode: mode, N: len(agents), TimeScale: opt.TimeScale}
-	if isEngine {
-		r.Policy = adm.Policy.String()
-		if adm.Continuation > 0 {
-			r.Policy += "+cont"
-		}
-	}
+	r := AgenticReport{Scenario: "agentic", Mode: mode, Policy: policy, N: len(agents), TimeScale: opt.TimeScale}
 	stepTool, toolCalls := agenticTool(agents)
 	debug.FreeOSMemory()
 	resetPeakRSS()

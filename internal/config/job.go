@@ -16,7 +16,6 @@ import (
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/reduce"
-	"github.com/batchagent/batchagent/sched"
 )
 
 // DefaultBackend is the backend URL a job uses when its file names none: the
@@ -120,8 +119,8 @@ func (j *Job) keys() keys {
 			{"rpm", &a.RateLimit.RPM},
 			{"tpm", &a.RateLimit.TPM},
 			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
-			{"policy", policyField{&a.Policy}},
-			{"continuation", &a.Continuation},
+			{"policy", &a.Policy},
+			{"continuation", offDuration{&a.Continuation, &a.NoContinuation}},
 		}},
 		{"max_tokens", &d.MaxTokens},
 		{"max_tokens_limit", &d.MaxTokensLimit},
@@ -140,29 +139,6 @@ func (j *Job) keys() keys {
 		{"reduce", &j.Reduce},
 		{"pricing", pricingField{&j.Pricing}},
 	}
-}
-
-// policyField is limits.policy: a scheduling policy by name.
-type policyField struct{ p *sched.Policy }
-
-func (f policyField) decode(d *decoder, n *yaml.Node, path string) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.problem(n, path, "expected a policy name (turns, fifo, las), got %s", describe(n))
-		return
-	}
-	p, err := sched.ParsePolicy(n.Value)
-	if err != nil {
-		d.problem(n, path, "%v", err)
-		return
-	}
-	*f.p = p
-}
-
-func (f policyField) encode() (any, error) {
-	if *f.p == 0 {
-		return nil, nil
-	}
-	return f.p.String(), nil
 }
 
 // MarshalYAML implements yaml.Marshaler: the job file of j, with the keys

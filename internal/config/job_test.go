@@ -17,7 +17,6 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/job"
-	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool/filetool"
 )
 
@@ -272,16 +271,20 @@ func TestParsePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := j.Engine.Admission; a.Policy != sched.PolicyLAS || a.Continuation != 2*time.Second {
+	if a := j.Engine.Admission; a.Policy != batchagent.PolicyLAS || a.Continuation != 2*time.Second {
 		t.Errorf("policy, continuation = %v, %v; want las, 2s", a.Policy, a.Continuation)
 	}
 	out, err := yaml.Marshal(j)
 	if err != nil || !strings.Contains(string(out), "policy: las") || !strings.Contains(string(out), "continuation: 2s") {
 		t.Errorf("Marshal = %q, %v; want policy: las and continuation: 2s", out, err)
 	}
+	j, err = config.Parse([]byte("task: x\nlimits:\n  continuation: off\n"), "job.yaml", t.TempDir())
+	if err != nil || !j.Engine.Admission.NoContinuation {
+		t.Errorf("continuation: off = %+v, %v; want NoContinuation", j.Engine.Admission, err)
+	}
 	for _, tt := range []struct{ in, want string }{
-		{"policy: srpt", `job.yaml:3:11: limits.policy: sched: unknown policy "srpt" (known: turns, fifo, las)`},
-		{"policy: [las]", "limits.policy: expected a policy name"},
+		{"policy: srpt", `job.yaml:3:11: limits.policy: unknown policy "srpt" (known: fifo, turns, las)`},
+		{"policy: [las]", "limits.policy"},
 		{"continuation: -1s", "limits.continuation"},
 	} {
 		_, err := config.Parse([]byte("task: x\nlimits:\n  "+tt.in+"\n"), "job.yaml", t.TempDir())
