@@ -70,3 +70,20 @@ func TestAgenticBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestAgenticOptionsThroughRun(t *testing.T) {
+	for _, tt := range []struct {
+		scenario string
+		opt      bench.Options
+		want     string
+	}{
+		{"fair", bench.Options{TimeScale: 0.1}, "--time-scale applies to the agentic scenario only"},
+		{"agentic", bench.Options{Fail: 0.1}, "agentic takes only"},
+		{"agentic", bench.Options{Modes: []string{"srpt"}}, `unknown mode "srpt"`},
+	} {
+		_, err := bench.Run(t.Context(), tt.scenario, tt.opt, new(bytes.Buffer))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run(%s, %+v) = %v, want an error containing %q", tt.scenario, tt.opt, err, tt.want)
+		}
+	}
+}
