@@ -107,6 +107,19 @@ type Admission struct {
 	// Backpressure pauses admission while a self-hosted server's queue is
 	// long, for backends that can report it. Defaults to on for them.
 	Backpressure Backpressure
+	// Policy orders the model calls that wait for one of the backend's
+	// slots, within a job (see [Policy]). Defaults to DefaultPolicy.
+	Policy Policy
+	// Continuation is the window of cache-aware continuation: an agent
+	// whose previous model call ended at most this long ago (its tool
+	// calls were quick) goes before the agents that wait for a slot
+	// without, whatever the Policy, so that its next turn reaches the
+	// server while its prompt prefix is still cached. Defaults to
+	// DefaultContinuation; NoContinuation turns it off.
+	Continuation time.Duration
+	// NoContinuation turns cache-aware continuation off: Continuation
+	// must then be zero.
+	NoContinuation bool
 	// WarmPrefix sends the first model call alone and admits the others
 	// only when it returns, so the backend's prefix cache holds the shared
 	// prefix before the work arrives. Defaults to false.
@@ -123,6 +136,43 @@ type Admission struct {
 	// failures (each twice the last, capped by Max and by 5s). Defaults to
 	// Backoff's defaults.
 	PauseBackoff Backoff
+}
+
+// Policy names an order of the model calls that wait for a backend's
+// slots (see [Admission.Policy]).
+type Policy string
+
+// The policies.
+const (
+	// PolicyFIFO serves calls in the order they began to wait.
+	PolicyFIFO Policy = "fifo"
+	// PolicyTurns serves the agent with the most turns done first: each
+	// turn done counts as having waited sched.DefaultBoost longer, so an
+	// agent near its end finishes before fresh ones start, and none
+	// starves.
+	PolicyTurns Policy = "turns"
+	// PolicyLAS serves the agent that has received the least model time
+	// so far first (least attained service), ties in arrival order.
+	PolicyLAS Policy = "las"
+)
+
+// Defaults of the scheduling policy, chosen from `batchagent bench
+// agentic`: against a continuous-batching server with a finite KV cache,
+// arrival order with cache-aware continuation kept agents' prefixes cached
+// and the server busy, for the lowest mean and last completion times.
+const (
+	// DefaultPolicy is the default of [Admission.Policy].
+	DefaultPolicy = PolicyFIFO
+	// DefaultContinuation is the default of [Admission.Continuation].
+	DefaultContinuation = 2 * time.Second
+)
+
+// schedPolicy returns the sched.Policy of p ("" is DefaultPolicy).
+func schedPolicy(p Policy) (sched.Policy, error) {
+	if p == "" {
+		p = DefaultPolicy
+	}
+	return sched.ParsePolicy(string(p))
 }
 
 // RateLimit paces model calls to a hosted API's limits. Zero fields mean
@@ -223,6 +273,12 @@ func (a Admission) validate() error {
 		return fmt.Errorf("negative backpressure setting (max queued %d, interval %v)", a.Backpressure.MaxQueued, a.Backpressure.Interval)
 	case a.StartWindow < 0:
 		return fmt.Errorf("negative start window %v", a.StartWindow)
+	case a.Continuation < 0:
+		return fmt.Errorf("negative continuation window %v", a.Continuation)
+	case a.NoContinuation && a.Continuation != 0:
+		return fmt.Errorf("no continuation contradicts continuation %v", a.Continuation)
+	case a.Policy != "" && a.Policy != PolicyFIFO && a.Policy != PolicyTurns && a.Policy != PolicyLAS:
+		return fmt.Errorf("unknown policy %q (known: fifo, turns, las)", a.Policy)
 	case a.NoStartWindow && a.StartWindow != 0:
 		return fmt.Errorf("no start window contradicts start window %v", a.StartWindow)
 	case a.PauseBackoff.Base < 0 || a.PauseBackoff.Max < 0 || a.PauseBackoff.RateLimitBase < 0:

@@ -289,3 +289,35 @@ func ExamplePack() {
 	fmt.Printf("%d packed results, few model calls: %v\n", ok, st.ModelCalls <= 25)
 	// Output: 100 packed results, few model calls: true
 }
+
+// ExamplePolicy chooses how the agents' model calls wait for the
+// backend's slots: here the agent with the most turns done goes first,
+// without cache-aware continuation.
+func ExamplePolicy() {
+	model, err := sim.New(sim.Config{Seed: 7, ToolTurns: -1})
+	if err != nil {
+		panic(err)
+	}
+	spec, err := batchagent.NewSpec(batchagent.Def{Model: model, Task: "Summarise ticket {n}."})
+	if err != nil {
+		panic(err)
+	}
+	engine, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{
+		MaxInflight:    4,
+		Policy:         batchagent.PolicyTurns,
+		NoContinuation: true,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	inputs := make([]batchagent.Input, 10)
+	for i := range inputs {
+		inputs[i] = batchagent.Input{"n": i}
+	}
+	results, err := engine.Run(context.Background(), spec, batchagent.Slice(inputs))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(results), "results; default policy:", batchagent.DefaultPolicy, "with continuation", batchagent.DefaultContinuation)
+	// Output: 10 results; default policy: fifo with continuation 2s
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/batchagent/batchagent/internal/engine"
 	"github.com/batchagent/batchagent/llm"
@@ -60,6 +61,15 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 	if !a.NoStartWindow {
 		cfg.StartWindow = cmp.Or(a.StartWindow, DefaultStartWindow)
 	}
+	policy, err := schedPolicy(a.Policy)
+	if err != nil {
+		return engine.Admission{}, err // New validated it: cannot happen
+	}
+	cfg.Policy = policy
+	cont := time.Duration(0)
+	if !a.NoContinuation {
+		cont = cmp.Or(a.Continuation, DefaultContinuation)
+	}
 	if p, ok := m.(llm.QueueProber); ok && caps.QueueProbe && !a.Backpressure.Disabled {
 		cfg.Probe = func(ctx context.Context) (int, error) {
 			d, err := p.QueueDepth(ctx)
@@ -105,7 +115,7 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		count = estimateTokens
 	}
 	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || cfg.SharedSlots != nil || hosted
-	return engine.Admission{Gate: cfg, Count: count, Gated: gated}, nil
+	return engine.Admission{Gate: cfg, Count: count, Gated: gated, Continuation: cont}, nil
 }
 
 // estimateTokens counts about four bytes a token over the request's text.

@@ -28,6 +28,19 @@
 // once it has waited longer than the largest credit in use, every later
 // arrival is ordered behind it.
 //
+// # Policies
+//
+// How the waiters of a flow are ordered is the scheduler's [Policy]:
+// [PolicyTurns] as above (the default), [PolicyFIFO] (arrival alone), or
+// [PolicyLAS], least attained service first: the waiter that has received
+// the least service so far ([Order.Attained], for an agent its model time)
+// goes first, ties in arrival order. LAS favours short jobs without
+// knowing their lengths; a long job is not starved, only served behind
+// younger ones. Under every policy a waiter marked [Order.Continuing] goes
+// before the others of its flow: an agent back from a short tool call,
+// whose prompt prefix the server most likely still caches, is served while
+// it does.
+//
 // The package knows nothing about LLMs; besides the standard library it
 // imports only golang.org/x/time/rate.
 package sched

@@ -3,6 +3,7 @@ package sched_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/batchagent/batchagent/sched"
 )
@@ -43,4 +44,22 @@ func ExampleGate() {
 	st := g.Stats()
 	fmt.Println(st.Limit, st.Inflight, st.RPM, run.Err())
 	// Output: 16 0 600 <nil>
+}
+
+func ExampleScheduler_AcquireOrder() {
+	// Least attained service first: the caller that has had the least
+	// service so far goes next; a continuing caller before any other.
+	s, err := sched.New(sched.Config{Limit: 4, Policy: sched.PolicyLAS})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	o := sched.Order{Attained: 1500 * time.Millisecond, Continuing: true}
+	if err := s.AcquireOrder(ctx, sched.Batch, 0, o); err != nil {
+		return
+	}
+	// ... the model call runs while the slot is held ...
+	s.Release()
+	fmt.Println(sched.PolicyLAS, s.Stats().Inflight)
+	// Output: las 0
 }

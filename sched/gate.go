@@ -123,6 +123,10 @@ type GateConfig struct {
 	// alone.
 	SharedSlots SharedSlots
 
+	// Policy orders the calls waiting for a slot (see [Policy]). Defaults
+	// to PolicyTurns.
+	Policy Policy
+
 	// Warm sends the first call alone: the others wait until it has
 	// returned (prefix warming).
 	Warm bool
@@ -219,7 +223,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 		slotsShared: cfg.SharedSlots,
 	}
 	var err error
-	if g.slots, err = New(Config{Limit: cfg.Limit}); err != nil {
+	if g.slots, err = New(Config{Limit: cfg.Limit, Policy: cfg.Policy}); err != nil {
 		return nil, err
 	}
 	if cfg.Limit > 0 && !cfg.Fixed {
@@ -258,6 +262,12 @@ type Ticket struct {
 // budget or slots ([Shared.Wait], [SharedSlots.Acquire]), and holds
 // nothing.
 func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, tokens int) (*Ticket, error) {
+	return g.AcquireOrder(ctx, class, flow, Order{Priority: priority}, tokens)
+}
+
+// AcquireOrder is Acquire with the wait for a slot placed by o, as in
+// [Scheduler.AcquireOrder].
+func (g *Gate) AcquireOrder(ctx context.Context, class Class, flow uint64, o Order, tokens int) (*Ticket, error) {
 	t := &Ticket{g: g}
 	if g.warm {
 		if g.warmFirst.CompareAndSwap(false, true) {
@@ -297,7 +307,7 @@ func (g *Gate) Acquire(ctx context.Context, class Class, flow uint64, priority, 
 			t.endWarm()
 			return nil, err
 		}
-		if err := g.slots.AcquireFlow(ctx, class, flow, priority); err != nil {
+		if err := g.slots.AcquireOrder(ctx, class, flow, o); err != nil {
 			t.endWarm()
 			return nil, err
 		}

@@ -17,9 +17,67 @@ type Config struct {
 	// Limit is the number of slots. Zero means unlimited.
 	Limit int
 	// Boost is the arrival credit of one priority level: a waiter of
-	// priority p is served as if it had arrived p×Boost earlier. Defaults to
-	// DefaultBoost.
+	// priority p is served as if it had arrived p×Boost earlier (under
+	// PolicyTurns). Defaults to DefaultBoost.
 	Boost time.Duration
+	// Policy orders the waiters of a flow. Defaults to PolicyTurns.
+	Policy Policy
+}
+
+// Policy orders the waiters of one flow for a slot (see [Order]). Whatever
+// the policy, a waiter whose [Order.Continuing] is set goes before those
+// whose is not, and equal keys are served in arrival order.
+type Policy uint8
+
+// The policies.
+const (
+	// PolicyTurns serves by arrival less a credit of Boost per priority
+	// level ([Order.Priority]): an agent that has done more turns goes
+	// first, and waiting long enough beats any priority.
+	PolicyTurns Policy = iota
+	// PolicyFIFO serves in arrival order; priorities are ignored.
+	PolicyFIFO
+	// PolicyLAS serves the least attained service first: the waiter with
+	// the least [Order.Attained] (model time received so far) goes first.
+	PolicyLAS
+)
+
+// policyNames are the policies' names, by value.
+var policyNames = [...]string{PolicyTurns: "turns", PolicyFIFO: "fifo", PolicyLAS: "las"}
+
+// String returns the policy's name: "turns", "fifo" or "las".
+func (p Policy) String() string {
+	if int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// ParsePolicy returns the policy named name ("turns", "fifo" or "las"),
+// or an error that lists the names.
+func ParsePolicy(name string) (Policy, error) {
+	for i, n := range policyNames {
+		if n == name {
+			return Policy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sched: unknown policy %q (known: turns, fifo, las)", name)
+}
+
+// Order places one waiter among the waiters of its flow, as the
+// scheduler's [Policy] reads it. The zero value is a plain waiter.
+type Order struct {
+	// Priority is the waiter's priority level (PolicyTurns): higher goes
+	// first.
+	Priority int
+	// Attained is the service the caller has received so far
+	// (PolicyLAS): less goes first.
+	Attained time.Duration
+	// Continuing puts the waiter before every waiter of its flow that is
+	// not continuing: a caller whose state the backend probably still
+	// holds (an agent back from a short tool call, whose prompt prefix is
+	// still cached) goes while it does.
+	Continuing bool
 }
 
 // Class is a waiter's priority class: a waiter of a higher class is always
@@ -46,8 +104,9 @@ const numClasses = 2
 // sharing the slots progress at the same rate whatever their sizes);
 // within a flow, by priority and arrival (see the package doc).
 type Scheduler struct {
-	boost time.Duration
-	start time.Time
+	boost  time.Duration
+	policy Policy
+	start  time.Time
 
 	mu       sync.Mutex // protects the fields below
 	limit    int        // current number of slots; math.MaxInt when unlimited
@@ -79,6 +138,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Boost < 0 {
 		return nil, fmt.Errorf("sched: negative boost %v", cfg.Boost)
 	}
+	if int(cfg.Policy) >= len(policyNames) {
+		return nil, fmt.Errorf("sched: unknown policy %d", cfg.Policy)
+	}
 	if cfg.Boost == 0 {
 		cfg.Boost = DefaultBoost
 	}
@@ -86,7 +148,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if limit == 0 {
 		limit = math.MaxInt
 	}
-	s := &Scheduler{boost: cfg.Boost, start: time.Now(), limit: limit}
+	s := &Scheduler{boost: cfg.Boost, policy: cfg.Policy, start: time.Now(), limit: limit}
 	for i := range s.classes {
 		s.classes[i].flows = map[uint64]*flowQueue{}
 	}
@@ -95,7 +157,8 @@ func New(cfg Config) (*Scheduler, error) {
 
 // waiter is one blocked Acquire.
 type waiter struct {
-	key   int64 // arrival time in ns since start, minus the priority credit
+	hot   bool  // Order.Continuing: before every waiter that is not
+	key   int64 // by the policy: arrival in ns since start less the priority credit, or attained service
 	seq   uint64
 	flow  *flowQueue
 	class Class
@@ -108,13 +171,18 @@ func (s *Scheduler) Acquire(ctx context.Context, class Class, priority int) erro
 	return s.AcquireFlow(ctx, class, 0, priority)
 }
 
-// AcquireFlow blocks until a slot is free and it is the caller's turn, or
-// ctx is done. class and flow place the caller (see [Scheduler]);
-// priority orders the waiters of a flow: higher is served first (see the
-// package doc for how waiting time counts). On success the caller holds
-// one slot and must call Release; on failure it returns ctx.Err() and
-// holds nothing. A class out of range counts as the nearest one.
+// AcquireFlow is AcquireOrder with an Order of priority alone.
 func (s *Scheduler) AcquireFlow(ctx context.Context, class Class, flow uint64, priority int) error {
+	return s.AcquireOrder(ctx, class, flow, Order{Priority: priority})
+}
+
+// AcquireOrder blocks until a slot is free and it is the caller's turn,
+// or ctx is done. class and flow place the caller (see [Scheduler]); o
+// orders the waiters of a flow, as the scheduler's [Policy] reads it (see
+// the package doc for how waiting time counts). On success the caller
+// holds one slot and must call Release; on failure it returns ctx.Err()
+// and holds nothing. A class out of range counts as the nearest one.
+func (s *Scheduler) AcquireOrder(ctx context.Context, class Class, flow uint64, o Order) error {
 	class = min(max(class, 0), numClasses-1)
 	s.mu.Lock()
 	if s.inflight < s.limit && s.waiting == 0 {
@@ -134,7 +202,8 @@ func (s *Scheduler) AcquireFlow(ctx context.Context, class Class, flow uint64, p
 		cq.ring = append(cq.ring, fq)
 	}
 	w := &waiter{
-		key:   int64(time.Since(s.start)) - int64(priority)*int64(s.boost),
+		hot:   o.Continuing,
+		key:   s.key(o),
 		seq:   s.seq,
 		flow:  fq,
 		class: class,
@@ -161,6 +230,18 @@ func (s *Scheduler) AcquireFlow(ctx context.Context, class Class, flow uint64, p
 		// The slot was granted while we were leaving: hand it on.
 		s.Release()
 		return ctx.Err()
+	}
+}
+
+// key is the heap key of a waiter arriving now with o.
+func (s *Scheduler) key(o Order) int64 {
+	switch s.policy {
+	case PolicyFIFO:
+		return int64(time.Since(s.start))
+	case PolicyLAS:
+		return int64(o.Attained)
+	default:
+		return int64(time.Since(s.start)) - int64(o.Priority)*int64(s.boost)
 	}
 }
 
@@ -262,11 +343,14 @@ func (s *Scheduler) grantLocked() {
 	}
 }
 
-// waitHeap orders waiters by key, then arrival.
+// waitHeap orders waiters continuing first, then by key, then arrival.
 type waitHeap []*waiter
 
 func (h waitHeap) Len() int { return len(h) }
 func (h waitHeap) Less(i, j int) bool {
+	if h[i].hot != h[j].hot {
+		return h[i].hot
+	}
 	if h[i].key != h[j].key {
 		return h[i].key < h[j].key
 	}

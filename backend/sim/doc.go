@@ -13,6 +13,10 @@
 // copies a path or an ID from its task; otherwise enum, const, default and
 // examples are honoured, and anything else is generated.
 //
+// A task (the first user message) that contains "sim_tool_turns=N"
+// ([TaskToolTurns]) gets N tool turns instead, so one simulator can script
+// agents of different lengths.
+//
 // After that it answers. With an output schema ([llm.Request.Output]) the
 // answer is a JSON value generated from the schema, deterministic for a
 // given seed and task text, so reruns produce identical outputs. A share of

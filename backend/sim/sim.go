@@ -377,7 +377,11 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}}
 	last := req.Messages[len(req.Messages)-1]
 	feedback := last.Role == llm.RoleUser && turn > 0
-	if m.cfg.ToolTurns > 0 && turn < m.cfg.ToolTurns && !feedback {
+	toolTurns := m.cfg.ToolTurns
+	if n, ok := taskToolTurns(task); ok {
+		toolTurns = n
+	}
+	if toolTurns > 0 && turn < toolTurns && !feedback {
 		calls, err := m.toolCalls(req.Tools, task, turn, &r)
 		if err != nil {
 			return nil, err
@@ -407,6 +411,29 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	}
 	resp.Usage = llm.Usage{PromptTokens: int64(Tokens(promptBytes)), CompletionTokens: int64(Tokens(out))}
 	return resp, nil
+}
+
+// TaskToolTurns is the directive a task's text may carry to set its own
+// number of tool turns, overriding [Config.ToolTurns]: "sim_tool_turns=N"
+// (N ≥ 0; 0 means none), so that one server can script agents of
+// different lengths.
+const TaskToolTurns = "sim_tool_turns="
+
+// taskToolTurns reads the TaskToolTurns directive of a task, if any.
+func taskToolTurns(task string) (int, bool) {
+	_, rest, ok := strings.Cut(task, TaskToolTurns)
+	if !ok {
+		return 0, false
+	}
+	end := 0
+	for end < len(rest) && end < 6 && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(rest[:end])
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 // BytesPerToken is the simulated tokenizer: a token is 4 bytes of text.

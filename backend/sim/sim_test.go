@@ -172,20 +172,25 @@ func TestToolTurns(t *testing.T) {
 	tests := []struct {
 		name      string
 		toolTurns int
-		want      int // turns with tool calls
+		task      string // appended to the task
+		want      int    // turns with tool calls
 	}{
-		{"default", 0, sim.DefaultToolTurns},
-		{"one", 1, 1},
-		{"two", 2, 2},
-		{"five", 5, 5},
-		{"never", -1, 0},
+		{"default", 0, "", sim.DefaultToolTurns},
+		{"one", 1, "", 1},
+		{"two", 2, "", 2},
+		{"five", 5, "", 5},
+		{"never", -1, "", 0},
+		{"task sets seven", 1, " sim_tool_turns=7", 7},
+		{"task sets none", 3, " sim_tool_turns=0.", 0},
+		{"task overrides never", -1, " (sim_tool_turns=2)", 2},
+		{"directive without a number", 2, " sim_tool_turns=x", 2},
 	}
 	const out = `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			m := newModel(t, sim.Config{ToolTurns: tt.toolTurns, Seed: 8})
-			msgs := user("Review path: src/main.go please")
+			msgs := user("Review path: src/main.go please" + tt.task)
 			for turn := 0; ; turn++ {
 				req := &llm.Request{Messages: msgs, Tools: []llm.ToolDef{readFileTool, grepTool}, Output: &llm.OutputSpec{Schema: json.RawMessage(out)}}
 				resp := generate(t, t.Context(), m, req)

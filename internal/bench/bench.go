@@ -69,6 +69,11 @@ type Options struct {
 	// Corrupt is the share of packed entries the pack scenario's
 	// simulator corrupts. Defaults to 0; other scenarios refuse it.
 	Corrupt float64
+
+	// TimeScale scales the agentic scenario's durations (tool latencies,
+	// the simulator's step times). Defaults to DefaultAgenticTimeScale;
+	// other scenarios refuse it.
+	TimeScale float64
 }
 
 // Report is one line of output: one scenario in one mode. Field names are
@@ -126,7 +131,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout", "agentic"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -180,6 +185,12 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		}
 		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
 		return nil, err
+	case "agentic":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 {
+			return nil, errors.New("bench: agentic takes only -n, --mode, --seed, --time-scale and --json")
+		}
+		_, err := RunAgentic(ctx, AgenticOptions{N: opt.N, Seed: opt.Seed, Modes: opt.Modes, TimeScale: opt.TimeScale, JSON: opt.JSON}, w)
+		return nil, err
 	case "scaleout":
 		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 {
 			return nil, errors.New("bench: scaleout takes only -n, --dir and --json")
@@ -195,6 +206,9 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 	}
 	if opt.Corrupt != 0 {
 		return nil, fmt.Errorf("bench: --corrupt applies to the pack scenario only, not %s", scenario)
+	}
+	if opt.TimeScale != 0 {
+		return nil, fmt.Errorf("bench: --time-scale applies to the agentic scenario only, not %s", scenario)
 	}
 	if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 {
 		return nil, fmt.Errorf("bench: --backend, --model and --max-tokens apply to the live scenario only, not %s", scenario)

@@ -42,7 +42,9 @@ func (a *app) simServeCommand() *cobra.Command {
 (POST /v1/chat/completions, GET /v1/models, /metrics, /health) whose timing
 models a continuous-batching GPU server (vLLM-like): a running batch of
 --max-seqs sequences, a waiting queue of --max-queue requests (then 429),
-chunked prefill of the uncached prompt tokens, and a prefix cache. It runs
+chunked prefill of the uncached prompt tokens, and a prefix cache in a KV
+cache of --kv-cache-tokens tokens (least recently used blocks evicted;
+counters on /metrics). It runs
 until SIGINT or SIGTERM, then lets requests in flight finish.`,
 		Example: `  batchagent sim serve --addr 127.0.0.1:0 --seed 7 --tool-turns 0
   batchagent sim serve --fault rate_limited --log-level debug`,
@@ -69,6 +71,7 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.DurationVar(&f.cfg.DecodeStep, "decode-step", simhttp.DefaultDecodeStep, "time of a decode step with a batch of one")
 	fl.DurationVar(&f.cfg.DecodeStepPerSeq, "decode-step-per-seq", simhttp.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
 	fl.BoolVar(&f.cfg.NoPrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
+	fl.IntVar(&f.cfg.KVCacheTokens, "kv-cache-tokens", 0, "KV cache size in tokens: prefix blocks are evicted least recently used when a new sequence needs room (0: 1,048,576)")
 	fl.IntVar(&f.cfg.ContextWindow, "context-window", simhttp.DefaultContextWindow, "context window in tokens")
 	fl.StringVar(&f.cfg.ModelName, "model", simhttp.DefaultModelName, "model name to list and answer as")
 	fl.Uint64Var(&f.cfg.Model.Seed, "seed", 0, "simulator seed")

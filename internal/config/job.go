@@ -119,6 +119,8 @@ func (j *Job) keys() keys {
 			{"rpm", &a.RateLimit.RPM},
 			{"tpm", &a.RateLimit.TPM},
 			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
+			{"policy", &a.Policy},
+			{"continuation", offDuration{&a.Continuation, &a.NoContinuation}},
 		}},
 		{"max_tokens", &d.MaxTokens},
 		{"max_tokens_limit", &d.MaxTokensLimit},

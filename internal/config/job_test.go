@@ -266,6 +266,34 @@ func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 func writeBytes(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 
+func TestParsePolicy(t *testing.T) {
+	j, err := config.Parse([]byte("task: x\nlimits:\n  policy: las\n  continuation: 2s\n"), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := j.Engine.Admission; a.Policy != batchagent.PolicyLAS || a.Continuation != 2*time.Second {
+		t.Errorf("policy, continuation = %v, %v; want las, 2s", a.Policy, a.Continuation)
+	}
+	out, err := yaml.Marshal(j)
+	if err != nil || !strings.Contains(string(out), "policy: las") || !strings.Contains(string(out), "continuation: 2s") {
+		t.Errorf("Marshal = %q, %v; want policy: las and continuation: 2s", out, err)
+	}
+	j, err = config.Parse([]byte("task: x\nlimits:\n  continuation: off\n"), "job.yaml", t.TempDir())
+	if err != nil || !j.Engine.Admission.NoContinuation {
+		t.Errorf("continuation: off = %+v, %v; want NoContinuation", j.Engine.Admission, err)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"policy: srpt", `job.yaml:3:11: limits.policy: unknown policy "srpt" (known: fifo, turns, las)`},
+		{"policy: [las]", "limits.policy"},
+		{"continuation: -1s", "limits.continuation"},
+	} {
+		_, err := config.Parse([]byte("task: x\nlimits:\n  "+tt.in+"\n"), "job.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%s) = %v, want it to contain %q", tt.in, err, tt.want)
+		}
+	}
+}
+
 func TestParseAdmissionSettings(t *testing.T) {
 	want := batchagent.Admission{
 		RateLimit: batchagent.RateLimit{RPM: 500, TPM: 90000}, FixedInflight: true, WarmPrefix: true,

@@ -113,6 +113,16 @@ func (d *decoder) validateLimits(j *Job) {
 	if j.Def.Timeout < 0 && d.ok("limits.timeout") {
 		d.report(d.at("limits.timeout"), "limits.timeout", "must not be negative, got %s", j.Def.Timeout)
 	}
+	if c := j.Engine.Admission.Continuation; c < 0 && d.ok("limits.continuation") {
+		d.report(d.at("limits.continuation"), "limits.continuation", "must not be negative, got %s", c)
+	}
+	switch p := j.Engine.Admission.Policy; p {
+	case "", batchagent.PolicyFIFO, batchagent.PolicyTurns, batchagent.PolicyLAS:
+	default:
+		if d.ok("limits.policy") {
+			d.report(d.at("limits.policy"), "limits.policy", "unknown policy %q (known: fifo, turns, las)", p)
+		}
+	}
 	if j.Def.OutageBudget < 0 && d.ok("limits.outage_budget") {
 		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", j.Def.OutageBudget)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
@@ -55,6 +56,10 @@ type Admission struct {
 	// with capabilities or any limit); otherwise calls go straight to the
 	// model.
 	Gated bool
+	// Continuation is the window of cache-aware continuation: an agent
+	// whose previous model call ended at most this long ago waits for a
+	// slot as continuing (sched.Order.Continuing). Zero means off.
+	Continuation time.Duration
 }
 
 // Engine runs jobs: many at once, for as long as it lives. It is safe for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
@@ -21,6 +22,7 @@ type gate struct {
 	g     *sched.Gate
 	gated bool // g is consulted for every model call
 	count func(*llm.Request) int
+	cont  time.Duration // Admission.Continuation
 }
 
 // backendKey is the key of a comparable model's gate.
@@ -57,7 +59,7 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count}
+	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count, cont: a.Continuation}
 	if key != nil {
 		e.gates[key] = g
 		e.order = append(e.order, g)
@@ -97,22 +99,56 @@ type classGate struct {
 // take turns for the backend's slots.
 type flowKey struct{}
 
-// Acquire waits for the backend's gate. Once the engine drains, the waits
-// for prefix warming and pauses end with agent.ErrStopped.
+// serviceKey is the context key of an agent's *service: what the
+// scheduling policies know of the agent's model calls so far.
+type serviceKey struct{}
+
+// service is one agent's model service: the time its model calls held a
+// slot, and when the last one ended. The agent's calls follow one another,
+// but its permits may be released from another goroutine, hence atomics.
+type service struct {
+	attained atomic.Int64 // ns
+	lastEnd  atomic.Int64 // UnixNano; 0 before the first call ends
+}
+
+// withService returns ctx carrying a fresh service record for one agent.
+func withService(ctx context.Context) context.Context {
+	return context.WithValue(ctx, serviceKey{}, new(service))
+}
+
+// order returns the sched.Order of a call of an agent with the service
+// record sv (nil: none) and priority, now.
+func (c *classGate) order(sv *service, priority int, now time.Time) sched.Order {
+	o := sched.Order{Priority: priority}
+	if sv == nil {
+		return o
+	}
+	o.Attained = time.Duration(sv.attained.Load())
+	if last := sv.lastEnd.Load(); c.g.cont > 0 && last != 0 && now.Sub(time.Unix(0, last)) <= c.g.cont {
+		o.Continuing = true
+	}
+	return o
+}
+
+// Acquire waits for the backend's gate, placed by the gate's policy with
+// what the context's service record says of the agent. Once the engine
+// drains, the waits for prefix warming and pauses end with
+// agent.ErrStopped.
 func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	flow, _ := ctx.Value(flowKey{}).(uint64)
+	sv, _ := ctx.Value(serviceKey{}).(*service)
 	tokens := 0
 	if c.g.g.CountsTokens() { // counting re-reads the whole conversation
 		tokens = c.g.count(req)
 	}
-	t, err := c.g.g.Acquire(ctx, c.class, flow, priority, tokens)
+	t, err := c.g.g.AcquireOrder(ctx, c.class, flow, c.order(sv, priority, time.Now()), tokens)
 	if errors.Is(err, sched.ErrStopped) {
 		return nil, agent.ErrStopped
 	}
 	if err != nil {
 		return nil, err
 	}
-	return permit{t}, nil
+	return permit{t: t, sv: sv, start: time.Now()}, nil
 }
 
 // LastAnswer returns when a call last succeeded or began to get its
@@ -120,7 +156,11 @@ func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request)
 func (c *classGate) LastAnswer() time.Time { return c.g.g.LastAnswer() }
 
 // permit is one admitted call.
-type permit struct{ t *sched.Ticket }
+type permit struct {
+	t     *sched.Ticket
+	sv    *service // the agent's, credited at Release; nil: none
+	start time.Time
+}
 
 // Answering records that the backend began to answer the call (its first
 // streamed event, agent.AnswerPermit).
@@ -129,6 +169,11 @@ func (p permit) Answering() { p.t.Answering() }
 // Release frees the slot and tells the gate what the answer says of the
 // backend.
 func (p permit) Release(resp *llm.Response, err error) {
+	if p.sv != nil {
+		now := time.Now()
+		p.sv.attained.Add(int64(now.Sub(p.start)))
+		p.sv.lastEnd.Store(now.UnixNano())
+	}
 	o := sched.Outcome{Err: err, Signal: signalOf(err)}
 	if o.Signal == sched.SignalCongested {
 		o.RetryAfter = llm.RetryAfter(err)

@@ -301,6 +301,7 @@ func (e *Engine) closedNow() bool {
 // deliver once it is checkpointed (when save is set).
 func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in job.Input, resume *agent.State, save bool, deliver func(job.Result)) {
 	start := time.Now()
+	ctx = withService(ctx)
 	if sc, ok := agent.ObserverFrom(ctx).(agent.Scope); ok {
 		var end func(job.Result)
 		ctx, end = sc.Agent(ctx, rn.id, i)

@@ -1,15 +1,11 @@
 package simhttp
 
 import (
-	"container/list"
 	"context"
 	"errors"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/batchagent/batchagent/backend/sim"
 )
 
 // errQueueFull and errStopped end a sequence that never ran to completion.
@@ -37,6 +33,8 @@ type seq struct {
 	// Owned by the scheduler goroutine.
 	left     int  // uncached prompt tokens still to prefill; -1 before the prefill starts
 	decoding bool // prefill done: emits a token each step
+	held     int  // leading blocks of blocks held in the KV cache
+	res      int  // KV cache blocks reserved beyond those held
 
 	gone atomic.Bool // the client went away
 
@@ -170,9 +168,16 @@ func (s *Server) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing
 	defer timer.Stop()
+	// due is when the step in progress ends, in simulated time: each step
+	// ends its time after the last one's end, not after the timer fired,
+	// so that timer lateness does not add up over a busy period (steps
+	// only a few hundred microseconds long stay true on a loaded
+	// machine). Zero while idle.
+	var due time.Time
 	for {
 		running = s.admit(running)
 		if len(running) == 0 {
+			due = time.Time{}
 			select {
 			case <-ctx.Done():
 				return nil
@@ -180,12 +185,19 @@ func (s *Server) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		timer.Reset(s.plan(running))
+		step, members := s.plan(running)
+		if due.IsZero() {
+			due = time.Now()
+		}
+		due = due.Add(step)
+		timer.Reset(time.Until(due))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
 		}
+		s.busy.Add(int64(step))
+		s.service.Add(int64(step) * int64(members))
 		running = s.apply(running)
 	}
 }
@@ -197,6 +209,8 @@ func (s *Server) admit(running []*seq) []*seq {
 	for _, q := range running {
 		if !q.gone.Load() {
 			kept = append(kept, q)
+		} else {
+			s.releaseKV(q)
 		}
 	}
 	clear(running[len(kept):])
@@ -207,6 +221,9 @@ func (s *Server) admit(running []*seq) []*seq {
 		q := s.queue[i]
 		if q.state != seqWaiting {
 			continue
+		}
+		if s.cache != nil && !s.reserveKV(q) {
+			break // no room in the KV cache until running sequences finish
 		}
 		q.state = seqAdmitted
 		s.waiting--
@@ -228,9 +245,9 @@ func (s *Server) admit(running []*seq) []*seq {
 
 // plan lays out the next step: it prefills up to chunkTokens prompt tokens
 // in admission order (looking prompts up in the prefix cache when their
-// prefill starts, and inserting them when it finishes) and returns the
-// step's time.
-func (s *Server) plan(running []*seq) time.Duration {
+// prefill starts, and caching their blocks when it finishes) and returns
+// the step's time and the number of sequences that take part in it.
+func (s *Server) plan(running []*seq) (step time.Duration, members int) {
 	budget, prefill, decoding, batch := chunkTokens, 0, 0, 0
 	for _, q := range running {
 		if q.decoding {
@@ -242,16 +259,7 @@ func (s *Server) plan(running []*seq) time.Duration {
 			continue
 		}
 		if q.left < 0 {
-			cached := 0
-			if s.cache != nil {
-				cached = min(s.cache.lookup(q.blocks)*blockTokens, q.prompt-1)
-			}
-			q.left = q.prompt - cached
-			q.mu.Lock()
-			q.cached = cached
-			q.mu.Unlock()
-			s.prompt.Add(int64(q.prompt))
-			s.cached.Add(int64(cached))
+			s.startPrefill(q)
 		}
 		n := min(budget, q.left)
 		q.left -= n
@@ -259,12 +267,73 @@ func (s *Server) plan(running []*seq) time.Duration {
 		prefill += n
 		batch++
 		if q.left == 0 && s.cache != nil {
-			s.cache.insert(q.blocks)
+			for _, h := range q.blocks[q.held:] {
+				s.cache.add(h)
+			}
+			q.res -= len(q.blocks) - q.held
+			q.held = len(q.blocks)
 		}
 	}
 	memory := s.cfg.DecodeStep + time.Duration(batch)*s.cfg.DecodeStepPerSeq
 	compute := time.Duration(prefill+decoding) * s.cfg.PrefillPerToken
-	return max(memory, compute)
+	return max(memory, compute), batch
+}
+
+// startPrefill looks q's prompt up in the prefix cache as its prefill
+// starts: its cached tokens are its leading blocks cached by then, which
+// it holds until it ends, and the rest is prefilled.
+func (s *Server) startPrefill(q *seq) {
+	cached := 0
+	if c := s.cache; c != nil {
+		n := c.pin(q.blocks, q.held)
+		c.unreserve(n - q.held)
+		q.res -= n - q.held
+		q.held = n
+		cached = min(n*blockTokens, q.prompt-1)
+		recomputed := 0
+		for _, h := range q.blocks[n:] {
+			if c.wasEvicted(h) {
+				recomputed += blockTokens
+			}
+		}
+		if recomputed > 0 {
+			s.recomputed.Add(int64(recomputed))
+			s.lost.Add(1)
+		}
+	}
+	q.left = q.prompt - cached
+	q.mu.Lock()
+	q.cached = cached
+	q.mu.Unlock()
+	s.prompt.Add(int64(q.prompt))
+	s.cached.Add(int64(cached))
+	s.prefilled.Add(int64(q.left))
+}
+
+// reserveKV admits q to the KV cache: it holds the cached leading blocks
+// of q's prompt and reserves room for the rest of its prompt and its
+// completion, evicting unheld blocks as needed. It reports false, holding
+// nothing, when the running sequences leave no room.
+func (s *Server) reserveKV(q *seq) bool {
+	n := s.cache.pin(q.blocks, 0)
+	need := blocksFor(q.prompt+q.total) - n
+	if !s.cache.reserve(need) {
+		s.cache.unpin(q.blocks[:n])
+		return false
+	}
+	q.held, q.res = n, need
+	return true
+}
+
+// releaseKV gives back what q holds in the KV cache as it ends: its
+// prompt's blocks stay cached, evictable.
+func (s *Server) releaseKV(q *seq) {
+	if s.cache == nil {
+		return
+	}
+	s.cache.unpin(q.blocks[:q.held])
+	s.cache.unreserve(q.res)
+	q.held, q.res = 0, 0
 }
 
 // apply publishes the tokens of the step just run and removes the
@@ -283,6 +352,8 @@ func (s *Server) apply(running []*seq) []*seq {
 		s.generated.Add(1) // before the handler can see the token
 		if !q.emit() {
 			kept = append(kept, q)
+		} else {
+			s.releaseKV(q)
 		}
 	}
 	clear(running[len(kept):])
@@ -304,61 +375,4 @@ func (s *Server) stop(running []*seq) {
 	for _, q := range append(queue, running...) {
 		q.fail(errStopped)
 	}
-}
-
-// prefixCache is an LRU set of prompt block hashes. It is owned by one
-// goroutine.
-type prefixCache struct {
-	max    int
-	blocks map[uint64]*list.Element
-	lru    list.List // of uint64 hashes; front: most recently used
-}
-
-func newPrefixCache(maxBlocks int) *prefixCache {
-	return &prefixCache{max: maxBlocks, blocks: make(map[uint64]*list.Element)}
-}
-
-// lookup returns how many leading blocks of a prompt are cached, and marks
-// them used.
-func (c *prefixCache) lookup(blocks []uint64) int {
-	n := 0
-	for n < len(blocks) && c.blocks[blocks[n]] != nil {
-		n++
-	}
-	// The first block becomes the most recent, so a prefix is evicted from
-	// its end.
-	for i := n - 1; i >= 0; i-- {
-		c.lru.MoveToFront(c.blocks[blocks[i]])
-	}
-	return n
-}
-
-// insert caches a prompt's blocks, evicting the least recently used
-// blocks beyond the bound.
-func (c *prefixCache) insert(blocks []uint64) {
-	for i := len(blocks) - 1; i >= 0; i-- {
-		if e := c.blocks[blocks[i]]; e != nil {
-			c.lru.MoveToFront(e)
-		} else {
-			c.blocks[blocks[i]] = c.lru.PushFront(blocks[i])
-		}
-	}
-	for c.lru.Len() > c.max {
-		e := c.lru.Back()
-		delete(c.blocks, c.lru.Remove(e).(uint64))
-	}
-}
-
-// blockHashes returns the chained hashes of the full 16-token blocks of a
-// rendered prompt: each is the FNV-1a hash of the whole prefix up to the
-// block's end, so equal hashes mean equal prefixes.
-func blockHashes(prompt []byte) []uint64 {
-	const blockBytes = blockTokens * sim.BytesPerToken
-	hashes := make([]uint64, 0, len(prompt)/blockBytes)
-	h := fnv.New64a()
-	for end := blockBytes; end <= len(prompt); end += blockBytes {
-		h.Write(prompt[end-blockBytes : end])
-		hashes = append(hashes, h.Sum64()) // Sum64 does not reset h: the hash chains
-	}
-	return hashes
 }

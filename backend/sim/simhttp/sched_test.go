@@ -416,38 +416,91 @@ func TestServerStop(t *testing.T) {
 	})
 }
 
-func TestPrefixCache(t *testing.T) {
-	t.Parallel()
-	c := newPrefixCache(4)
-	a := []uint64{1, 2, 3}
-	if n := c.lookup(a); n != 0 {
-		t.Errorf("lookup(%v) on an empty cache = %d, want 0", a, n)
-	}
-	c.insert(a)
-	tests := []struct {
-		blocks []uint64
-		want   int
-	}{
-		{[]uint64{1, 2, 3}, 3},
-		{[]uint64{1, 2, 9}, 2},
-		{[]uint64{9, 2, 3}, 0},
-		{[]uint64{1, 2, 3, 4, 5}, 3},
-		{nil, 0},
-	}
-	for _, tt := range tests {
-		if n := c.lookup(tt.blocks); n != tt.want {
-			t.Errorf("lookup(%v) = %d, want %d", tt.blocks, n, tt.want)
+// cacheBlocks runs sequences through c as the server does: each holds
+// its cached leading blocks, reserves the rest, caches its blocks and
+// ends. It returns the cached leading blocks of each.
+func cacheBlocks(t *testing.T, c *kvCache, prompts ...[]uint64) []int {
+	t.Helper()
+	hits := make([]int, len(prompts))
+	for i, p := range prompts {
+		n := c.pin(p, 0)
+		if !c.reserve(len(p) - n) {
+			t.Fatalf("reserve(%d) for prompt %d: no room", len(p)-n, i)
 		}
+		for _, h := range p[n:] {
+			c.add(h)
+		}
+		c.unpin(p)
+		hits[i] = n
 	}
-	// Inserting two more blocks evicts from the end of the least recently
-	// used chain: block 3 goes, 1 and 2 stay.
-	c.insert([]uint64{7, 8})
-	if n := c.lookup(a); n != 2 {
-		t.Errorf("lookup(%v) after eviction = %d, want 2", a, n)
-	}
-	if len(c.blocks) != 4 || c.lru.Len() != 4 {
-		t.Errorf("cache holds %d blocks (list %d), want 4", len(c.blocks), c.lru.Len())
-	}
+	return hits
+}
+
+func TestKVCache(t *testing.T) {
+	t.Parallel()
+	t.Run("prefix reused within capacity", func(t *testing.T) {
+		t.Parallel()
+		c := newKVCache(4)
+		got := cacheBlocks(t, c, []uint64{1, 2, 3}, []uint64{1, 2, 3}, []uint64{1, 2, 9}, []uint64{8, 7, 6})
+		if want := []int{0, 3, 2, 0}; !slices.Equal(got, want) {
+			t.Errorf("cached leading blocks = %v, want %v", got, want)
+		}
+		// 1,2,3 and 9 fill the cache; 8,7,6 need three blocks: the least
+		// recently used go, 3 then 9 then 2, and 1 stays.
+		if n := c.evictions.Load(); n != 3 || !c.wasEvicted(3) || !c.wasEvicted(9) || !c.wasEvicted(2) || c.wasEvicted(1) {
+			t.Errorf("evictions = %d (3, 9, 2, 1 evicted: %v %v %v %v), want 3 (true true true false)",
+				n, c.wasEvicted(3), c.wasEvicted(9), c.wasEvicted(2), c.wasEvicted(1))
+		}
+	})
+	t.Run("least recently used evicted first", func(t *testing.T) {
+		t.Parallel()
+		c := newKVCache(4)
+		cacheBlocks(t, c, []uint64{1, 2}, []uint64{3, 4})
+		// Using 1,2 again makes 3,4 the least recently used: they go first,
+		// the end of the chain (4) before its head (3).
+		cacheBlocks(t, c, []uint64{1, 2})
+		cacheBlocks(t, c, []uint64{5})
+		if c.wasEvicted(3) || !c.wasEvicted(4) || c.wasEvicted(1) || c.wasEvicted(2) {
+			t.Errorf("after one eviction: evicted 1..4 = %v %v %v %v, want only 4", c.wasEvicted(1), c.wasEvicted(2), c.wasEvicted(3), c.wasEvicted(4))
+		}
+		cacheBlocks(t, c, []uint64{6})
+		if !c.wasEvicted(3) || c.wasEvicted(1) {
+			t.Errorf("after two evictions: 3 evicted %v, 1 evicted %v; want true, false", c.wasEvicted(3), c.wasEvicted(1))
+		}
+		if got := cacheBlocks(t, c, []uint64{1, 2}); got[0] != 2 {
+			t.Errorf("prefix 1,2 after evictions: %d blocks cached, want 2", got[0])
+		}
+		// Caching a block again clears its eviction mark.
+		cacheBlocks(t, c, []uint64{3})
+		if c.wasEvicted(3) {
+			t.Error("block 3 cached again is still marked evicted")
+		}
+	})
+	t.Run("held blocks never evicted", func(t *testing.T) {
+		t.Parallel()
+		c := newKVCache(4)
+		running := []uint64{1, 2, 3}
+		if n := c.pin(running, 0); n != 0 || !c.reserve(3) {
+			t.Fatal("empty cache: cannot reserve 3 of 4 blocks")
+		}
+		for _, h := range running {
+			c.add(h)
+		}
+		if c.reserve(2) {
+			t.Fatal("reserve(2) with 3 of 4 blocks held succeeded, want no room")
+		}
+		if c.evictions.Load() != 0 || c.pin(running, 0) != 3 {
+			t.Errorf("a held block was evicted (evictions %d)", c.evictions.Load())
+		}
+		c.unpin(running) // the extra pin above
+		c.unpin(running) // the sequence ends
+		if !c.reserve(2) {
+			t.Fatal("reserve(2) after the sequence ended: no room")
+		}
+		if n := c.evictions.Load(); n != 1 || !c.wasEvicted(3) {
+			t.Errorf("evictions = %d (3 evicted %v), want 1, the chain's end", n, c.wasEvicted(3))
+		}
+	})
 }
 
 func TestBlockHashes(t *testing.T) {
@@ -529,4 +582,84 @@ func TestSeqFail(t *testing.T) {
 	if len(q.notify) != 1 {
 		t.Errorf("fail left %d signals, want 1", len(q.notify))
 	}
+}
+
+// TestServerKVCache checks the finite KV cache: a prefix re-used within
+// capacity is cached, one evicted since is recomputed and counted, and a
+// running sequence's blocks are never evicted (a sequence that does not
+// fit waits for room instead).
+func TestServerKVCache(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Model: sim.Config{ToolTurns: -1}, KVCacheTokens: 1024} // 64 blocks
+	t.Run("reuse, eviction, recompute", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, cfg)
+			defer stop()
+			a := sharedPrefix(400) // 25 blocks
+			first := burst(t, s, prepareAll(t, s, chat(a, "One.", 0)))
+			again := burst(t, s, prepareAll(t, s, chat(a, "Two.", 0)))
+			if first.cached[0] != 0 || again.cached[0] != 400 {
+				t.Errorf("cached tokens of A, then A again = %d, %d; want 0, 400", first.cached[0], again.cached[0])
+			}
+			if st := s.Stats(); st.Evictions != 0 || st.RecomputedTokens != 0 || st.LostPrefixes != 0 {
+				t.Errorf("within capacity: evictions %d, recomputed %d, lost %d; want 0, 0, 0", st.Evictions, st.RecomputedTokens, st.LostPrefixes)
+			}
+			// B needs 50 of the 64 blocks: A's least recently used blocks go.
+			burst(t, s, prepareAll(t, s, chat(strings.Repeat("b", 780*sim.BytesPerToken), "Three.", 0)))
+			st := s.Stats()
+			if st.Evictions == 0 {
+				t.Fatalf("evictions after B = 0, want > 0")
+			}
+			last := burst(t, s, prepareAll(t, s, chat(a, "Four.", 0)))
+			st2 := s.Stats()
+			lostBlocks := 25 - last.cached[0]/blockTokens
+			if last.cached[0] >= 400 || st2.RecomputedTokens != int64(lostBlocks*blockTokens) || st2.LostPrefixes != 1 {
+				t.Errorf("A after eviction: cached %d, recomputed %d, lost %d; want < 400, %d, 1",
+					last.cached[0], st2.RecomputedTokens, st2.LostPrefixes, lostBlocks*blockTokens)
+			}
+			if want := st2.PromptTokens - st2.CachedTokens; st2.PrefillTokens != want {
+				t.Errorf("prefill tokens = %d, want prompt - cached = %d", st2.PrefillTokens, want)
+			}
+			if st2.BusyTime <= 0 || st2.ServiceTime < st2.BusyTime {
+				t.Errorf("busy %v, service %v; want > 0 and service >= busy (one sequence at a time)", st2.BusyTime, st2.ServiceTime)
+			}
+		})
+	})
+	t.Run("running sequence not evicted", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := runServer(t, cfg)
+			defer stop()
+			// Each needs 38+ blocks: only one fits at a time.
+			jobs := prepareAll(t, s, chat(strings.Repeat("a", 600*sim.BytesPerToken), "One.", 0),
+				chat(strings.Repeat("b", 600*sim.BytesPerToken), "Two.", 0))
+			tm := burst(t, s, jobs)
+			if tm.ttft[1] < tm.end[0] {
+				t.Errorf("second sequence's first token at %v, before the first ended (%v): both held the cache", tm.ttft[1], tm.end[0])
+			}
+			if st := s.Stats(); st.Evictions == 0 {
+				t.Error("evictions = 0, want the first's blocks evicted once it ended")
+			}
+		})
+	})
+	t.Run("too large", func(t *testing.T) {
+		t.Parallel()
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, apiErr, err := s.prepare(t.Context(), chat(strings.Repeat("a", 1100*sim.BytesPerToken), "One.", 0))
+		if err != nil || apiErr == nil || apiErr.status != 400 || !strings.Contains(apiErr.message, "KV cache") {
+			t.Errorf("prepare(1,100-token prompt, 1,024-token cache) = %+v, %v; want a 400 naming the KV cache", apiErr, err)
+		}
+	})
+	t.Run("config", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []Config{{KVCacheTokens: -1}, {KVCacheTokens: 8}, {KVCacheTokens: 1024, NoPrefixCache: true}} {
+			if _, err := New(c); err == nil || !strings.Contains(err.Error(), "kv_cache_tokens") {
+				t.Errorf("New(%+v) = %v, want an error naming kv_cache_tokens", c, err)
+			}
+		}
+	})
 }

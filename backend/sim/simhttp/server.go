@@ -33,12 +33,14 @@ const (
 	// prefill): a long prompt is prefilled over several steps, and the
 	// running sequences decode one token in each.
 	chunkTokens = 512
-	// blockTokens is the size of a prefix-cache block.
+	// blockTokens is the size of a KV-cache block.
 	blockTokens = 16
-	// cacheBlocks bounds the prefix cache: 1 Mi tokens, evicted least
-	// recently used first.
-	cacheBlocks = 1 << 20 / blockTokens
 )
+
+// DefaultKVCacheTokens is the default of [Config.KVCacheTokens]: 1 Mi
+// tokens, more than any test's running batch needs, so the cache only
+// evicts blocks no sequence holds.
+const DefaultKVCacheTokens = 1 << 20
 
 // Fault is a failure the [Server] injects into every chat-completion
 // request, to test clients. The zero value injects none.
@@ -102,8 +104,15 @@ type Config struct {
 	// batch. Defaults to DefaultDecodeStepPerSeq.
 	DecodeStepPerSeq time.Duration
 	// NoPrefixCache turns the prefix cache off: every prompt token is
-	// prefilled. The zero value caches.
+	// prefilled, and the KV cache is not modelled. The zero value caches.
 	NoPrefixCache bool
+	// KVCacheTokens is the size of the KV cache in tokens, rounded down to
+	// whole blocks of 16 tokens. A running sequence holds room for its
+	// prompt and completion; a request is admitted only when there is room
+	// for it, evicting the least recently used prefix blocks no running
+	// sequence holds; one that could never fit is answered 400. Defaults
+	// to DefaultKVCacheTokens. Set with NoPrefixCache it is an error.
+	KVCacheTokens int
 	// ContextWindow is the model's context in tokens: a longer prompt (or
 	// prompt plus max_tokens) gets a 400 context_length_exceeded error.
 	// Defaults to DefaultContextWindow.
@@ -155,6 +164,9 @@ func (c Config) withDefaults() Config {
 	if c.ContextWindow == 0 {
 		c.ContextWindow = DefaultContextWindow
 	}
+	if c.KVCacheTokens == 0 {
+		c.KVCacheTokens = DefaultKVCacheTokens
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -178,6 +190,12 @@ func (c Config) validate() error {
 	}
 	if c.ContextWindow < 0 {
 		errs = append(errs, fmt.Errorf("simhttp: context_window = %d, want > 0", c.ContextWindow))
+	}
+	switch {
+	case c.KVCacheTokens < 0 || c.KVCacheTokens > 0 && c.KVCacheTokens < blockTokens:
+		errs = append(errs, fmt.Errorf("simhttp: kv_cache_tokens = %d, want at least one block (%d tokens)", c.KVCacheTokens, blockTokens))
+	case c.KVCacheTokens > 0 && c.NoPrefixCache:
+		errs = append(errs, errors.New("simhttp: kv_cache_tokens is set but the prefix cache is off (no_prefix_cache)"))
 	}
 	for _, d := range []struct {
 		name string
@@ -226,8 +244,17 @@ func (c Config) validate() error {
 // starts, its cached tokens are the longest run of its leading blocks
 // already in the cache (at most all tokens but one); the rest are
 // prefilled. A prompt's blocks enter the cache when its prefill finishes,
-// so a prefix becomes reusable only once its first prefill is done. The
-// cache holds 1 Mi tokens, evicting the least recently used blocks.
+// so a prefix becomes reusable only once its first prefill is done.
+//
+// KV cache: the cache holds KVCacheTokens tokens in blocks of 16. A
+// sequence is admitted only when there is room for its prompt and its
+// completion: it holds its prompt's cached blocks and reserves the rest,
+// evicting the least recently used blocks that no running sequence holds
+// (a prefix is evicted from its end). A running sequence's blocks are
+// never evicted; when the running batch leaves no room, the queue waits.
+// A finished sequence's prompt blocks stay cached until evicted; a later
+// prompt that prefills a block evicted before counts as recomputed
+// ([Stats.RecomputedTokens]).
 //
 // Decode: in each step every sequence whose prefill is done emits one
 // token, and a sequence whose prefill finishes in the step emits its first
@@ -269,8 +296,8 @@ type Server struct {
 	// one pending signal is enough).
 	wake chan struct{}
 
-	// cache is owned by the Run goroutine.
-	cache *prefixCache
+	// cache is owned by the Run goroutine; nil without a prefix cache.
+	cache *kvCache
 
 	requests  atomic.Int64
 	rejected  atomic.Int64
@@ -278,6 +305,12 @@ type Server struct {
 	cached    atomic.Int64
 	generated atomic.Int64
 	running   atomic.Int64
+
+	prefilled  atomic.Int64 // prompt tokens computed
+	recomputed atomic.Int64 // of them, in blocks evicted before
+	lost       atomic.Int64 // sequences that recomputed evicted blocks
+	busy       atomic.Int64 // ns of steps run
+	service    atomic.Int64 // ns of steps × sequences taking part
 }
 
 // phase is where a Server is in its life.
@@ -303,7 +336,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, model: m, start: time.Now(), wake: make(chan struct{}, 1)}
 	if !cfg.NoPrefixCache {
-		s.cache = newPrefixCache(cacheBlocks)
+		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
 	}
 	return s, nil
 }
@@ -324,6 +357,24 @@ type Stats struct {
 	CachedTokens int64
 	// GenerationTokens counts the tokens generated.
 	GenerationTokens int64
+	// PrefillTokens counts the prompt tokens prefilled (computed): the
+	// uncached part of PromptTokens.
+	PrefillTokens int64
+	// RecomputedTokens is the part of PrefillTokens in blocks that had
+	// been cached and were evicted since.
+	RecomputedTokens int64
+	// LostPrefixes counts the requests that recomputed evicted blocks:
+	// their prefix had been cached and was lost.
+	LostPrefixes int64
+	// Evictions counts the KV-cache blocks evicted.
+	Evictions int64
+	// BusyTime is the total time of the steps run: the simulated GPU's
+	// busy time.
+	BusyTime time.Duration
+	// ServiceTime is each sequence's prefill and decode time summed: the
+	// time of every step a sequence took part in, counted once per
+	// sequence. ServiceTime / MaxSeqs is a lower bound of BusyTime.
+	ServiceTime time.Duration
 	// Running is the number of sequences in the running batch.
 	Running int
 	// Waiting is the number of requests waiting for a slot.
@@ -336,12 +387,22 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	waiting := s.waiting
 	s.mu.Unlock()
+	var evictions int64
+	if s.cache != nil {
+		evictions = s.cache.evictions.Load()
+	}
 	return Stats{
+		Evictions:        evictions,
 		Requests:         s.requests.Load(),
 		Rejected:         s.rejected.Load(),
 		PromptTokens:     s.prompt.Load(),
 		CachedTokens:     s.cached.Load(),
 		GenerationTokens: s.generated.Load(),
+		PrefillTokens:    s.prefilled.Load(),
+		RecomputedTokens: s.recomputed.Load(),
+		LostPrefixes:     s.lost.Load(),
+		BusyTime:         time.Duration(s.busy.Load()),
+		ServiceTime:      time.Duration(s.service.Load()),
 		Running:          int(s.running.Load()),
 		Waiting:          waiting,
 	}
@@ -441,6 +502,19 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s%s %d\n", m.name, m.help, m.name, m.typ, m.name, label, m.v)
 	}
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"batchagent_sim_prefill_tokens_total", "Prompt tokens prefilled (not served from the prefix cache).", st.PrefillTokens},
+		{"batchagent_sim_recomputed_tokens_total", "Prompt tokens prefilled again after their KV-cache blocks were evicted.", st.RecomputedTokens},
+		{"batchagent_sim_lost_prefixes_total", "Requests whose cached prefix had been evicted.", st.LostPrefixes},
+		{"batchagent_sim_kv_evictions_total", "KV-cache blocks evicted.", st.Evictions},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v)
+	}
+	fmt.Fprintf(w, "# HELP batchagent_sim_busy_seconds_total Time the simulated GPU ran steps.\n"+
+		"# TYPE batchagent_sim_busy_seconds_total counter\nbatchagent_sim_busy_seconds_total %g\n", st.BusyTime.Seconds())
 	fmt.Fprintf(w, "# HELP batchagent_sim_rejected_total Requests answered 429 because the queue was full.\n"+
 		"# TYPE batchagent_sim_rejected_total counter\nbatchagent_sim_rejected_total %d\n", st.Rejected)
 }

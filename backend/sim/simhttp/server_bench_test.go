@@ -57,14 +57,19 @@ func BenchmarkBlockHashes(b *testing.B) {
 }
 
 func BenchmarkPrefixCacheLookup(b *testing.B) {
-	c := newPrefixCache(cacheBlocks)
+	c := newKVCache(DefaultKVCacheTokens / blockTokens)
 	blocks := blockHashes([]byte(strings.Repeat("x", 8192)))
-	c.insert(blocks)
+	c.reserve(len(blocks))
+	for _, h := range blocks {
+		c.add(h)
+	}
+	c.unpin(blocks)
 	b.ReportAllocs()
 	for b.Loop() {
-		if c.lookup(blocks) != len(blocks) {
+		if c.pin(blocks, 0) != len(blocks) {
 			b.Fatal("miss")
 		}
+		c.unpin(blocks)
 	}
 }
 

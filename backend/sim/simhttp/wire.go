@@ -555,6 +555,13 @@ func (s *Server) prepare(ctx context.Context, cr *chatRequest) (*job, *apiError,
 		a.truncate(maxTokens * sim.BytesPerToken)
 		total = maxTokens
 	}
+	if s.cache != nil && blocksFor(promptTokens+total) > s.cache.capacity {
+		return nil, &apiError{
+			status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
+			message: fmt.Sprintf("This request needs %d tokens of KV cache (%d in the messages, %d in the completion); the server's KV cache holds %d.",
+				promptTokens+total, promptTokens, total, s.cache.capacity*blockTokens),
+		}, nil
+	}
 	model := cr.Model
 	if model == "" {
 		model = s.cfg.ModelName
