@@ -465,6 +465,9 @@ type dryPrice struct {
 	Input       float64 `json:"input"`
 	CachedInput float64 `json:"cached_input"`
 	Output      float64 `json:"output"`
+	// BatchDiscount is the share the provider takes off for calls made
+	// through its own batch API (the built-in table's; 0: none known).
+	BatchDiscount float64 `json:"batch_discount,omitempty"`
 }
 
 // cost is the cost of u at p.
@@ -485,7 +488,7 @@ func (d *dryRun) report(st *dryStats) *dryReport {
 		if cached == 0 {
 			cached = p.Input
 		}
-		rep.Price = &dryPrice{Input: p.Input, CachedInput: cached, Output: p.Output}
+		rep.Price = &dryPrice{Input: p.Input, CachedInput: cached, Output: p.Output, BatchDiscount: p.BatchDiscount}
 		rep.PriceSource = d.r.price.source
 	} else {
 		rep.unknownPrice = d.r.price.summary(llm.Usage{})
@@ -656,6 +659,13 @@ func (rep *dryReport) write(w io.Writer) {
 		of = " of " + rep.Model
 	}
 	fmt.Fprintf(w, "price%s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", of, p.Input, p.CachedInput, p.Output, rep.PriceSource)
+	if d := p.BatchDiscount; d > 0 && rep.Cost != nil {
+		// batchagent calls the model in real time: the provider's batch
+		// price is what the same tokens would cost through its batch API.
+		f := 1 - d
+		fmt.Fprintf(w, "through the provider's batch API (%g%% off) the same tokens would cost %s (%s to %s)\n",
+			d*100, dollars(rep.Cost.Estimate*f), dollars(rep.Cost.Low*f), dollars(rep.Cost.High*f))
+	}
 	if rep.SampleCost != nil {
 		fmt.Fprintf(w, "the sample cost %s\n", dollars(*rep.SampleCost))
 	}

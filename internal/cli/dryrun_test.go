@@ -32,9 +32,10 @@ type dryReport struct {
 	CachedTokens     *drySpan `json:"cached_tokens"`
 	CompletionTokens drySpan  `json:"completion_tokens"`
 	Price            *struct {
-		Input       float64 `json:"input"`
-		CachedInput float64 `json:"cached_input"`
-		Output      float64 `json:"output"`
+		Input         float64 `json:"input"`
+		CachedInput   float64 `json:"cached_input"`
+		Output        float64 `json:"output"`
+		BatchDiscount float64 `json:"batch_discount"`
 	} `json:"price"`
 	PriceSource string `json:"price_source"`
 	Cost        *struct {
@@ -351,5 +352,39 @@ func TestDryRunUsageErrors(t *testing.T) {
 	code, _, stderr = run(t, t.Context(), "run", job, "--inputs", filepath.Join(dir, "missing.jsonl"), "--dry-run")
 	if code == 0 || !strings.Contains(stderr, "missing.jsonl") {
 		t.Errorf("missing inputs: exit %d, stderr %q; want a failure naming the file", code, stderr)
+	}
+}
+
+// TestDryRunBatchDiscount: a model of the built-in table whose provider
+// has a batch API gets the same estimate at its batch price too, as a
+// line of the text and the price's batch_discount in --json.
+func TestDryRunBatchDiscount(t *testing.T) {
+	dir := t.TempDir()
+	job := writeFile(t, dir, "job.yaml", `backend: "sim://?latency=1ms"
+model: gpt-4o-mini
+task: "Summarise {text}"
+output_schema:
+  type: object
+  properties: {summary: {type: string, maxLength: 200}}
+  required: [summary]
+`)
+	in := writeFile(t, dir, "in.jsonl", "{\"text\":\"a b c\"}\n{\"text\":\"d e f\"}\n")
+	code, stdout, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--dry-run", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	rep := readDryReport(t, stdout)
+	if rep.Price == nil || rep.Price.BatchDiscount != 0.5 || rep.Cost == nil {
+		t.Fatalf("price %+v, cost %+v: want gpt-4o-mini's table price with batch_discount 0.5", rep.Price, rep.Cost)
+	}
+	code, stdout, stderr = run(t, t.Context(), "run", job, "--inputs", in, "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	// The costs are well under a cent: six decimals.
+	want := fmt.Sprintf("through the provider's batch API (50%% off) the same tokens would cost $%.6f ($%.6f to $%.6f)",
+		rep.Cost.Estimate/2, rep.Cost.Low/2, rep.Cost.High/2)
+	if !strings.Contains(stdout, want) {
+		t.Errorf("dry run lacks %q:\n%s", want, stdout)
 	}
 }
