@@ -76,6 +76,7 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 			if err := f.ui.check(cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
+			f.ui.lingerSet = cmd.Flags().Changed("ui-linger")
 			if f.ui.addr != "" && (rf.url != "" || bf.input != "") {
 				other := "--redis"
 				if bf.input != "" {
@@ -114,7 +115,7 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
 	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
 	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
-	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: serve the live view this long after the run ends, then exit (default: until SIGINT/SIGTERM)")
+	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: serve the live view this long after the run ends, then exit (0: exit at once; default: until SIGINT/SIGTERM)")
 	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
 	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
 	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")

@@ -1,10 +1,12 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent/checkpoint"
 )
@@ -184,5 +186,22 @@ func TestRunUILingers(t *testing.T) {
 	}
 	if len(sms) > 0 && !strings.Contains(string(sms[len(sms)-1].Data), `"done":2`) {
 		t.Errorf("the last sample = %s, want done 2", sms[len(sms)-1].Data)
+	}
+}
+
+// TestRunUILingerZero: an explicit --ui-linger 0s ends the process with
+// the run, where leaving the flag out waits for a signal (a run would
+// otherwise hang here until the test's deadline).
+func TestRunUILingerZero(t *testing.T) {
+	dir, job := newJob(t, "")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	code, _, stderr := run(t, ctx, "run", job, "--inputs", in, "--out", filepath.Join(dir, "out.jsonl"), "--ui", "127.0.0.1:0", "--ui-linger", "0s")
+	if code != 0 || ctx.Err() != nil {
+		t.Fatalf("run --ui --ui-linger 0s: exit %d (context: %v), stderr:\n%s", code, ctx.Err(), stderr)
+	}
+	if strings.Contains(stderr, "stays at") {
+		t.Errorf("stderr says the view stays after the run:\n%s", stderr)
 	}
 }

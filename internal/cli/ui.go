@@ -26,7 +26,10 @@ const uiStopTimeout = 5 * time.Second
 type uiFlags struct {
 	addr   string        // --ui: where to serve the live page; "": nowhere
 	public bool          // --ui-public: allow an address beyond loopback
-	linger time.Duration // --ui-linger: serve this long after the run; 0: until SIGINT/SIGTERM
+	linger time.Duration // --ui-linger: serve this long after the run (0: not at all)
+	// lingerSet says whether --ui-linger was given; without it the view
+	// stays until SIGINT/SIGTERM.
+	lingerSet bool
 }
 
 // check rejects --ui-public and --ui-linger without --ui, naming both, a
@@ -169,7 +172,10 @@ func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if u.f.linger > 0 {
+	if u.f.lingerSet {
+		if u.f.linger == 0 {
+			return
+		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.f.linger)
 		defer cancel()
