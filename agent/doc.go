@@ -12,7 +12,9 @@
 // An agent holds a slot only while its model call runs: it
 // releases it before tool calls, before back-off sleeps and before output
 // validation. The slot is requested with the number of turns already done as
-// priority, so agents close to done are served first.
+// priority; the gate's policy decides what that counts for (the engine's
+// default serves calls in arrival order, an agent back from a quick tool
+// call first).
 //
 // # Tools start mid-stream
 //
