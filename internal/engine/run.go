@@ -322,8 +322,10 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
 			return
 		}
-		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
+		// Room for the answer too: most agents end after one call, and
+		// appending it to a full slice allocated the conversation twice.
+		msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
+		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning, Messages: msgs}
 	}
 	st.Started = start
 	actx := ctx
