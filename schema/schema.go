@@ -256,7 +256,7 @@ func (s *Schema) parsed(b []byte, text string) (json.RawMessage, []string, error
 // validateJSON decodes and validates b, valid JSON; text is the answer it
 // comes from.
 func (s *Schema) validateJSON(b []byte, text string) error {
-	v, err := decode(b)
+	v, err := decodeValue(b)
 	if err != nil {
 		return &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}
 	}

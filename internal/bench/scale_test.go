@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -74,5 +75,22 @@ func TestCount(t *testing.T) {
 	}
 	if _, err := bench.Run(t.Context(), "scale", bench.Options{N: 10, Count: -1}, &out); err == nil {
 		t.Error("Run(count -1) = nil error, want one")
+	}
+}
+
+// BenchmarkScaleEngine runs the scale scenario's engine mode on 30,000
+// single-call agents: with -benchmem, B/op and allocs/op over 30,000 are
+// what the engine, the agent and the validation of its answer allocate
+// per agent, the memory that drives the GC work of bench scale.
+func BenchmarkScaleEngine(b *testing.B) {
+	const n = 30_000
+	for b.Loop() {
+		reports, err := bench.Run(b.Context(), "scale", bench.Options{N: n, Modes: []string{"engine"}}, io.Discard)
+		if err != nil {
+			b.Fatalf("Run(scale) error = %v", err)
+		}
+		if r := reports[0]; r.OK != n {
+			b.Fatalf("ok %d of %d agents", r.OK, n)
+		}
 	}
 }

@@ -278,7 +278,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 		}
 		var resume *agent.State
 		if hasPrev && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
-			resume = &prev
+			// A copy: prev itself stays off the heap for the agents that
+			// resume nothing (taking its address moved it there, a large
+			// value, on every input).
+			p := prev
+			resume = &p
 		}
 		prior := workOf(resume)
 		agents.Add(1)
@@ -318,8 +322,10 @@ func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int
 			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
 			return
 		}
-		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning,
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
+		// Room for the answer too: most agents end after one call, and
+		// appending it to a full slice allocated the conversation twice.
+		msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
+		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning, Messages: msgs}
 	}
 	st.Started = start
 	actx := ctx
@@ -420,21 +426,31 @@ func (e *Engine) finish(ctx context.Context, st *agent.State, r job.Result, save
 	}
 	recordOutcome(st, r)
 	if as, ok := e.opt.Checkpoint.(asyncSaver); ok {
-		as.SaveAsync(*st, func(err error) {
-			if err != nil {
-				e.saveFailed(ctx, st.JobID, st.Index, err)
-				if e.opt.StopOnCheckpointError {
-					r = e.checkpointFailure(st.JobID, r, err)
-				}
-			}
-			deliver(r)
-		})
+		e.saveAsync(ctx, as, st, r, deliver)
 		return
 	}
 	if err := e.save(ctx, st); err != nil && e.opt.StopOnCheckpointError {
 		r = e.checkpointFailure(st.JobID, r, err)
 	}
 	deliver(r)
+}
+
+// saveAsync saves st through as and hands r to deliver once it is
+// durable. It is apart from finish so that only the results saved
+// asynchronously, which its callback keeps, are moved to the heap: in
+// finish, every result was. Inlined, it would move them again.
+//
+//go:noinline
+func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, st *agent.State, r job.Result, deliver func(job.Result)) {
+	as.SaveAsync(*st, func(err error) {
+		if err != nil {
+			e.saveFailed(ctx, st.JobID, st.Index, err)
+			if e.opt.StopOnCheckpointError {
+				r = e.checkpointFailure(st.JobID, r, err)
+			}
+		}
+		deliver(r)
+	})
 }
 
 func (e *Engine) fail(id string, i int, in job.Input, turn int, op string, err error, kind job.Kind, start time.Time) job.Result {
