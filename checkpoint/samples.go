@@ -122,16 +122,23 @@ func (s *Store) Samples(ctx context.Context, jobID string) ([]Sample, error) {
 	return out, nil
 }
 
-// writeSamples inserts the samples among items, in their order. The
-// statement is not prepared with the writer's others: samples are rare
-// (about one a second), and a file opened read-only may lack the table.
-func (w *writer) writeSamples(ctx context.Context, tx *sql.Tx, items []item) error {
+// writeSamples inserts the samples among items, in their order. Its
+// statement is prepared at the first sample, not with the writer's others:
+// a file of format 4 opened read-only has no table samples.
+func (w *writer) writeSamples(ctx context.Context, items []item) error {
 	for i := range items {
 		it := &items[i]
 		if !it.sample {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO samples (job_id, at, data) VALUES (?, ?, ?)`, it.jobID, it.updated, it.json()); err != nil {
+		if w.stmt.addSample == nil {
+			st, err := w.conn.PrepareContext(ctx, `INSERT INTO samples (job_id, at, data) VALUES (?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			w.stmt.addSample = st
+		}
+		if _, err := w.stmt.addSample.ExecContext(ctx, it.jobID, it.updated, it.json()); err != nil {
 			return err
 		}
 	}

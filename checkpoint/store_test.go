@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -311,6 +312,51 @@ func TestSaveCancelWhileWaiting(t *testing.T) {
 	got, err := s.Load(t.Context(), "j")
 	if err != nil || len(got) != 2 {
 		t.Errorf("Load(j) = %d states, %v; want 2", len(got), err)
+	}
+}
+
+// TestFailedCommitRollsBack checks that a transaction failing midway
+// leaves nothing of its states behind and that the next one commits: the
+// writer rolls it back itself.
+func TestFailedCommitRollsBack(t *testing.T) {
+	s, path := open(t, checkpoint.Config{FlushInterval: -1})
+	if err := s.Save(t.Context(), fullState("keep", 0)); err != nil {
+		t.Fatalf("Save(keep 0) = %v", err)
+	}
+	// A trigger on another connection makes SQLite refuse the final states
+	// of job bad, after the transaction has begun and written to running.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("sql.Open(%q) = %v", path, err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), `CREATE TRIGGER refuse BEFORE INSERT ON finished
+		WHEN NEW.job_id = 'bad' BEGIN SELECT RAISE(ABORT, 'refused by test'); END`); err != nil {
+		t.Fatalf("CREATE TRIGGER = %v", err)
+	}
+	running := fullState("bad", 1)
+	running.Status = agent.StatusRunning
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	s.SaveAsync(running, func(err error) { errs[0] = err; wg.Done() })
+	s.SaveAsync(fullState("bad", 0), func(err error) { errs[1] = err; wg.Done() })
+	wg.Wait()
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "refused by test") {
+		t.Errorf("Save(bad 0) = %v, want the trigger's error", errs[1])
+	}
+	if err := s.Save(t.Context(), fullState("keep", 1)); err != nil {
+		t.Fatalf("Save(keep 1) after a failed commit = %v", err)
+	}
+	checkStates(t, s, "keep", fullState("keep", 0), fullState("keep", 1))
+	var finished, runningRows int
+	if err := db.QueryRowContext(t.Context(), `SELECT (SELECT count(*) FROM finished WHERE job_id = 'bad'), (SELECT count(*) FROM running WHERE job_id = 'bad')`).Scan(&finished, &runningRows); err != nil {
+		t.Fatal(err)
+	}
+	// The running state may have committed on its own, before the final
+	// one was queued; the final state never.
+	if finished != 0 || (errs[0] != nil && runningRows != 0) {
+		t.Errorf("job bad after its failed commit: %d finished rows, %d running rows (running save: %v); want no finished row, and no running row if its save failed", finished, runningRows, errs[0])
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -53,10 +54,19 @@ const segmentBytes = 4 << 20
 
 // writer commits batches of states on its own connection with statements
 // prepared once. It is used by the Store's writer goroutine only.
+//
+// Its transactions are begun and ended by statements of their own (BEGIN
+// IMMEDIATE, COMMIT, ROLLBACK) rather than through [sql.Tx]: a statement
+// prepared on a [sql.Conn] is prepared again by [sql.Tx.StmtContext] in
+// every transaction, and sql.Tx runs BEGIN and COMMIT through
+// sqlite3_exec, which parses them each time. Prepared once, each commit
+// parses no SQL at all.
 type writer struct {
 	conn *sql.Conn
 	stmt struct {
+		begin, commit, rollback                                              *sql.Stmt
 		nextSeq, setSeq, upsert, multi, appendSeg, hasRunning, deleteRunning *sql.Stmt
+		addSample                                                            *sql.Stmt
 	}
 
 	latest  map[itemKey]int // an item's position among a batch's latest items
@@ -77,6 +87,9 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
+		{&w.stmt.begin, `BEGIN IMMEDIATE`},
+		{&w.stmt.commit, `COMMIT`},
+		{&w.stmt.rollback, `ROLLBACK`},
 		{&w.stmt.nextSeq, `SELECT next_seq FROM meta`},
 		{&w.stmt.setSeq, `UPDATE meta SET next_seq = ?`},
 		{&w.stmt.upsert, upsertSQL},
@@ -95,8 +108,9 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 // close closes the statements and gives the connection back.
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.stmt.nextSeq, w.stmt.setSeq, w.stmt.upsert, w.stmt.multi,
-		w.stmt.appendSeg, w.stmt.hasRunning, w.stmt.deleteRunning} {
+	for _, st := range []*sql.Stmt{w.stmt.begin, w.stmt.commit, w.stmt.rollback,
+		w.stmt.nextSeq, w.stmt.setSeq, w.stmt.upsert, w.stmt.multi,
+		w.stmt.appendSeg, w.stmt.hasRunning, w.stmt.deleteRunning, w.stmt.addSample} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -106,34 +120,52 @@ func (w *writer) close() error {
 
 // commit writes items in one transaction. Of several states of one agent
 // only the last is written: the others would be overwritten in the same
-// transaction.
+// transaction. When it fails, the transaction is rolled back.
 func (w *writer) commit(items []item) error {
 	keep := w.latestItems(items)
 	// Background, not a saver's context: once started, a commit runs to
 	// its end whoever stops waiting for it.
 	ctx := context.Background()
-	tx, err := w.conn.BeginTx(ctx, nil)
+	if _, err := w.stmt.begin.ExecContext(ctx); err != nil {
+		return err
+	}
+	err := w.write(ctx, items, keep)
+	if err == nil {
+		_, err = w.stmt.commit.ExecContext(ctx)
+	}
+	if err != nil {
+		// A failed COMMIT (SQLITE_BUSY, say) leaves the transaction open;
+		// some errors end it themselves, and then ROLLBACK fails with "no
+		// transaction is active", which tells nothing.
+		if _, rerr := w.stmt.rollback.ExecContext(ctx); rerr != nil && !strings.Contains(rerr.Error(), "no transaction is active") {
+			err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		// What the failed transaction taught about running rows is gone
+		// with it.
+		clear(w.running)
+		return err
+	}
+	return nil
+}
+
+// write runs the statements of one commit, in its transaction.
+func (w *writer) write(ctx context.Context, items []item, keep []bool) error {
+	var seq int64
+	if err := w.stmt.nextSeq.QueryRowContext(ctx).Scan(&seq); err != nil {
+		return err
+	}
+	seq, err := w.writeRunning(ctx, items, keep, seq)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	var seq int64
-	if err := tx.StmtContext(ctx, w.stmt.nextSeq).QueryRowContext(ctx).Scan(&seq); err != nil {
+	if seq, err = w.writeFinished(ctx, items, keep, seq); err != nil {
 		return err
 	}
-	if seq, err = w.writeRunning(ctx, tx, items, keep, seq); err != nil {
+	if err := w.writeSamples(ctx, items); err != nil {
 		return err
 	}
-	if seq, err = w.writeFinished(ctx, tx, items, keep, seq); err != nil {
-		return err
-	}
-	if err := w.writeSamples(ctx, tx, items); err != nil {
-		return err
-	}
-	if _, err := tx.StmtContext(ctx, w.stmt.setSeq).ExecContext(ctx, seq); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err = w.stmt.setSeq.ExecContext(ctx, seq)
+	return err
 }
 
 // latestItems reports, for each item, whether it is the last of its agent
@@ -157,7 +189,7 @@ func (w *writer) latestItems(items []item) []bool {
 
 // writeRunning upserts the states of agents in progress, numbered from seq,
 // and returns the next number.
-func (w *writer) writeRunning(ctx context.Context, tx *sql.Tx, items []item, keep []bool, seq int64) (int64, error) {
+func (w *writer) writeRunning(ctx context.Context, items []item, keep []bool, seq int64) (int64, error) {
 	args := w.args[:0]
 	defer func() {
 		clear(args)
@@ -173,14 +205,14 @@ func (w *writer) writeRunning(ctx context.Context, tx *sql.Tx, items []item, kee
 		args = append(args, it.jobID, it.idx, seq, it.json(), it.updated)
 		seq++
 		if rows++; rows == upsertRows {
-			if _, err := tx.StmtContext(ctx, w.stmt.multi).ExecContext(ctx, args...); err != nil {
+			if _, err := w.stmt.multi.ExecContext(ctx, args...); err != nil {
 				return 0, err
 			}
 			args, rows = args[:0], 0
 		}
 	}
 	if rows > 0 {
-		one := tx.StmtContext(ctx, w.stmt.upsert)
+		one := w.stmt.upsert
 		for r := range rows {
 			if _, err := one.ExecContext(ctx, args[5*r:5*r+5]...); err != nil {
 				return 0, err
@@ -193,12 +225,12 @@ func (w *writer) writeRunning(ctx context.Context, tx *sql.Tx, items []item, kee
 // writeFinished appends the final states, job by job, as segments numbered
 // from seq, deletes the running rows of their agents, and returns the next
 // number.
-func (w *writer) writeFinished(ctx context.Context, tx *sql.Tx, items []item, keep []bool, seq int64) (int64, error) {
+func (w *writer) writeFinished(ctx context.Context, items []item, keep []bool, seq int64) (int64, error) {
 	pending := make([]bool, len(items))
 	for i := range items {
 		pending[i] = items[i].final && keep[i]
 	}
-	appendSeg := tx.StmtContext(ctx, w.stmt.appendSeg)
+	appendSeg := w.stmt.appendSeg
 	for first := range items {
 		if !pending[first] {
 			continue
@@ -238,7 +270,7 @@ func (w *writer) writeFinished(ctx context.Context, tx *sql.Tx, items []item, ke
 			return 0, err
 		}
 		w.segment = seg[:0]
-		if err := w.deleteRunning(ctx, tx, jobID); err != nil {
+		if err := w.deleteRunning(ctx, jobID); err != nil {
 			return 0, err
 		}
 	}
@@ -248,10 +280,10 @@ func (w *writer) writeFinished(ctx context.Context, tx *sql.Tx, items []item, ke
 // deleteRunning deletes the running rows of the agents in w.indexes, which
 // have just finished. It is only tidying: their final states have higher
 // sequence numbers anyway.
-func (w *writer) deleteRunning(ctx context.Context, tx *sql.Tx, jobID string) error {
+func (w *writer) deleteRunning(ctx context.Context, jobID string) error {
 	has, known := w.running[jobID]
 	if !known {
-		if err := tx.StmtContext(ctx, w.stmt.hasRunning).QueryRowContext(ctx, jobID).Scan(&has); err != nil {
+		if err := w.stmt.hasRunning.QueryRowContext(ctx, jobID).Scan(&has); err != nil {
 			return err
 		}
 		w.running[jobID] = has
@@ -260,6 +292,6 @@ func (w *writer) deleteRunning(ctx context.Context, tx *sql.Tx, jobID string) er
 		return nil
 	}
 	w.indexes = append(w.indexes, ']')
-	_, err := tx.StmtContext(ctx, w.stmt.deleteRunning).ExecContext(ctx, jobID, string(w.indexes))
+	_, err := w.stmt.deleteRunning.ExecContext(ctx, jobID, string(w.indexes))
 	return err
 }
