@@ -234,6 +234,7 @@ func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore
 		def.ToolPool.Policies = tools.policies
 		def.Priority = batchagent.Interactive
 		def.Fallbacks = fallbacks
+		tableWindow(&def) // as for "batchagent run"
 		if def.Budget == 0 {
 			// As for "batchagent run": the file's limits.budget wins.
 			if def.Budget, err = batchagent.BudgetFrom(getenv); err != nil {

@@ -149,9 +149,7 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
 	def.ToolPool.Policies = r.tools.policies
 	def.ToolPool.Shared = r.sharedTools // a worker's: tool results shared through Redis
-	if w, ok := prices.ContextWindow(def.ModelName); ok && def.ContextWindow == 0 {
-		def.ContextWindow = w // the table's, as of prices.Dated
-	}
+	tableWindow(&def)
 	var err error
 	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -168,4 +166,12 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return spec, nil
+}
+
+// tableWindow gives def the built-in table's context window for its model
+// (as of prices.Dated) when the job file sets none.
+func tableWindow(def *batchagent.Def) {
+	if w, ok := prices.ContextWindow(def.ModelName); ok && def.ContextWindow == 0 {
+		def.ContextWindow = w
+	}
 }

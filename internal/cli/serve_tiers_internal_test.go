@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,30 @@ func TestServeAgentFallbackOpenError(t *testing.T) {
 	}
 	if want := "agents.npc.fallbacks[1]: backend openai://: no API key: set OPENAI_API_KEY"; err.Error() != want {
 		t.Errorf("openGateway error = %q, want %q", err, want)
+	}
+}
+
+// TestServeAgentTableWindow: a served agent gets its model's context
+// window from the built-in table, as a run's job does: a max_tokens that
+// leaves it no room is refused when the gateway opens, naming the agent.
+func TestServeAgentTableWindow(t *testing.T) {
+	const conf = `agents:
+  writer:
+    backend: "sim://?seed=5"
+    model: gpt-4o
+    task: "Write about {input}"
+    max_tokens: 200000
+`
+	sc, err := config.ParseServe([]byte(conf), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := openGateway(t.Context(), sc, nil, nil, func(string) string { return "" })
+	if err == nil {
+		g.close()
+		t.Fatal("openGateway accepted max_tokens 200000 for gpt-4o, whose table window is 128000")
+	}
+	if !strings.Contains(err.Error(), "agents.writer") || !strings.Contains(err.Error(), "context window of 128000") {
+		t.Errorf("openGateway: %v; want the agent and gpt-4o's window named", err)
 	}
 }
