@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -106,11 +105,9 @@ type coordinator struct {
 	// pending signal is enough).
 	progress chan struct{}
 	// price is what the job's tokens cost: each line collected gets its
-	// cost, and the summary the total, when it is known.
+	// cost, and the progress line and the summary the total, when it is
+	// known.
 	price jobPrice
-	// cost sums the costs of the lines written this time, in dollars as
-	// float64 bits (read by the progress line).
-	cost atomic.Uint64
 }
 
 // runCoordinator runs the job file at path over the workers reading the
@@ -334,7 +331,7 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 				fmt.Fprintln(stderr, "batchagent run: warning: heartbeat:", err)
 			}
 			if !quiet {
-				prog.draw(c.progressLine(ctx, written.len(), estimate))
+				prog.draw(c.progressLine(ctx, written.len(), estimate, sum.usage))
 			}
 		}
 		recs, err := c.q.Results(ctx, c.run, cursor, 512, time.Second)
@@ -357,9 +354,7 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 			}
 			line := bytes.TrimRight(rec.Line, "\n")
 			if u, ok := sum.add(line); ok && c.price.known {
-				cost := c.price.price.Cost(u)
-				line = sink.AppendCost(line, cost)
-				c.cost.Store(math.Float64bits(math.Float64frombits(c.cost.Load()) + cost))
+				line = sink.AppendCost(line, c.price.price.Cost(u))
 			}
 			c.out.Write(line)
 			c.out.WriteByte('\n')
@@ -452,8 +447,9 @@ func (c *coordinator) enqueue(ctx context.Context) error {
 	return nil
 }
 
-// progressLine says how far the run is, over all workers.
-func (c *coordinator) progressLine(ctx context.Context, done, estimate int) string {
+// progressLine says how far the run is, over all workers; u is the usage
+// of the lines written this time, priced when the price is known.
+func (c *coordinator) progressLine(ctx context.Context, done, estimate int, u llm.Usage) string {
 	total := int(c.total.Load())
 	if total < 0 {
 		total = estimate
@@ -469,7 +465,7 @@ func (c *coordinator) progressLine(ctx context.Context, done, estimate int) stri
 	}
 	line := fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", c.name, done, total, c.enqueued.Load(), alive, held)
 	if c.price.known {
-		line += fmt.Sprintf(" · $%.4f", math.Float64frombits(c.cost.Load()))
+		line += fmt.Sprintf(" · $%.4f", c.price.price.Cost(u)) // the lines written this time
 	}
 	return line
 }
