@@ -1,6 +1,10 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+)
 
 // Role says who wrote a [Message].
 type Role string
@@ -95,6 +99,31 @@ type OutputSpec struct {
 	Name string `json:"name,omitempty"`
 	// Schema is the JSON Schema the final answer must satisfy.
 	Schema json.RawMessage `json:"schema"`
+}
+
+// ToolName returns the name under which a backend that takes structured
+// output through a tool offers that tool beside tools: Name, or "output"
+// when Name is empty, unless one of tools has that name; then the first of
+// NAME_2, NAME_3... that none has, NAME shortened so that the result stays
+// within maxLen bytes. It depends on its arguments alone, so every turn of
+// an agent gets the same name.
+func (o *OutputSpec) ToolName(tools []ToolDef, maxLen int) string {
+	name := o.Name
+	if name == "" {
+		name = "output"
+	}
+	taken := func(n string) bool {
+		return slices.ContainsFunc(tools, func(t ToolDef) bool { return t.Name == n })
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		suffix := "_" + strconv.Itoa(i)
+		if n := name[:min(len(name), max(maxLen-len(suffix), 0))] + suffix; !taken(n) {
+			return n
+		}
+	}
 }
 
 // A Request is everything a [Model] needs for one generation.

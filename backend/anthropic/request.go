@@ -4,18 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/batchagent/batchagent/llm"
 )
-
-// defaultOutputName names the structured-output tool when
-// [llm.OutputSpec.Name] is empty.
-const defaultOutputName = "output"
 
 // wrapKey is the property that carries a structured answer whose schema is
 // not an object: a tool's input must be an object.
@@ -70,7 +64,7 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
 	}
 	if req.Output != nil {
-		name := outputName(req.Output.Name, req.Tools)
+		name := req.Output.ToolName(req.Tools, maxToolName)
 		schema, wrapped, err := outputSchema(req.Output.Schema)
 		if err != nil {
 			return call{}, badRequest(fmt.Sprintf("output schema: %v", err))
@@ -192,29 +186,6 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 
 // maxToolName is the longest tool name the Messages API accepts.
 const maxToolName = 64
-
-// outputName names the structured-output tool: name, or defaultOutputName
-// when name is empty, unless a tool of the request has that name; then the
-// first of name_2, name_3... that none has (name shortened to keep it
-// within maxToolName). The choice depends on the request alone, so every
-// turn of an agent gets the same name.
-func outputName(name string, tools []llm.ToolDef) string {
-	if name == "" {
-		name = defaultOutputName
-	}
-	taken := func(n string) bool {
-		return slices.ContainsFunc(tools, func(t llm.ToolDef) bool { return t.Name == n })
-	}
-	if !taken(name) {
-		return name
-	}
-	for i := 2; ; i++ {
-		suffix := "_" + strconv.Itoa(i)
-		if n := name[:min(len(name), max(maxToolName-len(suffix), 0))] + suffix; !taken(n) {
-			return n
-		}
-	}
-}
 
 // outputSchema returns the input schema of the structured-output tool. A
 // schema that does not describe an object is wrapped as the one required

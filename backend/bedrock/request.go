@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,9 +20,6 @@ import (
 
 const (
 	backendName = "bedrock"
-	// defaultOutputName names the output tool when the request's
-	// OutputSpec names none.
-	defaultOutputName = "output"
 	// emptyToolResult stands in for a tool result with no text: Bedrock
 	// rejects blank text blocks.
 	emptyToolResult = "(no output)"
@@ -92,7 +88,7 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 
 	tools := req.Tools
 	if req.Output != nil {
-		p.output = outputName(req.Output.Name, req.Tools)
+		p.output = req.Output.ToolName(req.Tools, maxToolName)
 		desc := "Give the final answer."
 		if len(req.Tools) > 0 {
 			desc = "Give the final answer, once no other tool is needed."
@@ -138,29 +134,6 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 
 // maxToolName is the longest tool name Converse accepts.
 const maxToolName = 64
-
-// outputName names the output tool: name, or defaultOutputName when name is
-// empty, unless a tool of the request has that name; then the first of
-// name_2, name_3... that none has (name shortened to keep it within
-// maxToolName). The choice depends on the request alone, so every turn of
-// an agent gets the same name.
-func outputName(name string, tools []llm.ToolDef) string {
-	if name == "" {
-		name = defaultOutputName
-	}
-	taken := func(n string) bool {
-		return slices.ContainsFunc(tools, func(t llm.ToolDef) bool { return t.Name == n })
-	}
-	if !taken(name) {
-		return name
-	}
-	for i := 2; ; i++ {
-		suffix := "_" + strconv.Itoa(i)
-		if n := name[:min(len(name), max(maxToolName-len(suffix), 0))] + suffix; !taken(n) {
-			return n
-		}
-	}
-}
 
 // anyToolModels are the model families that take toolChoice "any", as
 // parts of a model ID: Bedrock refuses a toolChoice for the others
