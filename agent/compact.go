@@ -188,13 +188,12 @@ var (
 func learnWindow(msg string, sent, maxTokens int) int {
 	var w, counted int
 	if m := windowSaid.FindStringSubmatch(msg); m != nil {
-		w, _ = strconv.Atoi(m[1])
+		w = tokensSaid(m[1])
 		if p := promptSaid.FindStringSubmatch(msg); p != nil {
-			counted, _ = strconv.Atoi(p[1])
+			counted = tokensSaid(p[1])
 		}
 	} else if m := anthropicSaid.FindStringSubmatch(msg); m != nil {
-		counted, _ = strconv.Atoi(m[1])
-		w, _ = strconv.Atoi(m[2])
+		counted, w = tokensSaid(m[1]), tokensSaid(m[2])
 	}
 	guess := (sent + maxTokens) * 9 / 10
 	switch {
@@ -391,4 +390,15 @@ func isNote(m *llm.Message) bool {
 func noteCounts(s string) (turns, calls int) {
 	_, _ = fmt.Sscanf(s, noteFormat, &turns, &calls) // checked by isNote
 	return turns, calls
+}
+
+// tokensSaid returns the count of tokens a server's message states in
+// digits, or 0 (not stated) for one past any real model's (1<<30), which
+// would overflow the window's arithmetic.
+func tokensSaid(digits string) int {
+	n, err := strconv.Atoi(digits)
+	if err != nil || n > 1<<30 {
+		return 0
+	}
+	return n
 }
