@@ -29,9 +29,10 @@
 // only while the model works: tool waits, retry back-off and output
 // validation never hold one. [Interactive] work gets the next free slot
 // before [Batch] work; concurrent batch runs take turns; within a run,
-// calls are served by [Admission.Policy] (by default in arrival order, an
-// agent back from a tool call within [Admission.Continuation] first, while
-// the server still caches its prompt). The shared prompt prefix (system
+// calls are served by [Admission.Policy] (by default the agent with the
+// most turns done first, so few agents are in flight at once and the
+// server keeps their prompts cached; optionally an agent back from a tool
+// call within [Admission.Continuation] first). The shared prompt prefix (system
 // prompt, tool definitions, output instructions) is byte-identical across
 // agents and comes first, so backends' prefix caches hit. Identical tool
 // calls in flight are executed once, and results of cacheable tools are

@@ -291,8 +291,8 @@ func ExamplePack() {
 }
 
 // ExamplePolicy chooses how the agents' model calls wait for the
-// backend's slots: here the agent with the most turns done goes first,
-// without cache-aware continuation.
+// backend's slots: here in arrival order, with cache-aware continuation
+// (an agent back from tool calls that took at most 2s goes first).
 func ExamplePolicy() {
 	model, err := sim.New(sim.Config{Seed: 7, ToolTurns: -1})
 	if err != nil {
@@ -303,9 +303,9 @@ func ExamplePolicy() {
 		panic(err)
 	}
 	engine, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{
-		MaxInflight:    4,
-		Policy:         batchagent.PolicyTurns,
-		NoContinuation: true,
+		MaxInflight:  4,
+		Policy:       batchagent.PolicyFIFO,
+		Continuation: 2 * time.Second,
 	}})
 	if err != nil {
 		panic(err)
@@ -318,6 +318,6 @@ func ExamplePolicy() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(len(results), "results; default policy:", batchagent.DefaultPolicy, "with continuation", batchagent.DefaultContinuation)
-	// Output: 10 results; default policy: fifo with continuation 2s
+	fmt.Println(len(results), "results; default policy:", batchagent.DefaultPolicy)
+	// Output: 10 results; default policy: turns
 }

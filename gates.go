@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/batchagent/batchagent/internal/engine"
 	"github.com/batchagent/batchagent/llm"
@@ -66,10 +65,7 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		return engine.Admission{}, err // New validated it: cannot happen
 	}
 	cfg.Policy = policy
-	cont := time.Duration(0)
-	if !a.NoContinuation {
-		cont = cmp.Or(a.Continuation, DefaultContinuation)
-	}
+	cont := a.Continuation
 	if p, ok := m.(llm.QueueProber); ok && caps.QueueProbe && !a.Backpressure.Disabled {
 		cfg.Probe = func(ctx context.Context) (int, error) {
 			d, err := p.QueueDepth(ctx)

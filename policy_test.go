@@ -29,12 +29,13 @@ func TestAdmissionPolicy(t *testing.T) {
 		// Agent 0's first turn, then agent 1's (granted as agent 0's
 		// slot was released, before its tool returned), then agent 0's
 		// second.
-		{"turns", batchagent.Admission{Policy: batchagent.PolicyTurns, NoContinuation: true}, 3 * call},
+		{"turns", batchagent.Admission{Policy: batchagent.PolicyTurns}, 3 * call},
 		// Every first turn, then agent 0's second.
-		{"fifo", batchagent.Admission{Policy: batchagent.PolicyFIFO, NoContinuation: true}, 7 * call},
-		{"las", batchagent.Admission{Policy: batchagent.PolicyLAS, NoContinuation: true}, 7 * call},
+		{"fifo", batchagent.Admission{Policy: batchagent.PolicyFIFO}, 7 * call},
+		{"las", batchagent.Admission{Policy: batchagent.PolicyLAS}, 7 * call},
+		{"fifo+cont", batchagent.Admission{Policy: batchagent.PolicyFIFO, Continuation: time.Second}, 3 * call},
 		{"las+cont", batchagent.Admission{Policy: batchagent.PolicyLAS, Continuation: time.Second}, 3 * call},
-		// The default: fifo, with continuation.
+		// The default: turns, without continuation.
 		{"default", batchagent.Admission{}, 3 * call},
 	}
 	for _, tt := range tests {
@@ -74,8 +75,5 @@ func TestAdmissionPolicy(t *testing.T) {
 	}
 	if _, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{Policy: "srpt"}}); err == nil {
 		t.Error("New(policy srpt) = nil error, want error")
-	}
-	if _, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{Continuation: time.Second, NoContinuation: true}}); err == nil {
-		t.Error("New(continuation and no continuation) = nil error, want error")
 	}
 }

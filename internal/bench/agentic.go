@@ -61,7 +61,10 @@ const (
 	agenticHeadroom = 4
 	agenticKVTokens = 8192 * 16
 	agenticMaxTurns = 40
-	agenticTask     = "Investigate ticket agent: {id} and report what you find. sim_tool_turns={tools}"
+	// agenticContinuation is the continuation window of the +cont modes,
+	// at time scale 1.
+	agenticContinuation = 2 * time.Second
+	agenticTask         = "Investigate ticket agent: {id} and report what you find. sim_tool_turns={tools}"
 )
 
 // agenticModes are the agentic scenario's modes: the default list, then
@@ -110,7 +113,8 @@ type AgenticReport struct {
 	Scenario string `json:"scenario"`
 	Mode     string `json:"mode"`
 	// Policy is the engine's scheduling policy (empty for naive), with
-	// "+cont" when cache-aware continuation is on.
+	// "+cont" when cache-aware continuation is on; mode engine names the
+	// default policy.
 	Policy string  `json:"policy,omitempty"`
 	N      int     `json:"n"`
 	WallS  float64 `json:"wall_s"`
@@ -229,24 +233,27 @@ func RunAgentic(ctx context.Context, opt AgenticOptions, w io.Writer) ([]Agentic
 
 // agenticPolicy returns the engine admission of mode and the policy's
 // name; ok is false for naive. Modes fifo, turns and las run without
-// continuation, their +cont forms and engine (the defaults) with it, its
-// window scaled like every duration.
+// continuation and their +cont forms with it (agenticContinuation, scaled
+// like every duration); engine runs the defaults (DefaultPolicy, no
+// continuation).
 func agenticPolicy(mode string, scale float64) (a batchagent.Admission, name string, ok bool, err error) {
 	a = batchagent.Admission{MaxInflight: agenticSlots + agenticHeadroom, FixedInflight: true, Backpressure: batchagent.Backpressure{Disabled: true}}
-	a.Continuation = time.Duration(float64(batchagent.DefaultContinuation) * scale)
 	base, cont := strings.CutSuffix(mode, "+cont")
 	switch base {
 	case "naive":
 		return a, "", false, nil
 	case "engine":
-		return a, string(batchagent.DefaultPolicy) + "+cont", true, nil
+		if cont {
+			return a, "", false, fmt.Errorf("unknown mode %q", mode)
+		}
+		return a, string(batchagent.DefaultPolicy), true, nil
 	case "fifo", "turns", "las":
 		a.Policy = batchagent.Policy(base)
 	default:
 		return a, "", false, fmt.Errorf("unknown mode %q", mode)
 	}
-	if !cont {
-		a.Continuation, a.NoContinuation = 0, true
+	if cont {
+		a.Continuation = time.Duration(float64(agenticContinuation) * scale)
 	}
 	return a, mode, true, nil
 }

@@ -69,7 +69,7 @@
 //	  max_queued: 4               # Config.Admission.Backpressure; off: no queue probe
 //	  probe_interval: 200ms       # Config.Admission.Backpressure.Interval
 //	  policy: fifo                # Config.Admission.Policy: fifo, turns or las
-//	  continuation: 2s            # Config.Admission.Continuation; off: none
+//	  continuation: 2s            # Config.Admission.Continuation; off (the default): none
 //	  backoff:                    # Def.Backoff and Config.Admission.PauseBackoff
 //	    base: 50ms
 //	    rate_limit_base: 1s

@@ -120,7 +120,7 @@ func (j *Job) keys() keys {
 			{"tpm", &a.RateLimit.TPM},
 			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
 			{"policy", &a.Policy},
-			{"continuation", offDuration{&a.Continuation, &a.NoContinuation}},
+			{"continuation", offDuration{v: &a.Continuation}},
 		}},
 		{"max_tokens", &d.MaxTokens},
 		{"max_tokens_limit", &d.MaxTokensLimit},

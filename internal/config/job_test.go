@@ -279,8 +279,8 @@ func TestParsePolicy(t *testing.T) {
 		t.Errorf("Marshal = %q, %v; want policy: las and continuation: 2s", out, err)
 	}
 	j, err = config.Parse([]byte("task: x\nlimits:\n  continuation: off\n"), "job.yaml", t.TempDir())
-	if err != nil || !j.Engine.Admission.NoContinuation {
-		t.Errorf("continuation: off = %+v, %v; want NoContinuation", j.Engine.Admission, err)
+	if err != nil || j.Engine.Admission.Continuation != 0 {
+		t.Errorf("continuation: off = %+v, %v; want no continuation", j.Engine.Admission, err)
 	}
 	for _, tt := range []struct{ in, want string }{
 		{"policy: srpt", `job.yaml:3:11: limits.policy: unknown policy "srpt" (known: fifo, turns, las)`},

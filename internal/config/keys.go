@@ -277,7 +277,7 @@ func (o offInt) encode() (any, error) {
 }
 
 // offDuration is a duration setting that the word "off" turns off, by
-// setting *off.
+// setting *off; without off, "off" is zero, the setting's default.
 type offDuration struct {
 	v   *time.Duration
 	off *bool
@@ -285,7 +285,10 @@ type offDuration struct {
 
 func (o offDuration) decode(d *decoder, n *yaml.Node, path string) {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == offWord {
-		*o.v, *o.off = 0, true
+		*o.v = 0
+		if o.off != nil {
+			*o.off = true
+		}
 		return
 	}
 	var dur Duration
@@ -298,7 +301,7 @@ func (o offDuration) decode(d *decoder, n *yaml.Node, path string) {
 
 func (o offDuration) encode() (any, error) {
 	switch {
-	case *o.off:
+	case o.off != nil && *o.off:
 		return offWord, nil
 	case *o.v == 0:
 		return nil, nil
