@@ -1,16 +1,12 @@
 package checkpoint
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/internal/jsonenc"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -25,16 +21,16 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
 	if st.JobID != "" {
-		dst = appendString(append(dst, `"job_id":`...), st.JobID, false)
+		dst = jsonenc.AppendString(append(dst, `"job_id":`...), st.JobID, false)
 		dst = append(dst, ',')
 	}
 	dst = strconv.AppendInt(append(dst, `"index":`...), int64(st.Index), 10)
 	if len(st.Input) > 0 {
-		if dst, err = appendAny(append(dst, `,"input":`...), map[string]any(st.Input)); err != nil {
+		if dst, err = jsonenc.AppendAny(append(dst, `,"input":`...), map[string]any(st.Input), false); err != nil {
 			return dst, fmt.Errorf("input: %w", err)
 		}
 	}
-	dst = appendString(append(dst, `,"status":`...), string(st.Status), false)
+	dst = jsonenc.AppendString(append(dst, `,"status":`...), string(st.Status), false)
 	dst = appendOptString(dst, `,"err_kind":`, st.ErrKind)
 	dst = appendOptString(dst, `,"err_msg":`, st.ErrMsg)
 	dst = appendOptString(dst, `,"err_op":`, st.ErrOp)
@@ -48,8 +44,8 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(append(dst, `{"path":`...), p.Path, false)
-			dst = appendString(append(dst, `,"message":`...), p.Message, false)
+			dst = jsonenc.AppendString(append(dst, `{"path":`...), p.Path, false)
+			dst = jsonenc.AppendString(append(dst, `,"message":`...), p.Message, false)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -102,7 +98,7 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	}
 	dst = append(dst, '}')
 	if len(st.Output) > 0 {
-		if dst, err = appendRaw(append(dst, `,"output":`...), st.Output, false); err != nil {
+		if dst, err = jsonenc.AppendRaw(append(dst, `,"output":`...), st.Output, false); err != nil {
 			return dst, fmt.Errorf("output: %w", err)
 		}
 	}
@@ -178,11 +174,11 @@ func appendOptString(dst []byte, key, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	return appendString(append(dst, key...), s, false)
+	return jsonenc.AppendString(append(dst, key...), s, false)
 }
 
 func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
-	dst = appendString(append(dst, `{"role":`...), string(m.Role), false)
+	dst = jsonenc.AppendString(append(dst, `{"role":`...), string(m.Role), false)
 	dst = appendOptString(dst, `,"content":`, m.Content)
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -209,257 +205,17 @@ func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
 // marshals with json.Marshal, which escapes HTML characters, and the
 // encoder keeps its output as is; so its strings are HTML-escaped here.
 func appendToolCall(dst []byte, c *llm.ToolCall) ([]byte, error) {
-	dst = appendString(append(dst, `{"id":`...), c.ID, true)
-	dst = appendString(append(dst, `,"name":`...), c.Name, true)
+	dst = jsonenc.AppendString(append(dst, `{"id":`...), c.ID, true)
+	dst = jsonenc.AppendString(append(dst, `,"name":`...), c.Name, true)
 	if len(c.Arguments) == 0 {
 		return append(dst, '}'), nil
 	}
 	// Invalid JSON (appendRaw's only error: it validates as it compacts)
 	// is kept as text, as MarshalJSON keeps it.
-	out, err := appendRaw(append(dst, `,"arguments":`...), c.Arguments, true)
+	out, err := jsonenc.AppendRaw(append(dst, `,"arguments":`...), c.Arguments, true)
 	if err != nil {
-		out = appendString(append(dst, `,"arguments_text":`...), string(c.Arguments), true)
+		out = jsonenc.AppendString(append(dst, `,"arguments_text":`...), string(c.Arguments), true)
 	}
 	return append(out, '}'), nil
 }
 
-// appendRaw appends the JSON text raw compacted, as encoding/json embeds a
-// json.RawMessage; with html, <, >, &, U+2028 and U+2029 in strings are
-// escaped too. When raw is not valid JSON it returns dst as it was and the
-// syntax error.
-func appendRaw(dst []byte, raw []byte, html bool) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, raw); err != nil {
-		return dst, err
-	}
-	compact := buf.Bytes()[len(dst):]
-	if !html || !needsHTMLEscape(compact) {
-		return buf.Bytes(), nil
-	}
-	compact = slices.Clone(compact)
-	buf.Truncate(len(dst))
-	json.HTMLEscape(buf, compact)
-	return buf.Bytes(), nil
-}
-
-// needsHTMLEscape reports whether json.HTMLEscape would change b: whether
-// it holds <, > or &, or the first byte of U+2028 or U+2029.
-func needsHTMLEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
-			return true
-		}
-	}
-	return false
-}
-
-// appendAny appends the JSON of a value decoded from an input: the types
-// encoding/json decodes into (json.Number and float64 for numbers) and the
-// plain Go types a YAML or CSV reader yields. Others go through
-// encoding/json.
-func appendAny(dst []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(dst, "null"...), nil
-	case string:
-		return appendString(dst, v, false), nil
-	case bool:
-		return strconv.AppendBool(dst, v), nil
-	case json.Number:
-		if v == "" {
-			return append(dst, '0'), nil
-		}
-		if !isValidNumber(string(v)) {
-			return dst, fmt.Errorf("invalid number literal %q", string(v))
-		}
-		return append(dst, v...), nil
-	case float64:
-		return appendFloat(dst, v)
-	case int:
-		return strconv.AppendInt(dst, int64(v), 10), nil
-	case int64:
-		return strconv.AppendInt(dst, v, 10), nil
-	case map[string]any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(appendString(dst, k, false), ':')
-			var err error
-			if dst, err = appendAny(dst, v[k]); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
-	case []any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, e := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendAny(dst, e); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
-	}
-	buf := bytes.NewBuffer(dst)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return dst, err
-	}
-	out := buf.Bytes()
-	return out[:len(out)-1], nil // Encode's newline
-}
-
-// appendFloat formats f as encoding/json does: shortest representation,
-// exponent form outside [1e-6, 1e21), no NaN or infinity.
-func appendFloat(dst []byte, f float64) ([]byte, error) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return dst, fmt.Errorf("unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 → e-9
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst, nil
-}
-
-// isValidNumber reports whether s is a JSON number literal.
-func isValidNumber(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == '-' {
-		if s = s[1:]; s == "" {
-			return false
-		}
-	}
-	switch {
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		s = skipDigits(s[1:])
-	default:
-		return false
-	}
-	if len(s) >= 2 && s[0] == '.' && isDigit(s[1]) {
-		s = skipDigits(s[2:])
-	}
-	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if s[0] == '+' || s[0] == '-' {
-			if s = s[1:]; s == "" {
-				return false
-			}
-		}
-		if !isDigit(s[0]) {
-			return false
-		}
-		s = skipDigits(s[1:])
-	}
-	return s == ""
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-func skipDigits(s string) string {
-	for s != "" && isDigit(s[0]) {
-		s = s[1:]
-	}
-	return s
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plainSafe and htmlSafe hold the bytes appendString copies as they are:
-// ASCII but control characters, quote and backslash; htmlSafe also leaves
-// out <, > and &.
-var plainSafe, htmlSafe = func() (plain, html [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		plain[c] = c != '"' && c != '\\'
-		html[c] = plain[c] && c != '<' && c != '>' && c != '&'
-	}
-	return plain, html
-}()
-
-// appendString appends s as a JSON string as encoding/json writes it:
-// control characters, quote and backslash escaped, invalid UTF-8 replaced
-// by U+FFFD, U+2028 and U+2029 escaped; with html, <, > and & too.
-func appendString(dst []byte, s string, html bool) []byte {
-	dst = append(dst, '"')
-	start := 0
-	safe := &plainSafe
-	if html {
-		safe = &htmlSafe
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if safe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
