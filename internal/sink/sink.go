@@ -38,6 +38,7 @@ type JSONL struct {
 	err     error        // first write error; later writes are refused
 	skip    map[int]bool // indexes already in the output (a resumed run)
 	cost    func(batchagent.Result) (float64, bool)
+	line    []byte // the line being encoded, reused
 }
 
 // NewJSONL returns a writer to w. With ordered, results are buffered and
@@ -127,10 +128,13 @@ func (s *JSONL) writeLocked(r batchagent.Result) {
 	if s.err != nil {
 		return
 	}
-	b, err := r.MarshalJSON()
+	b, err := r.AppendJSON(s.line[:0])
 	if err != nil {
 		s.err = fmt.Errorf("sink: encode result %d: %w", r.Index, err)
 		return
+	}
+	if cap(b) <= 64<<10 {
+		s.line = b // a rare huge line is not kept
 	}
 	if s.cost != nil {
 		if c, ok := s.cost(r); ok {
