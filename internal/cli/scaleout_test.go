@@ -324,8 +324,11 @@ func TestScaleOutWorkerKilledAndStopped(t *testing.T) {
 		}
 	}
 	baseline := model.Stats().Requests
-	if baseline != 3*n {
-		t.Errorf("baseline model calls = %d, want %d (3 per agent)", baseline, 3*n)
+	// A lease renewed late on a loaded machine lets another worker reclaim
+	// a live agent's task, which repeats its turn in flight (seen once:
+	// 3,001 calls): the same slack as below.
+	if baseline < 3*n || baseline > 3*n+slack {
+		t.Errorf("baseline model calls = %d, want %d (3 per agent) to %d", baseline, 3*n, 3*n+slack)
 	}
 
 	// The same job again as a new run, a worker SIGKILLed and another
