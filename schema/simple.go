@@ -79,10 +79,10 @@ type simpleNode struct {
 	// props lists the names of "properties" and of "required", in that
 	// order; index finds them when there are many. The bit i of required
 	// is set when props[i] is required.
-	props                       []simpleProp
-	index                       map[string]int
-	required                    uint64
-	additional                  *simpleNode // nil: any member is allowed
+	props                        []simpleProp
+	index                        map[string]int
+	required                     uint64
+	additional                   *simpleNode // nil: any member is allowed
 	minProperties, maxProperties int
 
 	items              *simpleNode // nil: any element
@@ -532,4 +532,3 @@ func (d *decimal) compare(e *decimal) int {
 	}
 	return m * ds
 }
-
