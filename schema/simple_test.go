@@ -293,21 +293,6 @@ func TestDecimalCompare(t *testing.T) {
 	}
 }
 
-// TestSimpleCheckAllocs pins the point of the fast path: accepting the
-// bench answer costs the output slice only.
-func TestSimpleCheckAllocs(t *testing.T) {
-	s := mustCompileInternal(t, `{"type":"object","properties":{"value":{"type":"integer","minimum":0},"first_word":{"type":"string","enum":["hello","h\u00e9"]}},"required":["value","first_word"],"additionalProperties":false}`)
-	doc := []byte(`{"value": 3, "first_word": "h\u00e9"}`)
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, v := s.fast.check(doc, true); v != valid {
-			t.Fatalf("check(%s) = %v, want valid", doc, v)
-		}
-	})
-	if allocs > 1 {
-		t.Errorf("check(%s) allocates %v times, want at most 1", doc, allocs)
-	}
-}
-
 // checkFast compares the fast path on doc with the library: a valid verdict
 // only for documents the library accepts, with the compact text of
 // json.Compact; an invalid verdict only for documents it rejects; and no
