@@ -227,9 +227,6 @@ func simpleObjectNode(obj map[string]any, root bool) (*simpleNode, bool) {
 			return nil, false
 		}
 	}
-	if len(properties)+len(required) > maxSimpleProps {
-		return nil, false
-	}
 	for name, v := range properties {
 		sub, ok := simpleNodeOf(v, false)
 		if !ok {
@@ -247,7 +244,10 @@ func simpleObjectNode(obj map[string]any, root bool) (*simpleNode, bool) {
 			i = len(n.props)
 			n.props = append(n.props, simpleProp{name: name})
 		}
-		n.required |= 1 << i
+		n.required |= 1 << i // beyond 64 names, n is refused below
+	}
+	if len(n.props) > maxSimpleProps {
+		return nil, false
 	}
 	if len(n.props) >= indexFrom {
 		n.index = make(map[string]int, len(n.props))

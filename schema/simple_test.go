@@ -69,8 +69,10 @@ func TestCompileSimple(t *testing.T) {
 		{"huge length", `{"maxLength":1e10}`, false},
 		{"nested not simple", `{"items":{"properties":{"a":{"format":"email"}}}}`, false},
 		{"additional not simple", `{"additionalProperties":{"anyOf":[true]}}`, false},
-		{"64 names", names(64), true},
-		{"too many names", names(65), false},
+		{"64 names", requires(64, false), true},
+		{"64 names in properties and required", requires(64, true), true},
+		{"too many names", requires(65, false), false},
+		{"too many properties", requires(65, true), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,13 +210,18 @@ func TestSimpleCheck(t *testing.T) {
 	}
 }
 
-// names returns a schema that requires n names.
-func names(n int) string {
+// requires returns a schema that requires n names, which are also its
+// properties when props is set.
+func requires(n int, props bool) string {
 	quoted := make([]string, n)
 	for i := range quoted {
 		quoted[i] = strconv.Quote("n" + strconv.Itoa(i))
 	}
-	return `{"required":[` + strings.Join(quoted, ",") + `]}`
+	schema := `{"required":[` + strings.Join(quoted, ",") + `]`
+	if props {
+		schema += `,"properties":{` + strings.Join(quoted, ":{},") + `:{}}`
+	}
+	return schema + "}"
 }
 
 // manyProps has enough properties for the map lookup.
