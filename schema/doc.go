@@ -54,6 +54,19 @@
 // values; its cost grows with their size (about 12 ms for a truncated 10 KB
 // answer).
 //
+// A simple schema is validated faster. When a schema uses only "type",
+// "properties", "required", "additionalProperties", "items", scalar "enum"
+// and "const", the length, count and numeric bounds, "pattern" and
+// annotations (and names draft 2020-12, 2019-09, 7 or 6, if any), [Compile]
+// also builds a validator that checks the JSON text in one pass, without
+// decoding it into Go values, and writes the compact output as it goes. It
+// can only accept: a value it does not accept (an invalid one, or one with
+// duplicate member names, text that is not UTF-8 or a number with an
+// exponent of five digits or more) is validated by the library as any
+// other, so results and problems are the same either way. For a small
+// object this makes validation about twenty times faster, and it allocates
+// nothing but the output.
+//
 // # Paths
 //
 // Problem paths start at "$" (the whole value) and name object members as

@@ -16,6 +16,7 @@ import (
 type Schema struct {
 	raw          json.RawMessage
 	compiled     *jsonschema.Schema
+	fast         *simpleSchema // nil unless the schema is simple
 	instructions string
 }
 
@@ -71,7 +72,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("schema: invalid schema: %w", cycle)
 	}
 
-	s := &Schema{raw: slices.Clone(raw), compiled: compiled}
+	s := &Schema{raw: slices.Clone(raw), compiled: compiled, fast: compileSimple(doc)}
 	s.instructions = instructions(compact(raw))
 	return s, nil
 }
@@ -127,6 +128,9 @@ func (s *Schema) Raw() json.RawMessage {
 // valid JSON gives one problem at path "$" with the syntax error and its
 // offset. Validate does not retain doc.
 func (s *Schema) Validate(doc json.RawMessage) error {
+	if _, v := s.fast.check(doc, false); v == valid {
+		return nil
+	}
 	if !json.Valid(doc) {
 		return &ValidationError{Problems: []Problem{syntaxProblem(doc)}, Raw: string(doc)}
 	}
@@ -245,17 +249,30 @@ func (s *Schema) ParseRepaired(text string) (out json.RawMessage, repairs []stri
 }
 
 // parsed validates b, valid JSON, and returns it as compact JSON in a new
-// slice; text is the answer it comes from.
+// slice; text is the answer it comes from. A simple schema validates and
+// compacts b in one pass; the library decides what that pass does not
+// accept.
 func (s *Schema) parsed(b []byte, text string) (json.RawMessage, []string, error) {
-	if err := s.validateJSON(b, text); err != nil {
+	if out, v := s.fast.check(b, true); v == valid {
+		return out, nil, nil
+	}
+	if err := s.validateLibrary(b, text); err != nil {
 		return nil, nil, err
 	}
 	return compact(b), nil, nil
 }
 
-// validateJSON decodes and validates b, valid JSON; text is the answer it
-// comes from.
+// validateJSON validates b, valid JSON; text is the answer it comes from.
 func (s *Schema) validateJSON(b []byte, text string) error {
+	if _, v := s.fast.check(b, false); v == valid {
+		return nil
+	}
+	return s.validateLibrary(b, text)
+}
+
+// validateLibrary decodes b, valid JSON, and validates it with the library,
+// which reports every problem; text is the answer it comes from.
+func (s *Schema) validateLibrary(b []byte, text string) error {
 	v, err := decodeValue(b)
 	if err != nil {
 		return &ValidationError{Problems: []Problem{syntaxProblem(b)}, Raw: text}

@@ -13,6 +13,12 @@ const benchSchema = `{"type":"object","properties":{"value":{"type":"integer"},"
 
 const benchDoc = `{"value":3,"first_word":"hello"}`
 
+// nestedBenchSchema is a larger output schema of the simple kind: nested
+// objects, arrays, a type list, bounds and an enum.
+const nestedBenchSchema = `{"type":"object","properties":{"title":{"type":"string","minLength":1},"author":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":255}},"required":["name","age"],"additionalProperties":false},"tags":{"type":["null","array"],"items":{"type":"string"}},"scores":{"type":"array","items":{"type":"number"},"maxItems":10},"status":{"enum":["draft","final"]}},"required":["title","author","tags","status"],"additionalProperties":false}`
+
+const nestedBenchDoc = `{"title": "A report", "author": {"name": "Ann", "age": 42}, "tags": ["x", "y", "z"], "scores": [1.5, 2, 3e1], "status": "final"}`
+
 func mustCompile(tb testing.TB, raw string) *schema.Schema {
 	tb.Helper()
 	s, err := schema.Compile(json.RawMessage(raw))
@@ -25,6 +31,17 @@ func mustCompile(tb testing.TB, raw string) *schema.Schema {
 func BenchmarkValidate(b *testing.B) {
 	s := mustCompile(b, benchSchema)
 	doc := json.RawMessage(benchDoc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Validate(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateNested(b *testing.B) {
+	s := mustCompile(b, nestedBenchSchema)
+	doc := json.RawMessage(nestedBenchDoc)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Validate(doc); err != nil {
@@ -63,6 +80,16 @@ func BenchmarkParseBare(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Parse(benchDoc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseNested(b *testing.B) {
+	s := mustCompile(b, nestedBenchSchema)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Parse(nestedBenchDoc); err != nil {
 			b.Fatal(err)
 		}
 	}
