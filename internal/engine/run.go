@@ -286,10 +286,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 		}
 		prior := workOf(resume)
 		agents.Add(1)
-		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
+		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(r job.Result) {
 			out <- outcome{Result: r, prior: prior}
 			agents.Done()
-		})
+		}}
+		go e.runAgent(ctx, a)
 	}
 }
 
@@ -300,68 +301,105 @@ func (e *Engine) closedNow() bool {
 	return e.closed
 }
 
-// runAgent runs the agent of input i to completion, from resume when a
-// checkpoint holds its last completed turn, and hands its result to
-// deliver once it is checkpointed (when save is set).
-func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in job.Input, resume *agent.State, save bool, deliver func(job.Result)) {
-	start := time.Now()
+// agentRun is one agent that runAgent runs, and what its steps share. It
+// is on the heap, so that the frames on the agent's goroutine, which are
+// under every one of its model calls and tool waits, hold a pointer to it
+// rather than its fields: smaller frames let the goroutine keep its first
+// stack (see BenchmarkAgentMemory in the root package).
+type agentRun struct {
+	rn  *runner
+	run *sched.Run // the run's admission; nil: none
+	i   int        // the input's index
+	in  job.Input
+	// st is the agent's state: its checkpointed last completed turn when
+	// it resumes (set before runAgent), else a fresh one.
+	st    *agent.State
+	fresh bool // st starts afresh: not resumed
+	// save checkpoints the agent's result before it is delivered.
+	save    bool
+	start   time.Time
+	deliver func(job.Result)
+}
+
+// runAgent runs the agent a to completion, from a.st when a checkpoint
+// holds its last completed turn, and hands its result to a.deliver once
+// it is checkpointed (when a.save is set).
+func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
+	a.start = time.Now()
 	ctx = withService(ctx)
 	if sc, ok := agent.ObserverFrom(ctx).(agent.Scope); ok {
-		var end func(job.Result)
-		ctx, end = sc.Agent(ctx, rn.id, i)
-		next := deliver
-		deliver = func(r job.Result) {
-			end(r)
-			next(r)
-		}
+		ctx = scope(ctx, sc, a)
 	}
-	st := resume
-	if st == nil {
-		task, err := rn.tmpl.Render(in)
-		if err != nil {
-			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
+	if a.fresh = a.st == nil; a.fresh {
+		if err := a.newState(); err != nil {
+			e.renderFailed(ctx, a, err)
 			return
 		}
-		// Room for the answer too: most agents end after one call, and
-		// appending it to a full slice allocated the conversation twice.
-		msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
-		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning, Messages: msgs}
 	}
-	st.Started = start
+	a.st.Started = a.start
 	actx := ctx
-	if rn.timeout > 0 {
+	if a.rn.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
+		actx, cancel = context.WithTimeoutCause(ctx, a.rn.timeout, job.ErrAgentTimeout)
 		defer cancel()
 	}
-	fresh := resume == nil
-	if rn.fb != nil {
-		e.runTiered(ctx, actx, rn, i, in, st, fresh, start, save, deliver)
+	if a.rn.fb != nil {
+		e.runTiered(ctx, actx, a)
 		return
 	}
-	packed, err := rn.primary(actx, i, st, fresh, func() error { return rn.agent.Run(actx, st) })
-	e.ran(ctx, actx, rn, run, i, in, st, packed, err, start, save, deliver)
+	packed, err := a.packed(actx)
+	if packed == 0 && err == nil {
+		err = a.rn.agent.Run(actx, a.st)
+	}
+	e.ran(ctx, actx, a, packed, err)
 }
 
-// renderFailed finishes the agent of input i whose task could not be
-// rendered from its input.
-func (e *Engine) renderFailed(ctx context.Context, rn *runner, i int, in job.Input, err error, start time.Time, save bool, deliver func(job.Result)) {
-	r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
-	e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
+// scope returns ctx under sc's span of agent a, whose result then ends
+// the span before it is delivered.
+func scope(ctx context.Context, sc agent.Scope, a *agentRun) context.Context {
+	ctx, end := sc.Agent(ctx, a.rn.id, a.i)
+	next := a.deliver
+	a.deliver = func(r job.Result) {
+		end(r)
+		next(r)
+	}
+	return ctx
 }
 
-// ran finishes the agent of input i, which ran on the job's model until it
+// newState sets a.st to the state of a fresh agent: its task rendered
+// from its input.
+func (a *agentRun) newState() error {
+	task, err := a.rn.tmpl.Render(a.in)
+	if err != nil {
+		return err
+	}
+	// Room for the answer too: most agents end after one call, and
+	// appending it to a full slice allocated the conversation twice.
+	msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
+	a.st = &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Status: agent.StatusRunning, Messages: msgs}
+	return nil
+}
+
+// renderFailed finishes the agent a, whose task could not be rendered
+// from its input.
+func (e *Engine) renderFailed(ctx context.Context, a *agentRun, err error) {
+	r := e.fail(a.rn.id, a.i, a.in, -1, "render", err, job.KindTemplate, a.start)
+	e.finish(ctx, &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Started: a.start}, r, a.save, a.deliver)
+}
+
+// ran finishes the agent a, which ran on the job's model until it
 // returned err, packed being the agents of the packed call that answered
 // it (0: none). It is apart from runAgent so that the result, a large
 // value, is not in the frame of runAgent, which is on the goroutine's
 // stack all through the agent's run: a larger frame there made every
 // agent's goroutine grow its stack once more.
-func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i int, in job.Input, st *agent.State, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
-	r := resultOf(i, in, st)
+func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err error) {
+	rn, st := a.rn, a.st
+	r := resultOf(a.i, a.in, st)
 	r.Packed = packed
-	r.Timings.Total = time.Since(start)
+	r.Timings.Total = time.Since(a.start)
 	if err != nil {
-		ae := &job.AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
+		ae := &job.AgentError{JobID: rn.id, Agent: a.i, Turn: -1, Op: "generate", Err: err}
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
@@ -370,8 +408,8 @@ func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i in
 		// The gate sees every call: it knows whether any was answered.
 		// Ungated, no call is observed and the backend is never declared down.
 		var down error
-		if rn.gate.gated && run != nil {
-			down = rn.gate.g.GaveUp(run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
+		if rn.gate.gated && a.run != nil {
+			down = rn.gate.g.GaveUp(a.run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
 		}
 		if down != nil {
 			// Stopped by the unavailable backend, whichever error it
@@ -384,20 +422,17 @@ func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i in
 		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, save, deliver)
+	e.finish(ctx, st, r, a.save, a.deliver)
 }
 
-// primary runs the agent of input i on the job's model: in a packed call
-// when the job packs and the agent starts afresh, else, or when its packed
-// answer is unusable, alone. It returns the agents of the packed call that
-// answered, 0 when none did.
-func (rn *runner) primary(ctx context.Context, i int, st *agent.State, fresh bool, alone func() error) (int, error) {
-	if rn.pk != nil && fresh {
-		if n, err := rn.pk.answer(ctx, i, st); err != nil || n > 0 {
-			return n, err
-		}
+// packed runs the agent a in a packed call when its job packs and it
+// starts afresh. It returns the agents of the packed call that answered
+// it, or its error; (0, nil) when the agent must run alone.
+func (a *agentRun) packed(ctx context.Context) (int, error) {
+	if a.rn.pk == nil || !a.fresh {
+		return 0, nil
 	}
-	return 0, alone()
+	return a.rn.pk.answer(ctx, a.i, a.st)
 }
 
 // resultOf returns the result of agent i, whose input is in, from its

@@ -30,10 +30,10 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		}
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, rn, run, i, in, nil, false, func(r job.Result) {
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, deliver: func(r job.Result) {
 			e.stats.add(outcome{Result: r})
 			end(r)
-		})
+		}})
 	}()
 	return cancel
 }
@@ -111,9 +111,9 @@ func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input,
 		prior := workOf(resume)
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(r job.Result) {
 			deliver(outcome{Result: r, prior: prior})
-		})
+		}})
 	}()
 	return cancel
 }
