@@ -258,8 +258,8 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	// Run's frame is on the agent's stack all through its run, under
 	// every model call and tool wait: what a turn does with its answer is
 	// in the functions it calls, so that the frame stays small and the
-	// agent's goroutine fits its first stack (see the package's
-	// BenchmarkAgentMemory).
+	// agent's goroutine keeps a 4 KB stack (BenchmarkAgentMemory in
+	// package batchagent measures it).
 	var (
 		cut   *cuts  // the answers of this run cut off at the token cap; nil: none
 		tools *early // the tool calls of a turn started mid-stream
@@ -673,31 +673,53 @@ func (r *Runner) invoke(ctx context.Context, req *llm.Request, permit Permit, to
 // consume runs a streamed call and reassembles the response; first is when
 // the first event arrived, and ap (nil: none) is told then. Each tool call
 // the stream says is complete starts in tools at once.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (resp *llm.Response, first time.Time, err error) {
-	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
-	for ev, err := range r.stream.Stream(ctx, req) {
-		if err != nil {
-			return nil, first, err
-		}
-		if first.IsZero() {
-			first = time.Now()
-			if ap != nil {
-				ap.Answering()
-			}
-		}
-		if err := acc.Add(ev); err != nil {
-			return nil, first, err // leaving the loop closes the stream
-		}
-		if ev.Type == llm.EventToolCallDone && tools != nil {
-			if pos, c, ok := acc.ToolCall(ev.ToolCall.Index); ok {
-				tools.start(r, pos, c)
-			}
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (*llm.Response, time.Time, error) {
+	rs := &reassembly{r: r, ap: ap, tools: tools, acc: llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}}
+	r.stream.Stream(ctx, req)(rs.add) // add's false, at an error, closes the stream
+	if rs.err != nil {
+		return nil, rs.first, rs.err
+	}
+	if rs.first.IsZero() {
+		rs.first = time.Now()
+	}
+	return rs.acc.Response(), rs.first, nil
+}
+
+// reassembly is the state of consume: one value on the heap per call,
+// where a range-over-func loop moved each of its variables there on its
+// own.
+type reassembly struct {
+	r     *Runner
+	ap    AnswerPermit
+	tools *early
+	acc   llm.Accumulator
+	first time.Time // when the first event came; zero before
+	err   error     // the error that ended the stream
+}
+
+// add takes the stream's next event; it returns false to end the stream
+// at an error, kept in rs.err.
+func (rs *reassembly) add(ev llm.Event, err error) bool {
+	if err != nil {
+		rs.err = err
+		return false
+	}
+	if rs.first.IsZero() {
+		rs.first = time.Now()
+		if rs.ap != nil {
+			rs.ap.Answering()
 		}
 	}
-	if first.IsZero() {
-		first = time.Now()
+	if err := rs.acc.Add(ev); err != nil {
+		rs.err = err
+		return false
 	}
-	return acc.Response(), first, nil
+	if ev.Type == llm.EventToolCallDone && rs.tools != nil {
+		if pos, c, ok := rs.acc.ToolCall(ev.ToolCall.Index); ok {
+			rs.tools.start(rs.r, pos, c)
+		}
+	}
+	return true
 }
 
 // runTools executes the calls of one turn concurrently through the pool and
