@@ -178,8 +178,9 @@ func (e *Engine) Stream(ctx context.Context, spec *job.Spec, inputs iter.Seq2[jo
 		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
 		// Every result holds one of the engine's active tokens from
 		// admission until it has been delivered; a run holds at most
-		// MaxActive, so out never blocks a sender.
-		out := make(chan outcome, e.opt.MaxActive)
+		// MaxActive, so out never blocks a sender. It carries pointers:
+		// a buffer of MaxActive outcomes by value was 3 MB at 10,000.
+		out := make(chan *outcome, e.opt.MaxActive)
 		wg.Go(func() {
 			e.admit(ctx, rn, run, inputs, cancelRest, out)
 			close(out)
@@ -218,7 +219,7 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.R
 // admit reads inputs and starts one agent per input, while it holds one
 // of the engine's active tokens. It returns when every started agent has
 // sent its result.
-func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- outcome) {
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- *outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// Without the checkpoint the run would redo or duplicate work: every
@@ -249,11 +250,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 		}
 		e.stats.started.Add(1)
 		if err != nil {
-			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, job.KindInput, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, job.KindInput, time.Now())}
 			continue
 		}
 		if loadErr != nil {
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), job.KindBackend, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), job.KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]
@@ -265,7 +266,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 				slog.String("job", rn.id), slog.Int("agent", i))
 		}
 		if hasPrev && e.finished(prev) {
-			out <- outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
+			out <- &outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
 			continue
 		}
 		if ctx.Err() != nil || e.draining.Load() {
@@ -273,7 +274,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 			if e.closedNow() {
 				errs = append(errs, ErrShutdown)
 			}
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), job.KindCanceled, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), job.KindCanceled, time.Now())}
 			continue
 		}
 		var resume *agent.State
@@ -287,7 +288,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 		prior := workOf(resume)
 		agents.Add(1)
 		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(r job.Result) {
-			out <- outcome{Result: r, prior: prior}
+			out <- &outcome{Result: r, prior: prior}
 			agents.Done()
 		}}
 		go e.runAgent(ctx, a)
@@ -305,7 +306,7 @@ func (e *Engine) closedNow() bool {
 // is on the heap, so that the frames on the agent's goroutine, which are
 // under every one of its model calls and tool waits, hold a pointer to it
 // rather than its fields: smaller frames let the goroutine keep its first
-// stack (see BenchmarkAgentMemory in the root package).
+// stack (BenchmarkAgentMemory in package batchagent measures it).
 type agentRun struct {
 	rn  *runner
 	run *sched.Run // the run's admission; nil: none
@@ -524,7 +525,7 @@ func workOf(st *agent.State) work {
 }
 
 // deliver counts a result of job id and calls onResult, if set.
-func (e *Engine) deliver(id string, o outcome, onResult func(job.Result)) {
+func (e *Engine) deliver(id string, o *outcome, onResult func(job.Result)) {
 	e.stats.add(o)
 	r := o.Result
 	if onResult != nil {
