@@ -301,5 +301,5 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, a.save, a.deliver)
+	e.finish(ctx, a, st, r)
 }

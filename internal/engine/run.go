@@ -222,6 +222,11 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.R
 func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- *outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
+	// One function for every agent of the run, rather than a closure each.
+	deliver := func(a *agentRun, r job.Result) {
+		out <- &outcome{Result: r, prior: a.priorWork()}
+		agents.Done()
+	}
 	// Without the checkpoint the run would redo or duplicate work: every
 	// input fails with the load's error instead.
 	saved, loadErr := e.loadCheckpoint(ctx, rn.id)
@@ -285,12 +290,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 			p := prev
 			resume = &p
 		}
-		prior := workOf(resume)
 		agents.Add(1)
-		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(r job.Result) {
-			out <- &outcome{Result: r, prior: prior}
-			agents.Done()
-		}}
+		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: deliver}
+		if resume != nil {
+			a.prior = new(workOf(resume))
+		}
 		go e.runAgent(ctx, a)
 	}
 }
@@ -316,10 +320,24 @@ type agentRun struct {
 	// it resumes (set before runAgent), else a fresh one.
 	st    *agent.State
 	fresh bool // st starts afresh: not resumed
+	// prior is the work of earlier runs of a resumed agent; nil: none.
+	prior *work
 	// save checkpoints the agent's result before it is delivered.
-	save    bool
-	start   time.Time
-	deliver func(job.Result)
+	save  bool
+	start time.Time
+	// deliver hands the agent's result on; see done.
+	deliver func(*agentRun, job.Result)
+}
+
+// done hands r, the agent's result, on.
+func (a *agentRun) done(r job.Result) { a.deliver(a, r) }
+
+// priorWork returns a.prior; zero for none.
+func (a *agentRun) priorWork() work {
+	if a.prior == nil {
+		return work{}
+	}
+	return *a.prior
 }
 
 // runAgent runs the agent a to completion, from a.st when a checkpoint
@@ -360,9 +378,9 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 func scope(ctx context.Context, sc agent.Scope, a *agentRun) context.Context {
 	ctx, end := sc.Agent(ctx, a.rn.id, a.i)
 	next := a.deliver
-	a.deliver = func(r job.Result) {
+	a.deliver = func(a *agentRun, r job.Result) {
 		end(r)
-		next(r)
+		next(a, r)
 	}
 	return ctx
 }
@@ -385,7 +403,7 @@ func (a *agentRun) newState() error {
 // from its input.
 func (e *Engine) renderFailed(ctx context.Context, a *agentRun, err error) {
 	r := e.fail(a.rn.id, a.i, a.in, -1, "render", err, job.KindTemplate, a.start)
-	e.finish(ctx, &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Started: a.start}, r, a.save, a.deliver)
+	e.finish(ctx, a, &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Started: a.start}, r)
 }
 
 // ran finishes the agent a, which ran on the job's model until it
@@ -423,7 +441,7 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, a.save, a.deliver)
+	e.finish(ctx, a, st, r)
 }
 
 // packed runs the agent a in a packed call when its job packs and it
@@ -450,34 +468,35 @@ func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	}
 }
 
-// finish checkpoints a finished agent, then hands its result to deliver. An
-// agent stopped by the run's cancellation keeps its last completed turn
-// instead, to resume from. A Checkpointer that can save asynchronously
-// does, so that the agent's goroutine ends at once: deliver is then called
-// from the Checkpointer once the state is durable.
-func (e *Engine) finish(ctx context.Context, st *agent.State, r job.Result, save bool, deliver func(job.Result)) {
-	if !save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
-		deliver(r)
+// finish checkpoints a finished agent a, whose state is st, then hands
+// its result on (agentRun.done). An agent stopped by the run's
+// cancellation keeps its last completed turn instead, to resume from. A
+// Checkpointer that can save asynchronously does, so that the agent's
+// goroutine ends at once: the result is then handed on from the
+// Checkpointer once the state is durable.
+func (e *Engine) finish(ctx context.Context, a *agentRun, st *agent.State, r job.Result) {
+	if !a.save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
+		a.done(r)
 		return
 	}
 	recordOutcome(st, r)
 	if as, ok := e.opt.Checkpoint.(asyncSaver); ok {
-		e.saveAsync(ctx, as, st, r, deliver)
+		e.saveAsync(ctx, as, a, st, r)
 		return
 	}
 	if err := e.save(ctx, st); err != nil && e.opt.StopOnCheckpointError {
 		r = e.checkpointFailure(st.JobID, r, err)
 	}
-	deliver(r)
+	a.done(r)
 }
 
-// saveAsync saves st through as and hands r to deliver once it is
-// durable. It is apart from finish so that only the results saved
-// asynchronously, which its callback keeps, are moved to the heap: in
-// finish, every result was. Inlined, it would move them again.
+// saveAsync saves st through as and hands r on once it is durable. It is
+// apart from finish so that only the results saved asynchronously, which
+// its callback keeps, are moved to the heap: in finish, every result was.
+// Inlined, it would move them again.
 //
 //go:noinline
-func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, st *agent.State, r job.Result, deliver func(job.Result)) {
+func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, a *agentRun, st *agent.State, r job.Result) {
 	as.SaveAsync(*st, func(err error) {
 		if err != nil {
 			e.saveFailed(ctx, st.JobID, st.Index, err)
@@ -485,7 +504,7 @@ func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, st *agent.State, 
 				r = e.checkpointFailure(st.JobID, r, err)
 			}
 		}
-		deliver(r)
+		a.done(r)
 	})
 }
 

@@ -30,7 +30,7 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		}
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, deliver: func(r job.Result) {
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, deliver: func(_ *agentRun, r job.Result) {
 			e.stats.add(&outcome{Result: r})
 			end(r)
 		}})
@@ -108,12 +108,15 @@ func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input,
 		if ok && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
 			resume = &prev
 		}
-		prior := workOf(resume)
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(r job.Result) {
-			deliver(&outcome{Result: r, prior: prior})
-		}})
+		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(a *agentRun, r job.Result) {
+			deliver(&outcome{Result: r, prior: a.priorWork()})
+		}}
+		if resume != nil {
+			a.prior = new(workOf(resume))
+		}
+		e.runAgent(ctx, a)
 	}()
 	return cancel
 }
