@@ -846,6 +846,8 @@ func (r *Runner) observedTool(ctx context.Context, o Observer, turn int, c *llm.
 	return content, err
 }
 
+// callTool runs c through the pool. execTool does the same inline: its
+// frame is under the tool's wait.
 func (r *Runner) callTool(ctx context.Context, c *llm.ToolCall) (string, error) {
 	if r.cfg.Tools == nil {
 		return "", noTools(c.Name)
