@@ -255,16 +255,18 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 	if len(st.Messages) == 0 {
 		return &Error{Op: "generate", Turn: st.Turns, Err: errors.New("agent: empty conversation")}
 	}
+	// Run's frame is on the agent's stack all through its run, under
+	// every model call and tool wait: what a turn does with its answer is
+	// in the functions it calls, so that the frame stays small and the
+	// agent's goroutine keeps a 4 KB stack (BenchmarkAgentMemory in
+	// package batchagent measures it).
 	var (
-		cut   cuts   // the answers of this run cut off at the token cap
+		cut   *cuts  // the answers of this run cut off at the token cap; nil: none
 		tools *early // the tool calls of a turn started mid-stream
 	)
 	for {
-		if st.Turns >= r.cfg.MaxTurns {
-			return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
-		}
-		if r.cfg.Stop != nil && r.cfg.Stop() {
-			return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
+		if err := r.mayStart(st); err != nil {
+			return err
 		}
 		tools = r.earlyTools(ctx, st.Turns, tools)
 		resp, span, err := r.observedGenerate(ctx, st, tools)
@@ -276,46 +278,79 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 		st.Turns++
 		if r.cut(resp) {
 			tools.discard() // the cut calls are not run
-			if err := r.retryCut(ctx, st, &cut, turn, resp); err != nil {
+			if cut == nil {
+				cut = new(cuts)
+			}
+			if err := r.retryCut(ctx, st, cut, turn, resp); err != nil {
 				return err
 			}
 			continue
 		}
-		msg := resp.Message
-		msg.Role = llm.RoleAssistant
-		if len(msg.ToolCalls) > 0 {
-			for i := range msg.ToolCalls {
-				msg.ToolCalls[i].ID = callID(msg.ToolCalls[i], turn, i)
-			}
-			st.Messages = append(st.Messages, msg)
-			if err := r.runTools(ctx, st, msg.ToolCalls, span, tools); err != nil {
+		if calls := appendAnswer(st, resp, turn); len(calls) > 0 {
+			if err := r.runTools(ctx, st, calls, span, tools); err != nil {
 				return &Error{Op: "tool", Turn: turn, Err: err}
 			}
 			r.turnDone(ctx, st)
 			continue
 		}
 		tools.discard() // a final answer: nothing should have started
-		st.Messages = append(st.Messages, msg)
-		st.Raw = msg.Content
-		out, err := r.answer(st, msg.Content)
-		if err == nil {
-			st.Output = out
-			r.turnDone(ctx, st)
-			return nil
+		if done, err := r.final(ctx, st, turn); done {
+			return err
 		}
-		var verr *schema.ValidationError
-		if !errors.As(err, &verr) || st.Corrections >= r.cfg.MaxRetries {
-			// No OnTurn: the caller has the failed agent's final state.
-			return &Error{Op: "validate", Turn: turn, Err: err}
-		}
-		st.Corrections++
-		feedback := schema.Feedback(verr)
-		if o := observerOf(ctx); o != nil {
-			o.Retry(ctx, turn, feedback)
-		}
-		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: feedback})
-		r.turnDone(ctx, st)
 	}
+}
+
+// mayStart returns the error that ends an agent before its next turn:
+// its turns used up, or a stop asked for; nil when the turn may start.
+func (r *Runner) mayStart(st *State) error {
+	if st.Turns >= r.cfg.MaxTurns {
+		return &Error{Op: "generate", Turn: st.Turns, Err: ErrMaxTurns}
+	}
+	if r.cfg.Stop != nil && r.cfg.Stop() {
+		return &Error{Op: "generate", Turn: st.Turns, Err: ErrStopped}
+	}
+	return nil
+}
+
+// appendAnswer appends resp's message, the answer of turn, to st's
+// conversation as the assistant's and returns its tool calls, each with
+// its ID set.
+func appendAnswer(st *State, resp *llm.Response, turn int) []llm.ToolCall {
+	st.Messages = append(st.Messages, resp.Message)
+	msg := &st.Messages[len(st.Messages)-1]
+	msg.Role = llm.RoleAssistant
+	for i := range msg.ToolCalls {
+		msg.ToolCalls[i].ID = callID(msg.ToolCalls[i], turn, i)
+	}
+	return msg.ToolCalls
+}
+
+// final handles the final answer of turn, the last of st's messages: it
+// sets st.Output and reports done when the answer is valid; when it is
+// not, it asks for a correction (done is false) while the corrections
+// last, and ends the agent with a "validate" *Error once they are used up.
+func (r *Runner) final(ctx context.Context, st *State, turn int) (done bool, _ error) {
+	text := st.Messages[len(st.Messages)-1].Content
+	st.Raw = text
+	out, err := r.answer(st, text)
+	if err == nil {
+		st.Output = out
+		r.turnDone(ctx, st)
+		return true, nil
+	}
+	verr, ok := errors.AsType[*schema.ValidationError](err)
+	if !ok || st.Corrections >= r.cfg.MaxRetries {
+		// No OnTurn: the caller has the failed agent's final state.
+		return true, &Error{Op: "validate", Turn: turn, Err: err}
+	}
+	st.Corrections++
+	feedback := schema.Feedback(verr)
+	if o := observerOf(ctx); o != nil {
+		o.Retry(ctx, turn, feedback)
+	}
+	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Content: feedback})
+	r.turnDone(ctx, st)
+	return false, nil
 }
 
 // observedGenerate is generate, watched by the context's Observer, with
@@ -324,7 +359,8 @@ func (r *Runner) Run(ctx context.Context, st *State) error {
 // st.Spans (see record). The span lives in this frame, not Run's: Run's
 // frame is on the stack of every step of the turn (schema validation
 // goes deep), and a larger one made every agent's goroutine grow its
-// stack once more (bench scale: +20% CPU).
+// stack once more (bench scale: +20% CPU). The observed turn is apart, so
+// that this frame, under every model call, holds little but the span.
 func (r *Runner) observedGenerate(ctx context.Context, st *State, tools *early) (*llm.Response, int, error) {
 	sp := job.Span{Turn: st.Turns}
 	var (
@@ -334,16 +370,26 @@ func (r *Runner) observedGenerate(ctx context.Context, st *State, tools *early) 
 	if o := observerOf(ctx); o == nil {
 		resp, err = r.generate(ctx, st, &sp, tools)
 	} else {
-		var end func(*llm.Response, error)
-		ctx, end = o.Turn(ctx, st.Turns)
-		resp, err = r.generate(ctx, st, &sp, tools)
-		end(resp, err)
+		resp, err = r.observedTurn(ctx, o, st, &sp, tools)
 	}
 	return resp, record(st, &sp), err
 }
 
+// observedTurn is generate watched by the Observer o.
+//
+//go:noinline
+func (r *Runner) observedTurn(ctx context.Context, o Observer, st *State, sp *job.Span, tools *early) (*llm.Response, error) {
+	ctx, end := o.Turn(ctx, st.Turns)
+	resp, err := r.generate(ctx, st, sp, tools)
+	end(resp, err)
+	return resp, err
+}
+
 // record appends sp, a turn's span, to st's spans and returns its
 // position; -1 when st holds job.MaxSpans already and sp is dropped.
+// Inlined, it would add its append to observedGenerate's frame.
+//
+//go:noinline
 func record(st *State, sp *job.Span) int {
 	if len(st.Spans) >= job.MaxSpans {
 		return -1
@@ -393,69 +439,85 @@ func (r *Runner) generate(ctx context.Context, st *State, sp *job.Span, tools *e
 	if err != nil {
 		return nil, err
 	}
-	var (
-		relearnt int       // resends after a refused length (compact.go)
-		attempt  int       // retries of failures other than outages
-		outage   int       // retries in the current outage
-		since    time.Time // when the current outage began: its first failure
-		lastFail time.Time // the agent's last outage failure
-	)
+	// The retries' state, and the wait before each, are apart from this
+	// frame, which is on the stack under every model call: most calls
+	// succeed at once.
+	var rs *retries // nil until a call fails
 	for {
 		resp, err := r.call(ctx, st, req, sp, tools)
 		if err == nil {
 			return resp, nil
 		}
 		tools.discard() // a retry may answer with other calls
-		if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
-			if req, err = r.relearn(st, req, err, &relearnt); err != nil {
-				return nil, err
-			}
-			continue
+		if rs == nil {
+			rs = new(retries)
 		}
-		if ctx.Err() != nil || !llm.IsTransient(err) {
+		if req, err = r.retry(ctx, st, req, sp, rs, err); err != nil {
 			return nil, err
 		}
-		var wait time.Duration
-		if r.cfg.OutageBudget > 0 && isOutage(err) {
-			now := time.Now()
-			if since.IsZero() || r.answers != nil && r.answers.LastAnswer().After(lastFail) {
-				// From the failure, not the call's start: the wait for a
-				// slot before it is not an outage. The backend answered
-				// another call since this agent's last failure: a new
-				// outage begins, the time between was not one.
-				since, outage = now, 0
-			}
-			lastFail = now
-			elapsed := now.Sub(since)
-			if elapsed >= r.cfg.OutageBudget {
-				return nil, fmt.Errorf("no answer for %v (outage budget %v): %w", elapsed.Round(time.Millisecond), r.cfg.OutageBudget, err)
-			}
-			wait = min(r.cfg.Backoff.Delay(min(outage, maxOutageAttempt), err), r.cfg.OutageBudget-elapsed)
-			outage++
-		} else {
-			if attempt >= r.cfg.MaxRetries {
-				return nil, err
-			}
-			wait = r.cfg.Backoff.Delay(attempt, err)
-			attempt++
-		}
-		st.Retries++
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-r.cfg.Stopped:
-			t.Stop()
-			return nil, ErrStopped
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		st.Timings.Backoff += wait
-		sp.Backoff += wait
-		if r.cfg.Stop != nil && r.cfg.Stop() {
-			return nil, ErrStopped
-		}
 	}
+}
+
+// retries is the state of one model call's retries (see generate).
+type retries struct {
+	relearnt int       // resends after a refused length (compact.go)
+	attempt  int       // retries of failures other than outages
+	outage   int       // retries in the current outage
+	since    time.Time // when the current outage began: its first failure
+	lastFail time.Time // the agent's last outage failure
+}
+
+// retry decides what follows err, the failure of a model call with req:
+// the request to send again (after the back-off it waited, counted in
+// st's Timings and sp), or the error that ends the call.
+func (r *Runner) retry(ctx context.Context, st *State, req *llm.Request, sp *job.Span, rs *retries, err error) (*llm.Request, error) {
+	if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
+		return r.relearn(st, req, err, &rs.relearnt)
+	}
+	if ctx.Err() != nil || !llm.IsTransient(err) {
+		return nil, err
+	}
+	var wait time.Duration
+	if r.cfg.OutageBudget > 0 && isOutage(err) {
+		now := time.Now()
+		if rs.since.IsZero() || r.answers != nil && r.answers.LastAnswer().After(rs.lastFail) {
+			// From the failure, not the call's start: the wait for a
+			// slot before it is not an outage. The backend answered
+			// another call since this agent's last failure: a new
+			// outage begins, the time between was not one.
+			rs.since, rs.outage = now, 0
+		}
+		rs.lastFail = now
+		elapsed := now.Sub(rs.since)
+		if elapsed >= r.cfg.OutageBudget {
+			return nil, fmt.Errorf("no answer for %v (outage budget %v): %w", elapsed.Round(time.Millisecond), r.cfg.OutageBudget, err)
+		}
+		wait = min(r.cfg.Backoff.Delay(min(rs.outage, maxOutageAttempt), err), r.cfg.OutageBudget-elapsed)
+		rs.outage++
+	} else {
+		if rs.attempt >= r.cfg.MaxRetries {
+			return nil, err
+		}
+		wait = r.cfg.Backoff.Delay(rs.attempt, err)
+		rs.attempt++
+	}
+	st.Retries++
+	t := time.NewTimer(wait)
+	select {
+	case <-t.C:
+	case <-r.cfg.Stopped:
+		t.Stop()
+		return nil, ErrStopped
+	case <-ctx.Done():
+		t.Stop()
+		return nil, ctx.Err()
+	}
+	st.Timings.Backoff += wait
+	sp.Backoff += wait
+	if r.cfg.Stop != nil && r.cfg.Stop() {
+		return nil, ErrStopped
+	}
+	return req, nil
 }
 
 // Request returns the request the agent's next turn sends for st: the
@@ -505,21 +567,74 @@ func (r *Runner) messages(st *State) []llm.Message {
 
 // call acquires a slot, runs one model call and releases the slot; its
 // times go into st's Timings and sp, whose Start is the first call's
-// readiness.
+// readiness. Its frame is on the stack under the model call, so it keeps
+// little: the wait for the slot, the observed call and the accounting are
+// in functions of their own, and its times are durations from sp.Start.
 func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.Span, tools *early) (*llm.Response, error) {
-	ready := time.Now()
+	now := time.Now()
 	if sp.Start.IsZero() {
-		sp.Start = ready
+		sp.Start = now
 	}
-	queued := func(d time.Duration) {
-		st.Timings.Queue += d
-		sp.Queue += d
+	ready := now.Sub(sp.Start)
+	permit, err := r.admit(ctx, st, req, sp, ready)
+	if err != nil {
+		return nil, err
 	}
+	start := time.Since(sp.Start)
+	queued(st, sp, start-ready)
+	st.ModelCalls++
+	var (
+		resp  *llm.Response
+		first time.Time
+	)
+	switch o := observerOf(ctx); {
+	case o != nil:
+		resp, first, err = r.observedCall(ctx, o, st.Turns, req, permit, tools)
+	case r.stream != nil:
+		ap, _ := permit.(AnswerPermit)
+		resp, first, err = r.consume(ctx, req, ap, tools)
+	default:
+		resp, err = r.cfg.Model.Generate(ctx, req)
+		first = time.Now()
+	}
+	end := time.Since(sp.Start)
+	if permit != nil {
+		permit.Release(resp, err)
+	}
+	called(st, sp, end-start)
+	if err != nil {
+		return nil, err
+	}
+	if st.Timings.TTFT == 0 {
+		st.Timings.TTFT = first.Sub(sp.Start) - ready
+	}
+	sp.TTFT = first.Sub(sp.Start)
+	st.Usage = st.Usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// queued counts d, time a call waited for its slot, in st's Timings and sp.
+func queued(st *State, sp *job.Span, d time.Duration) {
+	st.Timings.Queue += d
+	sp.Queue += d
+}
+
+// called counts d, the time of a model call, in st's Timings and sp.
+func called(st *State, sp *job.Span, d time.Duration) {
+	st.Timings.Inference += d
+	sp.Inference += d
+}
+
+// admit waits for the slot of a call ready since ready (from sp.Start);
+// it returns a nil Permit without a Gate, and ErrStopped when a graceful
+// stop began while the call waited. The time waited of a call that does
+// not go ahead is counted here.
+func (r *Runner) admit(ctx context.Context, st *State, req *llm.Request, sp *job.Span, ready time.Duration) (Permit, error) {
 	var permit Permit
 	if r.cfg.Gate != nil {
 		var err error
 		if permit, err = r.cfg.Gate.Acquire(ctx, st.Turns, req); err != nil {
-			queued(time.Since(ready))
+			queued(st, sp, time.Since(sp.Start)-ready)
 			return nil, err
 		}
 	}
@@ -529,74 +644,82 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 		if permit != nil {
 			permit.Release(nil, ErrStopped)
 		}
-		queued(time.Since(ready))
+		queued(st, sp, time.Since(sp.Start)-ready)
 		return nil, ErrStopped
 	}
-	start := time.Now()
-	queued(start.Sub(ready))
-	st.ModelCalls++
-	var (
-		resp  *llm.Response
-		err   error
-		first time.Time
-	)
-	if o := observerOf(ctx); o != nil {
-		var end func(*llm.Response, error)
-		ctx, end = o.ModelCall(ctx, st.Turns, req)
-		defer func() { end(resp, err) }()
-	}
+	return permit, nil
+}
+
+// observedCall is invoke watched by the Observer o, for turn.
+//
+//go:noinline
+func (r *Runner) observedCall(ctx context.Context, o Observer, turn int, req *llm.Request, permit Permit, tools *early) (resp *llm.Response, first time.Time, err error) {
+	ctx, end := o.ModelCall(ctx, turn, req)
+	defer func() { end(resp, err) }()
+	return r.invoke(ctx, req, permit, tools)
+}
+
+// invoke sends req to the model, streamed when it streams; first is when
+// the answer began.
+func (r *Runner) invoke(ctx context.Context, req *llm.Request, permit Permit, tools *early) (*llm.Response, time.Time, error) {
 	if r.stream != nil {
 		ap, _ := permit.(AnswerPermit)
-		resp, first, err = r.consume(ctx, req, ap, tools)
-	} else {
-		resp, err = r.cfg.Model.Generate(ctx, req)
-		first = time.Now()
+		return r.consume(ctx, req, ap, tools)
 	}
-	end := time.Now()
-	if permit != nil {
-		permit.Release(resp, err)
-	}
-	st.Timings.Inference += end.Sub(start)
-	sp.Inference += end.Sub(start)
-	if err != nil {
-		return nil, err
-	}
-	if st.Timings.TTFT == 0 {
-		st.Timings.TTFT = first.Sub(ready)
-	}
-	sp.TTFT = first.Sub(sp.Start)
-	st.Usage = st.Usage.Add(resp.Usage)
-	return resp, nil
+	resp, err := r.cfg.Model.Generate(ctx, req)
+	return resp, time.Now(), err
 }
 
 // consume runs a streamed call and reassembles the response; first is when
 // the first event arrived, and ap (nil: none) is told then. Each tool call
 // the stream says is complete starts in tools at once.
-func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (resp *llm.Response, first time.Time, err error) {
-	acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
-	for ev, err := range r.stream.Stream(ctx, req) {
-		if err != nil {
-			return nil, first, err
-		}
-		if first.IsZero() {
-			first = time.Now()
-			if ap != nil {
-				ap.Answering()
-			}
-		}
-		if err := acc.Add(ev); err != nil {
-			return nil, first, err // leaving the loop closes the stream
-		}
-		if ev.Type == llm.EventToolCallDone && tools != nil {
-			if pos, c, ok := acc.ToolCall(ev.ToolCall.Index); ok {
-				tools.start(r, pos, c)
-			}
+func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (*llm.Response, time.Time, error) {
+	rs := &reassembly{r: r, ap: ap, tools: tools, acc: llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}}
+	r.stream.Stream(ctx, req)(rs.add) // add's false, at an error, closes the stream
+	if rs.err != nil {
+		return nil, rs.first, rs.err
+	}
+	if rs.first.IsZero() {
+		rs.first = time.Now()
+	}
+	return rs.acc.Response(), rs.first, nil
+}
+
+// reassembly is the state of consume: one value on the heap per call,
+// where a range-over-func loop moved each of its variables there on its
+// own.
+type reassembly struct {
+	r     *Runner
+	ap    AnswerPermit
+	tools *early
+	acc   llm.Accumulator
+	first time.Time // when the first event came; zero before
+	err   error     // the error that ended the stream
+}
+
+// add takes the stream's next event; it returns false to end the stream
+// at an error, kept in rs.err.
+func (rs *reassembly) add(ev llm.Event, err error) bool {
+	if err != nil {
+		rs.err = err
+		return false
+	}
+	if rs.first.IsZero() {
+		rs.first = time.Now()
+		if rs.ap != nil {
+			rs.ap.Answering()
 		}
 	}
-	if first.IsZero() {
-		first = time.Now()
+	if err := rs.acc.Add(ev); err != nil {
+		rs.err = err
+		return false
 	}
-	return acc.Response(), first, nil
+	if ev.Type == llm.EventToolCallDone && rs.tools != nil {
+		if pos, c, ok := rs.acc.ToolCall(ev.ToolCall.Index); ok {
+			rs.tools.start(rs.r, pos, c)
+		}
+	}
+	return true
 }
 
 // runTools executes the calls of one turn concurrently through the pool and
@@ -605,40 +728,64 @@ func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit,
 // waited for. The time from the first call's start to the last one's end
 // goes into st's Timings and, unless span is -1, into st.Spans[span]. It
 // returns an error only for a fatal tool failure or a done ctx.
+//
+// Its frame is on the stack while the tools run: what comes before and
+// after is in functions of their own.
 func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, span int, tools *early) error {
 	start := time.Now()
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
-	turn := st.Turns - 1
 	tools.settle(calls)
-	var (
-		rest int       // calls not begun early, run now
-		end  time.Time // when the last call ended
-	)
+	end := r.execCalls(ctx, st.Turns-1, calls, results, errs, tools)
+	tools.wait()
+	return toolsDone(ctx, st, results, errs, span, tools, start, end)
+}
+
+// execCalls executes the calls of turn that did not begin early (in
+// tools), writing each one's result and error at its position in results
+// and errs; one runs on the agent's goroutine, more each on one of their
+// own. It returns when the last one ended, or zero when none ran.
+func (r *Runner) execCalls(ctx context.Context, turn int, calls []llm.ToolCall, results []llm.Message, errs []error, tools *early) time.Time {
+	rest := 0 // calls not begun early, run now
 	for i := range calls {
 		if tools.use(i) == nil {
 			rest++
 		}
 	}
-	run := func(i int) { results[i], errs[i] = r.execTool(ctx, turn, calls[i]) }
-	if rest > 0 {
-		var wg sync.WaitGroup
-		for i := range calls {
-			if tools.use(i) != nil {
-				continue
-			}
-			if rest == 1 {
-				run(i)
-			} else {
-				wg.Go(func() { run(i) })
-			}
-		}
-		wg.Wait()
-		end = time.Now()
+	switch {
+	case rest == 0:
+		return time.Time{}
+	case rest > 1:
+		r.execConcurrently(ctx, turn, calls, results, errs, tools)
+		return time.Now()
 	}
-	tools.wait()
 	for i := range calls {
+		if tools.use(i) == nil {
+			errs[i] = r.execTool(ctx, turn, &calls[i], &results[i])
+		}
+	}
+	return time.Now()
+}
+
+// execConcurrently is execCalls of several calls, each on a goroutine of
+// its own; it returns once they all ended.
+func (r *Runner) execConcurrently(ctx context.Context, turn int, calls []llm.ToolCall, results []llm.Message, errs []error, tools *early) {
+	var wg sync.WaitGroup
+	for i := range calls {
+		if tools.use(i) == nil {
+			wg.Go(func() { errs[i] = r.execTool(ctx, turn, &calls[i], &results[i]) })
+		}
+	}
+	wg.Wait()
+}
+
+// toolsDone takes the results of the calls begun early from tools, counts
+// the time from the first call's start to the last one's end (end, for
+// those execCalls ran) and appends the results to st's conversation;
+// see runTools.
+func toolsDone(ctx context.Context, st *State, results []llm.Message, errs []error, span int, tools *early, start, end time.Time) error {
+	for i := range results {
 		if run := tools.use(i); run != nil {
 			results[i], errs[i] = run.result, run.err
 			if run.end.After(end) {
@@ -667,27 +814,48 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 }
 
 // execTool executes c, a call of turn, watched by the context's Observer,
-// and returns its result message; the error is the tool's.
-func (r *Runner) execTool(ctx context.Context, turn int, c llm.ToolCall) (llm.Message, error) {
-	var end func(string, error)
-	if o := observerOf(ctx); o != nil {
-		ctx, end = o.Tool(ctx, turn, c)
+// and writes its result message to msg; the error is the tool's.
+func (r *Runner) execTool(ctx context.Context, turn int, c *llm.ToolCall, msg *llm.Message) error {
+	var (
+		content string
+		err     error
+	)
+	switch o := observerOf(ctx); {
+	case o != nil:
+		content, err = r.observedTool(ctx, o, turn, c)
+	case r.cfg.Tools == nil:
+		err = noTools(c.Name)
+	default:
+		content, err = r.cfg.Tools.Call(ctx, c.Name, c.Arguments)
 	}
-	content, err := r.callTool(ctx, c)
-	if end != nil {
-		end(content, err)
-	}
-	msg := llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content}
+	msg.Role, msg.ToolCallID, msg.Name, msg.Content = llm.RoleTool, c.ID, c.Name, content
 	if err != nil {
 		msg.IsError = true
 		msg.Content = "error: " + err.Error()
 	}
-	return msg, err
+	return err
 }
 
-func (r *Runner) callTool(ctx context.Context, c llm.ToolCall) (string, error) {
+// observedTool is callTool watched by the Observer o, for turn.
+//
+//go:noinline
+func (r *Runner) observedTool(ctx context.Context, o Observer, turn int, c *llm.ToolCall) (string, error) {
+	ctx, end := o.Tool(ctx, turn, *c)
+	content, err := r.callTool(ctx, c)
+	end(content, err)
+	return content, err
+}
+
+// callTool runs c through the pool. execTool does the same inline: its
+// frame is under the tool's wait.
+func (r *Runner) callTool(ctx context.Context, c *llm.ToolCall) (string, error) {
 	if r.cfg.Tools == nil {
-		return "", fmt.Errorf("no tools are available; answer without calling %q", c.Name)
+		return "", noTools(c.Name)
 	}
 	return r.cfg.Tools.Call(ctx, c.Name, c.Arguments)
+}
+
+// noTools is the error of a call to name by an agent without tools.
+func noTools(name string) error {
+	return fmt.Errorf("no tools are available; answer without calling %q", name)
 }

@@ -98,7 +98,7 @@ func (e *early) start(r *Runner, pos int, c llm.ToolCall) {
 		defer e.wg.Done()
 		defer cancel()
 		run.begin = time.Now()
-		run.result, run.err = r.execTool(ctx, turn, c)
+		run.err = r.execTool(ctx, turn, &run.call, &run.result)
 		run.end = time.Now()
 	})
 }

@@ -29,8 +29,8 @@ type call struct {
 // translate maps req onto the Messages API. It fails, with an
 // *llm.APIError wrapping llm.ErrBadRequest, only on a schema that is not
 // JSON.
-func (m *Model) translate(req *llm.Request) (call, error) {
-	c := call{params: sdk.MessageNewParams{
+func (m *Model) translate(req *llm.Request) (*call, error) {
+	c := &call{params: sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(req.MaxTokens),
 	}}
@@ -55,7 +55,7 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 	for _, t := range req.Tools {
 		schema, err := inputSchema(t.Parameters)
 		if err != nil {
-			return call{}, badRequest(fmt.Sprintf("tool %q: %v", t.Name, err))
+			return nil, badRequest(fmt.Sprintf("tool %q: %v", t.Name, err))
 		}
 		tp := sdk.ToolParam{Name: t.Name, InputSchema: schema}
 		if t.Description != "" {
@@ -67,7 +67,7 @@ func (m *Model) translate(req *llm.Request) (call, error) {
 		name := req.Output.ToolName(req.Tools, maxToolName)
 		schema, wrapped, err := outputSchema(req.Output.Schema)
 		if err != nil {
-			return call{}, badRequest(fmt.Sprintf("output schema: %v", err))
+			return nil, badRequest(fmt.Sprintf("output schema: %v", err))
 		}
 		tp := sdk.ToolParam{
 			Name:        name,

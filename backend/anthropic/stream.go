@@ -6,6 +6,7 @@ import (
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/batchagent/batchagent/llm"
 )
@@ -35,7 +36,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			return
 		}
 		var x exchange
-		stream := m.client.Messages.NewStreaming(ctx, c.params, x.option())
+		stream := m.open(ctx, c, &x)
 		defer stream.Close()
 		if stream.Err() == nil && x.resp != nil {
 			if rl := rateLimit(x.resp.Header, time.Now()); rl != nil {
@@ -44,9 +45,11 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 				}
 			}
 		}
-		s := streamState{call: &c, blocks: make(map[int64]*block), maxTokens: int(c.params.MaxTokens)}
+		s := streamState{call: c, blocks: make(map[int64]*block), maxTokens: int(c.params.MaxTokens)}
+		ev := newEvent()
 		for stream.Next() {
-			done, ok := s.handle(stream.Current(), yield)
+			current(stream, ev)
+			done, ok := s.handle(ev, yield)
 			if !ok || done {
 				return
 			}
@@ -61,6 +64,31 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		yield(llm.Event{}, m.newError(0, "connection failed: the stream ended before message_stop", llm.ErrConnection, 0))
 	}
+}
+
+// open sends the streaming call c, its response recorded in x, and
+// returns its stream. It is apart from Stream's sequence, whose frame is
+// on the calling agent's stack all through the stream: the request body
+// is passed by value, and the events (5 KB each) are read into the heap,
+// so that the frame stays small.
+//
+//go:noinline
+func (m *Model) open(ctx context.Context, c *call, x *exchange) *ssestream.Stream[sdk.MessageStreamEventUnion] {
+	return m.client.Messages.NewStreaming(ctx, c.params, x.option())
+}
+
+// newEvent returns a new event on the heap: allocated in Stream's
+// sequence, which keeps it, the compiler would put it (5 KB) in its frame.
+//
+//go:noinline
+func newEvent() *sdk.MessageStreamEventUnion { return new(sdk.MessageStreamEventUnion) }
+
+// current sets *ev to stream's current event. The copy's temporary (5
+// KB) is in this frame, not in Stream's sequence's.
+//
+//go:noinline
+func current(stream *ssestream.Stream[sdk.MessageStreamEventUnion], ev *sdk.MessageStreamEventUnion) {
+	*ev = stream.Current()
 }
 
 // block is the state of one content block of a streamed answer.
@@ -121,7 +149,7 @@ func (s *streamState) hold(n int, yield func(llm.Event, error) bool) bool {
 
 // handle folds one event into s and yields what it completes. done says
 // the stream is over (message_stop); ok is false when yield asked to stop.
-func (s *streamState) handle(ev sdk.MessageStreamEventUnion, yield func(llm.Event, error) bool) (done, ok bool) {
+func (s *streamState) handle(ev *sdk.MessageStreamEventUnion, yield func(llm.Event, error) bool) (done, ok bool) {
 	switch ev.Type {
 	case "message_start":
 		u := ev.Message.Usage
@@ -202,7 +230,7 @@ func (s *streamState) close(b *block, yield func(llm.Event, error) bool) bool {
 }
 
 // start opens a content block.
-func (s *streamState) start(ev sdk.MessageStreamEventUnion, yield func(llm.Event, error) bool) bool {
+func (s *streamState) start(ev *sdk.MessageStreamEventUnion, yield func(llm.Event, error) bool) bool {
 	cb := ev.ContentBlock
 	b := &block{}
 	s.blocks[ev.Index] = b

@@ -19,24 +19,29 @@ const defaultOutputName = "output"
 // schemas are sent as the raw JSON they are given (compacted), never
 // re-encoded through a map, so that the shared prefix of a batch stays
 // byte-identical and prefix caches hit.
-func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParams, error) {
-	var p oa.ChatCompletionNewParams
+//
+// The body is on the heap: the SDK takes it as an interface anyway, and
+// as a value it made the frames of Stream's sequence and of Generate 3.8
+// KB, on the calling agent's stack through its whole model call (a
+// streaming agent's goroutine then kept a 16 KB stack instead of 8 KB).
+func (m *Model) params(req *llm.Request, stream bool) (*oa.ChatCompletionNewParams, error) {
+	p := new(oa.ChatCompletionNewParams)
 	if req == nil {
-		return p, m.errorf(0, llm.ErrBadRequest, "nil request")
+		return nil, m.errorf(0, llm.ErrBadRequest, "nil request")
 	}
 	p.Model = req.Model
 	if p.Model == "" {
 		p.Model = m.model
 	}
 	if p.Model == "" && m.maxTokensV2 {
-		return p, m.errorf(0, llm.ErrBadRequest, "no model: set Config.Model or Request.Model")
+		return nil, m.errorf(0, llm.ErrBadRequest, "no model: set Config.Model or Request.Model")
 	}
 
 	p.Messages = make([]oa.ChatCompletionMessageParamUnion, 0, len(req.Messages))
 	for i, msg := range req.Messages {
 		mp, err := m.message(msg)
 		if err != nil {
-			return p, m.errorf(0, llm.ErrBadRequest, "message %d: %v", i, err)
+			return nil, m.errorf(0, llm.ErrBadRequest, "message %d: %v", i, err)
 		}
 		p.Messages = append(p.Messages, mp)
 	}
@@ -48,7 +53,7 @@ func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParam
 		}
 		if len(t.Parameters) > 0 {
 			if !json.Valid(t.Parameters) {
-				return p, m.errorf(0, llm.ErrBadRequest, "tool %q: parameters are not valid JSON", t.Name)
+				return nil, m.errorf(0, llm.ErrBadRequest, "tool %q: parameters are not valid JSON", t.Name)
 			}
 			fd.SetExtraFields(map[string]any{"parameters": t.Parameters})
 		}
@@ -57,7 +62,7 @@ func (m *Model) params(req *llm.Request, stream bool) (oa.ChatCompletionNewParam
 
 	if out := req.Output; out != nil {
 		if !json.Valid(out.Schema) {
-			return p, m.errorf(0, llm.ErrBadRequest, "output schema is not valid JSON")
+			return nil, m.errorf(0, llm.ErrBadRequest, "output schema is not valid JSON")
 		}
 		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{

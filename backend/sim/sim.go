@@ -237,69 +237,111 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 // after the whole decode time, each followed by its llm.EventToolCallDone. The last event comes when Generate would
 // return.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	// The sequence's frame is on the caller's stack while it sleeps, under
+	// every one of its caller's frames: it keeps little, and the events
+	// are built in functions of their own (emit, streamAnswer), so that
+	// a caller's goroutine with a small stack need not grow it.
 	return func(yield func(llm.Event, error) bool) {
 		resp, tm, err := m.plan(req)
+		if err == nil {
+			err = sleep(ctx, tm.first)
+		}
+		if err == nil && resp == nil {
+			err = overloaded()
+		}
 		if err != nil {
-			yield(llm.Event{}, err)
+			emitErr(yield, err)
 			return
 		}
-		if err := sleep(ctx, tm.first); err != nil {
-			yield(llm.Event{}, err)
+		streamAnswer(ctx, resp, &tm, yield)
+	}
+}
+
+// streamAnswer yields the events of resp, timed by tm, after its first
+// token's time has passed; see [Model.Stream].
+func streamAnswer(ctx context.Context, resp *llm.Response, tm *timing, yield func(llm.Event, error) bool) {
+	text := resp.Message.Content
+	calls := resp.Message.ToolCalls
+	// The first token arrives after the forward pass.
+	cut := min(len(text), BytesPerToken)
+	for cut < len(text) && !utf8.RuneStart(text[cut]) {
+		cut++ // split between characters
+	}
+	if cut > 0 && !emitText(yield, text[:cut]) {
+		return
+	}
+	for i := range calls {
+		if !emitCallStart(yield, i, &calls[i]) {
 			return
 		}
-		if resp == nil {
-			yield(llm.Event{}, overloaded())
+	}
+	// The rest of the text, a piece at a time, each when its last
+	// token is decoded.
+	var slept time.Duration // decode time waited so far
+	for cut < len(text) {
+		end := min(len(text), cut+StreamPieceTokens*BytesPerToken)
+		for end > cut+1 && end < len(text) && !utf8.RuneStart(text[end]) {
+			end-- // split between characters
+		}
+		at := tm.decode(int64(Tokens(end)) - 1)
+		if err := sleep(ctx, at-slept); err != nil {
+			emitErr(yield, err)
 			return
 		}
-		msg := resp.Message
-		text := msg.Content
-		// The first token arrives after the forward pass.
-		cut := min(len(text), BytesPerToken)
-		for cut < len(text) && !utf8.RuneStart(text[cut]) {
-			cut++ // split between characters
-		}
-		if cut > 0 && !yield(llm.Event{Type: llm.EventText, Text: text[:cut]}, nil) {
+		slept = at
+		if !emitText(yield, text[cut:end]) {
 			return
 		}
-		for i, c := range msg.ToolCalls {
-			d := llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}
-			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) {
-				return
-			}
-		}
-		// The rest of the text, a piece at a time, each when its last
-		// token is decoded.
-		var slept time.Duration // decode time waited so far
-		for cut < len(text) {
-			end := min(len(text), cut+StreamPieceTokens*BytesPerToken)
-			for end > cut+1 && end < len(text) && !utf8.RuneStart(text[end]) {
-				end-- // split between characters
-			}
-			at := tm.decode(int64(Tokens(end)) - 1)
-			if err := sleep(ctx, at-slept); err != nil {
-				yield(llm.Event{}, err)
-				return
-			}
-			slept = at
-			if !yield(llm.Event{Type: llm.EventText, Text: text[cut:end]}, nil) {
-				return
-			}
-			cut = end
-		}
-		if err := sleep(ctx, tm.rest-slept); err != nil {
-			yield(llm.Event{}, err)
+		cut = end
+	}
+	if err := sleep(ctx, tm.rest-slept); err != nil {
+		emitErr(yield, err)
+		return
+	}
+	for i := range calls {
+		if !emitCallEnd(yield, i, &calls[i]) {
 			return
 		}
-		for i, c := range msg.ToolCalls {
-			d := llm.ToolCallDelta{Index: i, Arguments: string(c.Arguments)}
-			if !yield(llm.Event{Type: llm.EventToolCall, ToolCall: d}, nil) ||
-				!yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
-				return
-			}
-		}
-		if !yield(llm.Event{Type: llm.EventUsage, Usage: resp.Usage}, nil) {
-			return
-		}
+	}
+	emitEnd(yield, resp)
+}
+
+// emitErr yields err, which ends the stream.
+//
+//go:noinline
+func emitErr(yield func(llm.Event, error) bool, err error) {
+	yield(llm.Event{}, err)
+}
+
+// emitText yields a piece of the answer's text.
+//
+//go:noinline
+func emitText(yield func(llm.Event, error) bool, text string) bool {
+	return yield(llm.Event{Type: llm.EventText, Text: text}, nil)
+}
+
+// emitCallStart yields the event that opens c, the answer's call at i:
+// its ID and name.
+//
+//go:noinline
+func emitCallStart(yield func(llm.Event, error) bool, i int, c *llm.ToolCall) bool {
+	return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}, nil)
+}
+
+// emitCallEnd yields the events that close c, the answer's call at i:
+// its arguments, then that it is done.
+//
+//go:noinline
+func emitCallEnd(yield func(llm.Event, error) bool, i int, c *llm.ToolCall) bool {
+	return yield(llm.Event{Type: llm.EventToolCall, ToolCall: llm.ToolCallDelta{Index: i, Arguments: string(c.Arguments)}}, nil) &&
+		yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil)
+}
+
+// emitEnd yields the last events of resp: its usage, then the end.
+//
+//go:noinline
+func emitEnd(yield func(llm.Event, error) bool, resp *llm.Response) {
+	if yield(llm.Event{Type: llm.EventUsage, Usage: resp.Usage}, nil) {
 		yield(llm.Event{Type: llm.EventDone, FinishReason: resp.FinishReason}, nil)
 	}
 }
@@ -534,11 +576,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
+		t.Stop()
 		return ctx.Err()
 	}
 }

@@ -43,7 +43,7 @@ func (c *counters) addUsage(u llm.Usage) {
 	c.cached.Add(u.CachedTokens)
 }
 
-func (c *counters) add(o outcome) {
+func (c *counters) add(o *outcome) {
 	r, p := o.Result, o.prior
 	c.done.Add(1)
 	c.byTier[min(max(r.Tier, 0), maxTiers-1)].Add(1)

@@ -246,26 +246,28 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 // its backend or runs out of budget, the fallback tiers in order; a job
 // that packs tries a packed answer first. ctx is
 // the run's context, actx the agent's (its Timeout).
-func (e *Engine) runTiered(ctx, actx context.Context, rn *runner, i int, in job.Input, st *agent.State, fresh bool, start time.Time, save bool, deliver func(job.Result)) {
-	f := rn.fb
+func (e *Engine) runTiered(ctx, actx context.Context, a *agentRun) {
+	f := a.rn.fb
 	bctx, cancel := context.WithTimeoutCause(actx, f.budget, ErrBudget)
 	defer cancel()
-	budgetEnd := start.Add(f.budget)
-	task := st.Messages[0]
-	packed, err := rn.primary(bctx, i, st, fresh, func() error { return runModel(bctx, rn.agent, f.primary, st) })
-	e.ranTiered(ctx, actx, context.Cause(bctx), rn, i, in, st, task, budgetEnd, packed, err, start, save, deliver)
+	packed, err := a.packed(bctx)
+	if packed == 0 && err == nil {
+		err = runModel(bctx, a.rn.agent, f.primary, a.st)
+	}
+	e.ranTiered(ctx, actx, context.Cause(bctx), a, packed, err)
 }
 
 // ranTiered goes on with the agent of runTiered once the primary returned
 // err, with cause its context's cause: it runs the fallback tiers when
 // the primary's failure passes the agent on, and finishes the agent. Like
 // Engine.ran, it keeps the result out of runTiered's frame.
-func (e *Engine) ranTiered(ctx, actx context.Context, cause error, rn *runner, i int, in job.Input, st *agent.State, task llm.Message, budgetEnd time.Time, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
+func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, packed int, err error) {
+	rn, i, in, st, start := a.rn, a.i, a.in, a.st, a.start
 	f := rn.fb
 	r := resultOf(i, in, st)
 	r.Packed = packed
 	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {
-		t, ts, terr := e.runTiers(actx, f, in, task, budgetEnd, st.Turns)
+		t, ts, terr := e.runTiers(actx, f, in, st.Messages[0], start.Add(f.budget), st.Turns)
 		if t > 0 {
 			st.Spans = append(st.Spans, ts.Spans[:min(len(ts.Spans), max(job.MaxSpans-len(st.Spans), 0))]...)
 			r.Spans = st.Spans
@@ -299,5 +301,5 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, rn *runner, i
 		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, save, deliver)
+	e.finish(ctx, a, st, r)
 }

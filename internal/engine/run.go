@@ -178,8 +178,9 @@ func (e *Engine) Stream(ctx context.Context, spec *job.Spec, inputs iter.Seq2[jo
 		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
 		// Every result holds one of the engine's active tokens from
 		// admission until it has been delivered; a run holds at most
-		// MaxActive, so out never blocks a sender.
-		out := make(chan outcome, e.opt.MaxActive)
+		// MaxActive, so out never blocks a sender. It carries pointers:
+		// a buffer of MaxActive outcomes by value was 3 MB at 10,000.
+		out := make(chan *outcome, e.opt.MaxActive)
 		wg.Go(func() {
 			e.admit(ctx, rn, run, inputs, cancelRest, out)
 			close(out)
@@ -218,9 +219,14 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.R
 // admit reads inputs and starts one agent per input, while it holds one
 // of the engine's active tokens. It returns when every started agent has
 // sent its result.
-func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- outcome) {
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- *outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
+	// One function for every agent of the run, rather than a closure each.
+	deliver := func(a *agentRun, r job.Result) {
+		out <- &outcome{Result: r, prior: a.priorWork()}
+		agents.Done()
+	}
 	// Without the checkpoint the run would redo or duplicate work: every
 	// input fails with the load's error instead.
 	saved, loadErr := e.loadCheckpoint(ctx, rn.id)
@@ -249,11 +255,11 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 		}
 		e.stats.started.Add(1)
 		if err != nil {
-			out <- outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, job.KindInput, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, nil, -1, "input", err, job.KindInput, time.Now())}
 			continue
 		}
 		if loadErr != nil {
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), job.KindBackend, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", loadErr), job.KindBackend, time.Now())}
 			continue
 		}
 		prev, hasPrev := saved[i]
@@ -265,7 +271,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 				slog.String("job", rn.id), slog.Int("agent", i))
 		}
 		if hasPrev && e.finished(prev) {
-			out <- outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
+			out <- &outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
 			continue
 		}
 		if ctx.Err() != nil || e.draining.Load() {
@@ -273,7 +279,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 			if e.closedNow() {
 				errs = append(errs, ErrShutdown)
 			}
-			out <- outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), job.KindCanceled, time.Now())}
+			out <- &outcome{Result: e.fail(rn.id, i, in, -1, "generate", errors.Join(errs...), job.KindCanceled, time.Now())}
 			continue
 		}
 		var resume *agent.State
@@ -284,12 +290,12 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 			p := prev
 			resume = &p
 		}
-		prior := workOf(resume)
 		agents.Add(1)
-		go e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
-			out <- outcome{Result: r, prior: prior}
-			agents.Done()
-		})
+		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: deliver}
+		if resume != nil {
+			a.prior = new(workOf(resume))
+		}
+		go e.runAgent(ctx, a)
 	}
 }
 
@@ -300,68 +306,119 @@ func (e *Engine) closedNow() bool {
 	return e.closed
 }
 
-// runAgent runs the agent of input i to completion, from resume when a
-// checkpoint holds its last completed turn, and hands its result to
-// deliver once it is checkpointed (when save is set).
-func (e *Engine) runAgent(ctx context.Context, rn *runner, run *sched.Run, i int, in job.Input, resume *agent.State, save bool, deliver func(job.Result)) {
-	start := time.Now()
+// agentRun is one agent that runAgent runs, and what its steps share. It
+// is on the heap, so that the frames on the agent's goroutine, which are
+// under every one of its model calls and tool waits, hold a pointer to it
+// rather than its fields: smaller frames let the goroutine keep its first
+// stack (BenchmarkAgentMemory in package batchagent measures it).
+type agentRun struct {
+	rn  *runner
+	run *sched.Run // the run's admission; nil: none
+	i   int        // the input's index
+	in  job.Input
+	// st is the agent's state: its checkpointed last completed turn when
+	// it resumes (set before runAgent), else a fresh one.
+	st    *agent.State
+	fresh bool // st starts afresh: not resumed
+	// prior is the work of earlier runs of a resumed agent; nil: none.
+	prior *work
+	// save checkpoints the agent's result before it is delivered.
+	save  bool
+	start time.Time
+	// deliver hands the agent's result on; see done.
+	deliver func(*agentRun, job.Result)
+}
+
+// done hands r, the agent's result, on.
+func (a *agentRun) done(r job.Result) { a.deliver(a, r) }
+
+// priorWork returns a.prior; zero for none.
+func (a *agentRun) priorWork() work {
+	if a.prior == nil {
+		return work{}
+	}
+	return *a.prior
+}
+
+// runAgent runs the agent a to completion, from a.st when a checkpoint
+// holds its last completed turn, and hands its result to a.deliver once
+// it is checkpointed (when a.save is set).
+func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
+	a.start = time.Now()
 	ctx = withService(ctx)
 	if sc, ok := agent.ObserverFrom(ctx).(agent.Scope); ok {
-		var end func(job.Result)
-		ctx, end = sc.Agent(ctx, rn.id, i)
-		next := deliver
-		deliver = func(r job.Result) {
-			end(r)
-			next(r)
-		}
+		ctx = scope(ctx, sc, a)
 	}
-	st := resume
-	if st == nil {
-		task, err := rn.tmpl.Render(in)
-		if err != nil {
-			e.renderFailed(ctx, rn, i, in, err, start, save, deliver)
+	if a.fresh = a.st == nil; a.fresh {
+		if err := a.newState(); err != nil {
+			e.renderFailed(ctx, a, err)
 			return
 		}
-		// Room for the answer too: most agents end after one call, and
-		// appending it to a full slice allocated the conversation twice.
-		msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
-		st = &agent.State{JobID: rn.id, Index: i, Input: in, Status: agent.StatusRunning, Messages: msgs}
 	}
-	st.Started = start
+	a.st.Started = a.start
 	actx := ctx
-	if rn.timeout > 0 {
+	if a.rn.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, rn.timeout, job.ErrAgentTimeout)
+		actx, cancel = context.WithTimeoutCause(ctx, a.rn.timeout, job.ErrAgentTimeout)
 		defer cancel()
 	}
-	fresh := resume == nil
-	if rn.fb != nil {
-		e.runTiered(ctx, actx, rn, i, in, st, fresh, start, save, deliver)
+	if a.rn.fb != nil {
+		e.runTiered(ctx, actx, a)
 		return
 	}
-	packed, err := rn.primary(actx, i, st, fresh, func() error { return rn.agent.Run(actx, st) })
-	e.ran(ctx, actx, rn, run, i, in, st, packed, err, start, save, deliver)
+	packed, err := a.packed(actx)
+	if packed == 0 && err == nil {
+		err = a.rn.agent.Run(actx, a.st)
+	}
+	e.ran(ctx, actx, a, packed, err)
 }
 
-// renderFailed finishes the agent of input i whose task could not be
-// rendered from its input.
-func (e *Engine) renderFailed(ctx context.Context, rn *runner, i int, in job.Input, err error, start time.Time, save bool, deliver func(job.Result)) {
-	r := e.fail(rn.id, i, in, -1, "render", err, job.KindTemplate, start)
-	e.finish(ctx, &agent.State{JobID: rn.id, Index: i, Input: in, Started: start}, r, save, deliver)
+// scope returns ctx under sc's span of agent a, whose result then ends
+// the span before it is delivered.
+func scope(ctx context.Context, sc agent.Scope, a *agentRun) context.Context {
+	ctx, end := sc.Agent(ctx, a.rn.id, a.i)
+	next := a.deliver
+	a.deliver = func(a *agentRun, r job.Result) {
+		end(r)
+		next(a, r)
+	}
+	return ctx
 }
 
-// ran finishes the agent of input i, which ran on the job's model until it
+// newState sets a.st to the state of a fresh agent: its task rendered
+// from its input.
+func (a *agentRun) newState() error {
+	task, err := a.rn.tmpl.Render(a.in)
+	if err != nil {
+		return err
+	}
+	// Room for the answer too: most agents end after one call, and
+	// appending it to a full slice allocated the conversation twice.
+	msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
+	a.st = &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Status: agent.StatusRunning, Messages: msgs}
+	return nil
+}
+
+// renderFailed finishes the agent a, whose task could not be rendered
+// from its input.
+func (e *Engine) renderFailed(ctx context.Context, a *agentRun, err error) {
+	r := e.fail(a.rn.id, a.i, a.in, -1, "render", err, job.KindTemplate, a.start)
+	e.finish(ctx, a, &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Started: a.start}, r)
+}
+
+// ran finishes the agent a, which ran on the job's model until it
 // returned err, packed being the agents of the packed call that answered
 // it (0: none). It is apart from runAgent so that the result, a large
 // value, is not in the frame of runAgent, which is on the goroutine's
 // stack all through the agent's run: a larger frame there made every
 // agent's goroutine grow its stack once more.
-func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i int, in job.Input, st *agent.State, packed int, err error, start time.Time, save bool, deliver func(job.Result)) {
-	r := resultOf(i, in, st)
+func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err error) {
+	rn, st := a.rn, a.st
+	r := resultOf(a.i, a.in, st)
 	r.Packed = packed
-	r.Timings.Total = time.Since(start)
+	r.Timings.Total = time.Since(a.start)
 	if err != nil {
-		ae := &job.AgentError{JobID: rn.id, Agent: i, Turn: -1, Op: "generate", Err: err}
+		ae := &job.AgentError{JobID: rn.id, Agent: a.i, Turn: -1, Op: "generate", Err: err}
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
@@ -370,8 +427,8 @@ func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i in
 		// The gate sees every call: it knows whether any was answered.
 		// Ungated, no call is observed and the backend is never declared down.
 		var down error
-		if rn.gate.gated && run != nil {
-			down = rn.gate.g.GaveUp(run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
+		if rn.gate.gated && a.run != nil {
+			down = rn.gate.g.GaveUp(a.run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
 		}
 		if down != nil {
 			// Stopped by the unavailable backend, whichever error it
@@ -384,20 +441,17 @@ func (e *Engine) ran(ctx, actx context.Context, rn *runner, run *sched.Run, i in
 		ae.Kind = job.Classify(ae.Err, timedOut, canceled)
 		r.Err, r.Output, r.Raw = ae, nil, st.Raw
 	}
-	e.finish(ctx, st, r, save, deliver)
+	e.finish(ctx, a, st, r)
 }
 
-// primary runs the agent of input i on the job's model: in a packed call
-// when the job packs and the agent starts afresh, else, or when its packed
-// answer is unusable, alone. It returns the agents of the packed call that
-// answered, 0 when none did.
-func (rn *runner) primary(ctx context.Context, i int, st *agent.State, fresh bool, alone func() error) (int, error) {
-	if rn.pk != nil && fresh {
-		if n, err := rn.pk.answer(ctx, i, st); err != nil || n > 0 {
-			return n, err
-		}
+// packed runs the agent a in a packed call when its job packs and it
+// starts afresh. It returns the agents of the packed call that answered
+// it, or its error; (0, nil) when the agent must run alone.
+func (a *agentRun) packed(ctx context.Context) (int, error) {
+	if a.rn.pk == nil || !a.fresh {
+		return 0, nil
 	}
-	return 0, alone()
+	return a.rn.pk.answer(ctx, a.i, a.st)
 }
 
 // resultOf returns the result of agent i, whose input is in, from its
@@ -414,34 +468,35 @@ func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	}
 }
 
-// finish checkpoints a finished agent, then hands its result to deliver. An
-// agent stopped by the run's cancellation keeps its last completed turn
-// instead, to resume from. A Checkpointer that can save asynchronously
-// does, so that the agent's goroutine ends at once: deliver is then called
-// from the Checkpointer once the state is durable.
-func (e *Engine) finish(ctx context.Context, st *agent.State, r job.Result, save bool, deliver func(job.Result)) {
-	if !save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
-		deliver(r)
+// finish checkpoints a finished agent a, whose state is st, then hands
+// its result on (agentRun.done). An agent stopped by the run's
+// cancellation keeps its last completed turn instead, to resume from. A
+// Checkpointer that can save asynchronously does, so that the agent's
+// goroutine ends at once: the result is then handed on from the
+// Checkpointer once the state is durable.
+func (e *Engine) finish(ctx context.Context, a *agentRun, st *agent.State, r job.Result) {
+	if !a.save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
+		a.done(r)
 		return
 	}
 	recordOutcome(st, r)
 	if as, ok := e.opt.Checkpoint.(asyncSaver); ok {
-		e.saveAsync(ctx, as, st, r, deliver)
+		e.saveAsync(ctx, as, a, st, r)
 		return
 	}
 	if err := e.save(ctx, st); err != nil && e.opt.StopOnCheckpointError {
 		r = e.checkpointFailure(st.JobID, r, err)
 	}
-	deliver(r)
+	a.done(r)
 }
 
-// saveAsync saves st through as and hands r to deliver once it is
-// durable. It is apart from finish so that only the results saved
-// asynchronously, which its callback keeps, are moved to the heap: in
-// finish, every result was. Inlined, it would move them again.
+// saveAsync saves st through as and hands r on once it is durable. It is
+// apart from finish so that only the results saved asynchronously, which
+// its callback keeps, are moved to the heap: in finish, every result was.
+// Inlined, it would move them again.
 //
 //go:noinline
-func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, st *agent.State, r job.Result, deliver func(job.Result)) {
+func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, a *agentRun, st *agent.State, r job.Result) {
 	as.SaveAsync(*st, func(err error) {
 		if err != nil {
 			e.saveFailed(ctx, st.JobID, st.Index, err)
@@ -449,7 +504,7 @@ func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, st *agent.State, 
 				r = e.checkpointFailure(st.JobID, r, err)
 			}
 		}
-		deliver(r)
+		a.done(r)
 	})
 }
 
@@ -489,7 +544,7 @@ func workOf(st *agent.State) work {
 }
 
 // deliver counts a result of job id and calls onResult, if set.
-func (e *Engine) deliver(id string, o outcome, onResult func(job.Result)) {
+func (e *Engine) deliver(id string, o *outcome, onResult func(job.Result)) {
 	e.stats.add(o)
 	r := o.Result
 	if onResult != nil {

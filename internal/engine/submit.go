@@ -30,10 +30,10 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		}
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, rn, run, i, in, nil, false, func(r job.Result) {
-			e.stats.add(outcome{Result: r})
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, deliver: func(_ *agentRun, r job.Result) {
+			e.stats.add(&outcome{Result: r})
 			end(r)
-		})
+		}})
 	}()
 	return cancel
 }
@@ -84,36 +84,39 @@ func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input,
 		defer e.work.Done()
 		defer cancel()
 		defer runtime.KeepAlive(spec)
-		deliver := func(o outcome) {
+		deliver := func(o *outcome) {
 			e.stats.add(o)
 			end(o.Result)
 		}
 		prev, ok, err := e.loadState(ctx, rn.id, i)
 		if err != nil {
-			deliver(outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", err), job.KindBackend, time.Now())})
+			deliver(&outcome{Result: e.fail(rn.id, i, in, -1, "checkpoint", fmt.Errorf("load checkpoint: %w", err), job.KindBackend, time.Now())})
 			return
 		}
 		if ok && !prev.Input.Same(in) {
 			ok = false // the state of another input at this index: run afresh
 		}
 		if ok && e.finished(prev) {
-			deliver(outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true})
+			deliver(&outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true})
 			return
 		}
 		if e.draining.Load() {
-			deliver(outcome{Result: e.fail(rn.id, i, in, -1, "generate", ErrShutdown, job.KindCanceled, time.Now())})
+			deliver(&outcome{Result: e.fail(rn.id, i, in, -1, "generate", ErrShutdown, job.KindCanceled, time.Now())})
 			return
 		}
 		var resume *agent.State
 		if ok && prev.Status == agent.StatusRunning && len(prev.Messages) > 0 {
 			resume = &prev
 		}
-		prior := workOf(resume)
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, rn, run, i, in, resume, true, func(r job.Result) {
-			deliver(outcome{Result: r, prior: prior})
-		})
+		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(a *agentRun, r job.Result) {
+			deliver(&outcome{Result: r, prior: a.priorWork()})
+		}}
+		if resume != nil {
+			a.prior = new(workOf(resume))
+		}
+		e.runAgent(ctx, a)
 	}()
 	return cancel
 }

@@ -1,0 +1,130 @@
+package batchagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// BenchmarkAgentMemory measures what one agent holds while it is in
+// flight. Each round runs n agents of the workload of `batchagent bench
+// fair` at once on the simulator: a turn that reads a shared document
+// with a tool, then an answer of outSchema. The agents' tool calls
+// coalesce into one execution, which waits until all n have called, then
+// reads runtime.MemStats after a collection and lets them go on. It
+// reports, per agent, the goroutine stack bytes (StackInuse) and the live
+// heap bytes (HeapAlloc) above what was in use before the round: the
+// engine keeps an agent's goroutine at a 4 KB stack (stack-B/agent about
+// 4096; 8192 means every agent's stack grew once more).
+func BenchmarkAgentMemory(b *testing.B) {
+	for _, n := range []int{200, 10_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchAgentMemory(b, n) })
+	}
+}
+
+func benchAgentMemory(b *testing.B, n int) {
+	m, err := sim.New(sim.Config{Latency: 60 * time.Millisecond, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inputs := make([]batchagent.Input, n)
+	for i := range inputs {
+		inputs[i] = batchagent.Input{"id": strconv.Itoa(i)}
+	}
+	var stack, heap float64 // per agent, summed over the rounds
+	rounds := 0
+	for b.Loop() {
+		s, h := agentMemoryRound(b, m, inputs)
+		stack += s
+		heap += h
+		rounds++
+	}
+	b.ReportMetric(stack/float64(rounds), "stack-B/agent")
+	b.ReportMetric(heap/float64(rounds), "heap-B/agent")
+}
+
+// agentMemoryRound runs one round of BenchmarkAgentMemory over inputs and
+// returns the stack and heap bytes per agent while all of them waited for
+// the tool.
+func agentMemoryRound(b *testing.B, m *sim.Model, inputs []batchagent.Input) (stack, heap float64) {
+	ctx := b.Context()
+	n := len(inputs)
+	eng, err := batchagent.New(batchagent.Config{MaxActive: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := eng.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			b.Error(err)
+		}
+	}()
+	var base, inflight runtime.MemStats
+	// A new tool each round: a spec's pool would answer the next round's
+	// calls from its cache.
+	read := tool.Func(tool.Spec{
+		Name:        "read_file",
+		Description: "Reads a file.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+		Cacheable:   true,
+	}, func(ctx context.Context, _ json.RawMessage) (string, error) {
+		// The one execution: every other call joins it.
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for coalesced(eng) < int64(n-1) {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&inflight)
+		return "Batch inference is a scheduling problem as much as a modelling one.\n", nil
+	})
+	spec, err := batchagent.NewSpec(batchagent.Def{
+		ID:           "fair",
+		Model:        m,
+		System:       "You answer questions about documents. Read the document you are given before answering.",
+		Task:         "Read the shared document path: doc.txt and report on item {id}.",
+		OutputSchema: json.RawMessage(outSchema),
+		Tools:        []tool.Tool{read},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	results, err := eng.Run(ctx, spec, batchagent.Slice(inputs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil || r.ToolCalls != 1 {
+			b.Fatalf("agent %d: err %v, %d tool calls; want a result after 1 tool call", r.Index, r.Err, r.ToolCalls)
+		}
+	}
+	if inflight.NumGC == 0 {
+		b.Fatal("the tool never measured")
+	}
+	stack = float64(int64(inflight.StackInuse)-int64(base.StackInuse)) / float64(n)
+	heap = float64(int64(inflight.HeapAlloc)-int64(base.HeapAlloc)) / float64(n)
+	return stack, heap
+}
+
+// coalesced returns the calls of eng's tools that joined an execution in
+// flight.
+func coalesced(eng *batchagent.Engine) int64 {
+	var c int64
+	for _, t := range eng.Stats().Tools {
+		c += t.Coalesced
+	}
+	return c
+}
