@@ -18,6 +18,28 @@ import (
 // encoding/json; TestAppendStateMatchesEncodingJSON fills every field of
 // agent.State (new ones included) and holds the two encodings equal.
 func appendState(dst []byte, st *agent.State) ([]byte, error) {
+	// The parts are functions of their own, so that this frame stays small:
+	// an agent's goroutine encodes its final state at the bottom of its
+	// deepest call chain, where a larger frame made every agent's stack
+	// grow once more (bench scale --state).
+	var err error
+	if dst, err = appendStateHead(dst, st); err != nil {
+		return dst, err
+	}
+	if dst, err = appendMessages(dst, st.Messages); err != nil {
+		return dst, err
+	}
+	dst = appendCounters(dst, st)
+	if dst, err = appendStateTail(dst, st); err != nil {
+		return dst, err
+	}
+	return append(dst, '}', '\n'), nil
+}
+
+// appendStateHead writes st's members from "{" to the problems.
+//
+//go:noinline
+func appendStateHead(dst []byte, st *agent.State) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
 	if st.JobID != "" {
@@ -50,21 +72,36 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
+	return dst, nil
+}
+
+// appendMessages writes the "messages" member.
+//
+//go:noinline
+func appendMessages(dst []byte, msgs []llm.Message) ([]byte, error) {
+	var err error
 	dst = append(dst, `,"messages":`...)
-	if st.Messages == nil {
+	if msgs == nil {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, '[')
-		for i := range st.Messages {
+		for i := range msgs {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendMessage(dst, &st.Messages[i]); err != nil {
+			if dst, err = appendMessage(dst, &msgs[i]); err != nil {
 				return dst, fmt.Errorf("messages[%d]: %w", i, err)
 			}
 		}
 		dst = append(dst, ']')
 	}
+	return dst, nil
+}
+
+// appendCounters writes st's members from "turns" to "timings".
+//
+//go:noinline
+func appendCounters(dst []byte, st *agent.State) []byte {
 	dst = appendIntField(dst, `,"turns":`, int64(st.Turns))
 	dst = appendIntField(dst, `,"model_calls":`, int64(st.ModelCalls))
 	dst = appendIntField(dst, `,"retries":`, int64(st.Retries))
@@ -97,6 +134,14 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 		dst = appendIntField(dst, `,"total":`, int64(t.Total))
 	}
 	dst = append(dst, '}')
+	return dst
+}
+
+// appendStateTail writes st's members from "output" to "spans".
+//
+//go:noinline
+func appendStateTail(dst []byte, st *agent.State) ([]byte, error) {
+	var err error
 	if len(st.Output) > 0 {
 		if dst, err = jsonenc.AppendRaw(append(dst, `,"output":`...), st.Output, false); err != nil {
 			return dst, fmt.Errorf("output: %w", err)
@@ -126,7 +171,7 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	return append(dst, '}', '\n'), nil
+	return dst, nil
 }
 
 // appendSpan writes sp as encoding/json does.
@@ -218,4 +263,3 @@ func appendToolCall(dst []byte, c *llm.ToolCall) ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
-

@@ -406,9 +406,12 @@ func (s *Store) Save(ctx context.Context, st agent.State) error {
 // has committed (with nil) or failed, or at once when the state cannot be
 // queued (with [ErrClosed], say). done is called from the Store's writer
 // goroutine, after the commit, and must not block. Close waits until every
-// done has been called.
-func (s *Store) SaveAsync(st agent.State, done func(error)) {
-	if _, err := s.enqueue(&st, done); err != nil {
+// done has been called. SaveAsync encodes *st before it returns and keeps
+// nothing of it: the caller may change st at once. (A pointer, not a copy:
+// an agent's goroutine saves its final state, and a 400-byte copy on its
+// stack made every agent grow its stack once more.)
+func (s *Store) SaveAsync(st *agent.State, done func(error)) {
+	if _, err := s.enqueue(st, done); err != nil {
 		done(err)
 	}
 }

@@ -339,8 +339,9 @@ func TestFailedCommitRollsBack(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	wg.Add(2)
-	s.SaveAsync(running, func(err error) { errs[0] = err; wg.Done() })
-	s.SaveAsync(fullState("bad", 0), func(err error) { errs[1] = err; wg.Done() })
+	bad := fullState("bad", 0)
+	s.SaveAsync(&running, func(err error) { errs[0] = err; wg.Done() })
+	s.SaveAsync(&bad, func(err error) { errs[1] = err; wg.Done() })
 	wg.Wait()
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), "refused by test") {
 		t.Errorf("Save(bad 0) = %v, want the trigger's error", errs[1])
@@ -410,7 +411,7 @@ func TestSaveAsync(t *testing.T) {
 	for i := range n {
 		st := fullState("j", i)
 		st.Status = []agent.Status{agent.StatusRunning, agent.StatusDone}[i%2]
-		s.SaveAsync(st, func(err error) {
+		s.SaveAsync(&st, func(err error) {
 			got, lerr := other.Load(context.Background(), "j")
 			if lerr != nil {
 				t.Errorf("Load in done = %v", lerr)
@@ -444,7 +445,8 @@ func TestSaveAsync(t *testing.T) {
 		t.Fatalf("Close = %v", err)
 	}
 	var got error
-	s.SaveAsync(fullState("j", 99), func(err error) { got = err })
+	late := fullState("j", 99)
+	s.SaveAsync(&late, func(err error) { got = err })
 	if !errors.Is(got, checkpoint.ErrClosed) {
 		t.Errorf("SaveAsync after Close: done(%v), want %v, called before SaveAsync returns", got, checkpoint.ErrClosed)
 	}

@@ -459,7 +459,8 @@ func testSaveAsync(t testing.TB, c batchagent.Checkpointer) {
 	var start sync.WaitGroup
 	for idx := range n {
 		start.Go(func() {
-			as.SaveAsync(finalTurnState("job", idx, 2), func(err error) {
+			st := finalTurnState("job", idx, 2)
+			as.SaveAsync(&st, func(err error) {
 				mu.Lock()
 				calls[idx]++
 				if calls[idx] == 1 {

@@ -50,10 +50,11 @@ import (
 // AsyncSaver is the optional method the engine discovers on a
 // Checkpointer by type assertion: SaveAsync records s without making the
 // caller wait and calls done exactly once, without blocking, when s is
-// durable (nil) or could not be saved. When the Checkpointer under test has
-// it, the suite checks it too.
+// durable (nil) or could not be saved. It reads *s before it returns and
+// keeps nothing of it. When the Checkpointer under test has it, the suite
+// checks it too.
 type AsyncSaver interface {
-	SaveAsync(s agent.State, done func(error))
+	SaveAsync(s *agent.State, done func(error))
 }
 
 // callTimeout bounds each call the suite makes: a Checkpointer that hangs

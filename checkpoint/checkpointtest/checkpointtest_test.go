@@ -153,10 +153,11 @@ type asyncMemory struct {
 	wg        sync.WaitGroup
 }
 
-func (m *asyncMemory) SaveAsync(s agent.State, done func(error)) {
-	s.Messages = slices.Clone(s.Messages) // a copy made before returning, as the caller may go on
+func (m *asyncMemory) SaveAsync(s *agent.State, done func(error)) {
+	cp := *s // a copy made before returning, as the caller may go on
+	cp.Messages = slices.Clone(s.Messages)
 	m.wg.Go(func() {
-		err := m.Save(context.Background(), s)
+		err := m.Save(context.Background(), cp)
 		done(err)
 		if m.doneTwice {
 			done(err)

@@ -233,7 +233,7 @@ func checkGuard(t testing.TB, c batchagent.Checkpointer) {
 	}
 }
 
-func (g *guarded) SaveAsync(s agent.State, done func(error)) {
+func (g *guarded) SaveAsync(s *agent.State, done func(error)) {
 	var calls atomic.Int32
 	g.as.SaveAsync(s, func(err error) {
 		if calls.Add(1) > 1 {

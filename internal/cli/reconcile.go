@@ -57,7 +57,7 @@ func (s *savedStore) Save(ctx context.Context, st agent.State) error {
 }
 
 // SaveAsync saves st asynchronously, noting a failure.
-func (s *savedStore) SaveAsync(st agent.State, done func(error)) {
+func (s *savedStore) SaveAsync(st *agent.State, done func(error)) {
 	s.Store.SaveAsync(st, func(err error) {
 		s.note(err)
 		done(err)

@@ -56,9 +56,10 @@ type Checkpointer interface {
 // engine saves final states this way, so that a finished agent's goroutine
 // ends at once and its result is delivered from done: a second call would
 // deliver it twice. As with Save, a later save of the same index replaces
-// the state. *checkpoint.Store implements it.
+// the state. SaveAsync reads *s before it returns and keeps nothing of it.
+// *checkpoint.Store implements it.
 type asyncSaver interface {
-	SaveAsync(s agent.State, done func(error))
+	SaveAsync(s *agent.State, done func(error))
 }
 
 // saveTimeout bounds a checkpoint write made after the run was cancelled.

@@ -497,7 +497,7 @@ func (e *Engine) finish(ctx context.Context, a *agentRun, st *agent.State, r job
 //
 //go:noinline
 func (e *Engine) saveAsync(ctx context.Context, as asyncSaver, a *agentRun, st *agent.State, r job.Result) {
-	as.SaveAsync(*st, func(err error) {
+	as.SaveAsync(st, func(err error) {
 		if err != nil {
 			e.saveFailed(ctx, st.JobID, st.Index, err)
 			if e.opt.StopOnCheckpointError {

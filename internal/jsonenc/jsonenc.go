@@ -74,42 +74,68 @@ func AppendAny(dst []byte, v any, html bool) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(dst, v, 10), nil
 	case map[string]any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(AppendString(dst, k, html), ':')
-			var err error
-			if dst, err = AppendAny(dst, v[k], html); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendMap(dst, v, html)
 	case []any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, e := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = AppendAny(dst, e, html); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendSlice(dst, v, html)
 	}
+	return appendOther(dst, v, html)
+}
+
+// The cases of AppendAny that need room are functions of their own, so
+// that AppendAny's frame stays small: it runs on an agent's goroutine, at
+// the bottom of its deepest call chain (checkpoint states, result lines),
+// where a larger frame made every agent's stack grow once more.
+
+// appendMap appends m with its keys sorted, as encoding/json does.
+//
+//go:noinline
+func appendMap(dst []byte, m map[string]any, html bool) ([]byte, error) {
+	if m == nil {
+		return append(dst, "null"...), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(AppendString(dst, k, html), ':')
+		var err error
+		if dst, err = AppendAny(dst, m[k], html); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendSlice appends s as a JSON array.
+//
+//go:noinline
+func appendSlice(dst []byte, s []any, html bool) ([]byte, error) {
+	if s == nil {
+		return append(dst, "null"...), nil
+	}
+	dst = append(dst, '[')
+	for i, e := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = AppendAny(dst, e, html); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// appendOther appends v through encoding/json.
+//
+//go:noinline
+func appendOther(dst []byte, v any, html bool) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(html)
