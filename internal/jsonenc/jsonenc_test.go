@@ -36,7 +36,7 @@ func marshal(t testing.TB, v any, html bool) []byte {
 func TestAppendAnyMatchesEncodingJSON(t *testing.T) {
 	values := []any{
 		nil, "", "plain", "<a href=\"x\">&</a>", "\u2028\u2029\x00\x1f\xff", true, false,
-		0.0, -0.0, 1.5, 1e-7, 1e21, 123456789.0, -2.5e-10, json.Number("12.50"), 7, int64(-9),
+		0.0, math.Copysign(0, -1), 1.5, 1e-7, 1e21, 123456789.0, -2.5e-10, json.Number("12.50"), 7, int64(-9),
 		map[string]any{"b": 1.0, "a": []any{"x", nil, map[string]any{}}, "<": ">"},
 		[]any{}, map[string]any(nil), []any(nil),
 		struct{ A string }{"<b>"}, // through encoding/json
