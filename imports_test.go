@@ -76,6 +76,8 @@ func TestImportRules(t *testing.T) {
 
 		// The game-loop example of fallback tiers, on the simulator.
 		"examples/npc-planner": {"", "backend/sim", "llm"},
+		// bench fair's workload as a library user's program.
+		"examples/fair-library": {"", "backend/sim", "tool", "tool/filetool"},
 	}
 	// Outside this module, these packages import only the standard library
 	// and golang.org/x: the built-in tools and the simulator cost library
