@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/batchagent/batchagent/backend/anthropic"
+	"github.com/batchagent/batchagent/backend/backendtest"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -59,6 +60,7 @@ func FuzzStreamEvents(f *testing.F) {
 		var (
 			evs    []llm.Event
 			gotErr error
+			order  backendtest.DoneOrder
 		)
 		for ev, err := range m.Stream(t.Context(), req) {
 			if gotErr != nil {
@@ -69,7 +71,7 @@ func FuzzStreamEvents(f *testing.F) {
 				continue
 			}
 			evs = append(evs, ev)
-			checkDone(t, evs)
+			order.Add(t, ev)
 		}
 		if gotErr != nil {
 			ae, ok := errors.AsType[*llm.APIError](gotErr)
@@ -98,33 +100,4 @@ func FuzzStreamEvents(f *testing.F) {
 			}
 		}
 	})
-}
-
-// checkDone checks the last of events against the contract of
-// llm.EventToolCallDone: once per call, for a call that began, before
-// EventUsage and EventDone; and every call has one before those.
-func checkDone(t *testing.T, events []llm.Event) {
-	t.Helper()
-	began, done := map[int]bool{}, map[int]bool{}
-	for _, ev := range events[:len(events)-1] {
-		switch ev.Type {
-		case llm.EventToolCall:
-			began[ev.ToolCall.Index] = true
-		case llm.EventToolCallDone:
-			done[ev.ToolCall.Index] = true
-		}
-	}
-	ev := events[len(events)-1]
-	switch ev.Type {
-	case llm.EventToolCallDone:
-		if i := ev.ToolCall.Index; !began[i] || done[i] {
-			t.Fatalf("EventToolCallDone for call %d: began %v, done before %v", i, began[i], done[i])
-		}
-	case llm.EventUsage, llm.EventDone:
-		for i := range began {
-			if !done[i] {
-				t.Fatalf("%v before the EventToolCallDone of call %d", ev.Type, i)
-			}
-		}
-	}
 }

@@ -31,6 +31,7 @@ func FuzzSSEStream(f *testing.F) {
 		var (
 			events []llm.Event
 			failed error
+			order  backendtest.DoneOrder
 		)
 		for ev, err := range m.Stream(t.Context(), backendtest.Request(backendtest.ToolCall)) {
 			if failed != nil {
@@ -47,7 +48,7 @@ func FuzzSSEStream(f *testing.F) {
 				t.Fatalf("bad event %+v", ev)
 			}
 			events = append(events, ev)
-			checkDone(t, events)
+			order.Add(t, ev)
 		}
 		if failed != nil {
 			if ae, ok := errors.AsType[*llm.APIError](failed); !ok || ae.Backend != "openai" || ae.Err == nil {
@@ -157,35 +158,6 @@ func toolCallStream(name1, args1 string, cuts1 []int, name2, args2 string, cuts2
 	sb.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n")
 	sb.WriteString(`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}` + "\n\ndata: [DONE]\n\n")
 	return []byte(sb.String())
-}
-
-// checkDone checks the last of events against the contract of
-// llm.EventToolCallDone: once per call, for a call that began, before
-// EventUsage and EventDone; and every call has one before those.
-func checkDone(t *testing.T, events []llm.Event) {
-	t.Helper()
-	began, done := map[int]bool{}, map[int]bool{}
-	for _, ev := range events[:len(events)-1] {
-		switch ev.Type {
-		case llm.EventToolCall:
-			began[ev.ToolCall.Index] = true
-		case llm.EventToolCallDone:
-			done[ev.ToolCall.Index] = true
-		}
-	}
-	ev := events[len(events)-1]
-	switch ev.Type {
-	case llm.EventToolCallDone:
-		if i := ev.ToolCall.Index; !began[i] || done[i] {
-			t.Fatalf("EventToolCallDone for call %d: began %v, done before %v", i, began[i], done[i])
-		}
-	case llm.EventUsage, llm.EventDone:
-		for i := range began {
-			if !done[i] {
-				t.Fatalf("%v before the EventToolCallDone of call %d", ev.Type, i)
-			}
-		}
-	}
 }
 
 // checkDoneArgs checks that a call whose arguments are valid JSON had all
