@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,16 @@ func TestAppendRaw(t *testing.T) {
 			}
 		}
 	}
+	// Nesting at encoding/json's limit (10,000) and one past it: the fast
+	// path must not accept what encoding/json refuses.
+	for _, depth := range []int{10000, 10001} {
+		raw := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+		got, err := AppendRaw(nil, raw, false)
+		want, werr := json.Marshal(json.RawMessage(raw))
+		if (err != nil) != (werr != nil) || !bytes.Equal(got, want) {
+			t.Errorf("AppendRaw(depth %d): error %v, encoding/json %v; equal output %v", depth, err, werr, bytes.Equal(got, want))
+		}
+	}
 	if got, err := AppendRaw([]byte("p"), []byte(`{"a":`), true); err == nil || string(got) != "p" {
 		t.Errorf("AppendRaw(broken) = %q, %v; want p and an error", got, err)
 	}
@@ -106,6 +117,50 @@ func FuzzAppendFloat(f *testing.F) {
 		}
 		if want := marshal(t, v, true); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("AppendFloat(%v) = %s, %v; want %s", v, got, err, want)
+		}
+	})
+}
+
+// FuzzAppendRaw holds AppendRaw equal to encoding/json's embedding of a
+// json.RawMessage on any bytes: same output, or an error for both.
+func FuzzAppendRaw(f *testing.F) {
+	for _, s := range []string{
+		`{"summary":"no defects found.","score":7,"tags":["io","config"],"ok":true}`,
+		` {"a" : [1, 2 ] , "b":"<&>"} `, `"\u2028\u2029"`, "\"\u2028\"", `null`, `-0.0e+10`, `1e400`,
+		`{"a":1,"a":2}`, "\"\xff\xfe\"", `"\ud800"`, `"\uDC00\ud800x"`, `"\u00e9\/\b"`, `[[[[]]]]`,
+		`{"a":`, `01`, `[1,]`, `"a` + "\x01" + `"`, "\t\n\r 1 \n", `{}x`, ``, ` `, `tru`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, html := range []bool{false, true} {
+			want, werr := json.Marshal(json.RawMessage(raw))
+			if html {
+				var b bytes.Buffer
+				if werr == nil {
+					json.HTMLEscape(&b, want)
+					want = b.Bytes()
+				}
+			} else if werr == nil {
+				var b bytes.Buffer
+				if err := json.Compact(&b, raw); err != nil {
+					t.Fatalf("json.Compact(%q): %v after Marshal accepted it", raw, err)
+				}
+				want = b.Bytes()
+			}
+			got, err := AppendRaw([]byte("p"), raw, html)
+			if (err != nil) != (werr != nil) {
+				t.Fatalf("AppendRaw(%q, %v) error %v, encoding/json %v", raw, html, err, werr)
+			}
+			if err != nil {
+				if string(got) != "p" {
+					t.Fatalf("AppendRaw(%q, %v) = %q with an error, want dst unchanged", raw, html, got)
+				}
+				continue
+			}
+			if !bytes.Equal(got[1:], want) || got[0] != 'p' {
+				t.Fatalf("AppendRaw(%q, %v) = %q, want p%q", raw, html, got, want)
+			}
 		}
 	})
 }
