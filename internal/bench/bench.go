@@ -117,7 +117,8 @@ type Report struct {
 	MaxTokens        int   `json:"max_tokens,omitempty"`
 
 	// StateShare is, for mode engine+state, its throughput over that of
-	// mode engine measured in the same invocation.
+	// mode engine run just before it in the same round: the median of
+	// those ratios over the rounds (--count).
 	StateShare *float64 `json:"state_share,omitempty"`
 	// Runs is how many times the mode ran when Options.Count asked for
 	// more than one; the report is the run of median throughput.
@@ -287,12 +288,9 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		if count > 1 {
 			rep.Runs = count
 		}
-		if mode == "engine+state" {
-			for _, r := range reports {
-				if r.Mode == "engine" && r.AgentsPerS > 0 {
-					share := math.Round(1000*rep.AgentsPerS/r.AgentsPerS) / 1000
-					rep.StateShare = &share
-				}
+		if mode == "engine+state" && len(runs["engine"]) == count {
+			if share, ok := pairedShare(runs["engine+state"], runs["engine"]); ok {
+				rep.StateShare = &share
 			}
 		}
 		reports = append(reports, rep)
@@ -304,6 +302,29 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		}
 	}
 	return reports, nil
+}
+
+// pairedShare returns the median over rounds of a's throughput over b's
+// in the same round (a[i] and b[i] ran one after the other), rounded to
+// three places; false when b has no throughput. The machine's speed drifts between
+// rounds (the same binary measured 129,000 and 179,000 agents/s twenty
+// minutes apart on the 2-core reference machine); a ratio within one
+// round cancels that drift, a ratio of two medians from different rounds
+// does not.
+func pairedShare(a, b []Report) (float64, bool) {
+	shares := make([]float64, 0, len(a))
+	for i := range min(len(a), len(b)) {
+		if b[i].AgentsPerS <= 0 {
+			return 0, false
+		}
+		shares = append(shares, a[i].AgentsPerS/b[i].AgentsPerS)
+	}
+	if len(shares) == 0 {
+		return 0, false
+	}
+	slices.Sort(shares)
+	m := shares[(len(shares)-1)/2] // the lower one of an even count, as median
+	return math.Round(1000*m) / 1000, true
 }
 
 // median returns the run of median throughput (the lower one of an even

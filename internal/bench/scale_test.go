@@ -94,3 +94,35 @@ func BenchmarkScaleEngine(b *testing.B) {
 		}
 	}
 }
+
+// TestPairedShare: the state share is the median of the per-round ratios,
+// so a round where the machine ran slower for both modes does not count
+// one mode's slow run against the other's fast one.
+func TestPairedShare(t *testing.T) {
+	runs := func(aps ...float64) []bench.Report {
+		r := make([]bench.Report, len(aps))
+		for i, v := range aps {
+			r[i].AgentsPerS = v
+		}
+		return r
+	}
+	tests := []struct {
+		name         string
+		state, engin []bench.Report
+		want         float64
+		ok           bool
+	}{
+		// Medians of each mode (130 / 200) would give 0.65.
+		{"drift", runs(90, 180, 130), runs(100, 200, 300), 0.9, true},
+		{"one round", runs(81), runs(100), 0.81, true},
+		{"even count takes the lower", runs(70, 90), runs(100, 100), 0.7, true},
+		{"no engine throughput", runs(90), runs(0), 0, false},
+		{"no rounds", nil, nil, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := bench.PairedShare(tt.state, tt.engin)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: PairedShare = %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}

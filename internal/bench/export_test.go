@@ -1,0 +1,4 @@
+package bench
+
+// PairedShare is pairedShare, for the external tests.
+var PairedShare = pairedShare
