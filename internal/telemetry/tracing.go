@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,7 +28,9 @@ const ServiceName = "batchagent"
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER is set (to
 // something else than "none"), and OTEL_SDK_DISABLED is not "true": spans
 // then go in batches to the OTLP/HTTP exporter, which reads its endpoint,
-// headers, timeout, compression and TLS from the same variables. Otherwise
+// headers, timeout, compression and TLS from the same variables
+// (OTEL_EXPORTER_OTLP_TRACES_* before OTEL_EXPORTER_OTLP_*; a malformed
+// one is an error naming it). Otherwise
 // tracing is off: the provider is a no-op, and nothing is started (no
 // exporter, no goroutine). Only the "otlp" exporter and the "http/protobuf"
 // protocol are supported; others are an error naming the variable.
@@ -42,7 +44,11 @@ func SetupTracing(ctx context.Context) (tp trace.TracerProvider, shutdown func(c
 	if err != nil || !on {
 		return noop.NewTracerProvider(), off, err
 	}
-	exp, err := otlptracehttp.New(ctx)
+	client, err := newOTLPClient()
+	if err != nil {
+		return noop.NewTracerProvider(), off, err
+	}
+	exp, err := otlptrace.New(ctx, client)
 	if err != nil {
 		return noop.NewTracerProvider(), off, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
