@@ -69,7 +69,8 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = pageTemplate.Execute(w, newPage(l.s.Data(), true)) // the client left
+		p := newPage(l.s.Data(), true)
+		_ = p.writeTo(w) // the client left
 	case "/events":
 		l.events(w, r)
 	default:

@@ -1,9 +1,10 @@
 package report
 
 import (
+	"bufio"
 	"fmt"
-	"html/template"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func counters(d *Data) []counter {
 	return append(cs, cost, counter{"duration", "duration", fmt.Sprint(dur.Seconds()), dur.String()})
 }
 
-// page is what the page template draws.
+// page is what writeTo draws.
 type page struct {
 	Title    string
 	Info     Info
@@ -75,21 +76,103 @@ func newPage(d *Data, live bool) page {
 // Text from d (the job's name, error kinds, tool names) is escaped. It
 // returns w's error.
 func Write(w io.Writer, d *Data) error {
-	return pageTemplate.Execute(w, newPage(d, false))
+	p := newPage(d, false)
+	return p.writeTo(w)
 }
 
-// pageTemplate is the report and the live page. The Content-Security-Policy
+// htmlEscaper escapes text for HTML text, RCDATA (the title) and quoted
+// attribute values, byte for byte as html/template does in those
+// contexts: html.EscapeString's five characters, plus '+' as &#43; and NUL
+// as U+FFFD. Every other byte, invalid UTF-8 included, stays as it is.
+var htmlEscaper = strings.NewReplacer(
+	"\x00", "\uFFFD",
+	`"`, "&#34;",
+	"&", "&amp;",
+	"'", "&#39;",
+	"+", "&#43;",
+	"<", "&lt;",
+	">", "&gt;",
+)
+
+// writeTo writes the page to w and returns w's error. It writes by hand
+// what a template would, so that the binary does not link text/template's
+// evaluator: its reflective method calls make the linker keep every
+// exported method of every reachable type. The Content-Security-Policy
 // forbids every load outside the page itself (and, for the live page, its
-// events), so a chart can never reach the network.
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// events), so a chart can never reach the network. TestPageMatchesTemplate
+// holds the bytes equal to the template this replaced.
+func (p *page) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	// A bufio.Writer keeps its first error and skips every later write;
+	// Flush returns it.
+	text := func(s string) { _, _ = htmlEscaper.WriteString(bw, s) }
+	raw := func(s string) { _, _ = bw.WriteString(s) }
+	raw(pageHead)
+	if p.Live {
+		raw(" script-src 'unsafe-inline'; connect-src 'self';")
+	}
+	raw("\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>")
+	text(p.Title)
+	raw("</title>\n")
+	raw(pageStyle)
+	raw("\n</head>\n<body data-state=\"")
+	text(p.State)
+	raw("\">\n<h1>")
+	text(p.Info.Job)
+	raw("</h1>\n<p class=\"meta\">")
+	if p.Info.Model != "" {
+		raw("model ")
+		text(p.Info.Model)
+		raw(" · ")
+	}
+	if p.Start != "" {
+		raw("started ")
+		text(p.Start)
+		raw(" · ")
+	}
+	raw("<span class=\"state\" id=\"state\">")
+	text(p.State)
+	raw("</span></p>\n<div class=\"counters\">")
+	for _, c := range p.Counters {
+		raw("\n<div class=\"counter\"><span class=\"v\" id=\"")
+		text(c.ID)
+		raw("\" data-value=\"")
+		text(c.Value)
+		raw("\">")
+		text(c.Text)
+		raw("</span><span class=\"l\">")
+		text(c.Label)
+		raw("</span></div>")
+	}
+	raw("\n</div>\n<div class=\"charts\">")
+	for _, c := range p.Charts {
+		raw("\n<figure data-chart=\"")
+		text(c.ID)
+		raw("\"><figcaption>")
+		text(c.Title)
+		raw("</figcaption><div class=\"body\">")
+		raw(string(c.Body)) // trusted SVG drawn by charts
+		raw("</div></figure>")
+	}
+	raw("\n</div>")
+	if p.Live {
+		raw("\n")
+		raw(liveScript)
+	}
+	raw("\n</body>\n</html>\n")
+	return bw.Flush()
+}
+
+// pageHead is the page up to the live page's additions to the
+// Content-Security-Policy.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;{{if .Live}} script-src 'unsafe-inline'; connect-src 'self';{{end}}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>{{.Title}}</title>
-<style>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;`
+
+// pageStyle is the page's style sheet.
+const pageStyle = `<style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 1640px; padding: 0 16px; color: #1d2330; background: #f6f7f9; }
 h1 { font-size: 20px; margin: 0 0 4px; }
 .meta { color: #5b6475; margin: 0 0 16px; }
@@ -118,23 +201,11 @@ polyline { stroke-width: 2; }
 .s-limit { stroke: #1d2330; fill: #1d2330; } polyline.s-limit { stroke-dasharray: 6 3; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
 .s-cost { stroke: #8f6ad8; fill: #8f6ad8; }
 polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }
-</style>
-</head>
-<body data-state="{{.State}}">
-<h1>{{.Info.Job}}</h1>
-<p class="meta">{{if .Info.Model}}model {{.Info.Model}} · {{end}}{{if .Start}}started {{.Start}} · {{end}}<span class="state" id="state">{{.State}}</span></p>
-<div class="counters">
-{{- range .Counters}}
-<div class="counter"><span class="v" id="{{.ID}}" data-value="{{.Value}}">{{.Text}}</span><span class="l">{{.Label}}</span></div>
-{{- end}}
-</div>
-<div class="charts">
-{{- range .Charts}}
-<figure data-chart="{{.ID}}"><figcaption>{{.Title}}</figcaption><div class="body">{{.Body}}</div></figure>
-{{- end}}
-</div>
-{{- if .Live}}
-<script>
+</style>`
+
+// liveScript is the live page's script: it swaps in each event's counters
+// and charts, and marks the page done after the "done" event.
+const liveScript = `<script>
 "use strict";
 (function () {
   function apply(frame) {
@@ -156,8 +227,4 @@ polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyl
     document.getElementById("state").textContent = "done";
   });
 })();
-</script>
-{{- end}}
-</body>
-</html>
-`))
+</script>`
