@@ -212,11 +212,18 @@ func (c *otlpClient) UploadTraces(ctx context.Context, spans []*tracepb.Resource
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	backoff := 100 * time.Millisecond
+	var last error // the refusal of the last try, when it was for now
 	for {
 		wait, err := c.post(ctx, body)
 		if wait < 0 {
+			if err != nil && last != nil && ctx.Err() != nil {
+				// The timeout ended a try: what the collector said last
+				// tells more than the timeout alone.
+				return fmt.Errorf("%w (gave up: %w)", last, context.Cause(ctx))
+			}
 			return err
 		}
+		last = err
 		if wait == 0 {
 			wait = backoff
 			backoff = min(2*backoff, otlpMaxBackoff)

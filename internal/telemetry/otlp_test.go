@@ -197,7 +197,7 @@ func TestOTLPClientRetries(t *testing.T) {
 		srv, got := collector(t, always...)
 		clearOTLP(t)
 		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL)
-		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "50")
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "200")
 		c := newClient(t)
 		err := c.UploadTraces(t.Context(), someSpans("s"))
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "503") {
