@@ -38,6 +38,26 @@ func FuzzEventStream(f *testing.F) {
 		mixed = append(mixed, fr...)
 	}
 	f.Add(mixed, byte(2))
+	// Usage before the call's block ends: EventUsage must still come after
+	// the call's EventToolCallDone.
+	var early []byte
+	for _, fr := range [][]byte{
+		messageStart(f), toolStart(f, 0, "tooluse_1", "lookup"), toolDelta(f, 0, `{"id":7}`),
+		metadata(f), blockStop(f, 0), messageStop(f, "tool_use"),
+	} {
+		early = append(early, fr...)
+	}
+	f.Add(early, byte(0))
+	// A call begun after messageStop, usage before both: the call ends at
+	// the stream's end, and the usage after it.
+	var late []byte
+	for _, fr := range [][]byte{
+		messageStart(f), metadata(f), messageStop(f, "tool_use"),
+		toolStart(f, 0, "tooluse_1", "lookup"), toolDelta(f, 0, `{"id":7}`),
+	} {
+		late = append(late, fr...)
+	}
+	f.Add(late, byte(0))
 	f.Add([]byte{}, byte(0))
 	f.Add(append(messageStart(f), exceptionFrame(f, "throttlingException", "slow down")...), byte(0))
 	f.Add(append(messageStart(f), exceptionFrame(f, "somethingElseException", "?")...), byte(1))
@@ -57,9 +77,7 @@ func FuzzEventStream(f *testing.F) {
 			last  llm.EventType
 			ended bool
 			acc   llm.Accumulator
-			// The calls that began and those whose EventToolCallDone
-			// came: once each, before EventDone.
-			began, done = map[int]bool{}, map[int]bool{}
+			order backendtest.DoneOrder
 		)
 		for ev, err := range m.Stream(ctx, req) {
 			if ended {
@@ -78,21 +96,7 @@ func FuzzEventStream(f *testing.F) {
 			}
 			last = ev.Type
 			ended = ev.Type == llm.EventDone
-			switch ev.Type {
-			case llm.EventToolCall:
-				began[ev.ToolCall.Index] = true
-			case llm.EventToolCallDone:
-				if i := ev.ToolCall.Index; !began[i] || done[i] {
-					t.Fatalf("EventToolCallDone for call %d: began %v, done before %v", i, began[i], done[i])
-				}
-				done[ev.ToolCall.Index] = true
-			case llm.EventDone:
-				for i := range began {
-					if !done[i] {
-						t.Fatalf("EventDone before the EventToolCallDone of call %d", i)
-					}
-				}
-			}
+			order.Add(t, ev)
 			if err := acc.Add(ev); err != nil { // no Limit: never
 				t.Fatalf("Accumulator.Add(%+v) = %v", ev, err)
 			}

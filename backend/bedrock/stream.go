@@ -16,7 +16,9 @@ import (
 // arrive: text deltas, tool-call pieces (ID and name first, then fragments
 // of the arguments, then llm.EventToolCallDone at the call's
 // contentBlockStop, or at messageStop for a call whose block did not
-// stop), the usage, and last an EventDone. With an output tool
+// stop), the usage (held until the stream has ended, so that it follows
+// every call's EventToolCallDone whatever order the events came in), and
+// last an EventDone. With an output tool
 // (see the package documentation) text is held back and the tool's input
 // is yielded whole, as one EventText of compact JSON just before EventDone;
 // an output call beside calls of real tools is dropped, as in Generate. A failure is yielded once, as the last pair: an
@@ -98,6 +100,10 @@ type streamState struct {
 	text, outputArgs []byte
 	stop             types.StopReason
 	stopped          bool // messageStop arrived
+	// usage is the last metadata event's usage, yielded by finish;
+	// hasUsage tells whether one came.
+	usage    llm.Usage
+	hasUsage bool
 	// maxTokens is the request's token cap; holding counts the bytes of
 	// text and outputArgs, capped at llm.AnswerLimit(maxTokens).
 	maxTokens, holding int
@@ -175,23 +181,40 @@ func (s *streamState) handle(ev types.ConverseStreamOutput, yield func(llm.Event
 		return yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil)
 	case *types.ConverseStreamOutputMemberMessageStop:
 		s.stop, s.stopped = ev.Value.StopReason, true
-		// Calls whose block did not stop end here, before the usage.
-		for i := range len(s.calls) {
-			if !s.closed[i] {
-				s.closed[i] = true
-				if !yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
-					return false
-				}
-			}
-		}
+		// Calls whose block did not stop end here.
+		return s.closeCalls(yield)
 	case *types.ConverseStreamOutputMemberMetadata:
-		return yield(llm.Event{Type: llm.EventUsage, Usage: usage(ev.Value.Usage)}, nil)
+		// Bedrock sends it after messageStop; a stream that sends it while
+		// a call is open must not have the usage overtake that call's
+		// EventToolCallDone.
+		s.usage, s.hasUsage = usage(ev.Value.Usage), true
 	}
 	return true
 }
 
-// finish yields the structured answer, if any, and EventDone.
+// closeCalls yields EventToolCallDone for every call not closed yet. It
+// returns false when the consumer stopped.
+func (s *streamState) closeCalls(yield func(llm.Event, error) bool) bool {
+	for i := range len(s.calls) {
+		if !s.closed[i] {
+			s.closed[i] = true
+			if !yield(llm.Event{Type: llm.EventToolCallDone, ToolCall: llm.ToolCallDelta{Index: i}}, nil) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// finish closes the calls still open (a block begun after messageStop),
+// then yields the usage, the structured answer, if any, and EventDone.
 func (s *streamState) finish(yield func(llm.Event, error) bool) {
+	if !s.closeCalls(yield) {
+		return
+	}
+	if s.hasUsage && !yield(llm.Event{Type: llm.EventUsage, Usage: s.usage}, nil) {
+		return
+	}
 	if s.output != "" {
 		text := string(s.text)
 		if s.outputBlock >= 0 && len(s.calls) == 0 { // else dropped, as in Generate
