@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -136,9 +137,15 @@ func otlpHeaders() (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("telemetry: %s: entry %d: want name=value", name, i+1)
 		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, fmt.Errorf("telemetry: %s: entry %d: %q is not a header name", name, i+1, k)
+		}
 		dec, err := url.PathUnescape(strings.TrimSpace(val))
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: %s: entry %d (%s): malformed percent-encoding", name, i+1, k)
+		}
+		if !httpguts.ValidHeaderFieldValue(dec) {
+			return nil, fmt.Errorf("telemetry: %s: entry %d (%s): the value holds characters a header cannot carry", name, i+1, k)
 		}
 		h[http.CanonicalHeaderKey(k)] = dec
 	}

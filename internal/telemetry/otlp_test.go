@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -233,6 +235,8 @@ func TestOTLPClientConfigErrors(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "no-scheme-secret", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "authorization", "OTEL_EXPORTER_OTLP_HEADERS: entry 1"},
 		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "a=1,b=%zz-secret", "OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 2 (b)"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "a b=1", "OTEL_EXPORTER_OTLP_HEADERS: entry 1: \"a b\" is not a header name"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "k=secret%0Ax", "OTEL_EXPORTER_OTLP_HEADERS: entry 1 (k): the value holds"},
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "10s", "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd", "OTEL_EXPORTER_OTLP_COMPRESSION"},
 		{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem", "OTEL_EXPORTER_OTLP_CERTIFICATE"},
@@ -251,4 +255,48 @@ func TestOTLPClientConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzOTLPHeaders: any value of the headers variable either parses or is
+// refused with an error naming the variable and never quoting a value;
+// what parses has canonical names, and a pair list built from the parsed
+// headers parses back to the same headers.
+func FuzzOTLPHeaders(f *testing.F) {
+	for _, s := range []string{"", "a=b", "authorization=Bearer%20k1, x-tenant = a%2Cb", "=v", "k", "k=%zz", "a=1,,b=2", "k=v=w", " k = v ", "k=%E2%82%AC"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.IndexByte(v, 0) >= 0 {
+			return // no environment variable holds a NUL
+		}
+		clearOTLP(t)
+		t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", v)
+		h, err := otlpHeaders()
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "telemetry: OTEL_EXPORTER_OTLP_HEADERS: entry ") {
+				t.Fatalf("otlpHeaders(%q) error %q, want one naming the variable and the entry", v, err)
+			}
+			return
+		}
+		var pairs []string
+		for k, val := range h {
+			if k != http.CanonicalHeaderKey(k) || !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
+				t.Fatalf("otlpHeaders(%q) header %q: %q, want a canonical, valid header", v, k, val)
+			}
+			pairs = append(pairs, k+"="+url.PathEscape(val))
+		}
+		t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", strings.Join(pairs, ","))
+		back, err := otlpHeaders()
+		if len(pairs) == 0 {
+			return // nothing to round-trip; an empty variable is no headers
+		}
+		if err != nil || len(back) != len(h) {
+			t.Fatalf("round trip of %q: %v, %v; want %v", v, back, err, h)
+		}
+		for k, val := range h {
+			if back[k] != val {
+				t.Fatalf("round trip of %q: %s=%q, want %q", v, k, back[k], val)
+			}
+		}
+	})
 }
