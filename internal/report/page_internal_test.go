@@ -118,10 +118,15 @@ func FuzzPageMatchesTemplate(f *testing.F) {
 }
 
 // oldPageTemplate is the html/template the page was drawn with before
-// writeTo, kept verbatim as the reference writeTo must match byte for
-// byte. It lives in a test file: outside tests nothing executes a
+// writeTo, kept (its static style sheet and script aside) as the
+// reference writeTo must match byte for byte. It lives in a test file: outside tests nothing executes a
 // template, which keeps text/template's evaluator out of the binary.
-var oldPageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var oldPageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	// The style sheet and the live script are static text, the same
+	// constants writeTo writes.
+	"style":  func() template.HTML { return template.HTML(pageStyle) },
+	"script": func() template.HTML { return template.HTML(liveScript) },
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -129,36 +134,7 @@ var oldPageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,">
 <title>{{.Title}}</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 1640px; padding: 0 16px; color: #1d2330; background: #f6f7f9; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-.meta { color: #5b6475; margin: 0 0 16px; }
-.state { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #e3e7ee; }
-body[data-state=running] .state { background: #d7ecff; }
-.counters { display: flex; flex-wrap: wrap; gap: 10px; margin: 0 0 16px; }
-.counter { background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 14px; min-width: 90px; }
-.counter .v { display: block; font-size: 22px; font-weight: 600; }
-.counter .l { color: #5b6475; font-size: 12px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 16px; }
-figure { margin: 0; background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 12px; }
-figure[data-chart=timeline] { grid-column: 1 / -1; }
-figcaption { font-weight: 600; margin-bottom: 6px; }
-svg { width: 100%; height: auto; display: block; }
-svg text { font: 11px system-ui, sans-serif; fill: #3a4252; }
-svg .label { font-size: 12px; fill: #5b6475; }
-svg .note { font-size: 14px; fill: #8a93a3; }
-.caption { color: #5b6475; margin: 6px 0 0; font-size: 12px; }
-.grid { stroke: #eceef2; } .axis, .tickmark { stroke: #9aa2b1; }
-.queue { fill: #c9ced8; } .backoff { fill: #f2b36b; } .inference { fill: #3d7ee0; } .tools { fill: #37a76b; } .total { fill: #9bb4d8; }
-.row[data-status=failed] .inference, .row[data-status=failed] .total, .failed-agent { fill: #d9534f; }
-.bar { fill: #3d7ee0; } .bar.failed { fill: #d9534f; }
-.t-requested { fill: #9aa2b1; } .t-executed { fill: #3d7ee0; } .t-coalesced { fill: #8f6ad8; } .t-cached { fill: #37a76b; }
-polyline { stroke-width: 2; }
-.s-rate { stroke: #3d7ee0; fill: #3d7ee0; } .s-active { stroke: #37a76b; fill: #37a76b; }
-.s-limit { stroke: #1d2330; fill: #1d2330; } polyline.s-limit { stroke-dasharray: 6 3; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
-.s-cost { stroke: #8f6ad8; fill: #8f6ad8; }
-polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }
-</style>
+{{style}}
 </head>
 <body data-state="{{.State}}">
 <h1>{{.Info.Job}}</h1>
@@ -174,29 +150,7 @@ polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyl
 {{- end}}
 </div>
 {{- if .Live}}
-<script>
-"use strict";
-(function () {
-  function apply(frame) {
-    for (const c of frame.counters) {
-      const el = document.getElementById(c.id);
-      if (el) { el.dataset.value = c.value; el.textContent = c.text; }
-    }
-    for (const ch of frame.charts) {
-      const el = document.querySelector('[data-chart="' + ch.id + '"] .body');
-      if (el) { el.innerHTML = ch.body; }
-    }
-  }
-  const events = new EventSource("events");
-  events.addEventListener("sample", function (e) { apply(JSON.parse(e.data)); });
-  events.addEventListener("done", function (e) {
-    apply(JSON.parse(e.data));
-    events.close();
-    document.body.dataset.state = "done";
-    document.getElementById("state").textContent = "done";
-  });
-})();
-</script>
+{{script}}
 {{- end}}
 </body>
 </html>
