@@ -34,7 +34,7 @@ func TestImportRules(t *testing.T) {
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack"},
-		"backend/openai":      {"llm", "internal/sse", "internal/retry"},
+		"backend/openai":      {"llm", "internal/sse", "internal/retry", "internal/jsonenc"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
 		"backend/backendtest": {"llm"},

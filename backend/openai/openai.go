@@ -299,12 +299,12 @@ func (m *Model) Capabilities() llm.Capabilities { return m.caps }
 // are *llm.APIError values wrapping a class sentinel (see the package
 // documentation); a cancelled ctx yields an error wrapping ctx.Err().
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	params, err := m.params(req, false)
+	body, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
 	var raw *http.Response
-	if err := m.client.Post(ctx, "chat/completions", params, &raw); err != nil {
+	if err := m.client.Post(ctx, "chat/completions", body, &raw); err != nil {
 		return nil, m.callError(ctx, raw, err)
 	}
 	defer raw.Body.Close()

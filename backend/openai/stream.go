@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/batchagent/batchagent/llm"
@@ -27,13 +26,13 @@ import (
 // ErrServer. Breaking out of the loop closes the response body.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		params, err := m.params(req, true)
+		body, err := m.body(req, true)
 		if err != nil {
 			yield(llm.Event{}, err)
 			return
 		}
 		var raw *http.Response
-		if err := m.client.Post(ctx, "chat/completions", params, &raw, option.WithJSONSet("stream", true)); err != nil {
+		if err := m.client.Post(ctx, "chat/completions", body, &raw); err != nil {
 			yield(llm.Event{}, m.callError(ctx, raw, err))
 			return
 		}

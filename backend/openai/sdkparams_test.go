@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -11,19 +10,10 @@ import (
 	"github.com/batchagent/batchagent/llm"
 )
 
-// defaultOutputName names the response_format schema when
-// [llm.OutputSpec.Name] is empty.
-const defaultOutputName = "output"
-
-// params maps req to the SDK's request body. Tool parameter and output
-// schemas are sent as the raw JSON they are given (compacted), never
-// re-encoded through a map, so that the shared prefix of a batch stays
-// byte-identical and prefix caches hit.
-//
-// The body is on the heap: the SDK takes it as an interface anyway, and
-// as a value it made the frames of Stream's sequence and of Generate 3.8
-// KB, on the calling agent's stack through its whole model call (a
-// streaming agent's goroutine then kept a 16 KB stack instead of 8 KB).
+// params maps req to the SDK's request parameters: how the backend built
+// its requests before body, kept as the reference body must match
+// (TestBodyMatchesSDK, FuzzBodyMatchesSDK). The SDK marshals them, and
+// Stream's requests then had "stream":true set on top.
 func (m *Model) params(req *llm.Request, stream bool) (*oa.ChatCompletionNewParams, error) {
 	p := new(oa.ChatCompletionNewParams)
 	if req == nil {
@@ -131,25 +121,4 @@ func (m *Model) message(msg llm.Message) (oa.ChatCompletionMessageParamUnion, er
 	default:
 		return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 	}
-}
-
-// schemaName returns name as OpenAI accepts it: 1 to 64 characters of
-// [a-zA-Z0-9_-], others replaced by '_'; "output" when empty.
-func schemaName(name string) string {
-	if name == "" {
-		return defaultOutputName
-	}
-	var b strings.Builder
-	for _, r := range name {
-		if b.Len() == 64 {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
