@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/batchagent/batchagent"
+	backendopenai "github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -24,17 +29,51 @@ import (
 // heap bytes (HeapAlloc) above what was in use before the round: the
 // engine keeps an agent's goroutine at a 4 KB stack (stack-B/agent about
 // 4096; 8192 means every agent's stack grew once more).
+//
+// The openai cases run the same agents through the OpenAI backend against
+// the HTTP simulator (one sequence per agent, no queue limit): what an
+// agent holds on a real server, where its goroutine has streamed an
+// answer over HTTP before it waits. Its goroutine keeps a larger stack
+// there (about 9–12 KB against 4 KB).
 func BenchmarkAgentMemory(b *testing.B) {
 	for _, n := range []int{200, 10_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchAgentMemory(b, n) })
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			m, err := sim.New(sim.Config{Latency: 60 * time.Millisecond, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchAgentMemory(b, m, n)
+		})
+	}
+	for _, n := range []int{200, 2_000} {
+		b.Run(fmt.Sprintf("openai/n=%d", n), func(b *testing.B) {
+			benchAgentMemory(b, simOpenAI(b, n), n)
+		})
 	}
 }
 
-func benchAgentMemory(b *testing.B, n int) {
-	m, err := sim.New(sim.Config{Latency: 60 * time.Millisecond, Seed: 1})
+// simOpenAI returns the OpenAI backend on an HTTP simulator serving n
+// sequences at once, both stopped when b ends.
+func simOpenAI(b *testing.B, n int) llm.Model {
+	// A fast server: memory, not time, is measured.
+	srv, err := simhttp.New(simhttp.Config{Model: sim.Config{Seed: 1, ToolTurns: 1}, MaxSeqs: n, MaxQueue: -1,
+		PrefillPerToken: time.Nanosecond, DecodeStep: 10 * time.Microsecond, DecodeStepPerSeq: time.Nanosecond})
 	if err != nil {
 		b.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	hs := httptest.NewServer(srv)
+	b.Cleanup(func() { hs.Close(); cancel(); wg.Wait() })
+	m, err := backendopenai.New(backendopenai.Config{BaseURL: hs.URL + "/v1", Flavor: backendopenai.FlavorSim})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+func benchAgentMemory(b *testing.B, m llm.Model, n int) {
 	inputs := make([]batchagent.Input, n)
 	for i := range inputs {
 		inputs[i] = batchagent.Input{"id": strconv.Itoa(i)}
@@ -54,7 +93,7 @@ func benchAgentMemory(b *testing.B, n int) {
 // agentMemoryRound runs one round of BenchmarkAgentMemory over inputs and
 // returns the stack and heap bytes per agent while all of them waited for
 // the tool.
-func agentMemoryRound(b *testing.B, m *sim.Model, inputs []batchagent.Input) (stack, heap float64) {
+func agentMemoryRound(b *testing.B, m llm.Model, inputs []batchagent.Input) (stack, heap float64) {
 	ctx := b.Context()
 	n := len(inputs)
 	eng, err := batchagent.New(batchagent.Config{MaxActive: n})
