@@ -33,8 +33,8 @@ import (
 // The openai cases run the same agents through the OpenAI backend against
 // the HTTP simulator (one sequence per agent, no queue limit): what an
 // agent holds on a real server, where its goroutine has streamed an
-// answer over HTTP before it waits. Its goroutine keeps a larger stack
-// there (about 9–12 KB against 4 KB).
+// answer over HTTP before it waits. The backend's call runs on a stack of
+// its own (llm.OnOwnStack): without it the agent's goroutine kept 9–11 KB.
 func BenchmarkAgentMemory(b *testing.B) {
 	for _, n := range []int{200, 10_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {

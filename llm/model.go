@@ -215,3 +215,23 @@ func (a *Accumulator) Response() *Response {
 	}
 	return r
 }
+
+// OnOwnStack returns seq run as a coroutine ([iter.Pull2]) whose events
+// are handed over to the goroutine ranging over the result. The frames
+// seq needs (an SDK's request execution, net/http, the decoding of each
+// chunk) then grow the coroutine's stack, which is freed when seq ends,
+// instead of the caller's: an agent's goroutine keeps whatever stack it
+// grew through all its tool waits. Breaking out of the loop stops seq as
+// breaking out of seq itself would. The backends' Stream methods use it.
+func OnOwnStack(seq iter.Seq2[Event, error]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		next, stop := iter.Pull2(seq)
+		defer stop()
+		for {
+			ev, err, ok := next()
+			if !ok || !yield(ev, err) {
+				return
+			}
+		}
+	}
+}

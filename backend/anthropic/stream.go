@@ -28,7 +28,15 @@ import (
 // Generate's; text is then held back until the end, since the output
 // tool's input replaces it. An output call beside calls of real tools is
 // dropped, as in Generate.
+//
+// The call runs on a stack of its own (llm.OnOwnStack), so that the SDK's
+// frames do not grow the calling agent's goroutine stack.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return llm.OnOwnStack(m.stream(ctx, req))
+}
+
+// stream is Stream on the calling goroutine.
+func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		c, err := m.translate(req)
 		if err != nil {

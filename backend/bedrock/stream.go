@@ -25,7 +25,15 @@ import (
 // *llm.APIError (llm.ErrConnection when the stream ends before its
 // messageStop event), or ctx's error when ctx ends first. Breaking out of
 // the loop closes the response body.
+//
+// The call runs on a stack of its own (llm.OnOwnStack), so that the SDK's
+// frames do not grow the calling agent's goroutine stack.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return llm.OnOwnStack(m.stream(ctx, req))
+}
+
+// stream is Stream on the calling goroutine.
+func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		p, err := m.buildParams(req)
 		if err != nil {
