@@ -46,7 +46,7 @@ func TestImportRules(t *testing.T) {
 		"internal/report": {"", "agent", "checkpoint", "job", "llm", "tool"},
 		// Metrics over the engine's Stats and results; spans from the
 		// agent's Observer.
-		"internal/telemetry": {"", "agent", "llm"},
+		"internal/telemetry": {"", "agent", "llm", "internal/retry"}, // retry: the OTLP client's back-off and Retry-After
 		// The command's own packages may import any package but each other
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.

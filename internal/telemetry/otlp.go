@@ -21,6 +21,8 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/batchagent/batchagent/internal/retry"
 )
 
 // otlpClient sends spans to an OTLP/HTTP collector as protobuf: the
@@ -48,10 +50,12 @@ type otlpClient struct {
 const (
 	otlpDefaultEndpoint = "http://localhost:4318/v1/traces"
 	otlpDefaultTimeout  = 10 * time.Second
-	// otlpMaxBackoff bounds the wait between two tries of a batch the
-	// collector refused for now (429, 502, 503, 504).
-	otlpMaxBackoff = 5 * time.Second
 )
+
+// otlpBackoff is the wait between two tries of a batch the collector
+// refused for now (429, 502, 503, 504) without saying how long to wait:
+// jittered, doubling from 100 ms up to 5 s.
+var otlpBackoff = retry.Policy{Base: 100 * time.Millisecond, RateLimitBase: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // otlpVar returns the value of the OTLP exporter's variable named by
 // suffix (ENDPOINT, HEADERS, …): the traces variable when set, else the
@@ -198,8 +202,8 @@ func (c *otlpClient) Stop(context.Context) error {
 
 // UploadTraces implements otlptrace.Client: it posts spans as one
 // ExportTraceServiceRequest, trying again while the collector answers
-// 429, 502, 503 or 504 (after its Retry-After, else a doubling back-off)
-// until the export's timeout.
+// 429, 502, 503 or 504 (after its Retry-After, else otlpBackoff) until
+// the export's timeout.
 func (c *otlpClient) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpans) error {
 	body, err := exportRequest(spans)
 	if err != nil {
@@ -218,9 +222,8 @@ func (c *otlpClient) UploadTraces(ctx context.Context, spans []*tracepb.Resource
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	backoff := 100 * time.Millisecond
 	var last error // the refusal of the last try, when it was for now
-	for {
+	for attempt := 0; ; attempt++ {
 		wait, err := c.post(ctx, body)
 		if wait < 0 {
 			if err != nil && last != nil && ctx.Err() != nil {
@@ -232,8 +235,7 @@ func (c *otlpClient) UploadTraces(ctx context.Context, spans []*tracepb.Resource
 		}
 		last = err
 		if wait == 0 {
-			wait = backoff
-			backoff = min(2*backoff, otlpMaxBackoff)
+			wait = otlpBackoff.Delay(attempt, nil)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -246,8 +248,9 @@ func (c *otlpClient) UploadTraces(ctx context.Context, spans []*tracepb.Resource
 }
 
 // post sends body once. It returns a negative wait when done (err nil on
-// success), else how long the collector asked to wait (0: not said) and
-// the error to report if no later try succeeds.
+// success), else how long the collector asked to wait (0: not said, as
+// retry.ParseRetryAfter reads it) and the error to report if no later try
+// succeeds.
 func (c *otlpClient) post(ctx context.Context, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
@@ -283,11 +286,7 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (time.Duration, erro
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		wait := time.Duration(0)
-		if s, perr := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); perr == nil && s >= 0 {
-			wait = max(time.Duration(s)*time.Second, time.Millisecond)
-		}
-		return wait, err
+		return retry.ParseRetryAfter(resp.Header, time.Now()), err
 	}
 	return -1, err
 }
