@@ -147,9 +147,11 @@ const (
 	// PolicyFIFO serves calls in the order they began to wait.
 	PolicyFIFO Policy = "fifo"
 	// PolicyTurns serves the agent with the most turns done first: each
-	// turn done counts as having waited sched.DefaultBoost longer, so an
+	// turn done counts as having waited sched.DefaultBoost rounds longer
+	// (a round lasts about one model call while the slots are full), so an
 	// agent near its end finishes before fresh ones start, and none
-	// starves.
+	// starves. Waits are counted in rounds, not seconds, so the order is
+	// the same against a fast server and a slow one.
 	PolicyTurns Policy = "turns"
 	// PolicyLAS serves the agent that has received the least model time
 	// so far first (least attained service), ties in arrival order.

@@ -21,12 +21,19 @@
 // # No starvation
 //
 // Within a class, priority is converted into an arrival credit: a waiter
-// with priority p is ordered as if it had arrived p × [Config.Boost] earlier
-// than it did. A
-// higher priority therefore wins over any waiting time shorter than the
-// difference in credit, and any waiter is eventually overtaken by nobody:
-// once it has waited longer than the largest credit in use, every later
-// arrival is ordered behind it.
+// with priority p is ordered as if it had arrived p × [Config.Boost] rounds
+// earlier than it did. A higher priority therefore wins over any wait
+// shorter than the difference in credit, and any waiter is eventually
+// overtaken by nobody: once it has waited longer than the largest credit
+// in use, every later arrival is ordered behind it.
+//
+// Waits are measured in rounds, not in seconds: a round passes each time
+// the scheduler has granted as many slots as its limit, about one call's
+// duration while the slots are full. The order of the waiters therefore
+// does not depend on how fast the backend is. On a clock of seconds, a
+// credit that keeps an agent's turns together against a server answering
+// in 50 ms would, against one answering in 1 s, let fresh agents overtake
+// half-done ones twenty times sooner, and interleave them all.
 //
 // # Policies
 //

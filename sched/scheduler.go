@@ -9,17 +9,26 @@ import (
 	"time"
 )
 
-// DefaultBoost is the arrival credit per priority level; see [Config.Boost].
-const DefaultBoost = 10 * time.Second
+// DefaultBoost is the arrival credit per priority level, in rounds; see
+// [Config.Boost].
+const DefaultBoost = 256
+
+// roundUnit is one round of the scheduler's clock in its fixed-point
+// units: each grant advances the clock by roundUnit / limit.
+const roundUnit = 1 << 20
 
 // Config configures a [Scheduler]. The zero value is valid.
 type Config struct {
 	// Limit is the number of slots. Zero means unlimited.
 	Limit int
-	// Boost is the arrival credit of one priority level: a waiter of
-	// priority p is served as if it had arrived p×Boost earlier (under
-	// PolicyTurns). Defaults to DefaultBoost.
-	Boost time.Duration
+	// Boost is the arrival credit of one priority level, in rounds: a
+	// waiter of priority p is served as if it had arrived p×Boost rounds
+	// earlier (under PolicyTurns). A round passes each time the scheduler
+	// has granted as many slots as its limit, so while the slots are full
+	// a round lasts about as long as one call: the credit is worth the
+	// same number of calls whether a call takes 30 ms or 30 s. Defaults to
+	// DefaultBoost.
+	Boost int
 	// Policy orders the waiters of a flow. Defaults to PolicyTurns.
 	Policy Policy
 }
@@ -31,9 +40,9 @@ type Policy uint8
 
 // The policies.
 const (
-	// PolicyTurns serves by arrival less a credit of Boost per priority
-	// level ([Order.Priority]): an agent that has done more turns goes
-	// first, and waiting long enough beats any priority.
+	// PolicyTurns serves by arrival less a credit of Boost rounds per
+	// priority level ([Order.Priority]): an agent that has done more turns
+	// goes first, and waiting long enough beats any priority.
 	PolicyTurns Policy = iota
 	// PolicyFIFO serves in arrival order; priorities are ignored.
 	PolicyFIFO
@@ -104,9 +113,8 @@ const numClasses = 2
 // sharing the slots progress at the same rate whatever their sizes);
 // within a flow, by priority and arrival (see the package doc).
 type Scheduler struct {
-	boost  time.Duration
+	boost  int64 // Config.Boost in the clock's units
 	policy Policy
-	start  time.Time
 
 	mu       sync.Mutex // protects the fields below
 	limit    int        // current number of slots; math.MaxInt when unlimited
@@ -114,6 +122,11 @@ type Scheduler struct {
 	waiting  int        // waiters in all flows
 	classes  [numClasses]classQueue
 	seq      uint64 // arrival counter, for FIFO among equal keys
+	// clock counts rounds in units of 1/roundUnit: each grant adds
+	// roundUnit/limit. Waiting is measured on it, not in wall time, so
+	// that the order of the waiters does not depend on how long calls
+	// take.
+	clock int64
 }
 
 // classQueue is the waiters of one class: the flows that have waiters, in
@@ -135,8 +148,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Limit < 0 {
 		return nil, fmt.Errorf("sched: negative limit %d", cfg.Limit)
 	}
-	if cfg.Boost < 0 {
-		return nil, fmt.Errorf("sched: negative boost %v", cfg.Boost)
+	if cfg.Boost < 0 || cfg.Boost > math.MaxInt32 {
+		return nil, fmt.Errorf("sched: boost %d out of range [0, %d]", cfg.Boost, math.MaxInt32)
 	}
 	if int(cfg.Policy) >= len(policyNames) {
 		return nil, fmt.Errorf("sched: unknown policy %d", cfg.Policy)
@@ -148,7 +161,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if limit == 0 {
 		limit = math.MaxInt
 	}
-	s := &Scheduler{boost: cfg.Boost, policy: cfg.Policy, start: time.Now(), limit: limit}
+	s := &Scheduler{boost: int64(cfg.Boost) * roundUnit, policy: cfg.Policy, limit: limit}
 	for i := range s.classes {
 		s.classes[i].flows = map[uint64]*flowQueue{}
 	}
@@ -158,7 +171,7 @@ func New(cfg Config) (*Scheduler, error) {
 // waiter is one blocked Acquire.
 type waiter struct {
 	hot   bool  // Order.Continuing: before every waiter that is not
-	key   int64 // by the policy: arrival in ns since start less the priority credit, or attained service
+	key   int64 // by the policy: arrival on the clock less the priority credit, or attained service
 	seq   uint64
 	flow  *flowQueue
 	class Class
@@ -187,6 +200,7 @@ func (s *Scheduler) AcquireOrder(ctx context.Context, class Class, flow uint64, 
 	s.mu.Lock()
 	if s.inflight < s.limit && s.waiting == 0 {
 		s.inflight++
+		s.tickLocked()
 		s.mu.Unlock()
 		return nil
 	}
@@ -233,15 +247,25 @@ func (s *Scheduler) AcquireOrder(ctx context.Context, class Class, flow uint64, 
 	}
 }
 
-// key is the heap key of a waiter arriving now with o.
+// key is the heap key of a waiter arriving now with o. s.mu must be held.
 func (s *Scheduler) key(o Order) int64 {
 	switch s.policy {
 	case PolicyFIFO:
-		return int64(time.Since(s.start))
+		return 0 // arrival order alone: waiters tie, seq decides
 	case PolicyLAS:
 		return int64(o.Attained)
 	default:
-		return int64(time.Since(s.start)) - int64(o.Priority)*int64(s.boost)
+		// Priorities beyond what the credit can hold without overflow
+		// all rank as the highest.
+		p := min(max(int64(o.Priority), 0), math.MaxInt32)
+		return s.clock - p*s.boost
+	}
+}
+
+// tickLocked advances the clock by one grant. s.mu must be held.
+func (s *Scheduler) tickLocked() {
+	if s.limit != math.MaxInt {
+		s.clock += roundUnit / int64(s.limit)
 	}
 }
 
@@ -331,6 +355,7 @@ func (s *Scheduler) grantLocked() {
 		w := heap.Pop(&fq.waiters).(*waiter)
 		s.waiting--
 		s.inflight++
+		s.tickLocked()
 		if len(fq.waiters) == 0 {
 			delete(cq.flows, fq.id)
 			cq.ring = cq.ring[1:]

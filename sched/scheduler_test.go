@@ -24,7 +24,7 @@ func newSched(t *testing.T, cfg sched.Config) *sched.Scheduler {
 }
 
 func TestNewRejectsNegative(t *testing.T) {
-	for _, cfg := range []sched.Config{{Limit: -1}, {Boost: -time.Second}} {
+	for _, cfg := range []sched.Config{{Limit: -1}, {Boost: -1}, {Boost: 1 << 31}} {
 		if _, err := sched.New(cfg); err == nil {
 			t.Errorf("New(%+v) = nil error, want error", cfg)
 		}
@@ -88,35 +88,89 @@ func TestPriorityOrder(t *testing.T) {
 	})
 }
 
-// TestNoStarvation checks that a low-priority waiter that has waited longer
-// than the priority credit is served before later high-priority arrivals.
+// TestNoStarvation checks that a low-priority waiter that has waited
+// longer than the priority credit is served before later high-priority
+// arrivals: with one slot, a round is one grant, so a waiter of priority 1
+// arriving two grants after a fresh one (Boost 2) no longer goes first.
 func TestNoStarvation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSched(t, sched.Config{Limit: 1, Boost: time.Second})
-		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-			t.Fatal(err)
+		s := newSched(t, sched.Config{Limit: 1, Boost: 2})
+		got := serveInTurn(t, s, []string{"old", "p1-a", "p1-b", "p1-c"}, map[string]int{"p1-a": 1, "p1-b": 1, "p1-c": 1}, time.Millisecond)
+		// p1-a arrives with the clock at 1, p1-b at 2: both ahead of old
+		// (arrived at 1, credit 0). p1-c arrives at 3: 3 - 2 = old's key,
+		// and old arrived first.
+		want := []string{"p1-a", "p1-b", "old", "p1-c"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("service order (-want +got):\n%s", diff)
 		}
-		served := make(chan string, 2) // one per waiter below
-		go func() {
-			if s.Acquire(t.Context(), sched.Batch, 0) == nil {
-				served <- "old"
-				s.Release()
-			}
-		}()
-		time.Sleep(3 * time.Second) // the old waiter's wait exceeds 2×Boost
-		go func() {
-			if s.Acquire(t.Context(), sched.Batch, 2) == nil {
-				served <- "new-prio2"
-				s.Release()
-			}
-		}()
-		synctest.Wait()
-		s.Release()
-		if got := <-served; got != "old" {
-			t.Errorf("first served = %q, want %q", got, "old")
-		}
-		<-served
 	})
+}
+
+// TestOrderIndependentOfCallTime checks that the order of the waiters
+// under PolicyTurns depends on the calls served, not on how long they
+// took: the same arrivals, with calls of 10 ms and of 10 minutes, are
+// served in the same order. On a clock of seconds the slow run lets the
+// fresh waiter overtake the agents that have turns done.
+func TestOrderIndependentOfCallTime(t *testing.T) {
+	names := []string{"fresh", "t1-a", "t2-a", "t1-b", "t3-a", "t1-c"}
+	prio := map[string]int{"t1-a": 1, "t2-a": 2, "t1-b": 1, "t3-a": 3, "t1-c": 1}
+	var orders [][]string
+	for _, call := range []time.Duration{10 * time.Millisecond, 10 * time.Minute} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newSched(t, sched.Config{Limit: 1})
+			orders = append(orders, serveInTurn(t, s, names, prio, call))
+		})
+	}
+	want := []string{"t1-a", "t2-a", "t1-b", "t3-a", "t1-c", "fresh"}
+	for i, got := range orders {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("run %d: service order (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// serveInTurn holds s's only slot and has names arrive one at a time
+// (priorities from prio). From the second arrival on, each is followed by
+// a call of the given length and a release, which serves the best waiter
+// so far; the rest are served at the end. It returns the order in which
+// they were served.
+func serveInTurn(t *testing.T, s *sched.Scheduler, names []string, prio map[string]int, call time.Duration) []string {
+	t.Helper()
+	if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	served := make(chan struct{})
+	release := func() {
+		time.Sleep(call)
+		s.Release()
+		<-served // the best waiter holds the slot now
+	}
+	for i, name := range names {
+		wg.Go(func() {
+			if err := s.Acquire(t.Context(), sched.Batch, prio[name]); err != nil {
+				t.Errorf("Acquire(%s) = %v", name, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			served <- struct{}{}
+		})
+		synctest.Wait() // name is waiting
+		if i > 0 {
+			release()
+		}
+	}
+	release() // the last waiter
+	time.Sleep(call)
+	s.Release()
+	wg.Wait()
+	return order
 }
 
 // TestClassOrder checks that, with the limit full, an Interactive waiter
@@ -124,7 +178,7 @@ func TestNoStarvation(t *testing.T) {
 // their priority or waiting time, and Batch waiters then go by priority.
 func TestClassOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSched(t, sched.Config{Limit: 1, Boost: time.Second})
+		s := newSched(t, sched.Config{Limit: 1, Boost: 1})
 		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +201,7 @@ func TestClassOrder(t *testing.T) {
 			synctest.Wait() // make arrival order deterministic
 		}
 		start("batch-old", sched.Batch, 0)
-		time.Sleep(10 * time.Second) // less than the 100s credit of priority 100
+		time.Sleep(10 * time.Second) // no round passes: old has no credit
 		start("batch-prio100", sched.Batch, 100)
 		start("interactive-last", sched.Interactive, 0)
 		s.Release()

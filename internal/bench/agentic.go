@@ -49,8 +49,10 @@ const (
 	// DefaultAgenticTimeScale is the agentic scenario's default time
 	// scale: a twentieth of real time. Below it the client's own CPU time
 	// (about 1 ms a call, engine and simulator together) starts to count
-	// on two shared cores; at it the engine modes take about 40 s each and
-	// the baselines, which recompute evicted prefixes, about 140 s.
+	// on two shared cores; at it the engine modes take about 25 s each and
+	// the baselines, which recompute evicted prefixes, about 125 s. The
+	// engine's scheduling counts waits in calls served, not in seconds
+	// (sched.Config.Boost), so what it measures holds at any scale.
 	DefaultAgenticTimeScale = 0.05
 	agenticSlots            = 16
 	// agenticHeadroom is how many calls beyond the server's slots the
