@@ -255,9 +255,12 @@ func (s *Scheduler) key(o Order) int64 {
 	case PolicyLAS:
 		return int64(o.Attained)
 	default:
-		// Priorities beyond what the credit can hold without overflow
-		// all rank as the highest.
-		p := min(max(int64(o.Priority), 0), math.MaxInt32)
+		// Priorities whose credit would not fit in a quarter of the key's
+		// range all rank as the highest: no overflow.
+		p := max(int64(o.Priority), 0)
+		if s.boost > 0 {
+			p = min(p, math.MaxInt64/4/s.boost)
+		}
 		return s.clock - p*s.boost
 	}
 }

@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -101,6 +102,43 @@ func TestNoStarvation(t *testing.T) {
 		// and old arrived first.
 		want := []string{"p1-a", "p1-b", "old", "p1-c"}
 		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("service order (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestHugePriority checks that priorities too large for the credit to
+// hold rank highest instead of overflowing the key.
+func TestHugePriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, sched.Config{Limit: 1, Boost: math.MaxInt32})
+		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu    sync.Mutex
+			order []string
+			wg    sync.WaitGroup
+		)
+		for _, w := range []struct {
+			name string
+			prio int
+		}{{"low", 0}, {"huge", math.MaxInt}, {"mid", 5}, {"negative", -3}} {
+			wg.Go(func() {
+				if err := s.Acquire(t.Context(), sched.Batch, w.prio); err != nil {
+					t.Errorf("Acquire(%s) = %v", w.name, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, w.name)
+				mu.Unlock()
+				s.Release()
+			})
+			synctest.Wait()
+		}
+		s.Release()
+		wg.Wait()
+		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative"}, order); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
 	})
