@@ -209,6 +209,7 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		// batchagent's agent loop owns retries.
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
+		o.HTTPClient = plainBodyClient{next: o.HTTPClient}
 	})
 	return &Model{
 		client:      client,

@@ -2,6 +2,7 @@ package bedrock
 
 import (
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -42,3 +43,26 @@ func truncated(err error) error {
 	}
 	return &llm.APIError{Backend: backendName, Message: se.Error(), Err: llm.ErrTruncated}
 }
+
+// plainBodyClient sends each request with a body that offers Read and
+// Close alone. The SDK wraps request bodies in a reader whose WriteTo
+// fails with io.EOF once the body is closed, which the SDK does as soon as
+// the response has come. net/http's transport, reading past a body's
+// length to check that nothing is left, uses WriteTo when it can; it then
+// takes that io.EOF for a failed request write and closes the connection
+// under the response being read ("use of closed network connection", seen
+// against a server that answers at once). Through Read, a closed body is a
+// plain end.
+type plainBodyClient struct {
+	next bedrockruntime.HTTPClient
+}
+
+func (c plainBodyClient) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = readCloserOnly{r.Body}
+	}
+	return c.next.Do(r)
+}
+
+// readCloserOnly hides every method of its body but Read and Close.
+type readCloserOnly struct{ io.ReadCloser }

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +24,7 @@ func TestGenerateBodyCap(t *testing.T) {
 	done := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(done)
+		io.Copy(io.Discard, r.Body) // read the request first, as a server does
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"`))
 		chunk := []byte(strings.Repeat("story ", 1000))
