@@ -52,41 +52,74 @@ func TestUnlimitedNeverBlocks(t *testing.T) {
 func TestPriorityOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
-		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-			t.Fatal(err)
-		}
-		var (
-			mu    sync.Mutex
-			order []string
-			wg    sync.WaitGroup
-		)
-		start := func(name string, prio int) {
-			wg.Go(func() {
-				if err := s.Acquire(t.Context(), sched.Batch, prio); err != nil {
-					t.Errorf("Acquire(%s) = %v", name, err)
-					return
-				}
-				mu.Lock()
-				order = append(order, name)
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				s.Release()
-			})
-			synctest.Wait() // make arrival order deterministic
-			time.Sleep(time.Microsecond)
-		}
-		start("fresh-a", 0)
-		start("fresh-b", 0)
-		start("turn2", 2)
-		start("turn1", 1)
-		start("turn2-late", 2)
-		s.Release()
-		wg.Wait()
+		got := queuedOrder(t, s, []arrival{{"fresh-a", 0, sched.Batch}, {"fresh-b", 0, sched.Batch}, {"turn2", 2, sched.Batch}, {"turn1", 1, sched.Batch}, {"turn2-late", 2, sched.Batch}})
 		want := []string{"turn2", "turn2-late", "turn1", "fresh-a", "fresh-b"}
-		if diff := cmp.Diff(want, order); diff != "" {
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// An arrival is a waiter of serveOrder.
+type arrival struct {
+	name  string
+	prio  int
+	class sched.Class
+}
+
+// queuedOrder holds s's only slot while the arrivals queue up in order,
+// then serves them one after the other and returns the order in which
+// they were served.
+func queuedOrder(t *testing.T, s *sched.Scheduler, arrivals []arrival) []string {
+	return serveOrder(t, s, arrivals, 0, false)
+}
+
+// serveOrder holds s's only slot and has the arrivals come one at a time.
+// Each release of the slot, after a call of the given length, serves the
+// best waiter so far, which then holds it. With interleave, the slot is
+// released after each arrival from the second on; the waiters left are
+// served at the end. It returns the order in which they were served.
+func serveOrder(t *testing.T, s *sched.Scheduler, arrivals []arrival, call time.Duration, interleave bool) []string {
+	t.Helper()
+	if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	served, releases := make(chan struct{}), 0
+	release := func() {
+		time.Sleep(call)
+		s.Release()
+		<-served // the best waiter holds the slot now
+		releases++
+	}
+	for i, a := range arrivals {
+		wg.Go(func() {
+			if err := s.Acquire(t.Context(), a.class, a.prio); err != nil {
+				t.Errorf("Acquire(%s) = %v", a.name, err)
+				served <- struct{}{}
+				return
+			}
+			mu.Lock()
+			order = append(order, a.name)
+			mu.Unlock()
+			served <- struct{}{}
+		})
+		synctest.Wait() // a deterministic arrival order
+		if interleave && i > 0 {
+			release()
+		}
+	}
+	for releases < len(arrivals) {
+		release()
+	}
+	time.Sleep(call)
+	s.Release()
+	wg.Wait()
+	return order
 }
 
 // TestNoStarvation checks that a low-priority waiter that has waited
@@ -96,7 +129,7 @@ func TestPriorityOrder(t *testing.T) {
 func TestNoStarvation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: 2})
-		got := serveInTurn(t, s, []string{"old", "p1-a", "p1-b", "p1-c"}, map[string]int{"p1-a": 1, "p1-b": 1, "p1-c": 1}, time.Millisecond)
+		got := serveOrder(t, s, []arrival{{"old", 0, sched.Batch}, {"p1-a", 1, sched.Batch}, {"p1-b", 1, sched.Batch}, {"p1-c", 1, sched.Batch}}, time.Millisecond, true)
 		// p1-a arrives with the clock at 1, p1-b at 2: both ahead of old
 		// (arrived at 1, credit 0). p1-c arrives at 3: 3 - 2 = old's key,
 		// and old arrived first.
@@ -112,33 +145,8 @@ func TestNoStarvation(t *testing.T) {
 func TestHugePriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: math.MaxInt32})
-		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-			t.Fatal(err)
-		}
-		var (
-			mu    sync.Mutex
-			order []string
-			wg    sync.WaitGroup
-		)
-		for _, w := range []struct {
-			name string
-			prio int
-		}{{"low", 0}, {"huge", math.MaxInt}, {"mid", 5}, {"negative", -3}} {
-			wg.Go(func() {
-				if err := s.Acquire(t.Context(), sched.Batch, w.prio); err != nil {
-					t.Errorf("Acquire(%s) = %v", w.name, err)
-					return
-				}
-				mu.Lock()
-				order = append(order, w.name)
-				mu.Unlock()
-				s.Release()
-			})
-			synctest.Wait()
-		}
-		s.Release()
-		wg.Wait()
-		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative"}, order); diff != "" {
+		got := queuedOrder(t, s, []arrival{{"low", 0, sched.Batch}, {"huge", math.MaxInt, sched.Batch}, {"mid", 5, sched.Batch}, {"negative", -3, sched.Batch}})
+		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative"}, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
 	})
@@ -150,13 +158,12 @@ func TestHugePriority(t *testing.T) {
 // served in the same order. On a clock of seconds the slow run lets the
 // fresh waiter overtake the agents that have turns done.
 func TestOrderIndependentOfCallTime(t *testing.T) {
-	names := []string{"fresh", "t1-a", "t2-a", "t1-b", "t3-a", "t1-c"}
-	prio := map[string]int{"t1-a": 1, "t2-a": 2, "t1-b": 1, "t3-a": 3, "t1-c": 1}
+	arrivals := []arrival{{"fresh", 0, sched.Batch}, {"t1-a", 1, sched.Batch}, {"t2-a", 2, sched.Batch}, {"t1-b", 1, sched.Batch}, {"t3-a", 3, sched.Batch}, {"t1-c", 1, sched.Batch}}
 	var orders [][]string
 	for _, call := range []time.Duration{10 * time.Millisecond, 10 * time.Minute} {
 		synctest.Test(t, func(t *testing.T) {
 			s := newSched(t, sched.Config{Limit: 1})
-			orders = append(orders, serveInTurn(t, s, names, prio, call))
+			orders = append(orders, serveOrder(t, s, arrivals, call, true))
 		})
 	}
 	want := []string{"t1-a", "t2-a", "t1-b", "t3-a", "t1-c", "fresh"}
@@ -167,85 +174,15 @@ func TestOrderIndependentOfCallTime(t *testing.T) {
 	}
 }
 
-// serveInTurn holds s's only slot and has names arrive one at a time
-// (priorities from prio). From the second arrival on, each is followed by
-// a call of the given length and a release, which serves the best waiter
-// so far; the rest are served at the end. It returns the order in which
-// they were served.
-func serveInTurn(t *testing.T, s *sched.Scheduler, names []string, prio map[string]int, call time.Duration) []string {
-	t.Helper()
-	if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		order []string
-		wg    sync.WaitGroup
-	)
-	served := make(chan struct{})
-	release := func() {
-		time.Sleep(call)
-		s.Release()
-		<-served // the best waiter holds the slot now
-	}
-	for i, name := range names {
-		wg.Go(func() {
-			if err := s.Acquire(t.Context(), sched.Batch, prio[name]); err != nil {
-				t.Errorf("Acquire(%s) = %v", name, err)
-				return
-			}
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			served <- struct{}{}
-		})
-		synctest.Wait() // name is waiting
-		if i > 0 {
-			release()
-		}
-	}
-	release() // the last waiter
-	time.Sleep(call)
-	s.Release()
-	wg.Wait()
-	return order
-}
-
 // TestClassOrder checks that, with the limit full, an Interactive waiter
 // that arrives last is served before every earlier Batch waiter, whatever
 // their priority or waiting time, and Batch waiters then go by priority.
 func TestClassOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: 1})
-		if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-			t.Fatal(err)
-		}
-		var (
-			mu    sync.Mutex
-			order []string
-			wg    sync.WaitGroup
-		)
-		start := func(name string, class sched.Class, prio int) {
-			wg.Go(func() {
-				if err := s.Acquire(t.Context(), class, prio); err != nil {
-					t.Errorf("Acquire(%s) = %v", name, err)
-					return
-				}
-				mu.Lock()
-				order = append(order, name)
-				mu.Unlock()
-				s.Release()
-			})
-			synctest.Wait() // make arrival order deterministic
-		}
-		start("batch-old", sched.Batch, 0)
-		time.Sleep(10 * time.Second) // no round passes: old has no credit
-		start("batch-prio100", sched.Batch, 100)
-		start("interactive-last", sched.Interactive, 0)
-		s.Release()
-		wg.Wait()
+		got := queuedOrder(t, s, []arrival{{"batch-old", 0, sched.Batch}, {"batch-prio100", 100, sched.Batch}, {"interactive-last", 0, sched.Interactive}})
 		want := []string{"interactive-last", "batch-prio100", "batch-old"}
-		if diff := cmp.Diff(want, order); diff != "" {
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
 	})
