@@ -256,10 +256,12 @@ func (s *Scheduler) key(o Order) int64 {
 		return int64(o.Attained)
 	default:
 		// Priorities whose credit would not fit in a quarter of the key's
-		// range all rank as the highest: no overflow.
-		p := max(int64(o.Priority), 0)
+		// range rank as the highest (or, negative, the lowest) that does:
+		// no overflow.
+		p := int64(o.Priority)
 		if s.boost > 0 {
-			p = min(p, math.MaxInt64/4/s.boost)
+			limit := math.MaxInt64 / 4 / s.boost
+			p = min(max(p, -limit), limit)
 		}
 		return s.clock - p*s.boost
 	}

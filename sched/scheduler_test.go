@@ -141,12 +141,13 @@ func TestNoStarvation(t *testing.T) {
 }
 
 // TestHugePriority checks that priorities too large for the credit to
-// hold rank highest instead of overflowing the key.
+// hold rank highest (lowest, negative) instead of overflowing the key, and
+// that a negative priority goes behind priority 0.
 func TestHugePriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: math.MaxInt32})
-		got := queuedOrder(t, s, []arrival{{"low", 0, sched.Batch}, {"huge", math.MaxInt, sched.Batch}, {"mid", 5, sched.Batch}, {"negative", -3, sched.Batch}})
-		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative"}, got); diff != "" {
+		got := queuedOrder(t, s, []arrival{{"negative", -3, sched.Batch}, {"low", 0, sched.Batch}, {"huge", math.MaxInt, sched.Batch}, {"mid", 5, sched.Batch}, {"most-negative", math.MinInt, sched.Batch}})
+		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative", "most-negative"}, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
 	})
