@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,6 +223,26 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitWorkers waits until each of ids beats in q: its signal handler is
+// in place, so a SIGTERM then stops it gracefully (before, the signal's
+// default action killed a worker still starting up: exit -1).
+func waitWorkers(t *testing.T, q *queue.Client, ids ...string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "heartbeat of workers "+strings.Join(ids, ", "), func() bool {
+		ws, err := q.Workers(t.Context())
+		if err != nil {
+			return false
+		}
+		alive := 0
+		for _, w := range ws {
+			if w.Alive && slices.Contains(ids, w.ID) {
+				alive++
+			}
+		}
+		return alive == len(ids)
+	})
 }
 
 // checkEachOnce checks that the output at path holds exactly one line per
@@ -684,6 +707,7 @@ func TestScaleOutSharedRateLimit(t *testing.T) {
 	startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--quiet")
 	waitFor(t, 30*time.Second, "a model call", func() bool { return model.Stats().Requests >= 1 })
 	q := openQueue(t, rs.URL)
+	waitWorkers(t, q, "ra", "rb")
 	keys, err := q.Redis().Keys(t.Context(), "rate:"+q.Key("rate", "*")).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -728,6 +752,7 @@ func TestScaleOutSharedInflight(t *testing.T) {
 		t.Fatalf("coordinator: exit %d\n%s", code, coord.stderr.String())
 	}
 	checkEachOnce(t, filepath.Join(dir, "out.jsonl"), n)
+	waitWorkers(t, openQueue(t, rs.URL), "sa", "sb")
 	t.Logf("peak calls in flight at the server: %d (limit %d over 2 workers)", model.peak.Load(), limit)
 	if p := model.peak.Load(); p > limit {
 		t.Errorf("peak calls in flight = %d, want at most the shared max_inflight %d", p, limit)
@@ -828,5 +853,54 @@ func TestScaleOutCost(t *testing.T) {
 	w.signal(t, syscall.SIGTERM)
 	if code := w.wait(t, 40*time.Second); code != 0 {
 		t.Errorf("worker: exit %d\n%s", code, w.stderr.String())
+	}
+}
+
+// TestScaleOutWorkerSignalWhileConnecting: a worker sent SIGTERM while it
+// still connects to Redis stops gracefully (exit 0) once connected,
+// instead of being killed by the signal's default action (exit -1).
+func TestScaleOutWorkerSignalWhileConnecting(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, redistest.Options{})
+	// A proxy to Redis that says when the worker connects and holds the
+	// connection until the signal is sent.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			once.Do(func() { close(accepted) })
+			conns.Go(func() {
+				defer c.Close()
+				<-release
+				up, err := net.Dial("tcp", rs.Addr)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				conns.Go(func() { _, _ = io.Copy(up, c); up.Close() }) // ends when either side closes
+				_, _ = io.Copy(c, up)
+			})
+		}
+	})
+	w := startProc(t, t.TempDir(), "worker", "worker", "--redis", "redis://"+ln.Addr().String(), "--id", "early", "--grace", "2s")
+	select {
+	case <-accepted:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the worker never connected\n%s", w.stderr.String())
+	}
+	w.signal(t, syscall.SIGTERM)
+	close(release)
+	if code := w.wait(t, 40*time.Second); code != 0 {
+		t.Errorf("worker signalled while connecting: exit %d, want 0\n%s", code, w.stderr.String())
 	}
 }

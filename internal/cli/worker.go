@@ -101,6 +101,11 @@ const runIdle = 5 * time.Minute
 // flight finish (up to f.grace; a second signal stops at once), releases
 // the tasks it still holds and leaves.
 func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr io.Writer) int {
+	// Signals are caught from the start: one that comes while the worker
+	// connects waits in sigs and is handled as any other.
+	sigs := make(chan os.Signal, 2) // a second signal may come while the first is handled
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	if f.id == "" {
 		host, _ := os.Hostname() // "" is fine: the pid still names the process
 		f.id = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -117,9 +122,6 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 		freed: make(chan struct{}, 1),
 	}
 
-	sigs := make(chan os.Signal, 2) // a second signal may come while the first is handled
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	// agentCtx outlives the read loop: the agents finish their turns in
