@@ -9,12 +9,17 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/anthropic"
+	"github.com/batchagent/batchagent/backend/bedrock"
 	backendopenai "github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
@@ -41,6 +46,8 @@ import (
 // The anthropic cases do the same through the Anthropic backend, against
 // a server that streams the Messages API's events: 0.9–3.7 KB of stack per
 // agent, against 8.5–9.8 KB with the SDK's call on the agent's goroutine.
+// The bedrock cases do it through the Bedrock backend and ConverseStream's
+// event stream: 0.4–3.6 KB, against 9.0–10.3 KB.
 func BenchmarkAgentMemory(b *testing.B) {
 	for _, n := range []int{200, 10_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
@@ -61,6 +68,76 @@ func BenchmarkAgentMemory(b *testing.B) {
 			benchAgentMemory(b, fakeAnthropic(b), n)
 		})
 	}
+	for _, n := range []int{200, 2_000} {
+		b.Run(fmt.Sprintf("bedrock/n=%d", n), func(b *testing.B) {
+			benchAgentMemory(b, fakeBedrock(b), n)
+		})
+	}
+}
+
+// fakeBedrock returns the Bedrock backend on a server that speaks
+// ConverseStream's event stream: a first turn calls read_file, a turn
+// after a tool result answers through the output tool (the last tool the
+// request names). The server is stopped when b ends.
+func fakeBedrock(b *testing.B) llm.Model {
+	frame := func(eventType, payload string) []byte {
+		var msg eventstream.Message
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+		msg.Headers.Set(":event-type", eventstream.StringValue(eventType))
+		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+		msg.Payload = []byte(payload)
+		var buf bytes.Buffer
+		if err := eventstream.NewEncoder().Encode(&buf, msg); err != nil {
+			panic(err) // a fixed, valid message
+		}
+		return buf.Bytes()
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+			ToolConfig struct {
+				Tools []struct {
+					ToolSpec struct {
+						Name string `json:"name"`
+					} `json:"toolSpec"`
+				} `json:"tools"`
+			} `json:"toolConfig"`
+		}
+		if !strings.HasSuffix(r.URL.Path, "/converse-stream") || json.NewDecoder(r.Body).Decode(&req) != nil || len(req.ToolConfig.Tools) == 0 || len(req.Messages) == 0 {
+			http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		name, input := "read_file", `{"path":"doc.txt"}`
+		if bytes.Contains(req.Messages[len(req.Messages)-1].Content, []byte(`"toolResult"`)) {
+			input = `{"value":1,"first_word":"Batch"}`
+			for _, t := range req.ToolConfig.Tools { // the last named one: a cache point may follow
+				if t.ToolSpec.Name != "" {
+					name = t.ToolSpec.Name
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+		for _, f := range [][]byte{
+			frame("messageStart", `{"role":"assistant"}`),
+			frame("contentBlockStart", `{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":`+strconv.Quote(name)+`}}}`),
+			frame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":`+strconv.Quote(input)+`}}}`),
+			frame("contentBlockStop", `{"contentBlockIndex":0}`),
+			frame("messageStop", `{"stopReason":"tool_use"}`),
+			frame("metadata", `{"usage":{"inputTokens":40,"outputTokens":12,"totalTokens":52},"metrics":{"latencyMs":1}}`),
+		} {
+			w.Write(f)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	b.Cleanup(hs.Close)
+	m, err := bedrock.New(b.Context(), bedrock.Config{Endpoint: hs.URL, Region: "us-east-1", Model: "fake",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", "")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
 
 // fakeAnthropic returns the Anthropic backend on a server that speaks the
