@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/anthropic"
+	"github.com/batchagent/batchagent/backend/backendtest"
 	"github.com/batchagent/batchagent/backend/bedrock"
 	backendopenai "github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
@@ -80,18 +80,7 @@ func BenchmarkAgentMemory(b *testing.B) {
 // after a tool result answers through the output tool (the last tool the
 // request names). The server is stopped when b ends.
 func fakeBedrock(b *testing.B) llm.Model {
-	frame := func(eventType, payload string) []byte {
-		var msg eventstream.Message
-		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
-		msg.Headers.Set(":event-type", eventstream.StringValue(eventType))
-		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
-		msg.Payload = []byte(payload)
-		var buf bytes.Buffer
-		if err := eventstream.NewEncoder().Encode(&buf, msg); err != nil {
-			panic(err) // a fixed, valid message
-		}
-		return buf.Bytes()
-	}
+	frame := backendtest.EventFrame
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct {

@@ -181,16 +181,7 @@ func converseBody(s backendtest.Scenario) string {
 // frame encodes one event-stream event with the SDK's encoder.
 func frame(t testing.TB, eventType, payload string) []byte {
 	t.Helper()
-	var msg eventstream.Message
-	msg.Headers.Set(":message-type", eventstream.StringValue("event"))
-	msg.Headers.Set(":event-type", eventstream.StringValue(eventType))
-	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
-	msg.Payload = []byte(payload)
-	var buf bytes.Buffer
-	if err := eventstream.NewEncoder().Encode(&buf, msg); err != nil {
-		t.Fatalf("encode %s frame: %v", eventType, err)
-	}
-	return buf.Bytes()
+	return backendtest.EventFrame(eventType, payload)
 }
 
 // exceptionFrame encodes an exception event, as Bedrock reports a failure
