@@ -857,50 +857,63 @@ func TestScaleOutCost(t *testing.T) {
 }
 
 // TestScaleOutWorkerSignalWhileConnecting: a worker sent SIGTERM while it
-// still connects to Redis stops gracefully (exit 0) once connected,
-// instead of being killed by the signal's default action (exit -1).
+// still connects to Redis stops gracefully (exit 0), instead of being
+// killed by the signal's default action (exit -1): whether Redis then
+// answers, or never does.
 func TestScaleOutWorkerSignalWhileConnecting(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t, redistest.Options{})
-	// A proxy to Redis that says when the worker connects and holds the
-	// connection until the signal is sent.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); conns.Wait() })
-	conns.Go(func() {
-		for {
-			c, err := ln.Accept()
+	for _, answers := range []bool{true, false} {
+		t.Run(fmt.Sprintf("redis answers %v", answers), func(t *testing.T) {
+			// A proxy to Redis that says when the worker connects and
+			// holds the connection until the signal is sent, then joins it
+			// to Redis or keeps holding it.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
-				return
+				t.Fatal(err)
 			}
-			once.Do(func() { close(accepted) })
+			accepted, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			var conns sync.WaitGroup
+			t.Cleanup(func() { ln.Close(); conns.Wait() })
 			conns.Go(func() {
-				defer c.Close()
-				<-release
-				up, err := net.Dial("tcp", rs.Addr)
-				if err != nil {
-					return
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					once.Do(func() { close(accepted) })
+					conns.Go(func() {
+						defer c.Close()
+						<-release
+						if !answers {
+							return
+						}
+						up, err := net.Dial("tcp", rs.Addr)
+						if err != nil {
+							return
+						}
+						defer up.Close()
+						conns.Go(func() { _, _ = io.Copy(up, c); up.Close() }) // ends when either side closes
+						_, _ = io.Copy(c, up)
+					})
 				}
-				defer up.Close()
-				conns.Go(func() { _, _ = io.Copy(up, c); up.Close() }) // ends when either side closes
-				_, _ = io.Copy(c, up)
 			})
-		}
-	})
-	w := startProc(t, t.TempDir(), "worker", "worker", "--redis", "redis://"+ln.Addr().String(), "--id", "early", "--grace", "2s")
-	select {
-	case <-accepted:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the worker never connected\n%s", w.stderr.String())
-	}
-	w.signal(t, syscall.SIGTERM)
-	close(release)
-	if code := w.wait(t, 40*time.Second); code != 0 {
-		t.Errorf("worker signalled while connecting: exit %d, want 0\n%s", code, w.stderr.String())
+			w := startProc(t, t.TempDir(), "worker", "worker", "--redis", "redis://"+ln.Addr().String(), "--id", "early", "--grace", "2s")
+			select {
+			case <-accepted:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the worker never connected\n%s", w.stderr.String())
+			}
+			w.signal(t, syscall.SIGTERM)
+			if answers {
+				close(release)
+			} else {
+				defer close(release)
+			}
+			if code := w.wait(t, 40*time.Second); code != 0 {
+				t.Errorf("worker signalled while connecting: exit %d, want 0\n%s", code, w.stderr.String())
+			}
+		})
 	}
 }

@@ -101,8 +101,11 @@ const runIdle = 5 * time.Minute
 // flight finish (up to f.grace; a second signal stops at once), releases
 // the tasks it still holds and leaves.
 func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr io.Writer) int {
-	// Signals are caught from the start: one that comes while the worker
-	// connects waits in sigs and is handled as any other.
+	// Signals are caught from the start. One that comes while the worker
+	// connects ends the connecting (it holds nothing yet; a Redis that
+	// accepted the connection but does not answer still holds it up to
+	// its read timeout), and also waits in sigs: a worker that connected
+	// all the same stops at once.
 	sigs := make(chan os.Signal, 2) // a second signal may come while the first is handled
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -110,8 +113,15 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 		host, _ := os.Hostname() // "" is fine: the pid still names the process
 		f.id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	q, err := queue.Open(ctx, f.redis, queue.Options{Logger: logger})
+	openCtx, stopOpen := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	q, err := queue.Open(openCtx, f.redis, queue.Options{Logger: logger})
+	signalled := openCtx.Err() != nil && ctx.Err() == nil
+	stopOpen()
 	if err != nil {
+		if signalled {
+			fmt.Fprintln(stderr, "batchagent worker: stopped before it connected")
+			return exitOK
+		}
 		fmt.Fprintln(stderr, "batchagent worker:", err)
 		return exitFailed
 	}
