@@ -79,10 +79,12 @@ func callID(c llm.ToolCall, turn, pos int) string {
 }
 
 // start begins executing c, the call at pos of the answer, after
-// earlyDelay, unless a call at pos has begun already. A nil e starts
-// nothing.
+// earlyDelay, unless a call at pos has begun already or c's tool is not
+// idempotent: the stream may yet be cut and the model asked again, which
+// would run such a call twice, so runTools runs it once the answer is
+// whole. A nil e starts nothing.
 func (e *early) start(r *Runner, pos int, c llm.ToolCall) {
-	if e == nil || pos < len(e.runs) && e.runs[pos] != nil {
+	if e == nil || pos < len(e.runs) && e.runs[pos] != nil || !r.cfg.Tools.Idempotent(c.Name) {
 		return
 	}
 	if pos >= len(e.runs) {

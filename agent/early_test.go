@@ -165,6 +165,12 @@ const earlyDelay = time.Millisecond
 
 func (rec *toolLog) pool(t *testing.T) *tool.Pool {
 	t.Helper()
+	return rec.poolWith(t, tool.Policy{})
+}
+
+// poolWith is pool with policy for the tool.
+func (rec *toolLog) poolWith(t *testing.T, policy tool.Policy) *tool.Pool {
+	t.Helper()
 	echo := tool.Func(tool.Spec{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, args json.RawMessage) (string, error) {
 			x := execution{args: string(args), start: time.Since(rec.begin)}
@@ -187,7 +193,7 @@ func (rec *toolLog) pool(t *testing.T) *tool.Pool {
 			}
 			return "echo " + string(args), nil
 		})
-	p, err := tool.NewPool([]tool.Tool{echo}, tool.PoolConfig{})
+	p, err := tool.NewPool([]tool.Tool{echo}, tool.PoolConfig{Policies: map[string]tool.Policy{"echo": policy}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,5 +592,108 @@ func TestEarlyToolOfChangedCall(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestNotIdempotentToolWaitsForTheAnswer: a tool whose policy declares it
+// not idempotent (NoCoalesce) never starts mid-stream. Its calls run once
+// the answer has streamed to its end; so when the stream is cut after the
+// call's arguments closed and the model, asked again, sends the same call,
+// it runs once. An idempotent tool's call began at once and ran to its end
+// before the cut: it runs twice, and only the second run's result counts.
+func TestNotIdempotentToolWaitsForTheAnswer(t *testing.T) {
+	const ms = time.Millisecond
+	wires := []struct {
+		name               string
+		model              func(*testing.T, *sseServer) llm.Model
+		whole, cut, resent []step
+	}{
+		{
+			name:  "openai",
+			model: openaiModel,
+			whole: append([]step{
+				oaiCall(0, 0, "call_a", `{"x":1}`), // closes at once
+				oaiText(100*ms, "and"),
+			}, oaiEnd(100*ms, "tool_calls")...), // ends at 200ms
+			cut: []step{
+				oaiCall(0, 0, "call_a", `{"x":1}`),
+				oaiText(100*ms, "and"), // cut at 100ms, the early run over
+			},
+			resent: append([]step{oaiCall(0, 0, "call_a", `{"x":1}`)}, oaiEnd(0, "tool_calls")...),
+		},
+		{
+			name:  "anthropic",
+			model: anthropicModel,
+			whole: append([]step{
+				antStart(), antToolStart(0, 0, "call_a"), antArgs(0, 0, `{"x":1}`), antStop(0, 0),
+				antTextStart(0, 1), antText(100*ms, 1, "and"), antStop(0, 1),
+			}, antEnd(100*ms, "tool_use")...),
+			cut: []step{
+				antStart(), antToolStart(0, 0, "call_a"), antArgs(0, 0, `{"x":1}`), antStop(0, 0),
+				antTextStart(0, 1), antText(100*ms, 1, "and"),
+			},
+			resent: append([]step{antStart(), antToolStart(0, 0, "call_a"), antArgs(0, 0, `{"x":1}`), antStop(0, 0)}, antEnd(0, "tool_use")...),
+		},
+	}
+	answer := map[string][]step{"openai": oaiAnswer(`{"n": 3}`), "anthropic": antAnswer(`{"n": 3}`)}
+	for _, w := range wires {
+		t.Run(w.name+"/whole answer", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				begin := time.Now()
+				srv := &sseServer{begin: begin, scripts: [][]step{w.whole, answer[w.name]}}
+				rec := &toolLog{begin: begin}
+				r := newRunner(t, agent.Config{Model: w.model(t, srv), Tools: rec.poolWith(t, tool.Policy{NoCoalesce: true}), Schema: mustSchema(t)})
+				if err := r.Run(t.Context(), start("go")); err != nil {
+					t.Fatal(err)
+				}
+				want := []execution{{args: `{"x":1}`, start: 200 * ms, end: 250 * ms}}
+				if diff := cmp.Diff(want, rec.executions(), cmp.AllowUnexported(execution{})); diff != "" {
+					t.Errorf("tool runs (-want +got), want one from the stream's end at 200ms:\n%s", diff)
+				}
+			})
+		})
+		for _, tt := range []struct {
+			name   string
+			policy tool.Policy
+			runs   int
+		}{
+			{"cut then sent again/not idempotent", tool.Policy{NoCoalesce: true}, 1},
+			{"cut then sent again/idempotent", tool.Policy{}, 2},
+		} {
+			t.Run(w.name+"/"+tt.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					begin := time.Now()
+					srv := &sseServer{begin: begin, scripts: [][]step{w.cut, w.resent, answer[w.name]}}
+					rec := &toolLog{begin: begin}
+					r := newRunner(t, agent.Config{Model: w.model(t, srv), Tools: rec.poolWith(t, tt.policy), Schema: mustSchema(t)})
+					st := start("go")
+					if err := r.Run(t.Context(), st); err != nil {
+						t.Fatal(err)
+					}
+					runs := rec.executions()
+					if len(runs) != tt.runs {
+						t.Fatalf("tool runs %+v, want %d", runs, tt.runs)
+					}
+					ends := srv.streamEnds()
+					if len(ends) != 3 {
+						t.Fatalf("streams ended at %v, want 3", ends)
+					}
+					last := runs[len(runs)-1]
+					if last.args != `{"x":1}` || last.cancelled || last.start < ends[1] {
+						t.Errorf("last run %+v, want {\"x\":1} from the resent answer's end (%v), run to its end", last, ends[1])
+					}
+					if tt.runs == 2 && (runs[0].start != earlyDelay || runs[0].cancelled) {
+						t.Errorf("first run %+v, want it begun mid-stream at %v and over before the cut", runs[0], earlyDelay)
+					}
+					want := []llm.Message{{Role: llm.RoleTool, ToolCallID: "call_a", Name: "echo", Content: `echo {"x":1}`}}
+					if diff := cmp.Diff(want, toolResults(st.Messages)); diff != "" {
+						t.Errorf("tool results (-want +got):\n%s", diff)
+					}
+					if st.Retries != 1 || st.ToolCalls != 1 || string(st.Output) != `{"n":3}` {
+						t.Errorf("retries %d, tool calls %d, output %s; want 1, 1, {\"n\":3}", st.Retries, st.ToolCalls, st.Output)
+					}
+				})
+			})
+		}
 	}
 }

@@ -48,7 +48,11 @@ type Policy struct {
 	Timeout time.Duration
 	// NoCoalesce runs every call, even identical concurrent ones, for tools
 	// that are not idempotent. Such a tool's results are neither cached
-	// nor read from the cache, whatever [Spec.Cacheable] says.
+	// nor read from the cache, whatever [Spec.Cacheable] says, and an
+	// agent runs its calls only once the answer that asks for them has
+	// streamed to its end ([Pool.Idempotent]): a call begun mid-stream
+	// would have run already if the stream were then cut and the model
+	// asked again.
 	NoCoalesce bool
 	// BatchWindow is, for a [Batcher] only, how long the first call of a
 	// batch waits for others to join it. Defaults to DefaultBatchWindow.

@@ -311,6 +311,18 @@ func TestPolicyNoCoalesce(t *testing.T) {
 	})
 }
 
+// TestPoolIdempotent: a tool is idempotent unless its policy sets
+// NoCoalesce; a name the pool does not have is not.
+func TestPoolIdempotent(t *testing.T) {
+	p := newPool(t, tool.PoolConfig{Policies: map[string]tool.Policy{"send": {NoCoalesce: true}, "read": {Rate: 5}}},
+		newGated("send", true), newGated("read", true), newGated("plain", false))
+	for name, want := range map[string]bool{"send": false, "read": true, "plain": true, "missing": false} {
+		if got := p.Idempotent(name); got != want {
+			t.Errorf("Idempotent(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestPolicyCacheHitsAndCoalescedCallsTakeNoToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newClock("api", 100*time.Millisecond)

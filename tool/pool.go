@@ -242,6 +242,17 @@ func (p *Pool) Specs() []Spec {
 	return specs
 }
 
+// Idempotent reports whether running a call of the tool name more than
+// once does no harm: true unless the tool's policy sets
+// [Policy.NoCoalesce], which declares it not idempotent; false for a name
+// the pool does not have. The agent starts a call of an idempotent tool
+// while its answer still streams, when the stream may yet be cut and the
+// call asked for again; any other call waits for the answer's end.
+func (p *Pool) Idempotent(name string) bool {
+	e := p.entries[name]
+	return e != nil && e.limits.coalesce
+}
+
 // keyBufs recycles the buffers Call builds keys in; buffers that grew past
 // maxKeyBuf are left to the garbage collector.
 var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
