@@ -1,12 +1,15 @@
 package batchagent_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // TestFingerprintSampling checks that a run resumed with other sampling
@@ -43,6 +46,28 @@ func TestFingerprintSampling(t *testing.T) {
 				t.Errorf("%s: part %q = %q, want %q (unchanged)", name, k, fp[k], v)
 			}
 		}
+	}
+}
+
+// TestFingerprintIgnoresNotIdempotent: a tool's NotIdempotent changes when
+// its calls run, not what they return, so a run checkpointed before the
+// field existed (or before an MCP server annotated its tools) resumes.
+func TestFingerprintIgnoresNotIdempotent(t *testing.T) {
+	t.Parallel()
+	fn := func(context.Context, json.RawMessage) (string, error) { return "", nil }
+	spec := tool.Spec{Name: "send", Description: "Sends.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	plain := batchagent.Def{Model: newSim(t, sim.Config{}), Task: "t", Tools: []tool.Tool{tool.Func(spec, fn)}}
+	spec.NotIdempotent = true
+	marked := plain
+	marked.Tools = []tool.Tool{tool.Func(spec, fn)}
+	if a, b := mustSpec(t, plain).Fingerprint(), mustSpec(t, marked).Fingerprint(); a["tools"] != b["tools"] {
+		t.Errorf("tools part %q with NotIdempotent, %q without; want them equal", b["tools"], a["tools"])
+	}
+	spec.Description = "Sends mail."
+	other := plain
+	other.Tools = []tool.Tool{tool.Func(spec, fn)}
+	if a, b := mustSpec(t, plain).Fingerprint(), mustSpec(t, other).Fingerprint(); a["tools"] == b["tools"] {
+		t.Errorf("tools part %q unchanged by another description; want it changed", a["tools"])
 	}
 }
 

@@ -312,11 +312,14 @@ func TestPolicyNoCoalesce(t *testing.T) {
 }
 
 // TestPoolIdempotent: a tool is idempotent unless its policy sets
-// NoCoalesce; a name the pool does not have is not.
+// NoCoalesce or its Spec sets NotIdempotent; a name the pool does not have
+// is not.
 func TestPoolIdempotent(t *testing.T) {
+	noop := func(context.Context, json.RawMessage) (string, error) { return "", nil }
+	charge := tool.Func(tool.Spec{Name: "charge", NotIdempotent: true}, noop)
 	p := newPool(t, tool.PoolConfig{Policies: map[string]tool.Policy{"send": {NoCoalesce: true}, "read": {Rate: 5}}},
-		newGated("send", true), newGated("read", true), newGated("plain", false))
-	for name, want := range map[string]bool{"send": false, "read": true, "plain": true, "missing": false} {
+		newGated("send", true), newGated("read", true), newGated("plain", false), charge)
+	for name, want := range map[string]bool{"send": false, "read": true, "plain": true, "charge": false, "missing": false} {
 		if got := p.Idempotent(name); got != want {
 			t.Errorf("Idempotent(%q) = %v, want %v", name, got, want)
 		}

@@ -244,13 +244,14 @@ func (p *Pool) Specs() []Spec {
 
 // Idempotent reports whether running a call of the tool name more than
 // once does no harm: true unless the tool's policy sets
-// [Policy.NoCoalesce], which declares it not idempotent; false for a name
-// the pool does not have. The agent starts a call of an idempotent tool
-// while its answer still streams, when the stream may yet be cut and the
-// call asked for again; any other call waits for the answer's end.
+// [Policy.NoCoalesce] or its Spec sets NotIdempotent, each of which
+// declares it not idempotent; false for a name the pool does not have. The
+// agent starts a call of an idempotent tool while its answer still
+// streams, when the stream may yet be cut and the call asked for again;
+// any other call waits for the answer's end.
 func (p *Pool) Idempotent(name string) bool {
 	e := p.entries[name]
-	return e != nil && e.limits.coalesce
+	return e != nil && e.limits.coalesce && !e.spec.NotIdempotent
 }
 
 // keyBufs recycles the buffers Call builds keys in; buffers that grew past

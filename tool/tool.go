@@ -22,6 +22,16 @@ type Spec struct {
 	// Cacheable reports that identical calls may reuse a cached result: the
 	// tool's result depends only on its arguments for the cache's lifetime.
 	Cacheable bool
+	// NotIdempotent reports that, by the tool's own account, a second
+	// identical call does more than the first: it sends, writes, charges.
+	// An agent then runs a call of the tool only once the answer asking for
+	// it has streamed to its end, never mid-stream, so that a stream cut
+	// after the call and answered again cannot run it twice
+	// ([Pool.Idempotent]). Identical concurrent calls still share one
+	// execution; [Policy.NoCoalesce] runs every call. It changes when calls
+	// run, not what they return, so it is no part of a checkpointed job's
+	// fingerprint (nor of the Spec's JSON).
+	NotIdempotent bool `json:"-"`
 }
 
 // Tool is a tool agents can call. Implementations must be safe for

@@ -71,6 +71,8 @@ type ServerConfig struct {
 	Tools []string
 	// Cacheable marks the exposed tools cacheable ([tool.Spec.Cacheable]):
 	// set it only when their results depend on nothing but their arguments.
+	// It also vouches that they are idempotent, whatever their annotations
+	// say (see Side effects in the package doc).
 	Cacheable bool
 	// Timeout bounds each call. Defaults to DefaultTimeout; negative is an
 	// error.
@@ -297,16 +299,24 @@ func (c *Client) listTools(ctx, hctx context.Context) ([]tool.Tool, error) {
 			desc = t.Annotations.Title
 		}
 		tools = append(tools, &mcpTool{c: c, spec: tool.Spec{
-			Name:        t.Name,
-			Description: desc,
-			Parameters:  params,
-			Cacheable:   c.cfg.Cacheable,
+			Name:          t.Name,
+			Description:   desc,
+			Parameters:    params,
+			Cacheable:     c.cfg.Cacheable,
+			NotIdempotent: !c.cfg.Cacheable && !idempotent(t.Annotations),
 		}})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return tools, nil
+}
+
+// idempotent reports whether a tool's annotations declare it read-only or
+// idempotent. The annotations are the server's hints; absent, MCP says to
+// assume a tool is neither.
+func idempotent(a *mcp.ToolAnnotations) bool {
+	return a != nil && (a.ReadOnlyHint || a.IdempotentHint)
 }
 
 // inputSchema returns t's input schema as a JSON object.

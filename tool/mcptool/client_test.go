@@ -186,6 +186,35 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestNotIdempotentFromAnnotations: a tool the server does not declare
+// read-only or idempotent is NotIdempotent, annotations absent or not;
+// Cacheable vouches for every tool.
+func TestNotIdempotentFromAnnotations(t *testing.T) {
+	for _, cacheable := range []bool{false, true} {
+		cfg := stdioConfig("1")
+		cfg.Tools = []string{"add", "echo", "fail", "slow"}
+		cfg.Cacheable = cacheable
+		c := connect(t, cfg)
+		got := map[string]bool{}
+		for _, tl := range c.Tools() {
+			got[tl.Spec().Name] = tl.Spec().NotIdempotent
+		}
+		want := map[string]bool{"add": false, "echo": false, "fail": !cacheable, "slow": !cacheable}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Cacheable %v: NotIdempotent by tool (-want +got):\n%s", cacheable, diff)
+		}
+		p, err := tool.NewPool(c.Tools(), tool.PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, not := range want {
+			if got := p.Idempotent(name); got == not {
+				t.Errorf("Cacheable %v: Pool.Idempotent(%q) = %v, want %v", cacheable, name, got, !not)
+			}
+		}
+	}
+}
+
 func TestAllowlist(t *testing.T) {
 	cfg := stdioConfig("1")
 	cfg.Tools = []string{"echo", "add"}

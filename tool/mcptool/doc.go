@@ -12,6 +12,15 @@
 // multiplexed over it as concurrent JSON-RPC requests, so a stdio server runs
 // as a single process however many agents call it.
 //
+// # Side effects
+//
+// A tool the server does not declare read-only or idempotent (its
+// annotations' readOnlyHint and idempotentHint, both false when absent, as
+// MCP says to assume) may change something with every call: its Spec sets
+// [tool.Spec.NotIdempotent], so an agent runs its calls only once the
+// answer asking for them has streamed to its end, never mid-stream.
+// [ServerConfig.Cacheable] vouches for the opposite and clears it.
+//
 // # Results
 //
 // A call returns the text of the result's content blocks, joined by

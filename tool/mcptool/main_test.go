@@ -86,15 +86,17 @@ func text(s string) *mcp.CallToolResult {
 }
 
 // newTestServer returns the test MCP server. Its tools are, in order: add,
-// echo, fail, slow, pid, stats, mixed, structured, env and crash; with
+// echo, fail, slow, pid, stats, mixed, structured, env and crash; add is
+// annotated idempotent, echo read-only, fail with a title alone, the others
+// not at all. With
 // MCPTOOL_TEST_BADNAME=1 in its environment it also offers "bad.name".
 func newTestServer(st *serverState) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptool-test", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two integers."},
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two integers.", Annotations: &mcp.ToolAnnotations{IdempotentHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
 			return text(strconv.Itoa(in.A + in.B)), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."},
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			st.mu.Lock()
 			st.echoes++
@@ -105,7 +107,7 @@ func newTestServer(st *serverState) *mcp.Server {
 			st.mu.Unlock()
 			return text(in.Text), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails.", Annotations: &mcp.ToolAnnotations{Title: "Fail"}},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New("boom")
 		})
