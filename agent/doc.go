@@ -34,8 +34,10 @@
 // ones. A turn's tool time runs from the first tool's start to the last
 // one's end, and so may overlap its inference time. Only idempotent tools
 // start early ([tool.Pool.Idempotent]): a call of a tool whose policy sets
-// NoCoalesce waits for the answer's end, since a cut stream would have it
-// run, and the model's answer asked again would run it a second time.
+// NoCoalesce, or whose Spec sets NotIdempotent (an MCP tool its server
+// does not declare idempotent), waits for the answer's end, since a cut
+// stream would have it run, and the model's answer asked again would run
+// it a second time.
 //
 // # Failures
 //
