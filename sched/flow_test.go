@@ -3,8 +3,8 @@ package sched_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/batchagent/batchagent/sched"
@@ -26,34 +26,15 @@ func waitFor(t *testing.T, s *sched.Scheduler, n int) {
 // returns the order in which they were served, one slot at a time.
 func queue(t *testing.T, names []string, place func(string) (sched.Class, uint64, int)) []string {
 	t.Helper()
-	s, err := sched.New(sched.Config{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Acquire(t.Context(), sched.Batch, 0); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu     sync.Mutex
-		served []string
-		wg     sync.WaitGroup
-	)
+	arrivals := make([]arrival, len(names))
 	for i, name := range names {
 		class, flow, prio := place(name)
-		wg.Go(func() {
-			if err := s.AcquireFlow(t.Context(), class, flow, prio); err != nil {
-				t.Errorf("AcquireFlow(%s) = %v", name, err)
-				return
-			}
-			mu.Lock()
-			served = append(served, name)
-			mu.Unlock()
-			s.Release()
-		})
-		waitFor(t, s, i+1) // arrival order is the order of names
+		arrivals[i] = arrival{name, prio, class, flow}
 	}
-	s.Release()
-	wg.Wait()
+	var served []string
+	synctest.Test(t, func(t *testing.T) {
+		served = queuedOrder(t, newSched(t, sched.Config{Limit: 1}), arrivals)
+	})
 	return served
 }
 

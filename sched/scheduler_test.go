@@ -52,7 +52,7 @@ func TestUnlimitedNeverBlocks(t *testing.T) {
 func TestPriorityOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1})
-		got := queuedOrder(t, s, []arrival{{"fresh-a", 0, sched.Batch}, {"fresh-b", 0, sched.Batch}, {"turn2", 2, sched.Batch}, {"turn1", 1, sched.Batch}, {"turn2-late", 2, sched.Batch}})
+		got := queuedOrder(t, s, []arrival{{"fresh-a", 0, sched.Batch, 0}, {"fresh-b", 0, sched.Batch, 0}, {"turn2", 2, sched.Batch, 0}, {"turn1", 1, sched.Batch, 0}, {"turn2-late", 2, sched.Batch, 0}})
 		want := []string{"turn2", "turn2-late", "turn1", "fresh-a", "fresh-b"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
@@ -65,6 +65,7 @@ type arrival struct {
 	name  string
 	prio  int
 	class sched.Class
+	flow  uint64
 }
 
 // queuedOrder holds s's only slot while the arrivals queue up in order,
@@ -98,7 +99,7 @@ func serveOrder(t *testing.T, s *sched.Scheduler, arrivals []arrival, call time.
 	}
 	for i, a := range arrivals {
 		wg.Go(func() {
-			if err := s.Acquire(t.Context(), a.class, a.prio); err != nil {
+			if err := s.AcquireFlow(t.Context(), a.class, a.flow, a.prio); err != nil {
 				t.Errorf("Acquire(%s) = %v", a.name, err)
 				served <- struct{}{}
 				return
@@ -129,7 +130,7 @@ func serveOrder(t *testing.T, s *sched.Scheduler, arrivals []arrival, call time.
 func TestNoStarvation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: 2})
-		got := serveOrder(t, s, []arrival{{"old", 0, sched.Batch}, {"p1-a", 1, sched.Batch}, {"p1-b", 1, sched.Batch}, {"p1-c", 1, sched.Batch}}, time.Millisecond, true)
+		got := serveOrder(t, s, []arrival{{"old", 0, sched.Batch, 0}, {"p1-a", 1, sched.Batch, 0}, {"p1-b", 1, sched.Batch, 0}, {"p1-c", 1, sched.Batch, 0}}, time.Millisecond, true)
 		// p1-a arrives with the clock at 1, p1-b at 2: both ahead of old
 		// (arrived at 1, credit 0). p1-c arrives at 3: 3 - 2 = old's key,
 		// and old arrived first.
@@ -146,7 +147,7 @@ func TestNoStarvation(t *testing.T) {
 func TestHugePriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: math.MaxInt32})
-		got := queuedOrder(t, s, []arrival{{"negative", -3, sched.Batch}, {"low", 0, sched.Batch}, {"huge", math.MaxInt, sched.Batch}, {"mid", 5, sched.Batch}, {"most-negative", math.MinInt, sched.Batch}})
+		got := queuedOrder(t, s, []arrival{{"negative", -3, sched.Batch, 0}, {"low", 0, sched.Batch, 0}, {"huge", math.MaxInt, sched.Batch, 0}, {"mid", 5, sched.Batch, 0}, {"most-negative", math.MinInt, sched.Batch, 0}})
 		if diff := cmp.Diff([]string{"huge", "mid", "low", "negative", "most-negative"}, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
 		}
@@ -159,7 +160,7 @@ func TestHugePriority(t *testing.T) {
 // served in the same order. On a clock of seconds the slow run lets the
 // fresh waiter overtake the agents that have turns done.
 func TestOrderIndependentOfCallTime(t *testing.T) {
-	arrivals := []arrival{{"fresh", 0, sched.Batch}, {"t1-a", 1, sched.Batch}, {"t2-a", 2, sched.Batch}, {"t1-b", 1, sched.Batch}, {"t3-a", 3, sched.Batch}, {"t1-c", 1, sched.Batch}}
+	arrivals := []arrival{{"fresh", 0, sched.Batch, 0}, {"t1-a", 1, sched.Batch, 0}, {"t2-a", 2, sched.Batch, 0}, {"t1-b", 1, sched.Batch, 0}, {"t3-a", 3, sched.Batch, 0}, {"t1-c", 1, sched.Batch, 0}}
 	var orders [][]string
 	for _, call := range []time.Duration{10 * time.Millisecond, 10 * time.Minute} {
 		synctest.Test(t, func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestOrderIndependentOfCallTime(t *testing.T) {
 func TestClassOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSched(t, sched.Config{Limit: 1, Boost: 1})
-		got := queuedOrder(t, s, []arrival{{"batch-old", 0, sched.Batch}, {"batch-prio100", 100, sched.Batch}, {"interactive-last", 0, sched.Interactive}})
+		got := queuedOrder(t, s, []arrival{{"batch-old", 0, sched.Batch, 0}, {"batch-prio100", 100, sched.Batch, 0}, {"interactive-last", 0, sched.Interactive, 0}})
 		want := []string{"interactive-last", "batch-prio100", "batch-old"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("service order (-want +got):\n%s", diff)
