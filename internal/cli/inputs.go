@@ -12,26 +12,27 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 )
 
-// openJobInputs opens the run's inputs, the --inputs flag's file,
-// else the job file's, and checks that the inputs have the fields the
-// task's placeholders name. It returns the inputs' path. Errors name the
-// job file at jobPath.
-func (r *runner) openJobInputs(jobPath string, cj *config.Job, flag string) (string, error) {
-	inPath := cj.Inputs
+// inputsPathOf returns the path of the run's inputs: the --inputs flag's
+// file, else the job file's; "" for none.
+func inputsPathOf(cj *config.Job, flag string) string {
 	if flag != "" {
-		inPath = flag
+		return flag
 	}
+	return cj.Inputs
+}
+
+// openJobInputs opens the run's inputs at inPath (see inputsPathOf) and
+// checks that they have the fields the task's placeholders name. Errors
+// name the job file at jobPath.
+func (r *runner) openJobInputs(jobPath string, cj *config.Job, inPath string) error {
 	if inPath == "" {
-		return "", fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", jobPath)
+		return fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", jobPath)
 	}
 	var err error
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
-		return "", err
+		return err
 	}
-	if err := checkPlaceholders(jobPath, cj.Def.Task, inPath); err != nil {
-		return "", err
-	}
-	return inPath, nil
+	return checkPlaceholders(jobPath, cj.Def.Task, inPath)
 }
 
 // openInputs opens an input file, choosing the format by its extension,

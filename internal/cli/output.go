@@ -56,6 +56,22 @@ func (r *runner) chooseOutputs(cj *config.Job, out string) {
 	}
 }
 
+// writes returns the files the run writes, for checkRunFiles: its output
+// (the --out flag's, else the job file's), its state file at statePath
+// and its reduce output, those it has.
+func (r *runner) writes(f runFlags, statePath string) []runFile {
+	out := runFile{subject: "--out", object: "the --out file", path: r.outPath, fix: "pick another --out"}
+	if f.out == "" {
+		out.subject, out.object, out.fix = "output", "the output file", "change output: in the job file, or pass --out"
+	}
+	state := runFile{subject: "--state", object: "the state file", path: statePath, fix: "pick another --state"}
+	if f.state == "" {
+		state.subject, state.fix = "state file", "pass --state with another name"
+	}
+	reduce := runFile{subject: "reduce output", object: "the reduce output", path: r.reduceOut, fix: "change the reduce step's output: in the job file"}
+	return []runFile{out, state, reduce}
+}
+
 // planOutput loads the run's saved states, where it has a checkpoint
 // store, and, for a resumed run, checks the inputs at inPath against them
 // and returns which lines of the output stay. Changed inputs are an error

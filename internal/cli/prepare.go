@@ -28,6 +28,13 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 		return nil, err
 	}
 	r := &runner{name: jobName(path, cj), stdout: stdout, price: priceOf(cj)}
+	r.chooseOutputs(cj, f.out)
+	inPath := inputsPathOf(cj, f.inputs)
+	statePath := stateFileOf(f, r.outPath)
+	// Before anything is opened, for writing or not.
+	if err := checkRunFiles(r.writes(f, statePath), jobReads(path, cj, inPath)); err != nil {
+		return nil, err
+	}
 	ok := false
 	newState := "" // a state file this invocation creates: removed if it fails
 	defer func() {
@@ -53,13 +60,10 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.spec, err = r.buildSpec(ctx, path, cj, model); err != nil {
 		return nil, err
 	}
-	r.chooseOutputs(cj, f.out)
-	inPath, err := r.openJobInputs(path, cj, f.inputs)
-	if err != nil {
+	if err := r.openJobInputs(path, cj, inPath); err != nil {
 		return nil, err
 	}
 
-	statePath := stateFileOf(f, r.outPath)
 	if err := r.lockRun(path, statePath); err != nil {
 		return nil, err
 	}
