@@ -49,7 +49,7 @@ func OpenReadOnly(path string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	s, err := newStore(ctx, db, Config{})
+	s, err := newStore(ctx, db, Config{}, "")
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}

@@ -22,7 +22,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +48,12 @@ const busyTimeoutMillis = 5000
 
 // ErrClosed is returned by the methods of a [Store] after [Store.Close].
 var ErrClosed = errors.New("checkpoint: store closed")
+
+// ErrFileGone is returned, wrapped, by the saves of a [Store] whose file
+// was deleted, renamed or replaced by another file while the Store had it
+// open: its commits would go to a file no path names any more, lost when
+// the process ends. It sticks: every later save fails with it too.
+var ErrFileGone = errors.New("checkpoint: store file deleted or replaced while open")
 
 // ErrUnknownJob is returned by [Store.Summary] for a job the store has no
 // record of.
@@ -90,6 +98,13 @@ type Store struct {
 
 	wake    chan struct{} // cap 1: a batch is waiting, is full, or Close was called
 	stopped chan struct{} // closed when the writer goroutine has exited
+
+	// path is the file's absolute path, and file what it named when the
+	// Store opened it; nil for a Store that never writes (OpenReadOnly).
+	// Read-only after Open.
+	path string
+	file os.FileInfo
+	gone error // ErrFileGone, wrapped, once found; owned by the writer goroutine
 
 	mu     sync.Mutex
 	queue  []*batch // batches not yet taken by the writer; the last one is open
@@ -201,7 +216,7 @@ func Open(path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
-	s, err := newStore(ctx, db, cfg)
+	s, err := newStore(ctx, db, cfg, abs)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
 	}
@@ -209,9 +224,11 @@ func Open(path string, cfg Config) (*Store, error) {
 }
 
 // newStore returns a Store over db and starts its writer goroutine, which
-// [Store.Close] stops. It closes db when it fails.
-func newStore(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
-	w, err := newWriter(ctx, db)
+// [Store.Close] stops. It closes db when it fails. With path, the absolute
+// path of db's file, every commit first checks that the path still names
+// the file opened (see [ErrFileGone]); "" checks nothing.
+func newStore(ctx context.Context, db *sql.DB, cfg Config, path string) (*Store, error) {
+	w, err := newWriter(ctx, db) // opens the file
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -223,8 +240,36 @@ func newStore(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
+	if path != "" {
+		if s.file, err = os.Stat(path); err != nil {
+			return nil, errors.Join(err, w.close(), db.Close())
+		}
+		s.path = path
+	}
 	go s.write()
 	return s, nil
+}
+
+// checkFile returns ErrFileGone, wrapped, when s's path no longer names
+// the file s opened: deleted, renamed, or replaced by another file. SQLite
+// writes through the descriptor it holds, so its commits would reach a
+// file that the next run does not find: their states would be lost when
+// the process ends. Once found, the error sticks. A stat failing
+// otherwise (a permission of the directory taken away, say) is not taken
+// for a gone file. It costs one stat(2) per commit, run by the writer
+// goroutine only.
+func (s *Store) checkFile() error {
+	if s.gone != nil || s.file == nil {
+		return s.gone
+	}
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.gone = fmt.Errorf("%w: %s no longer exists", ErrFileGone, s.path)
+	case err == nil && !os.SameFile(fi, s.file):
+		s.gone = fmt.Errorf("%w: %s is another file now", ErrFileGone, s.path)
+	}
+	return s.gone
 }
 
 // prepareFile runs createSchema on the file at abs through a connection
@@ -516,7 +561,9 @@ func (s *Store) write() {
 		s.mu.Unlock()
 
 		last = len(b.items)
-		b.err = s.w.commit(b.items)
+		if b.err = s.checkFile(); b.err == nil {
+			b.err = s.w.commit(b.items)
+		}
 		close(b.done)
 		for i := range b.items {
 			it := &b.items[i]
