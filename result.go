@@ -35,7 +35,19 @@ const (
 	KindInput      = job.KindInput      // the input could not be decoded
 	KindCanceled   = job.KindCanceled   // the run was cancelled before the agent finished
 	KindTruncated  = job.KindTruncated  // the answer was cut off: at the token cap on every retry, or at the client's size cap
+	KindPanic      = job.KindPanic      // code the engine runs but did not write (a fallback Func, Check, a custom model, OnResult) panicked
 )
+
+// PanicError is a panic recovered from code the engine runs but did not
+// write: a fallback Func, a Check, a custom model's Generate or Stream, an
+// OnResult hook. It fails that one agent (kind [KindPanic], class "panic"),
+// the engine logs its stack at Error and goes on. A tool's panic is
+// recovered by its pool and goes back to the model as the tool's error
+// result (a tool.PanicError). See [job.PanicError].
+type PanicError = job.PanicError
+
+// ErrPanic is matched (errors.Is) by every [*PanicError].
+var ErrPanic = job.ErrPanic
 
 // Kinds lists every Kind, in a fixed order.
 var Kinds = job.Kinds

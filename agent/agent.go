@@ -415,7 +415,10 @@ func (r *Runner) answer(st *State, text string) (json.RawMessage, error) {
 		out = parsed
 	}
 	if r.cfg.Check != nil {
-		if cerr := r.cfg.Check(out); cerr != nil {
+		if cerr := check(r.cfg.Check, out); cerr != nil {
+			if _, ok := errors.AsType[*job.PanicError](cerr); ok {
+				return nil, cerr // a bug, not an answer to correct
+			}
 			return nil, schema.CheckError(cerr)
 		}
 	}
@@ -594,7 +597,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 		ap, _ := permit.(AnswerPermit)
 		resp, first, err = r.consume(ctx, req, ap, tools)
 	default:
-		resp, err = r.cfg.Model.Generate(ctx, req)
+		resp, err = generate(ctx, r.cfg.Model, req)
 		first = time.Now()
 	}
 	end := time.Since(sp.Start)
@@ -666,7 +669,7 @@ func (r *Runner) invoke(ctx context.Context, req *llm.Request, permit Permit, to
 		ap, _ := permit.(AnswerPermit)
 		return r.consume(ctx, req, ap, tools)
 	}
-	resp, err := r.cfg.Model.Generate(ctx, req)
+	resp, err := generate(ctx, r.cfg.Model, req)
 	return resp, time.Now(), err
 }
 
@@ -675,7 +678,9 @@ func (r *Runner) invoke(ctx context.Context, req *llm.Request, permit Permit, to
 // the stream says is complete starts in tools at once.
 func (r *Runner) consume(ctx context.Context, req *llm.Request, ap AnswerPermit, tools *early) (*llm.Response, time.Time, error) {
 	rs := &reassembly{r: r, ap: ap, tools: tools, acc: llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}}
-	r.stream.Stream(ctx, req)(rs.add) // add's false, at an error, closes the stream
+	if err := stream(ctx, r.stream, req, rs.add); err != nil && rs.err == nil {
+		rs.err = err // add's false, at an error, closes the stream
+	}
 	if rs.err != nil {
 		return nil, rs.first, rs.err
 	}

@@ -114,6 +114,7 @@ const (
 	KindInput      Kind = "input"      // the input could not be decoded
 	KindCanceled   Kind = "canceled"   // the run was cancelled before the agent finished
 	KindTruncated  Kind = "truncated"  // the answer was cut off: at the token cap (finish reason length) on every retry, or at the client's size cap
+	KindPanic      Kind = "panic"      // code the engine runs but did not write (a fallback Func, Check, a custom model, OnResult) panicked
 )
 
 // Kinds lists every Kind, in a fixed order.
@@ -124,7 +125,7 @@ var Kinds = kinds[:]
 const NumKinds = len(kinds)
 
 // kinds is Kinds as an array.
-var kinds = [...]Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled, KindTruncated}
+var kinds = [...]Kind{KindBackend, KindRateLimit, KindTimeout, KindTool, KindValidation, KindMaxTurns, KindTemplate, KindInput, KindCanceled, KindTruncated, KindPanic}
 
 // AgentError reports the failure of one agent of a job.
 type AgentError struct {
@@ -205,6 +206,8 @@ func Classify(err error, timedOut, canceled bool) Kind {
 		return KindInput
 	case errors.As(err, &missing):
 		return KindTemplate
+	case errors.Is(err, ErrPanic):
+		return KindPanic
 	case timedOut:
 		return KindTimeout
 	case canceled || errors.Is(err, context.Canceled):

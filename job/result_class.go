@@ -37,6 +37,7 @@ var errClasses = []struct {
 	{"no_json", schema.ErrNoJSON},
 	{"checkpoint", ErrCheckpoint},
 	{"backend_unavailable", ErrBackendUnavailable},
+	{"panic", ErrPanic},
 }
 
 // ErrBackendUnavailable ends a run whose backend never answered; see

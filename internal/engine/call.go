@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
 )
@@ -75,26 +76,43 @@ func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched
 // answer, its error, and whether the caller stopped the iteration.
 func (e *Engine) call(ctx context.Context, m llm.Model, req *llm.Request, p *permit, yield func(llm.Event, error) bool) (*llm.Response, error, bool) {
 	if s, ok := m.(llm.Streamer); ok {
-		var acc llm.Accumulator
-		began := false
-		for ev, err := range s.Stream(ctx, req) {
-			if err != nil {
-				return acc.Response(), err, false
+		var (
+			acc     llm.Accumulator
+			began   bool
+			err     error
+			stopped bool
+			inYield bool // the caller's loop body runs: a panic there is the caller's own
+		)
+		serr := stream(ctx, s, req, func(ev llm.Event, eerr error) bool {
+			if eerr != nil {
+				err = eerr
+				return false
 			}
 			if !began && p != nil {
 				began = true
 				p.Answering()
 			}
-			if err := acc.Add(ev); err != nil {
-				return acc.Response(), err, false
+			if err = acc.Add(ev); err != nil {
+				return false
 			}
-			if !yield(ev, nil) {
-				return acc.Response(), nil, true
+			inYield = true
+			more := yield(ev, nil)
+			inYield = false
+			if !more {
+				stopped = true
+				return false
 			}
+			return true
+		})
+		if pe, ok := errors.AsType[*job.PanicError](serr); ok && inYield {
+			panic(pe.Value) // the caller's, not the model's: it goes on up
 		}
-		return acc.Response(), nil, false
+		if err == nil {
+			err = serr
+		}
+		return acc.Response(), err, stopped && err == nil
 	}
-	resp, err := m.Generate(ctx, req)
+	resp, err := generate(ctx, m, req)
 	if err != nil {
 		return nil, err, false
 	}

@@ -204,7 +204,7 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 			st = &agent.State{Status: agent.StatusRunning}
 			fctx, cancel := context.WithTimeout(ctx, job.FuncTimeout)
 			var out json.RawMessage
-			out, err = tr.fn(fctx, in)
+			out, err = callFunc(fctx, "function", tr.fn, in)
 			cancel()
 			if err == nil && f.schema != nil {
 				err = f.schema.Validate(out)

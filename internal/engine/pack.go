@@ -446,23 +446,27 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 	}
 	if p.stream != nil {
 		acc := llm.Accumulator{Limit: llm.AnswerLimit(req.MaxTokens), MaxTokens: req.MaxTokens}
-		for ev, serr := range p.stream.Stream(ctx, req) {
+		serr := stream(ctx, p.stream, req, func(ev llm.Event, serr error) bool {
 			if serr != nil {
 				err = serr
-				break
+				return false
 			}
 			if err = acc.Add(ev); err != nil {
-				break // an answer over the size cap: leaving closes the stream
+				return false // an answer over the size cap: leaving closes the stream
 			}
 			if ev.Type == llm.EventText {
 				feed(ev.Text)
 			} else if first.IsZero() && ev.Type != llm.EventRateLimit {
 				first = time.Now()
 			}
+			return true
+		})
+		if err == nil {
+			err = serr
 		}
 		resp = acc.Response()
 	} else {
-		resp, err = p.model.Generate(ctx, req)
+		resp, err = generate(ctx, p.model, req)
 		if err == nil {
 			feed(resp.Message.Content)
 		}
@@ -534,7 +538,7 @@ func (p *packer) validate(en pack.Entry) (json.RawMessage, error) {
 		return nil, err
 	}
 	if p.check != nil {
-		if err := p.check(out); err != nil {
+		if err := callCheck(p.check, out); err != nil {
 			return nil, schema.CheckError(err)
 		}
 	}

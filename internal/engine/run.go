@@ -475,6 +475,9 @@ func resultOf(i int, in job.Input, st *agent.State) job.Result {
 // goroutine ends at once: the result is then handed on from the
 // Checkpointer once the state is durable.
 func (e *Engine) finish(ctx context.Context, a *agentRun, st *agent.State, r job.Result) {
+	if r.Err != nil {
+		e.logPanic(ctx, a.rn.id, a.i, r.Err)
+	}
 	if !a.save || e.opt.Checkpoint == nil || job.KindOf(r.Err) == job.KindCanceled {
 		a.done(r)
 		return
@@ -543,13 +546,18 @@ func workOf(st *agent.State) work {
 	return work{modelCalls: st.ModelCalls, turns: st.Turns, toolCalls: st.ToolCalls, usage: st.Usage}
 }
 
-// deliver counts a result of job id and calls onResult, if set.
+// deliver calls onResult, if set, with a result of job id and counts it.
+// When onResult panics, the result as delivered and counted is a failure
+// of kind panic (its checkpoint, already saved, keeps the agent's outcome).
 func (e *Engine) deliver(id string, o *outcome, onResult func(job.Result)) {
+	if onResult != nil {
+		if err := e.onResult(id, onResult, o.Result); err != nil {
+			o.Err = &job.AgentError{JobID: id, Agent: o.Index, Turn: -1, Op: "on_result", Kind: job.KindPanic, Err: err}
+			o.Output, o.Raw = nil, ""
+		}
+	}
 	e.stats.add(o)
 	r := o.Result
-	if onResult != nil {
-		onResult(r)
-	}
 	if r.Err != nil {
 		e.log.LogAttrs(context.Background(), slog.LevelDebug, "agent failed",
 			slog.String("job", id), slog.Int("agent", r.Index), slog.Any("err", r.Err))
