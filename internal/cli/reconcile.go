@@ -340,6 +340,19 @@ func (r *runner) saveError() error {
 	if err == nil {
 		err = errors.New("unknown error")
 	}
+	if errors.Is(err, checkpoint.ErrFileGone) {
+		out := "on stdout"
+		if r.outPath != "" {
+			out = "in " + r.outPath
+		}
+		why := "was deleted or renamed"
+		if _, serr := os.Stat(r.statePath); serr == nil {
+			why = "was replaced by another file"
+		}
+		return fmt.Errorf("state file %s %s during the run: the run stopped rather than save to a file no name leads to; the %d results saved before are %s, and the results after were not written. "+
+			"Its states are gone with it: run again with --restart to start over (it moves the output aside to a numbered name, never deletes it)",
+			r.statePath, why, r.resumedLines+r.out.Written(), out)
+	}
 	return fmt.Errorf("state file %s: %d saves failed (first: %v): the run stopped, and the results that were not saved were not written; fix the cause (a full disk?) and run the same command again to resume",
 		r.statePath, n, err)
 }
