@@ -113,7 +113,9 @@ type Config struct {
 	MaxRetries int
 	// OutageBudget bounds, in time rather than in retries, how long one
 	// model call is retried while the backend cannot answer: rate limits,
-	// overload, failed or broken connections and timeouts. The call fails
+	// overload, failed or broken connections and timeouts; and while the
+	// Gate cannot admit it because a limit shared with other processes is
+	// unreachable (job.ErrLimitUnavailable). The call fails
 	// once such failures have lasted this long without an answer in
 	// between (to this agent, or to any call an AnswerGate admitted);
 	// each retry waits what the backend asked for (Retry-After), else a
@@ -477,7 +479,7 @@ func (r *Runner) retry(ctx context.Context, st *State, req *llm.Request, sp *job
 	if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
 		return r.relearn(st, req, err, &rs.relearnt)
 	}
-	if ctx.Err() != nil || !llm.IsTransient(err) {
+	if ctx.Err() != nil || !llm.IsTransient(err) && !errors.Is(err, job.ErrLimitUnavailable) {
 		return nil, err
 	}
 	var wait time.Duration
@@ -550,11 +552,13 @@ func (r *Runner) Request(st *State) *llm.Request {
 }
 
 // isOutage reports whether err says the backend could not answer for now
-// (rate limit, overload, connection, timeout), as opposed to a server
-// error or a bad answer.
+// (rate limit, overload, connection, timeout), or that a limit shared with
+// other processes could not be reached (job.ErrLimitUnavailable: a Redis
+// restarting), as opposed to a server error or a bad answer.
 func isOutage(err error) bool {
 	return errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded) ||
-		errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout)
+		errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout) ||
+		errors.Is(err, job.ErrLimitUnavailable)
 }
 
 // messages returns the request's conversation: the shared prefix followed

@@ -37,12 +37,19 @@ var errClasses = []struct {
 	{"no_json", schema.ErrNoJSON},
 	{"checkpoint", ErrCheckpoint},
 	{"backend_unavailable", ErrBackendUnavailable},
+	{"limit_unavailable", ErrLimitUnavailable},
 	{"panic", ErrPanic},
 }
 
 // ErrBackendUnavailable ends a run whose backend never answered; see
 // batchagent.ErrBackendUnavailable. It is sched.ErrUnavailable.
 var ErrBackendUnavailable = sched.ErrUnavailable
+
+// ErrLimitUnavailable is wrapped by the error of a model call that could
+// not be admitted because a limit shared with other processes (rate
+// budgets or slots kept in Redis) could not be reached: agents wait it out
+// like a backend outage. It is sched.ErrSharedUnavailable.
+var ErrLimitUnavailable = sched.ErrSharedUnavailable
 
 // classValidation names a cause holding a *schema.ValidationError.
 const classValidation = "validation"
