@@ -75,7 +75,7 @@ func Example() {
 	// resumed: true <nil>
 	// 0 done 1
 	// 1 running 1
-	// true checkpoint: job "reviews" changed since its last run: task (use --force to resume anyway)
+	// true checkpoint: job "reviews" changed since its last run: task
 }
 
 // ExampleStore_Summary counts a run's agents by status, the pending ones

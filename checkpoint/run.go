@@ -70,16 +70,22 @@ type MismatchError struct {
 }
 
 // Error returns e.g. `checkpoint: job "x" changed since its last run: schema,
-// task (use --force to resume anyway)`.
+// task`.
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("checkpoint: job %q changed since its last run: %s (use --force to resume anyway)",
-		e.JobID, strings.Join(e.Changed, ", "))
+	return fmt.Sprintf("checkpoint: job %q changed since its last run: %s", e.JobID, strings.Join(e.Changed, ", "))
 }
 
 // Begin records the run of jobID with fingerprint fp, or checks it against
 // the stored run: a different fingerprint is refused with a
 // [*MismatchError] unless force is set, in which case the stored fingerprint
-// is replaced. It reports whether the run already existed.
+// is replaced and the job's stored states are discarded, in the same
+// transaction: they were made by another job, and resuming from them would
+// mix two jobs' results. [Store.Load], [Store.State] and [Store.Summary]
+// no longer see them (the job's agents count as pending), nor its
+// forgotten marks ([Store.Forget]); its samples stay. A forced Begin of an
+// unchanged job keeps everything. Begin a run before saving its states:
+// a save of the job committed concurrently with a forced Begin may land
+// on either side of it. It reports whether the run already existed.
 func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force bool) (existed bool, err error) {
 	if s.isClosed() {
 		return false, ErrClosed
@@ -114,8 +120,14 @@ func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force b
 		if err := json.Unmarshal(stored, &old); err != nil {
 			return true, fmt.Errorf("checkpoint: begin job %q: stored fingerprint: %w", jobID, err)
 		}
-		if changed := old.changed(fp); len(changed) > 0 && !force {
+		changed := old.changed(fp)
+		if len(changed) > 0 && !force {
 			return true, &MismatchError{JobID: jobID, Changed: changed}
+		}
+		if len(changed) > 0 {
+			if err := discardStates(ctx, tx, jobID); err != nil {
+				return true, fmt.Errorf("checkpoint: begin job %q: discard the old job's states: %w", jobID, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET fingerprint = ?, updated = ? WHERE job_id = ?`,
 			string(data), now, jobID); err != nil {
@@ -126,6 +138,21 @@ func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force b
 		return existed, fmt.Errorf("checkpoint: begin job %q: %w", jobID, err)
 	}
 	return existed, nil
+}
+
+// discardStates deletes every state of jobID, in progress or final, and
+// its forgotten marks, in tx.
+func discardStates(ctx context.Context, tx *sql.Tx, jobID string) error {
+	for _, q := range []string{
+		`DELETE FROM running WHERE job_id = ?`,
+		`DELETE FROM finished WHERE job_id = ?`,
+		`DELETE FROM forgotten WHERE job_id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, jobID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetInputs records that jobID has n inputs, so that [Store.Summary] can

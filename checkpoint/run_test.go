@@ -27,14 +27,14 @@ func TestBegin(t *testing.T) {
 			name:        "changed parts",
 			fp:          checkpoint.Fingerprint{"task": "t2", "system": "s1", "schema": "c2", "model": "m1"},
 			wantChanged: []string{"schema", "task"},
-			wantMsg:     `checkpoint: job "j" changed since its last run: schema, task (use --force to resume anyway)`,
+			wantMsg:     `checkpoint: job "j" changed since its last run: schema, task`,
 			wantStored:  base,
 		},
 		{
 			name:        "added and removed parts",
 			fp:          checkpoint.Fingerprint{"task": "t1", "system": "s1", "schema": "c1", "tools": "x"},
 			wantChanged: []string{"model", "tools"},
-			wantMsg:     `checkpoint: job "j" changed since its last run: model, tools (use --force to resume anyway)`,
+			wantMsg:     `checkpoint: job "j" changed since its last run: model, tools`,
 			wantStored:  base,
 		},
 		{
@@ -175,5 +175,73 @@ func TestSummary(t *testing.T) {
 
 	if _, err := s.Summary(ctx, "nope"); !errors.Is(err, checkpoint.ErrUnknownJob) {
 		t.Errorf("Summary(nope) = %v, want %v", err, checkpoint.ErrUnknownJob)
+	}
+}
+
+// TestBeginForceDiscardsStaleStates forces a run whose job changed: the
+// states saved by the old job (final and in progress) are stale, made by
+// another job, and Load no longer returns them; a forced Begin of an
+// unchanged job keeps them, and states saved after the forced Begin are
+// loaded as usual.
+func TestBeginForceDiscardsStaleStates(t *testing.T) {
+	s, _ := open(t, checkpoint.Config{})
+	ctx := t.Context()
+	old := checkpoint.Fingerprint{"task": "t1", "model": "m1"}
+	if _, err := s.Begin(ctx, "j", old, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Begin(ctx, "other", old, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []agent.State{
+		{JobID: "j", Index: 0, Status: agent.StatusDone, Output: []byte(`{"v":0}`)},
+		{JobID: "j", Index: 1, Status: agent.StatusFailed, ErrKind: "timeout", ErrMsg: "slow"},
+		{JobID: "j", Index: 2, Status: agent.StatusRunning, Turns: 1},
+		{JobID: "other", Index: 0, Status: agent.StatusDone, Output: []byte(`{"v":9}`)},
+	} {
+		if err := s.Save(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexes := func(job string) []int {
+		t.Helper()
+		states, err := s.Load(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx []int
+		for _, st := range states {
+			idx = append(idx, st.Index)
+		}
+		return idx
+	}
+	if _, err := s.Begin(ctx, "j", old, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexes("j"); !cmp.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("after a forced Begin of the same job, Load = indexes %v, want [0 1 2]", got)
+	}
+	edited := checkpoint.Fingerprint{"task": "t2", "model": "m1"}
+	if existed, err := s.Begin(ctx, "j", edited, true); err != nil || !existed {
+		t.Fatalf("Begin(edited, force) = %v, %v; want true, nil", existed, err)
+	}
+	if got := indexes("j"); len(got) != 0 {
+		t.Errorf("after a forced Begin of an edited job, Load = indexes %v, want none: they were made by the old job", got)
+	}
+	if got := indexes("other"); !cmp.Equal(got, []int{0}) {
+		t.Errorf("Load(other job) = indexes %v, want [0]: only the forced job's states go", got)
+	}
+	if err := s.Save(ctx, agent.State{JobID: "j", Index: 1, Status: agent.StatusDone, Output: []byte(`{"v":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexes("j"); !cmp.Equal(got, []int{1}) {
+		t.Errorf("Load after a new save = indexes %v, want [1]", got)
+	}
+	sum, err := s.Summary(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ByStatus[agent.StatusDone] != 1 || sum.ByStatus[agent.StatusFailed] != 0 || sum.ByStatus[agent.StatusRunning] != 0 {
+		t.Errorf("Summary after the forced Begin = %v, want 1 done only", sum.ByStatus)
 	}
 }
