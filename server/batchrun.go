@@ -219,6 +219,12 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string,
 			add(n, "invalid_json_line", "", "this line is not valid JSON: "+err.Error())
 			continue
 		}
+		// A fault inside the body fails that line alone, answered 400 when
+		// it runs; one in the envelope leaves it without a sure custom_id.
+		if je := checkJSON(raw); je != nil && !je.within("body") {
+			add(n, "invalid_json_line", paramOf(je), "this line: "+je.Error())
+			continue
+		}
 		switch {
 		case in.CustomID == nil || *in.CustomID == "":
 			add(n, "missing_custom_id", "custom_id", "this line has no custom_id")
@@ -426,6 +432,10 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 // would (never streamed), in the batch class: its status and JSON body.
 func (s *Server) execLine(ctx context.Context, body json.RawMessage) (int, json.RawMessage) {
 	var cr chatRequest
+	if je := checkJSON(body); je != nil {
+		e := &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()}
+		return e.status, e.body()
+	}
 	if err := json.Unmarshal(body, &cr); err != nil {
 		e := &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()}
 		return e.status, e.body()

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"strings"
 
@@ -67,6 +68,12 @@ func agentInput(cr *chatRequest) (batchagent.Input, *apiError) {
 		if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") {
 			var in batchagent.Input
 			if json.Unmarshal([]byte(t), &in) == nil {
+				// Last-wins would drop one of two values for a key, as
+				// `batchagent run` refuses to for an input line.
+				if je := checkJSON([]byte(t)); je != nil {
+					param := fmt.Sprintf("messages[%d].content", i)
+					return nil, badParam(param, fmt.Sprintf("%s: the agent's input (a JSON object): %v", param, je))
+				}
 				return in, nil
 			}
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +25,15 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultMaxBodyBytes   = 8 << 20
-	DefaultRequestTimeout = 10 * time.Minute
-	DefaultReadyTimeout   = 2 * time.Second
+	DefaultMaxBodyBytes            = 8 << 20
+	DefaultRequestTimeout          = 10 * time.Minute
+	DefaultReadyTimeout            = 2 * time.Second
+	DefaultHeaderTimeout           = 10 * time.Second
+	DefaultBodyTimeout             = time.Minute
+	DefaultUploadTimeout           = 10 * time.Minute
+	DefaultIdleTimeout             = time.Minute
+	DefaultMaxConnections          = 1024
+	DefaultMaxConnectionsPerClient = 256
 )
 
 // AgentPrefix starts the model name of agent mode: "agent:NAME".
@@ -80,6 +88,31 @@ type Config struct {
 	// ReadyTimeout bounds the backend probes of GET /ready. Defaults to
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// HeaderTimeout bounds the reading of a request's headers, from its
+	// first byte. Defaults to DefaultHeaderTimeout (10s).
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, from the end of
+	// its headers: a body not in by then is answered 408 and its
+	// connection closed. Defaults to DefaultBodyTimeout (1m).
+	BodyTimeout time.Duration
+	// UploadTimeout is BodyTimeout for the files uploaded to /v1/files,
+	// which may be as large as BatchMaxBytes. Defaults to
+	// DefaultUploadTimeout (10m).
+	UploadTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request before it is closed. Defaults to DefaultIdleTimeout
+	// (1m).
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections open at once; one over it is
+	// answered 503 with Retry-After and closed. Defaults to
+	// DefaultMaxConnections (1024); negative means unlimited.
+	MaxConnections int
+	// MaxConnectionsPerClient caps the connections open at once from one
+	// client address; one over it is answered 429 with Retry-After and
+	// closed. Behind a proxy every connection comes from the proxy's
+	// address: raise it, or make it negative (unlimited). Defaults to
+	// DefaultMaxConnectionsPerClient (256).
+	MaxConnectionsPerClient int
 	// Prices maps model names (a backend's, or "agent:NAME") to what
 	// their tokens cost: the usage of their answers then carries "cost".
 	// Defaults to none: no cost.
@@ -161,6 +194,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes < 0 || cfg.RequestTimeout < 0 || cfg.ReadyTimeout < 0 {
 		return nil, fmt.Errorf("server: negative limit (max body %d, request timeout %v, ready timeout %v)", cfg.MaxBodyBytes, cfg.RequestTimeout, cfg.ReadyTimeout)
 	}
+	if cfg.HeaderTimeout < 0 || cfg.BodyTimeout < 0 || cfg.UploadTimeout < 0 || cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("server: negative timeout (header %v, body %v, upload %v, idle %v)", cfg.HeaderTimeout, cfg.BodyTimeout, cfg.UploadTimeout, cfg.IdleTimeout)
+	}
+	cfg.HeaderTimeout = cmp.Or(cfg.HeaderTimeout, DefaultHeaderTimeout)
+	cfg.BodyTimeout = cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout)
+	cfg.UploadTimeout = cmp.Or(cfg.UploadTimeout, DefaultUploadTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxConnections = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
+	cfg.MaxConnectionsPerClient = cmp.Or(cfg.MaxConnectionsPerClient, DefaultMaxConnectionsPerClient)
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -364,32 +406,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	var cr chatRequest
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	err := dec.Decode(&cr)
-	if err == nil {
-		// One JSON value, and nothing after it.
-		if _, e := dec.Token(); e == nil {
-			err = errors.New("data after the JSON value")
-		} else if e != io.EOF {
-			err = e
-		}
-	}
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			refuse(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-				message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)})
-			return
-		}
-		refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
-			message: "request body is not valid JSON: " + err.Error()})
-		return
-	}
-	// Read the body to its end: only then does net/http watch the
-	// connection, and cancel the request's context when the client goes.
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		refuse(&apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-			message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)})
+	if e := s.readChat(w, r, &cr); e != nil {
+		refuse(e)
 		return
 	}
 	model = cr.Model
@@ -438,6 +456,9 @@ func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, stri
 		if class == batchagent.Batch {
 			spec = s.batchAgents[name]
 		}
+		if cr.N != nil && *cr.N != 1 {
+			return nil, "", badParam("n", "only n=1 is supported: an agent gives one answer")
+		}
 		in, e := agentInput(cr)
 		if e != nil {
 			return nil, "", e
@@ -455,6 +476,54 @@ func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, stri
 	}
 	req.Model = b.Name
 	return &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}, lastUser(cr), nil
+}
+
+// readChat reads r's body, whole, into cr. A body that is not one JSON
+// value, names a key twice or holds text that is not UTF-8 (see
+// checkJSON), or is larger than MaxBodyBytes is refused with the error
+// to answer. Reading the body to its end also lets net/http watch the
+// connection, and cancel the request's context when the client goes.
+func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *chatRequest) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		return s.bodyError(err)
+	}
+	if je := checkJSON(body); je != nil {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je),
+			message: "request body: " + je.Error()}
+	}
+	if err := json.Unmarshal(body, cr); err != nil {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
+			message: "request body is not a chat completions request: " + err.Error()}
+	}
+	return nil
+}
+
+// bodyError is the answer to a failure to read a request body: 413 for
+// one over MaxBodyBytes, 408 for one not in within BodyTimeout (both
+// close the connection: what is left of the body is not read), 400
+// otherwise.
+func (s *Server) bodyError(err error) *apiError {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", closeConn: true,
+			message: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout", closeConn: true,
+			message: fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout)}
+	}
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_body", closeConn: true,
+		message: "reading the request body: " + err.Error()}
+}
+
+// paramOf returns the request parameter a JSON fault lies in: its path
+// without the "$." of the root.
+func paramOf(je *jsonError) string {
+	p, _ := strings.CutPrefix(je.path, "$.")
+	if p == "$" {
+		return ""
+	}
+	return p
 }
 
 func unknownModel(name string) *apiError {

@@ -21,6 +21,7 @@ type apiError struct {
 	param      string // "" is written as null
 	message    string
 	retryAfter time.Duration // sent as Retry-After (whole seconds, rounded up) when > 0
+	closeConn  bool          // the connection closes after the answer ("Connection: close")
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -62,6 +63,9 @@ func (e *apiError) body() []byte {
 func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	if e.closeConn {
+		h.Set("Connection", "close")
+	}
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
 	}
