@@ -133,7 +133,8 @@ func (c *classGate) order(sv *service, priority int, now time.Time) sched.Order 
 // Acquire waits for the backend's gate, placed by the gate's policy with
 // what the context's service record says of the agent. Once the engine
 // drains, the waits for prefix warming and pauses end with
-// agent.ErrStopped.
+// agent.ErrStopped. The agent's timeout does not run while it waits
+// (workClock).
 func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request) (agent.Permit, error) {
 	flow, _ := ctx.Value(flowKey{}).(uint64)
 	sv, _ := ctx.Value(serviceKey{}).(*service)
@@ -141,7 +142,9 @@ func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request)
 	if c.g.g.CountsTokens() { // counting re-reads the whole conversation
 		tokens = c.g.count(req)
 	}
+	resume := pauseWork(ctx)
 	t, err := c.g.g.AcquireOrder(ctx, c.class, flow, c.order(sv, priority, time.Now()), tokens)
+	resume()
 	if errors.Is(err, sched.ErrStopped) {
 		return nil, agent.ErrStopped
 	}

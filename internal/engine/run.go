@@ -358,8 +358,10 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 	a.st.Started = a.start
 	actx := ctx
 	if a.rn.timeout > 0 {
+		// The timeout bounds the agent's work: its waits for admission
+		// stop the clock.
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, a.rn.timeout, job.ErrAgentTimeout)
+		actx, cancel = withWorkClock(ctx, a.rn.timeout)
 		defer cancel()
 	}
 	if a.rn.fb != nil {
@@ -423,6 +425,10 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
 		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout)
+		if timedOut && !errors.Is(ae.Err, job.ErrAgentTimeout) {
+			// Its calls saw their context canceled: say why.
+			ae.Err = fmt.Errorf("%w (%v of work; waits for admission not counted): %w", job.ErrAgentTimeout, rn.timeout, ae.Err)
+		}
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
 		// The gate sees every call: it knows whether any was answered.
 		// Ungated, no call is observed and the backend is never declared down.

@@ -1,0 +1,37 @@
+package batchagent_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/sim"
+)
+
+// TestAgentTimeoutExcludesAdmission: an agent's timeout bounds its own
+// work, not its wait for a slot. One slot, four agents of one 200ms call
+// each and a 300ms timeout: the last agent waits 600ms for the slot and
+// still succeeds; an agent whose own call outlasts the timeout still
+// times out (TestAgentTimeout).
+func TestAgentTimeoutExcludesAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEngine(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true}})
+		res, err := e.Run(t.Context(), mustSpec(t, batchagent.Def{
+			Model:   newSim(t, sim.Config{Latency: 200 * time.Millisecond}),
+			Task:    "x",
+			Timeout: 300 * time.Millisecond,
+		}), batchagent.Slice(inputs(4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 4 {
+			t.Fatalf("Run returned %d results, want 4", len(res))
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Errorf("result %d (queued %v): %v, want success: the wait for the slot is not the agent's work", r.Index, r.Timings.Queue, r.Err)
+			}
+		}
+	})
+}
