@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/batchagent/batchagent/job"
 )
 
 // SharedRateConfig configures a [SharedRate]. RPM and TPM may not both be
@@ -43,10 +48,13 @@ const DefaultSharedBurst = 1.0 / 60
 // released.
 const sharedCorrectTimeout = 2 * time.Second
 
-// ErrSharedLimit is wrapped by the error [SharedRate.Wait] returns when
-// Redis cannot be asked: the budget is then closed, not open, so that a
-// Redis outage never lets every worker past the account's limit.
-var ErrSharedLimit = errors.New("queue: shared rate limit unavailable")
+// ErrSharedLimit is wrapped by the error [SharedRate.Wait] and
+// [SharedSlots.Acquire] return when Redis cannot be asked: the limit is
+// then closed, not open, so that a Redis outage never lets every worker
+// past the account's limit. It is job.ErrLimitUnavailable
+// (sched.ErrSharedUnavailable): an agent waits it out like a backend
+// outage, within its outage budget, instead of failing the call.
+var ErrSharedLimit = job.ErrLimitUnavailable
 
 // SharedRate is a backend's request and token budgets kept in Redis, for
 // every worker that calls the backend: its Wait and Correct make it a
@@ -67,9 +75,9 @@ var ErrSharedLimit = errors.New("queue: shared rate limit unavailable")
 // Redis failures close the budget: once the Redis client has retried a
 // failing call as its options say (redis.Options.MaxRetries: 3 by
 // default, over a second or two against a server that is down), Wait
-// returns an error wrapping [ErrSharedLimit], and the agent's model call
-// fails as on any infrastructure error. A failed correction is logged and
-// dropped.
+// returns an error wrapping [ErrSharedLimit], and the agent waits and
+// tries again as in a backend outage, within its outage budget. A failed
+// correction is logged and dropped.
 //
 // A SharedRate is safe for concurrent use.
 type SharedRate struct {
@@ -247,8 +255,9 @@ return 0
 
 // Defaults of [SharedSlotsConfig].
 const (
-	// DefaultLeaseTTL is the default of [SharedSlotsConfig.LeaseTTL].
-	DefaultLeaseTTL = 10 * time.Minute
+	// DefaultLeaseTTL is the default of [SharedSlotsConfig.LeaseTTL]: the
+	// slots of a process that died come free within 10 s.
+	DefaultLeaseTTL = 10 * time.Second
 	// DefaultSlotPoll is the default of [SharedSlotsConfig.Poll].
 	DefaultSlotPoll = 20 * time.Millisecond
 )
@@ -261,10 +270,11 @@ type SharedSlotsConfig struct {
 	// Initial is the limit the first process to use the key starts it
 	// from. Defaults to Max.
 	Initial int
-	// LeaseTTL is how long a slot stays taken without its release: the
-	// slots of a worker that died come free after it. Calls that last
-	// longer lose their slot, so it must exceed the longest call.
-	// Defaults to DefaultLeaseTTL.
+	// LeaseTTL is how long a slot stays taken after its holder last
+	// renewed its lease: the holding process renews its leases every third
+	// of it while their calls are in flight, however long they last, so
+	// the slots of a process that died, or that lost Redis, come free
+	// within LeaseTTL. At least 30ms. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Poll is how often a process whose callers wait for a slot asks
 	// Redis again (with jitter). Defaults to DefaultSlotPoll.
@@ -285,9 +295,20 @@ type SharedSlotsConfig struct {
 // once per wave (calls admitted before the last decrease do not decrease
 // it again), and each window of limit clean calls raises it by one, up to
 // Max. While every slot is taken, one goroutine per process asks Redis
-// again every Poll. Redis failures close the limit: Acquire returns an
-// error wrapping [ErrSharedLimit]; a failed release is logged, and the slot
-// comes free when its lease expires.
+// again every Poll.
+//
+// A lease lives no longer than its holder. While any is held, one
+// goroutine per SharedSlots renews all of them every third of LeaseTTL,
+// in one script call: the slots of a process that was killed come free
+// within LeaseTTL of its last renewal. A renewal re-adds a lease Redis no
+// longer holds (a Redis restarted without its data), so the count stays
+// right; and it removes again the leases whose release Redis refused (a
+// Redis restarting with its data), so their slots come back within a
+// third of LeaseTTL of Redis answering again, not LeaseTTL later. The
+// goroutine returns once nothing is held, and [SharedSlots.Close] stops it.
+//
+// Redis failures close the limit: Acquire returns an error wrapping
+// [ErrSharedLimit], which agents wait out like a backend outage.
 //
 // A SharedSlots is safe for concurrent use.
 type SharedSlots struct {
@@ -296,7 +317,25 @@ type SharedSlots struct {
 	leases, state string
 	cfg           SharedSlotsConfig
 	poll          chan struct{} // a token while a caller polls Redis; buffer 1: a lock that respects ctx
+
+	mu sync.Mutex // protects the fields below
+	// held are the leases taken here and not yet released: the renewer
+	// keeps them alive.
+	held map[string]struct{}
+	// dropped are leases released here that Redis may still hold (their
+	// release failed, or a renewal re-added them as they were released),
+	// each with when it lapses anyway: the renewer removes them.
+	dropped map[string]time.Time
+	// renewing is closed when the renewer returns; nil while none runs.
+	renewing chan struct{}
+	stop     chan struct{} // closed by Close: the renewer returns
+	closed   bool
+	failing  bool // the last renewal failed: logged once per failing spell
 }
+
+// minLeaseTTL is the shortest [SharedSlotsConfig.LeaseTTL]: a renewal
+// every third of it must be able to reach Redis in time.
+const minLeaseTTL = 30 * time.Millisecond
 
 // NewSharedSlots returns the shared concurrency limit of cfg kept in Redis
 // under key (for example Client.Key("slots", backend)). It fails if Max is
@@ -311,7 +350,7 @@ func NewSharedSlots(rdb redis.UniversalClient, key string, cfg SharedSlotsConfig
 		return nil, fmt.Errorf("queue: shared slots %s: max %d, want at least 1", key, cfg.Max)
 	case cfg.Initial < 0 || cfg.Initial > cfg.Max:
 		return nil, fmt.Errorf("queue: shared slots %s: initial %d not in [1, max %d]", key, cfg.Initial, cfg.Max)
-	case cfg.LeaseTTL < 0 || (cfg.LeaseTTL > 0 && cfg.LeaseTTL < time.Millisecond) || cfg.Poll < 0:
+	case cfg.LeaseTTL < 0 || (cfg.LeaseTTL > 0 && cfg.LeaseTTL < minLeaseTTL) || cfg.Poll < 0:
 		return nil, fmt.Errorf("queue: shared slots %s: bad lease ttl %v or poll %v", key, cfg.LeaseTTL, cfg.Poll)
 	}
 	if cfg.Initial == 0 {
@@ -327,12 +366,18 @@ func NewSharedSlots(rdb redis.UniversalClient, key string, cfg SharedSlotsConfig
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &SharedSlots{rdb: rdb, key: key, leases: key + ":leases", state: key + ":limit", cfg: cfg,
-		poll: make(chan struct{}, 1)}, nil
+		poll: make(chan struct{}, 1), held: map[string]struct{}{}, dropped: map[string]time.Time{},
+		stop: make(chan struct{})}, nil
 }
 
+// ErrSlotsClosed is returned by [SharedSlots.Acquire] after
+// [SharedSlots.Close].
+var ErrSlotsClosed = errors.New("queue: shared slots closed")
+
 // Acquire blocks until a slot is free under the shared limit and takes
-// it, returning its lease. It returns ctx's error when ctx ends first, and
-// an error wrapping [ErrSharedLimit] when Redis fails.
+// it, returning its lease, which this SharedSlots renews until it is
+// released. It returns ctx's error when ctx ends first, an error wrapping
+// [ErrSharedLimit] when Redis fails, and [ErrSlotsClosed] after Close.
 func (s *SharedSlots) Acquire(ctx context.Context) (string, error) {
 	select { // one poller per process
 	case s.poll <- struct{}{}:
@@ -342,6 +387,11 @@ func (s *SharedSlots) Acquire(ctx context.Context) (string, error) {
 	defer func() { <-s.poll }()
 	var timer *time.Timer
 	for {
+		select {
+		case <-s.stop:
+			return "", ErrSlotsClosed
+		default:
+		}
 		id := rand.Text()
 		v, err := slotAcquire.Run(ctx, s.rdb, []string{s.leases, s.state},
 			id, s.cfg.LeaseTTL.Milliseconds(), s.cfg.Initial, s.cfg.Max).Text()
@@ -349,6 +399,10 @@ func (s *SharedSlots) Acquire(ctx context.Context) (string, error) {
 			return "", s.fail(ctx, err)
 		}
 		if v != "" {
+			if !s.hold(v) {
+				s.Release(context.WithoutCancel(ctx), v, false, false)
+				return "", ErrSlotsClosed
+			}
 			return v, nil
 		}
 		// Every slot is taken: ask again after Poll, ±50 %.
@@ -370,9 +424,13 @@ func (s *SharedSlots) Acquire(ctx context.Context) (string, error) {
 // Release gives lease back and adapts the limit: congested halves it
 // (once for the calls admitted before the last decrease), clean counts
 // toward its next increase. A lease that expired meanwhile teaches
-// nothing. A Redis failure is logged at Warn; the slot then comes free
-// when its lease expires.
+// nothing. The lease is no longer renewed. A Redis failure is logged at
+// Warn; the lease is then removed by the next renewal that reaches Redis,
+// or lapses within LeaseTTL.
 func (s *SharedSlots) Release(ctx context.Context, lease string, clean, congested bool) {
+	s.mu.Lock()
+	delete(s.held, lease)
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, sharedCorrectTimeout)
 	defer cancel()
 	flag := func(b bool) int {
@@ -383,8 +441,123 @@ func (s *SharedSlots) Release(ctx context.Context, lease string, clean, congeste
 	}
 	err := slotRelease.Run(ctx, s.rdb, []string{s.leases, s.state}, lease, flag(clean), flag(congested), s.cfg.Max).Err()
 	if err != nil {
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "shared slot not released: it comes free when its lease expires",
+		s.mu.Lock()
+		s.dropLocked(lease, time.Now())
+		s.mu.Unlock()
+		s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "shared slot not released: the next renewal removes it, or it lapses",
 			slog.String("key", s.key), slog.Duration("lease_ttl", s.cfg.LeaseTTL), slog.Any("err", err))
+	}
+}
+
+// Close stops renewing the leases held (they lapse within LeaseTTL) and
+// waits for the renewer to return; Acquire then fails with
+// [ErrSlotsClosed]. Release still works. Close is idempotent.
+func (s *SharedSlots) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	done := s.renewing
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// hold records lease as held here, and starts the renewer if none runs.
+// It reports false, recording nothing, after Close.
+func (s *SharedSlots) hold(lease string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.held[lease] = struct{}{}
+	s.startRenewerLocked()
+	return true
+}
+
+// dropLocked records lease, released, for removal by the renewer; it
+// lapses by itself at the latest a LeaseTTL after now.
+func (s *SharedSlots) dropLocked(lease string, now time.Time) {
+	if s.closed {
+		return // it lapses
+	}
+	s.dropped[lease] = now.Add(s.cfg.LeaseTTL)
+	s.startRenewerLocked()
+}
+
+func (s *SharedSlots) startRenewerLocked() {
+	if s.renewing != nil {
+		return
+	}
+	done := make(chan struct{})
+	s.renewing = done
+	go s.renew(done)
+}
+
+// renew renews the leases held every third of LeaseTTL, and removes those
+// dropped, until nothing is left to do or Close; it closes done as it
+// returns.
+func (s *SharedSlots) renew(done chan struct{}) {
+	defer close(done)
+	every := s.cfg.LeaseTTL / 3
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		s.mu.Lock()
+		maps.DeleteFunc(s.dropped, func(_ string, lapse time.Time) bool { return now.After(lapse) })
+		if len(s.held) == 0 && len(s.dropped) == 0 {
+			s.renewing = nil
+			s.mu.Unlock()
+			return
+		}
+		keep := slices.Collect(maps.Keys(s.held))
+		drop := slices.Collect(maps.Keys(s.dropped))
+		s.mu.Unlock()
+
+		args := make([]any, 0, 2+len(keep)+len(drop))
+		args = append(args, s.cfg.LeaseTTL.Milliseconds(), len(keep))
+		for _, l := range keep {
+			args = append(args, l)
+		}
+		for _, l := range drop {
+			args = append(args, l)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := slotRenew.Run(ctx, s.rdb, []string{s.leases}, args...).Err()
+		cancel()
+
+		s.mu.Lock()
+		if err == nil {
+			for _, l := range drop {
+				delete(s.dropped, l)
+			}
+			// Released while the renewal ran: it re-added them.
+			for _, l := range keep {
+				if _, ok := s.held[l]; !ok {
+					s.dropLocked(l, time.Now())
+				}
+			}
+		}
+		wasFailing := s.failing
+		s.failing = err != nil
+		s.mu.Unlock()
+		switch {
+		case err != nil && !wasFailing:
+			s.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "shared slot leases not renewed: retried every third of the lease TTL",
+				slog.String("key", s.key), slog.Int("leases", len(keep)), slog.Duration("lease_ttl", s.cfg.LeaseTTL), slog.Any("err", err))
+		case err == nil && wasFailing:
+			s.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "shared slot leases renewed again",
+				slog.String("key", s.key), slog.Int("leases", len(keep)))
+		}
 	}
 }
 
@@ -428,6 +601,22 @@ local epoch = redis.call("HGET", KEYS[2], "epoch") or "0"
 local lease = epoch .. ":" .. ARGV[1]
 redis.call("ZADD", KEYS[1], now + tonumber(ARGV[2]), lease)
 return lease
+`)
+
+// slotRenew sets the expiry of the leases ARGV[3] .. ARGV[2+ARGV[2]] of
+// KEYS[1] to ARGV[1] ms from now, adding those that are missing (Redis
+// lost them), and removes the leases after them.
+var slotRenew = redis.NewScript(`
+local t = redis.call("TIME")
+local expiry = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+for i = 3, 2 + n do
+  redis.call("ZADD", KEYS[1], expiry, ARGV[i])
+end
+for i = 3 + n, #ARGV do
+  redis.call("ZREM", KEYS[1], ARGV[i])
+end
+return 0
 `)
 
 // slotRelease removes lease ARGV[1] from KEYS[1] and, if it was there,

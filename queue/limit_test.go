@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,6 +340,7 @@ func newSharedSlots(t *testing.T, rdb redis.UniversalClient, key string, cfg que
 	if err != nil {
 		t.Fatalf("NewSharedSlots(%q, %+v) = %v", key, cfg, err)
 	}
+	t.Cleanup(s.Close)
 	return s
 }
 
@@ -347,6 +349,7 @@ func TestSharedSlotsRejectsBadConfig(t *testing.T) {
 	defer rdb.Close()
 	for _, cfg := range []queue.SharedSlotsConfig{
 		{}, {Max: -1}, {Max: 2, Initial: 3}, {Max: 2, Initial: -1}, {Max: 2, LeaseTTL: -time.Second}, {Max: 2, Poll: -time.Second},
+		{Max: 2, LeaseTTL: 10 * time.Millisecond},
 	} {
 		if _, err := queue.NewSharedSlots(rdb, "k", cfg); err == nil {
 			t.Errorf("NewSharedSlots(%+v) = nil error, want error", cfg)
@@ -439,7 +442,8 @@ func TestSharedSlotsAIMD(t *testing.T) {
 }
 
 // TestSharedSlotsLeaseExpiry checks that the slot of a process that died
-// holding it comes free when its lease expires.
+// holding it (it no longer renews its lease: Close) comes free when its
+// lease expires.
 func TestSharedSlotsLeaseExpiry(t *testing.T) {
 	rdb, _ := limitRedis(t)
 	cfg := queue.SharedSlotsConfig{Max: 1, LeaseTTL: 300 * time.Millisecond, Poll: 10 * time.Millisecond}
@@ -447,14 +451,116 @@ func TestSharedSlotsLeaseExpiry(t *testing.T) {
 	if _, err := dead.Acquire(t.Context()); err != nil { // never released
 		t.Fatal(err)
 	}
+	dead.Close()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if _, err := newSharedSlots(t, rdb, "ba:slots:expiry", cfg).Acquire(ctx); err != nil {
 		t.Fatalf("Acquire after the holder died = %v, want its slot once the lease expired", err)
 	}
-	if got := time.Since(start); got < 250*time.Millisecond {
-		t.Errorf("the dead holder's slot came free after %v, want after its 300ms lease", got)
+	if got := time.Since(start); got < 150*time.Millisecond {
+		t.Errorf("the dead holder's slot came free after %v, want after its lease (300ms from its last renewal)", got)
+	}
+	if _, err := dead.Acquire(t.Context()); !errors.Is(err, queue.ErrSlotsClosed) {
+		t.Errorf("Acquire after Close = %v, want ErrSlotsClosed", err)
+	}
+}
+
+// TestSharedSlotsLeaseRenewed checks that a lease held by a live process
+// outlives its TTL: the holder renews it for as long as its call lasts,
+// so no other process takes the slot meanwhile.
+func TestSharedSlotsLeaseRenewed(t *testing.T) {
+	rdb, _ := limitRedis(t)
+	cfg := queue.SharedSlotsConfig{Max: 1, LeaseTTL: 150 * time.Millisecond, Poll: 10 * time.Millisecond}
+	holder := newSharedSlots(t, rdb, "ba:slots:renew", cfg)
+	other := newSharedSlots(t, rdb, "ba:slots:renew", cfg)
+	lease, err := holder.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second) // over 6 lease TTLs
+	defer cancel()
+	if l, err := other.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire while a live holder keeps the only slot for 1s (lease TTL 150ms) = %q, %v; want to wait until ctx ends", l, err)
+	}
+	holder.Release(t.Context(), lease, true, false)
+	ctx, cancel = context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if _, err := other.Acquire(ctx); err != nil {
+		t.Errorf("Acquire after the release = %v, want the slot", err)
+	}
+}
+
+// TestSharedSlotsRedisRestart checks that a Redis restart leaves the
+// shared limit right within a renewal: restarted without its data, the
+// leases still held are added again (no other process gets their slots);
+// restarted with its data, a lease whose release failed while Redis was
+// down is removed, not left until it lapses.
+func TestSharedSlotsRedisRestart(t *testing.T) {
+	const ttl = 3 * time.Second // renewed every second
+	cfg := queue.SharedSlotsConfig{Max: 1, LeaseTTL: ttl, Poll: 10 * time.Millisecond}
+	t.Run("without its data", func(t *testing.T) {
+		t.Parallel()
+		rdb, srv := limitRedis(t)
+		holder := newSharedSlots(t, rdb, "ba:slots:restart", cfg)
+		lease, err := holder.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Stop()
+		srv.Restart(t) // empty
+		waitUntil(t, 2*time.Second, "the held lease added again after the restart", func() bool {
+			_, err := rdb.ZScore(t.Context(), "ba:slots:restart:leases", lease).Result()
+			return err == nil
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if l, err := newSharedSlots(t, rdb, "ba:slots:restart", cfg).Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Acquire while the only slot is held across the restart = %q, %v; want to wait", l, err)
+		}
+	})
+	t.Run("with its data", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, redistest.Options{AppendOnly: true})
+		opt, err := redis.ParseURL(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.MaxRetries = -1 // the release fails at once while Redis is down
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		holder := newSharedSlots(t, rdb, "ba:slots:restart", cfg)
+		lease, err := holder.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Stop()
+		holder.Release(t.Context(), lease, true, false) // fails: Redis is down
+		srv.Restart(t)
+		back := time.Now()
+		// Lapsing, it would stay in the set until an Acquire purged it.
+		waitUntil(t, 2*time.Second, "the lease whose release failed removed", func() bool {
+			n, err := rdb.ZCard(t.Context(), "ba:slots:restart:leases").Result()
+			return err == nil && n == 0
+		})
+		t.Logf("lease removed %v after Redis came back (lease TTL %v)", time.Since(back).Round(time.Millisecond), ttl)
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := newSharedSlots(t, rdb, "ba:slots:restart", cfg).Acquire(ctx); err != nil {
+			t.Errorf("Acquire once the failed release was made good = %v, want the slot", err)
+		}
+	})
+}
+
+// waitUntil polls cond every 10ms until it holds, failing t after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -468,4 +574,91 @@ func TestSharedSlotsRedisDown(t *testing.T) {
 		t.Errorf("Acquire with Redis down = %v, want an error wrapping ErrSharedLimit", err)
 	}
 	s.Release(t.Context(), "0:x", true, false) // returns
+}
+
+// TestSharedSlotsOutageWaitedOut runs agents whose calls take shared
+// slots while Redis is killed and restarted (empty) a second later: the
+// agents waiting to be admitted wait Redis out, as in a backend outage,
+// and every input succeeds. With an outage budget shorter than the
+// outage, the calls fail once it is spent, naming the shared limit (a
+// worker then hands the task back rather than record the failure).
+func TestSharedSlotsOutageWaitedOut(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget time.Duration // the agents' outage budget; 0: the default
+		down   time.Duration // how long Redis stays down
+	}{
+		{name: "restarted within the budget", down: time.Second},
+		{name: "down beyond the budget", budget: 300 * time.Millisecond, down: 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const n = 30
+			srv := redistest.Start(t, redistest.Options{})
+			opt, err := redis.ParseURL(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each call fails at once while Redis is down, rather than
+			// after the client's retries and dial retries (a second or
+			// two): the outage budget is then spent within the outage.
+			opt.MaxRetries, opt.DialerRetries = -1, 1
+			rdb := redis.NewClient(opt)
+			t.Cleanup(func() { _ = rdb.Close() })
+			var done atomic.Int64
+			e, err := batchagent.New(batchagent.Config{
+				Admission: batchagent.Admission{MaxInflight: 2,
+					SharedInflight: func(batchagent.Backend) (sched.SharedSlots, error) {
+						return newSharedSlots(t, rdb, "ba:slots:outage", queue.SharedSlotsConfig{Max: 2, LeaseTTL: time.Second}), nil
+					}},
+				OnResult: func(batchagent.Result) { done.Add(1) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := sim.New(sim.Config{Latency: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := batchagent.NewSpec(batchagent.Def{ID: "outage", Model: m, Task: "Number {id}.", OutageBudget: tt.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := make([]batchagent.Input, n)
+			for i := range in {
+				in[i] = batchagent.Input{"id": fmt.Sprint(i)}
+			}
+			var res []batchagent.Result
+			var runErr error
+			var wg sync.WaitGroup
+			wg.Go(func() { res, runErr = e.Run(t.Context(), spec, batchagent.Slice(in)) })
+			waitUntil(t, 10*time.Second, "4 results", func() bool { return done.Load() >= 4 })
+			srv.Stop()
+			time.Sleep(tt.down) // the outage
+			srv.Restart(t)
+			wg.Wait()
+			if runErr != nil {
+				t.Fatal(runErr)
+			}
+			failed := 0
+			for _, r := range res {
+				if r.Err == nil {
+					continue
+				}
+				failed++
+				if tt.budget == 0 {
+					t.Errorf("input %d: %v, want success: the outage was shorter than the outage budget", r.Index, r.Err)
+				} else if !errors.Is(r.Err, queue.ErrSharedLimit) {
+					t.Errorf("input %d: %v, want an error wrapping ErrSharedLimit", r.Index, r.Err)
+				}
+			}
+			if tt.budget > 0 && failed == 0 {
+				t.Errorf("no input failed with Redis down %v beyond the outage budget %v", tt.down, tt.budget)
+			}
+			if len(res) != n {
+				t.Errorf("%d results, want %d", len(res), n)
+			}
+		})
+	}
 }

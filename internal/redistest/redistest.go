@@ -8,6 +8,7 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,13 +31,24 @@ type Server struct {
 	// means none.
 	Password string
 
-	cmd *exec.Cmd
+	bin  string
+	dir  string
+	opt  Options
+	port int
+
+	mu  sync.Mutex // protects cmd
+	cmd *exec.Cmd  // nil while stopped
 }
 
 // Options configures Start.
 type Options struct {
 	// Password, when set, is required of clients (requirepass).
 	Password string
+	// AppendOnly makes the server write every change to its append-only
+	// file before it answers (appendonly yes, appendfsync always), so that
+	// one killed and restarted ([Server.Restart]) comes back with its
+	// data. Otherwise it persists nothing and restarts empty.
+	AppendOnly bool
 }
 
 // Start starts a redis-server for t, and stops it when t ends.
@@ -45,74 +58,111 @@ func Start(t testing.TB, opt Options) *Server {
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found (apt-get install -y redis-server; scripts/test installs it): %v", err)
 	}
-	dir := t.TempDir()
+	s := &Server{Password: opt.Password, bin: bin, dir: t.TempDir(), opt: opt}
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no"}
-		if opt.Password != "" {
-			args = append(args, "--requirepass", opt.Password)
+		err = s.start(port)
+		if err != nil && attempt < 3 && strings.Contains(err.Error(), "Address already in use") {
+			continue // the free port was taken meanwhile
 		}
-		cmd := exec.Command(bin, args...)
-		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		cmd.Stderr = cmd.Stdout
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("redistest: start redis-server: %v", err)
-		}
-		ready := make(chan error, 1)
-		go func() { // owned by the server: it ends when its output does
-			sc := bufio.NewScanner(out)
-			var lines []string
-			sent := false
-			for sc.Scan() {
-				line := sc.Text()
-				lines = append(lines, line)
-				if !sent && strings.Contains(line, "Ready to accept connections") {
-					ready <- nil
-					sent = true
-				}
+		break
+	}
+	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
+	s.URL = "redis://" + s.Addr
+	if opt.Password != "" {
+		s.URL = "redis://:" + opt.Password + "@" + s.Addr
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		_ = os.RemoveAll(filepath.Join(s.dir, "dump.rdb"))
+	})
+	return s
+}
+
+// start runs redis-server on port and waits until it accepts connections.
+func (s *Server) start(port int) error {
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--protected-mode", "no", "--daemonize", "no"}
+	if s.opt.AppendOnly {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	if s.opt.Password != "" {
+		args = append(args, "--requirepass", s.opt.Password)
+	}
+	cmd := exec.Command(s.bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	ready := make(chan error, 1)
+	go func() { // owned by the server: it ends when its output does
+		sc := bufio.NewScanner(out)
+		var lines []string
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			lines = append(lines, line)
+			if !sent && strings.Contains(line, "Ready to accept connections") {
+				ready <- nil
+				sent = true
 			}
-			if !sent {
-				ready <- fmt.Errorf("redis-server exited: %s", strings.Join(lines, "\n"))
-			}
-		}()
-		select {
-		case err = <-ready:
-		case <-time.After(10 * time.Second):
-			err = fmt.Errorf("redis-server not ready after 10s")
 		}
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			if attempt < 3 && strings.Contains(err.Error(), "Address already in use") {
-				continue // the free port was taken meanwhile
-			}
-			t.Fatalf("redistest: %v", err)
+		if !sent {
+			ready <- fmt.Errorf("redis-server exited: %s", strings.Join(lines, "\n"))
 		}
-		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: opt.Password, cmd: cmd}
-		s.URL = "redis://" + s.Addr
-		if opt.Password != "" {
-			s.URL = "redis://:" + opt.Password + "@" + s.Addr
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			_ = os.RemoveAll(filepath.Join(dir, "dump.rdb"))
-		})
-		return s
+	}()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case err = <-ready:
+	case <-t.C:
+		err = errors.New("redis-server not ready after 10s")
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	s.mu.Lock()
+	s.cmd, s.port = cmd, port
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop kills the server now (SIGKILL): an outage. Stopping a stopped
+// server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 }
 
-// Stop kills the server now (SIGKILL): an outage.
-func (s *Server) Stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+// Restart starts the server again on its address after [Server.Stop]:
+// with its data when it was started with [Options.AppendOnly], else
+// empty. It fails t when the server cannot start.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(s.port); err != nil {
+		t.Fatalf("redistest: restart on %s: %v", s.Addr, err)
+	}
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
