@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -25,6 +26,12 @@ summary on stderr.
 With an output file, progress is checkpointed in a SQLite state file
 (OUT.state.db unless --state names another): running the same command again
 resumes, keeping the finished inputs and continuing the unfinished agents.
+A resume whose job (model, system, task, schema, tools, sampling, backend)
+or inputs changed is refused: --force runs again every result made by the
+old job or from a changed input, and --restart starts a fresh run, moving
+the old output and state file aside to OUT.1 and STATE.1 (the next free
+number). --out and --state may not name a file the run reads (inputs, job
+file, schema file) or each other.
 The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
 stops at once.
 
@@ -63,6 +70,9 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 			return exactArgs(1, "exactly one job file")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkRestart(f, rf, bf); err != nil {
+				return &usageError{cmd: cmd.CommandPath(), err: err}
+			}
 			if err := checkDryRunFlags(f, cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
@@ -112,6 +122,7 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
 	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
+	fl.BoolVar(&f.restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
 	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
 	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
@@ -134,6 +145,7 @@ type runFlags struct {
 	inputs, out, backend, state string
 	ordered, quiet              bool
 	force, retryFailed, noState bool
+	restart                     bool                    // --restart: move the output and state aside and run afresh
 	logger                      *slog.Logger            // the engine's; nil: silent
 	metricsAddr                 string                  // --metrics-addr: where to serve /metrics; "": nowhere
 	traceContent                bool                    // --trace-content: prompt and answer text in spans
@@ -141,6 +153,28 @@ type runFlags struct {
 	ui                          uiFlags                 // --ui, --ui-public, --ui-linger: the live view
 	dryRun, jsonOut             bool                    // --dry-run, --json: estimate, run nothing (dryrun.go)
 	sample                      int                     // --sample K: with --dry-run, inputs run for real
+}
+
+// checkRestart rejects --restart with a flag it contradicts, naming both:
+// a fresh run does not resume (--force, --retry-failed), and a dry run, a
+// run over Redis or an OpenAI batch file keep no output of this kind.
+func checkRestart(f runFlags, rf redisFlags, bf batchFlags) error {
+	if !f.restart {
+		return nil
+	}
+	switch {
+	case f.force:
+		return errors.New("--restart and --force contradict each other (--force resumes the run, rerunning the results that changed; --restart starts a fresh one): drop one")
+	case f.retryFailed:
+		return errors.New("--restart and --retry-failed contradict each other (--retry-failed resumes the run, rerunning its failures; --restart runs every input afresh): drop one")
+	case f.dryRun:
+		return errors.New("--dry-run and --restart contradict each other: a dry run writes no output or state and runs nothing; drop one")
+	case rf.url != "":
+		return errors.New("--redis and --restart contradict each other (a run over Redis resumes from Redis: give another --run-id or --out to start afresh): drop one")
+	case bf.input != "":
+		return errors.New("--openai-batch and --restart contradict each other (an OpenAI batch file resumes from its --batch-state: give another --out to start afresh): drop one")
+	}
+	return nil
 }
 
 // check rejects contradictory flags, naming both. stateSet says whether

@@ -92,7 +92,7 @@ func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f 
 		return nil, err
 	}
 	if chk.first >= 0 && !f.force {
-		return nil, chk.err(inPath, r.statePath)
+		return nil, chk.err(inPath, r.statePath, r.changedHint("run the changed inputs again, replacing their results"))
 	}
 	return newOutputPlan(states, chk, f.ordered, f.retryFailed), nil
 }

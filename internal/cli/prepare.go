@@ -67,6 +67,12 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err := r.lockRun(path, statePath); err != nil {
 		return nil, err
 	}
+	if f.restart {
+		// Under the locks: no other run is writing them.
+		if r.moved, err = moveAside(r.outPath, statePath, r.reduceOut); err != nil {
+			return nil, err
+		}
+	}
 	if statePath != "" {
 		if _, err := os.Stat(statePath); errors.Is(err, os.ErrNotExist) {
 			newState = statePath

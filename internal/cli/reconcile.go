@@ -160,8 +160,8 @@ func checkInputs(path string, states []agent.State) (*inputCheck, error) {
 }
 
 // err describes the first changed input, for a run refused without
-// --force.
-func (c *inputCheck) err(inPath, statePath string) error {
+// --force; hint says what to do (runner.changedHint).
+func (c *inputCheck) err(inPath, statePath, hint string) error {
 	i := c.first
 	var what string
 	if i >= c.inputs {
@@ -173,8 +173,7 @@ func (c *inputCheck) err(inPath, statePath string) error {
 		}
 		what = fmt.Sprintf("%s: input %d differs from the input its saved result in %s was made from", where, i, statePath)
 	}
-	return fmt.Errorf("%s; %d inputs changed since the last run (use --force to run the changed inputs again and replace their results)",
-		what, len(c.changed))
+	return fmt.Errorf("%s; %d inputs changed since the last run: %s", what, len(c.changed), hint)
 }
 
 // readInputs opens the inputs at path, in the format openInputs reads.

@@ -44,6 +44,9 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 		return exitUsage
 	}
 	defer func() { _ = r.close() }() // a no-op once run has closed and reported
+	for _, m := range r.moved {
+		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.from, m.to)
+	}
 	if err := tel.watchCost(r); err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitFailed
@@ -91,6 +94,7 @@ type runner struct {
 	statePath    string      // the checkpoint store, or ""
 	saved        *savedStore // the checkpoint store as the engine sees it, or nil
 	resumedLines int         // result lines kept in the output on resume
+	moved        []aside     // the files of an earlier run that --restart moved aside
 
 	spec      *batchagent.Spec // the job; the runner holds it while the engine runs it
 	reduce    *reduce.Config   // nil: no reduce step

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/checkpoint"
@@ -50,6 +52,10 @@ func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool
 	fp := r.spec.Fingerprint()
 	fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
 	resumed, err := r.saved.Begin(ctx, id, fp, force)
+	if mm, ok := errors.AsType[*checkpoint.MismatchError](err); ok {
+		return false, fmt.Errorf("%s: job %q changed since its last run: %s, and its saved results were made by the old job; %s",
+			r.statePath, mm.JobID, strings.Join(mm.Changed, ", "), r.changedHint("run every input again with the new job, replacing the old job's results"))
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", r.statePath, err)
 	}
@@ -60,6 +66,18 @@ func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool
 		}
 	}
 	return resumed, nil
+}
+
+// changedHint is the end of the message refusing a run whose job or
+// inputs changed since its state was saved: the two ways on, --force
+// (which does what force says) and --restart.
+func (r *runner) changedHint(force string) string {
+	out := "the output"
+	if r.outPath != "" {
+		out = r.outPath
+	}
+	return fmt.Sprintf("run again with --force to %s, or with --restart to start a fresh run (%s and %s moved aside to numbered names first, not deleted)",
+		force, out, r.statePath)
 }
 
 // removeState removes a state file and SQLite's files beside it.
