@@ -86,9 +86,34 @@ type workerRun struct {
 	spec   *batchagent.Spec
 	engine *batchagent.Engine
 	tools  *builtTools
+	slots  *runSlots // the shared slots its engine took, closed with it
 	err    error     // why the job could not be opened; nil when it was
 	retry  time.Time // when to try opening a failed job again
 	used   time.Time // when a task of the run last started here
+}
+
+// runSlots are the shared slot limits a run's engine made (one per
+// backend, as it first calls it): closed once the engine is shut down, so
+// that their lease renewers stop.
+type runSlots struct {
+	mu    sync.Mutex // protects slots
+	slots []*queue.SharedSlots
+}
+
+func (r *runSlots) add(s *queue.SharedSlots) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slots = append(r.slots, s)
+}
+
+// close closes the slot limits; their leases still held lapse.
+func (r *runSlots) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.slots {
+		s.Close()
+	}
+	r.slots = nil
 }
 
 // runIdle is how long a run's engine stays open on a worker after its
@@ -175,6 +200,9 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 	cancelGrace()
 	w.agents.Wait()
 	for _, r := range w.runs {
+		if r.slots != nil {
+			r.slots.close()
+		}
 		if r.tools != nil {
 			if err := r.tools.close(); err != nil {
 				w.logger.Warn("closing tools", "err", err)
@@ -251,6 +279,7 @@ func (w *worker) closeIdle(ctx context.Context) {
 		}
 		delete(w.runs, id)
 		_ = r.engine.Shutdown(ctx) // nothing in flight: it returns at once
+		r.slots.close()
 		if err := r.tools.close(); err != nil {
 			w.logger.Warn("closing tools", "job", id, "err", err)
 		}
@@ -375,7 +404,8 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	}
 	cfg.MaxActive = w.f.maxActive
 	cfg.Checkpoint = w.q.Checkpointer()
-	w.shareLimits(&cfg, cj, model)
+	slots := &runSlots{}
+	w.shareLimits(&cfg, cj, model, slots)
 	spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 	if err != nil {
 		return nil, err
@@ -386,7 +416,7 @@ func (w *worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	}
 	ok = true
 	w.logger.Info("run opened", "job", id, "path", st.JobPath)
-	return &workerRun{spec: spec, engine: e, tools: rn.tools}, nil
+	return &workerRun{spec: spec, engine: e, tools: rn.tools, slots: slots}, nil
 }
 
 // finish records the result of task t and acknowledges it, or, for an
@@ -537,8 +567,9 @@ func (w *worker) heartbeat(ctx context.Context) {
 // max_inflight, when the job sets it, one adaptive limit on the calls in
 // flight (queue.SharedSlots), so that a server sized for N sequences gets
 // at most N. Only the job's own backend, model, shares: fallback tiers
-// keep per-process limits.
-func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.Model) {
+// keep per-process limits. The shared slot limits made are added to
+// slots.
+func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.Model, slots *runSlots) {
 	addr := backendAddr(cj.Backend)
 	if adm := cfg.Admission; adm.MaxInflight > 0 {
 		cfg.Admission.SharedInflight = func(b batchagent.Backend) (sched.SharedSlots, error) {
@@ -549,6 +580,7 @@ func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.M
 			if err != nil {
 				return nil, err // not a nil *SharedSlots in a non-nil interface
 			}
+			slots.add(sl)
 			return sl, nil
 		}
 	}
@@ -572,9 +604,9 @@ func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.M
 // releasable reports whether a result's error is the worker's or Redis's
 // rather than the agent's, so that its task is released for another try
 // instead of recorded for good: the agent was stopped by the shutdown, its
-// state could not be saved or loaded, or the shared rate budget in Redis
-// could not be reached (a Redis restart or failover of a few seconds must
-// not fail every agent waiting on it).
+// state could not be saved or loaded, or a limit shared in Redis stayed
+// unreachable for the agent's whole outage budget (shorter outages, a
+// Redis restart or failover, the agent waits out).
 func releasable(err error) bool {
 	if err == nil {
 		return false
