@@ -158,7 +158,10 @@ func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(parts) >= 3 {
-		table, what := parts[1], strings.TrimSuffix(parts[1], "s")
+		table, what := parts[1], "file"
+		if table == "batches" {
+			what = "batch"
+		}
 		mine, err := s.cfg.Batches.owns(ctx, table, parts[2], owner)
 		if err != nil {
 			writeError(w, s.storeError(r.Context(), err))

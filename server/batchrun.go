@@ -378,11 +378,18 @@ func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
 	var (
 		status int
 		body   json.RawMessage
+		reqID  string
+		err    error
 	)
 	for pause := lineRetryBase; ; pause = min(2*pause, lineRetryMax) {
-		status, body = r.s.execLine(ctx, in.Body)
+		reqID = newID("req_")
+		status, body, err = r.s.execLine(ctx, reqID, in.Body)
 		if !retryableStatus(status) || ctx.Err() != nil {
 			break
+		}
+		if err != nil {
+			r.s.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "batch line refused for now", slog.String("batch", r.id), slog.Int("line", line),
+				slog.String("request_id", reqID), slog.Int("status", status), slog.String("err", err.Error()))
 		}
 		t := time.NewTimer(pause/2 + rand.N(pause/2+1))
 		select {
@@ -395,9 +402,14 @@ func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
 	if !ok && ctx.Err() != nil {
 		return nil
 	}
+	if err != nil {
+		// The whole cause, which the line's answer leaves out.
+		r.s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "batch line failed", slog.String("batch", r.id), slog.Int("line", line),
+			slog.String("request_id", reqID), slog.Int("status", status), slog.String("err", err.Error()))
+	}
 	out, _ := json.Marshal(outputLine{
 		ID: newID("batch_req_"), CustomID: *in.CustomID,
-		Response: &lineResponse{StatusCode: status, RequestID: newID("req_"), Body: body},
+		Response: &lineResponse{StatusCode: status, RequestID: reqID, Body: body},
 	})
 	return r.s.cfg.Batches.recordLine(context.WithoutCancel(ctx), r.id, line, !ok, out)
 }
@@ -429,27 +441,29 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 }
 
 // execLine answers one chat-completions body as POST /v1/chat/completions
-// would (never streamed), in the batch class: its status and JSON body.
-func (s *Server) execLine(ctx context.Context, body json.RawMessage) (int, json.RawMessage) {
+// would (never streamed), in the batch class, under the request id
+// reqID: its status, its JSON body and the failure the body tells of
+// (nil on success; the whole cause, for the log).
+func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
+	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
 	var cr chatRequest
 	if je := checkJSON(body); je != nil {
-		e := &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()}
-		return e.status, e.body()
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
 	}
 	if err := json.Unmarshal(body, &cr); err != nil {
-		e := &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()}
-		return e.status, e.body()
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
 	}
 	cr.Stream, cr.StreamOptions = false, nil
 	m, input, e := s.modeFor(&cr, batchagent.Batch)
 	if e != nil {
-		return e.status, e.body()
+		return refuse(e)
 	}
 	// No RequestTimeout: a batch line may wait long for a slot below
 	// interactive traffic; the batch's completion window bounds it.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &lineWriter{}
+	w.Header().Set(requestIDHeader, reqID)
 	x := &executor{
 		w: w, cancel: cancel, id: requestID(), model: cr.Model, created: time.Now().Unix(),
 		input: input, tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
@@ -457,12 +471,11 @@ func (s *Server) execLine(ctx context.Context, body json.RawMessage) (int, json.
 	if p, ok := s.cfg.Prices[cr.Model]; ok {
 		x.price = &p
 	}
-	x.execute(ctx, m)
+	err := x.execute(ctx, m)
 	if w.status == 0 {
-		e := &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"}
-		return e.status, e.body()
+		return refuse(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"})
 	}
-	return w.status, json.RawMessage(bytes.TrimSpace(w.body.Bytes()))
+	return w.status, json.RawMessage(bytes.TrimSpace(w.body.Bytes())), err
 }
 
 // finalize writes the output and error files from the recorded lines, in

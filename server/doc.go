@@ -46,15 +46,24 @@
 //
 // # Errors
 //
-// 400 for a body that is not JSON or a bad field, 401 for a missing or
-// unknown key, 404 for an unknown model, 413 for a body over
-// MaxBodyBytes, 429 with Retry-After for a key's limits or a rate-limited
-// backend, 500 for a failed agent or a backend's server error, 502 for an
-// unreachable backend, 503 for a shutting-down server, an overloaded or
-// unavailable backend, 504 for a timeout. An error after a stream has
-// begun is sent as a data line holding the error object, without [DONE];
-// a backend connection cut mid-stream ends the stream without [DONE], as
-// the backend did.
+// 400 for a body that is not JSON, names a key twice or holds text that
+// is not UTF-8 (the message names the key's path or the byte's offset),
+// or a bad field; 401 for a missing or unknown key (the connection then
+// closes); 404 for an unknown model, 408 for a body that did not arrive
+// within BodyTimeout, 413 for a body over MaxBodyBytes, 429 with
+// Retry-After for a key's limits or a rate-limited backend, 500 for a
+// failed agent or a backend's server error, 502 for an unreachable
+// backend or a cut connection (backend_unreachable) and for a backend
+// that refuses the gateway's credentials (upstream_auth), 503 with
+// Retry-After for a draining server, 503 for an overloaded or
+// unavailable backend, 504 for a timeout. Every answer carries its
+// request's id in the X-Request-Id header. The message of a failure
+// upstream says what failed in the API's words and names the request id;
+// the cause itself (an upstream address, the variable of a key) goes
+// only to the server's log, under "request_id". An error after a stream
+// has begun, a connection cut upstream included, is sent as a data line
+// holding the error object, without a finish reason and without [DONE]:
+// a client never takes a cut answer for a whole one.
 //
 // # Executor
 //

@@ -45,6 +45,11 @@ type mode interface {
 // errUsed is returned by a second use of an executor.
 var errUsed = errors.New("server: executor used twice")
 
+// errDraining is the cause of a request's context when the server began
+// to drain before the request's answer did: it is answered 503 with
+// Retry-After, to be sent again elsewhere.
+var errDraining = errors.New("server: draining before the answer began")
+
 // errClientGone is the cause of a request's context once its client has
 // disconnected.
 var errClientGone = errors.New("server: client disconnected")
@@ -156,8 +161,9 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 
 // fail reports err to the client: an error status while nothing has
 // been written; in a stream already begun, an error event (OpenAI's
-// error object as a data line), or for a cut connection upstream, the
-// end of the stream without [DONE], as the backend did.
+// error object as a data line) and no [DONE], whatever the failure — a
+// connection cut upstream too — so that no client takes a cut answer for
+// a whole one.
 func (x *executor) fail(err error) {
 	if errors.Is(err, errClientGone) {
 		return
@@ -166,12 +172,9 @@ func (x *executor) fail(err error) {
 		writeError(x.w, errorOf(err))
 		return
 	}
-	if errors.Is(err, llm.ErrConnection) {
-		return
-	}
 	x.buf.Reset()
 	x.buf.WriteString("data: ")
-	x.buf.Write(errorOf(err).body())
+	x.buf.Write(errorOf(err).body(x.w.Header().Get(requestIDHeader)))
 	x.buf.WriteString("\n\n")
 	x.flush()
 }

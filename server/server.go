@@ -282,8 +282,25 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP routes a request.
+// requestIDHeader names the response header that carries a request's
+// id, which the server's log lines about the request carry too.
+const requestIDHeader = "X-Request-Id"
+
+// requestIDKey is the context key of a request's id.
+type requestIDKey struct{}
+
+// requestIDFrom returns the id of the request of ctx, or "".
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// ServeHTTP routes a request. Every answer carries the request's id in
+// its X-Request-Id header.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newID("req_")
+	w.Header().Set(requestIDHeader, id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	if h, ok := s.routes[r.URL.Path]; ok {
 		h.ServeHTTP(w, r)
 		return
@@ -376,9 +393,10 @@ func requestID() string {
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	status, model, keyName := http.StatusOK, "", ""
+	reqID := requestIDFrom(r.Context())
 	defer func() {
 		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "chat completion",
-			slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
+			slog.String("request_id", reqID), slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
 			slog.Duration("took", time.Since(start)))
 	}()
 	refuse := func(e *apiError) {
@@ -435,9 +453,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, errClientGone) {
 			status = 499 // client closed request, as nginx logs it
 		}
+		// The whole cause, which the client's message leaves out.
 		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "chat completion failed",
-			slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
-			slog.String("err", errorOf(err).code))
+			slog.String("request_id", reqID), slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
+			slog.String("code", errorOf(err).code), slog.String("err", err.Error()))
 	}
 }
 
