@@ -55,9 +55,9 @@ type Stats struct {
 	// Backends has the admission of each backend the engine's jobs used,
 	// in the order of first use.
 	Backends []BackendStats
-	// ByTier counts results by the tier that answered (Result.Tier): 0
+	// ByTier counts answers by the tier that gave them (Result.Tier): 0
 	// the job's model, 1 and on its fallbacks (the eighth counts the later
-	// ones too).
+	// ones too). A failed result is not counted, whatever tier it reached.
 	ByTier map[int]int64
 	// BreakerChanges counts the state changes of the backends' circuit
 	// breakers (closed to open, open to half-open, half-open to closed or

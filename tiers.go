@@ -14,6 +14,9 @@ type Fallback = job.Fallback
 // that sets none; BudgetEnv overrides it in the CLI.
 const DefaultBudget = job.DefaultBudget
 
+// MinBudget is the shortest budget a spec accepts. See [job.MinBudget].
+const MinBudget = job.MinBudget
+
 // BudgetEnv names the environment variable the CLI reads for the default
 // budget: a Go duration such as "2s".
 const BudgetEnv = job.BudgetEnv

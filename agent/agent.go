@@ -470,6 +470,22 @@ type retries struct {
 	outage   int       // retries in the current outage
 	since    time.Time // when the current outage began: its first failure
 	lastFail time.Time // the agent's last outage failure
+	last     error     // the last transient failure retried; nil: none
+}
+
+// interrupted returns err, the error of a call that ctx ended (its
+// deadline, the agent's budget, a cancellation) while the call was retried
+// after last (nil: none), with last kept beside it: the result then names
+// the failure it was retrying (a refused connection), not only the
+// deadline. An err of the backend's own is returned as it is.
+func interrupted(err, last error) error {
+	if last == nil || err == last {
+		return err
+	}
+	if _, ok := errors.AsType[*llm.APIError](err); ok {
+		return err
+	}
+	return fmt.Errorf("%w (retrying after: %w)", err, last)
 }
 
 // retry decides what follows err, the failure of a model call with req:
@@ -479,9 +495,13 @@ func (r *Runner) retry(ctx context.Context, st *State, req *llm.Request, sp *job
 	if ctx.Err() == nil && errors.Is(err, llm.ErrContextLength) {
 		return r.relearn(st, req, err, &rs.relearnt)
 	}
-	if ctx.Err() != nil || !llm.IsTransient(err) && !errors.Is(err, job.ErrLimitUnavailable) {
+	if ctx.Err() != nil {
+		return nil, interrupted(err, rs.last)
+	}
+	if !llm.IsTransient(err) && !errors.Is(err, job.ErrLimitUnavailable) {
 		return nil, err
 	}
+	rs.last = err
 	var wait time.Duration
 	if r.cfg.OutageBudget > 0 && isOutage(err) {
 		now := time.Now()
@@ -515,7 +535,7 @@ func (r *Runner) retry(ctx context.Context, st *State, req *llm.Request, sp *job
 		return nil, ErrStopped
 	case <-ctx.Done():
 		t.Stop()
-		return nil, ctx.Err()
+		return nil, interrupted(ctx.Err(), err)
 	}
 	st.Timings.Backoff += wait
 	sp.Backoff += wait

@@ -33,6 +33,13 @@ type Fallback struct {
 	Func func(ctx context.Context, in Input) (json.RawMessage, error)
 }
 
+// MinBudget is the shortest Budget a Spec accepts: no model call over a
+// network answers faster, and a model tier tried once the budget is spent
+// gets only a quarter of it. A budget the backends cannot meet makes every
+// agent fall through its tiers; it never opens a circuit breaker, which
+// counts only the backends' own failures.
+const MinBudget = 10 * time.Millisecond
+
 // FuncTimeout is the deadline of a Fallback's Func.
 const FuncTimeout = time.Second
 
@@ -61,6 +68,9 @@ func BudgetFrom(getenv func(string) string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 2s", BudgetEnv, v)
+	}
+	if d < MinBudget {
+		return 0, fmt.Errorf("%s=%q: below the %v minimum, which no model call could meet", BudgetEnv, v, MinBudget)
 	}
 	return d, nil
 }

@@ -238,6 +238,9 @@ func NewSpec(d Def) (*Spec, error) {
 	if d.Budget < 0 {
 		return nil, badSpec("negative budget %v", d.Budget)
 	}
+	if d.Budget > 0 && d.Budget < MinBudget {
+		return nil, badSpec("budget %v: below the %v minimum, which no model call could meet", d.Budget, MinBudget)
+	}
 	for i, f := range d.Fallbacks {
 		if (f.Model == nil) == (f.Func == nil) {
 			return nil, badSpec("fallback %d: want exactly one of a model and a func", i+1)

@@ -58,6 +58,7 @@ type outage struct {
 	calls     uint64               // calls admitted so far: the next call's id
 	inflight  map[uint64]time.Time // admitted calls not yet ended, and when each was admitted
 	runs      map[*Run]struct{}    // the runs registered
+	lastConn  error                // the last connection failure; nil: none yet
 }
 
 // Run is one run's view of the backend, from [Gate.BeginRun] to
@@ -206,6 +207,9 @@ func (o *outage) observe(id, gen uint64, began bool, out Outcome) (pause time.Du
 		}
 		return 0, false
 	}
+	if out.Err != nil {
+		o.lastConn = out.Err
+	}
 	for r := range o.runs {
 		if !r.answered && r.err == nil && r.firstFail.IsZero() {
 			r.firstFail = now
@@ -258,9 +262,24 @@ func (o *outage) gaveUp(r *Run, connection bool, cause error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if connection && !r.answered && o.window > 0 && r.err == nil {
+		if o.lastConn != nil && !r.firstFail.IsZero() {
+			cause = o.lastConn // named as such: the caller's may be only the deadline that ended it
+		}
 		o.declareLocked(r, time.Now(), cause)
 	}
 	return r.err
+}
+
+// Unreached reports whether connections to the backend failed during run
+// r and no call was answered in it: the state in which [Gate.GaveUp]
+// declares the backend unavailable. A caller whose own calls were cut by
+// a deadline while they waited for admission, paused by those failures,
+// gives up as on a connection failure when it is.
+func (g *Gate) Unreached(r *Run) bool {
+	o := g.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !r.answered && !r.firstFail.IsZero()
 }
 
 func (o *outage) declareLocked(r *Run, now time.Time, cause error) {

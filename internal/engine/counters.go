@@ -30,7 +30,7 @@ type counters struct {
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
 	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
-	byTier            [maxTiers]atomic.Int64     // by Result.Tier; later tiers count as the last
+	byTier            [maxTiers]atomic.Int64     // answers by Result.Tier; later tiers count as the last
 	packCalls         atomic.Int64               // packed model calls
 	packed            atomic.Int64               // results answered by a packed call
 	packAlone         atomic.Int64               // agents of packing jobs that ran alone
@@ -46,7 +46,9 @@ func (c *counters) addUsage(u llm.Usage) {
 func (c *counters) add(o *outcome) {
 	r, p := o.Result, o.prior
 	c.done.Add(1)
-	c.byTier[min(max(r.Tier, 0), maxTiers-1)].Add(1)
+	if r.Err == nil { // answers, not attempts: a failed result's Tier is the last tier tried
+		c.byTier[min(max(r.Tier, 0), maxTiers-1)].Add(1)
+	}
 	if o.restored {
 		c.restored.Add(1)
 	}

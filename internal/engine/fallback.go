@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -33,9 +35,15 @@ var ErrBudget = errors.New("time budget spent")
 // circuit breaker is open.
 var ErrBreakerOpen = errors.New("circuit breaker open: backend skipped")
 
+// errUncounted is what a breaker is told of a run that says nothing of its
+// backend: cut by the budget, a deadline or a cancellation before the
+// backend failed. It counts neither as a failure nor as a success.
+var errUncounted = errors.New("not the backend's outcome")
+
 // A tier is one fallback of a runner: a model's agent loop or a function.
 type tier struct {
 	agent *agent.Runner
+	g     *gate                                      // the model's admission; nil for a function
 	br    *gobreaker.TwoStepCircuitBreaker[struct{}] // nil: none
 	fn    func(ctx context.Context, in job.Input) (json.RawMessage, error)
 }
@@ -51,8 +59,9 @@ type fallbacks struct {
 // maxTiers bounds the tiers counted apart; later tiers count as the last.
 const maxTiers = 8
 
-// ByTier returns the results delivered by tier (tiers past the eighth
-// count as the eighth), and the breakers' state changes.
+// ByTier returns the answers (results without an error) by the tier that
+// gave them (tiers past the eighth count as the eighth), and the breakers'
+// state changes.
 func (e *Engine) ByTier() (map[int]int64, int64) {
 	m := map[int]int64{}
 	for i := range e.stats.byTier {
@@ -87,6 +96,7 @@ func (e *Engine) breakerOf(m llm.Model, name string) *gobreaker.TwoStepCircuitBr
 		MaxRequests: 1,
 		Timeout:     cooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		IsExcluded:  func(err error) bool { return errors.Is(err, errUncounted) },
 		OnStateChange: func(n string, from, to gobreaker.State) {
 			e.breakerChanges.Add(1)
 			e.log.Info("circuit breaker", "backend", n, "from", from.String(), "to", to.String())
@@ -123,9 +133,116 @@ func (e *Engine) fallbacksOf(spec *job.Spec, cfg agent.Config, class sched.Class
 		if err != nil {
 			return nil, fmt.Errorf("%w: fallback %d: %v", job.ErrBadSpec, i+1, err)
 		}
-		f.tiers = append(f.tiers, tier{agent: a, br: e.breakerOf(fb.Model, fb.ModelName)})
+		f.tiers = append(f.tiers, tier{agent: a, g: g, br: e.breakerOf(fb.Model, fb.ModelName)})
 	}
 	return f, nil
+}
+
+// beginTiers registers a run, for the unavailability check, on the gate
+// of each model tier of f: by tier, nil for a function or an ungated
+// model. It returns nil for a nil f.
+func (f *fallbacks) beginTiers(ctx context.Context) []*sched.Run {
+	if f == nil {
+		return nil
+	}
+	runs := make([]*sched.Run, len(f.tiers))
+	for i, tr := range f.tiers {
+		if tr.g != nil && tr.g.gated {
+			runs[i] = tr.g.g.BeginRun(ctx)
+		}
+	}
+	return runs
+}
+
+// endTiers ends the runs beginTiers returned.
+func (f *fallbacks) endTiers(runs []*sched.Run) {
+	for i, r := range runs {
+		if r != nil {
+			f.tiers[i].g.g.EndRun(r)
+		}
+	}
+}
+
+// checked reports whether every tier of f can be found unreachable: each
+// is a gated model whose run is in runs, and so is the primary (run). A
+// function tier always answers, whatever the backends do.
+func (f *fallbacks) checked(rn *runner, run *sched.Run, runs []*sched.Run) bool {
+	if !rn.gate.gated || run == nil || len(runs) != len(f.tiers) {
+		return false
+	}
+	for _, r := range runs {
+		if r == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// tiersDown tells each tier's gate how the agent's try there failed (perr
+// the primary's error, errs the fallback tiers' by tier, nil where not
+// tried) and returns the unavailability error once every tier's backend
+// was found unreachable in this run: no call to any of them was answered
+// and connections to each failed. Nil otherwise, or when a tier cannot be
+// checked (see checked).
+func (e *Engine) tiersDown(a *agentRun, perr error, errs []error) error {
+	f := a.rn.fb
+	if !f.checked(a.rn, a.run, a.tiers) {
+		return nil
+	}
+	down := a.rn.gate.g.GaveUp(a.run, unreached(a.rn.gate.g, a.run, perr), perr)
+	if down == nil {
+		return nil
+	}
+	msgs := make([]string, 0, len(f.tiers))
+	for i, tr := range f.tiers {
+		d := tr.g.g.GaveUp(a.tiers[i], unreached(tr.g.g, a.tiers[i], errs[i]), errs[i])
+		if d == nil {
+			return nil
+		}
+		msgs = append(msgs, fmt.Sprintf("fallback %d: %v", i+1, d))
+	}
+	return fmt.Errorf("%w; %s", down, strings.Join(msgs, "; "))
+}
+
+// unreached reports whether err, an agent's failure on the backend of g,
+// says the backend could not be reached in run: a connection failure, or
+// a call cut by the budget or a deadline, with no answer of the backend's
+// own, while connections failed in the run and none was answered (the
+// call waited for admission, paused by those failures).
+func unreached(g *sched.Gate, run *sched.Run, err error) bool {
+	if errors.Is(err, llm.ErrConnection) {
+		return true
+	}
+	if _, ok := errors.AsType[*llm.APIError](err); ok || !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return g.Unreached(run)
+}
+
+// watchTiers waits until every tier of f (the primary's run and the model
+// tiers' runs) declared its backend unavailable, then stops the run with
+// the unavailability error; or returns when ctx ends. A job with a tier
+// that cannot be checked (a function always answers) is never stopped.
+func (e *Engine) watchTiers(ctx context.Context, rn *runner, run *sched.Run, runs []*sched.Run, stop context.CancelCauseFunc) {
+	f := rn.fb
+	if !f.checked(rn, run, runs) {
+		return
+	}
+	msgs := make([]string, 0, len(runs))
+	for i, r := range append([]*sched.Run{run}, runs...) {
+		select {
+		case <-r.Down():
+		case <-ctx.Done():
+			return
+		}
+		if i > 0 {
+			msgs = append(msgs, fmt.Sprintf("fallback %d: %v", i, r.Err()))
+		}
+	}
+	err := fmt.Errorf("%w; %s", run.Err(), strings.Join(msgs, "; "))
+	e.log.LogAttrs(ctx, slog.LevelError, "no tier's backend could be reached: stopping the run; unfinished inputs stay pending",
+		slog.String("job", rn.id), slog.Any("err", err))
+	stop(err)
 }
 
 // fallsBack reports whether a tier's failure err, in a context whose
@@ -144,16 +261,36 @@ func fallsBack(err, cause error) bool {
 	return false
 }
 
-// backendFailure reports whether err counts against a backend's breaker.
+// backendFailure reports whether err holds a failure of the backend
+// itself: an *llm.APIError of a server error, a failed connection, the
+// backend's timeout, a rate limit or an overload. It holds one also when a
+// deadline ended the agent while it waited to retry such a failure (the
+// agent keeps the last one beside the deadline); a call cut by a deadline,
+// a budget or a cancellation alone holds none.
 func backendFailure(err error) bool {
-	if errors.Is(err, agent.ErrStopped) {
+	if _, ok := errors.AsType[*llm.APIError](err); !ok {
 		return false
 	}
-	switch job.Classify(err, false, false) {
-	case job.KindBackend, job.KindRateLimit, job.KindTimeout:
-		return true
+	return errors.Is(err, llm.ErrServer) || errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout) ||
+		errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)
+}
+
+// breakerOutcome returns what a backend's breaker is told of a run of
+// the agent that ended with err: nil (a success) when the backend
+// answered, even with an answer the agent rejected; err when the backend
+// failed; errUncounted when the budget, a deadline, a cancellation or a
+// stop ended the run before the backend failed: those are not the
+// backend's doing and never count toward its breaker.
+func breakerOutcome(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case backendFailure(err):
+		return err
+	case errors.Is(err, agent.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errUncounted
 	}
-	return false
+	return nil
 }
 
 // runModel runs a on st within ctx, through br when set.
@@ -166,18 +303,7 @@ func runModel(ctx context.Context, a *agent.Runner, br *gobreaker.TwoStepCircuit
 		return fmt.Errorf("%w: %v", ErrBreakerOpen, err)
 	}
 	err = a.Run(ctx, st)
-	switch {
-	case err == nil:
-		done(nil)
-	case backendFailure(err) && ctx.Err() == nil, errors.Is(context.Cause(ctx), ErrBudget):
-		// A backend that failed, or was too slow for the budget (a dead
-		// one whose calls are retried until it ends).
-		done(err)
-	default:
-		// Not the backend's fault (a bad answer, the run's end): a probe
-		// neither closes nor reopens the breaker on it.
-		done(nil)
-	}
+	done(breakerOutcome(err))
 	return err
 }
 
@@ -186,8 +312,9 @@ func runModel(ctx context.Context, a *agent.Runner, br *gobreaker.TwoStepCircuit
 // ends, and turns the turns the primary took. It returns the answering
 // tier (or the last one tried), its error, and the state holding its work;
 // its Spans are those of every model tier tried, with their Tier set and
-// turns numbered on from the primary's.
-func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task llm.Message, budgetEnd time.Time, turns int) (int, *agent.State, error) {
+// turns numbered on from the primary's. errs, one per tier, gets the error
+// of each tier tried.
+func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task llm.Message, budgetEnd time.Time, turns int, errs []error) (int, *agent.State, error) {
 	var (
 		err   error
 		spans []job.Span
@@ -214,6 +341,7 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 				return t, st, nil
 			}
 			err = fmt.Errorf("fallback %d (func): %w", t, err)
+			errs[i] = err
 			continue
 		}
 		d := time.Until(budgetEnd)
@@ -234,6 +362,7 @@ func (e *Engine) runTiers(ctx context.Context, f *fallbacks, in job.Input, task 
 		if err == nil {
 			return t, st, nil
 		}
+		errs[i] = err
 		if !fallsBack(err, cause) {
 			return t, st, err
 		}
@@ -266,8 +395,11 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 	f := rn.fb
 	r := resultOf(i, in, st)
 	r.Packed = packed
+	perr := err
+	var errs []error // by tier; nil: the tiers were not tried
 	if err != nil && fallsBack(err, cause) && actx.Err() == nil && !e.draining.Load() {
-		t, ts, terr := e.runTiers(actx, f, in, st.Messages[0], start.Add(f.budget), st.Turns)
+		errs = make([]error, len(f.tiers))
+		t, ts, terr := e.runTiers(actx, f, in, st.Messages[0], start.Add(f.budget), st.Turns, errs)
 		if t > 0 {
 			st.Spans = append(st.Spans, ts.Spans[:min(len(ts.Spans), max(job.MaxSpans-len(st.Spans), 0))]...)
 			r.Spans = st.Spans
@@ -295,6 +427,13 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 		}
 		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout) || errors.Is(cause, ErrBudget)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
+		if errs != nil {
+			if down := e.tiersDown(a, perr, errs); down != nil {
+				// No tier's backend could be reached: no answer came, so
+				// the input stays pending, as without fallbacks.
+				ae.Err, canceled, timedOut = down, true, false
+			}
+		}
 		if canceled && e.closedNow() && !errors.Is(ae.Err, ErrShutdown) {
 			ae.Err = errors.Join(ae.Err, ErrShutdown)
 		}

@@ -216,7 +216,7 @@ func (p *packer) dispatch() {
 				pm.Release(nil, context.Canceled) // nothing to send: nothing learnt
 			}
 			if brDone != nil {
-				brDone(nil)
+				brDone(errUncounted) // no call: nothing learnt
 			}
 		case why != "":
 			for _, it := range items {
@@ -309,7 +309,7 @@ func (p *packer) admit() (pm *permit, brDone func(error), why string) {
 	}
 	if err != nil {
 		if brDone != nil {
-			brDone(nil)
+			brDone(errUncounted) // no call: nothing learnt
 		}
 		if errors.Is(err, sched.ErrStopped) {
 			return nil, nil, "the engine is draining"
@@ -475,14 +475,7 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 		p.e.stats.addUsage(resp.Usage)
 	}
 	if brDone != nil {
-		switch {
-		case err == nil:
-			brDone(nil)
-		case backendFailure(err) && ctx.Err() == nil:
-			brDone(err)
-		default:
-			brDone(nil)
-		}
+		brDone(breakerOutcome(err))
 	}
 	truncated := err == nil && resp.FinishReason == llm.FinishLength
 	var again []*packItem

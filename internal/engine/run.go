@@ -175,14 +175,22 @@ func (e *Engine) Stream(ctx context.Context, spec *job.Spec, inputs iter.Seq2[jo
 		var wg sync.WaitGroup
 		run := rn.gate.g.BeginRun(ctx)
 		defer rn.gate.g.EndRun(run)
-		wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
+		tiers := rn.fb.beginTiers(ctx)
+		defer rn.fb.endTiers(tiers)
+		if rn.fb == nil {
+			wg.Go(func() { e.stopIfUnavailable(ctx, rn, run, unavailable) })
+		} else {
+			// The primary's backend may be down while a fallback answers:
+			// the run stops only once no tier can.
+			wg.Go(func() { e.watchTiers(ctx, rn, run, tiers, unavailable) })
+		}
 		// Every result holds one of the engine's active tokens from
 		// admission until it has been delivered; a run holds at most
 		// MaxActive, so out never blocks a sender. It carries pointers:
 		// a buffer of MaxActive outcomes by value was 3 MB at 10,000.
 		out := make(chan *outcome, e.opt.MaxActive)
 		wg.Go(func() {
-			e.admit(ctx, rn, run, inputs, cancelRest, out)
+			e.admit(ctx, rn, run, tiers, inputs, cancelRest, out)
 			close(out)
 		})
 		stopped := false
@@ -219,7 +227,7 @@ func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.R
 // admit reads inputs and starts one agent per input, while it holds one
 // of the engine's active tokens. It returns when every started agent has
 // sent its result.
-func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- *outcome) {
+func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, tiers []*sched.Run, inputs iter.Seq2[job.Input, error], cancelRest bool, out chan<- *outcome) {
 	var agents sync.WaitGroup
 	defer agents.Wait()
 	// One function for every agent of the run, rather than a closure each.
@@ -291,7 +299,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, inputs i
 			resume = &p
 		}
 		agents.Add(1)
-		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: deliver}
+		a := &agentRun{rn: rn, run: run, tiers: tiers, i: i, in: in, st: resume, save: true, deliver: deliver}
 		if resume != nil {
 			a.prior = new(workOf(resume))
 		}
@@ -314,8 +322,11 @@ func (e *Engine) closedNow() bool {
 type agentRun struct {
 	rn  *runner
 	run *sched.Run // the run's admission; nil: none
-	i   int        // the input's index
-	in  job.Input
+	// tiers are the runs on the gates of the fallback tiers, by tier (see
+	// fallbacks.beginTiers); nil: none.
+	tiers []*sched.Run
+	i     int // the input's index
+	in    job.Input
 	// st is the agent's state: its checkpointed last completed turn when
 	// it resumes (set before runAgent), else a fresh one.
 	st    *agent.State

@@ -30,7 +30,9 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		}
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		e.runAgent(ctx, &agentRun{rn: rn, run: run, i: i, in: in, deliver: func(_ *agentRun, r job.Result) {
+		tiers := rn.fb.beginTiers(ctx)
+		defer rn.fb.endTiers(tiers)
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, tiers: tiers, i: i, in: in, deliver: func(_ *agentRun, r job.Result) {
 			e.stats.add(&outcome{Result: r})
 			end(r)
 		}})
@@ -110,7 +112,9 @@ func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input,
 		}
 		run := rn.gate.g.BeginRun(ctx) // keeps the backend's queue probe going
 		defer rn.gate.g.EndRun(run)
-		a := &agentRun{rn: rn, run: run, i: i, in: in, st: resume, save: true, deliver: func(a *agentRun, r job.Result) {
+		tiers := rn.fb.beginTiers(ctx)
+		defer rn.fb.endTiers(tiers)
+		a := &agentRun{rn: rn, run: run, tiers: tiers, i: i, in: in, st: resume, save: true, deliver: func(a *agentRun, r job.Result) {
 			deliver(&outcome{Result: r, prior: a.priorWork()})
 		}}
 		if resume != nil {
