@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -116,4 +117,44 @@ func (c *Client) Results(ctx context.Context, run, cursor string, max int, block
 		out[i].Line = []byte(s)
 	}
 	return out, nil
+}
+
+// retryScript takes a recorded result back so that its input runs again:
+// KEYS results hash, run hash, results stream, state hash, task stream;
+// ARGV index, the result's entry in the results stream, run ID, input. It
+// returns 1 when it took the result back and re-enqueued the input, 0 when
+// none is recorded for the index, -1 when the run does not exist.
+var retryScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[2], 'done', -1)
+redis.call('XDEL', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('XADD', KEYS[5], '*', 'run', ARGV[3], 'index', ARGV[1], 'input', ARGV[4])
+return 1
+`)
+
+// Retry takes back the result recorded for input index of run, whose
+// entry in the run's results stream is entry (its [Recorded.Cursor]), and
+// enqueues input at index again, atomically: the result is deleted and
+// the run's Done lowered, the entry deleted from the results stream (a
+// coordinator reading it again does not find it), the agent's saved state
+// deleted (the input runs afresh, not from its failed final state), and a
+// task added. The next result recorded for index is then stored as the
+// first. It returns false, changing nothing, when no result is recorded
+// for index; an unknown run gives an error wrapping [ErrNoRun].
+func (c *Client) Retry(ctx context.Context, run string, index int, entry string, input json.RawMessage) (bool, error) {
+	if !json.Valid(input) {
+		return false, fmt.Errorf("queue: retry input %d of run %q: input is not valid JSON", index, run)
+	}
+	n, err := retryScript.Run(ctx, c.rdb,
+		[]string{c.resultsKey(run), c.runKey(run), c.outKey(run), c.stateKey(run), c.tasksKey()},
+		index, entry, run, []byte(input)).Int()
+	if err != nil {
+		return false, c.fail(fmt.Sprintf("retry input %d of run %q", index, run), err)
+	}
+	if n < 0 {
+		return false, fmt.Errorf("queue: retry input %d of run %q: %w", index, run, ErrNoRun)
+	}
+	return n == 1, nil
 }

@@ -111,3 +111,56 @@ func TestResultsCursorAndBlocking(t *testing.T) {
 		t.Fatalf("RunStatus = %+v, %v; want Done 4", st, err)
 	}
 }
+
+// TestRetry: a recorded result taken back with Retry is gone from the
+// run (its line, its entry in the results stream, its saved state, one
+// off Done), its input is a task again, and the next result recorded for
+// it is the first; a second Retry, with nothing recorded, changes nothing.
+func TestRetry(t *testing.T) {
+	c, _ := open(t)
+	ctx := t.Context()
+	createRun(t, c, "r")
+	enqueue(t, c, "r", 0, 2)
+	if _, err := c.Read(ctx, "w", 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range []string{`{"index":0}`, `{"index":1,"error":{"kind":"backend"}}`} {
+		if _, err := c.Record(ctx, "r", i, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Redis().HSet(ctx, c.Key("state", "{r}"), "1", `{"index":1}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Results(ctx, "r", "0", 10, 0)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("Results = %v, %v; want 2", recs, err)
+	}
+	ok, err := c.Retry(ctx, "r", 1, recs[1].Cursor, []byte(`{"i":1}`))
+	if !ok || err != nil {
+		t.Fatalf("Retry(1) = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := c.Retry(ctx, "r", 1, recs[1].Cursor, []byte(`{"i":1}`)); ok || err != nil {
+		t.Errorf("Retry(1) again = %v, %v; want false, nil", ok, err)
+	}
+	if st, err := c.RunStatus(ctx, "r"); err != nil || st.Done != 1 {
+		t.Errorf("RunStatus after Retry = %+v, %v; want Done 1", st, err)
+	}
+	if n, err := c.Redis().HExists(ctx, c.Key("state", "{r}"), "1").Result(); err != nil || n {
+		t.Errorf("state of input 1 after Retry: exists %v, %v; want deleted", n, err)
+	}
+	recs, err = c.Results(ctx, "r", "0", 10, 0)
+	if err != nil || len(recs) != 1 || recs[0].Index != 0 {
+		t.Errorf("Results after Retry = %+v, %v; want index 0 alone", recs, err)
+	}
+	tasks, err := c.Read(ctx, "w", 10, 0)
+	if err != nil || len(tasks) != 1 || tasks[0].Index != 1 || string(tasks[0].Input) != `{"i":1}` {
+		t.Fatalf("Read after Retry = %+v, %v; want input 1's task again", tasks, err)
+	}
+	if first, err := c.Record(ctx, "r", 1, []byte(`{"index":1}`)); !first || err != nil {
+		t.Errorf("Record after Retry = %v, %v; want the first", first, err)
+	}
+	if _, err := c.Retry(ctx, "nope", 0, "0-1", []byte(`{}`)); !errors.Is(err, queue.ErrNoRun) {
+		t.Errorf("Retry of an unknown run = %v, want ErrNoRun", err)
+	}
+}
