@@ -27,6 +27,12 @@ import (
 // the same job when their fingerprints are equal.
 type Fingerprint map[string]string
 
+// BackendPart is the name of the [Fingerprint] part that says where the
+// job's model is served (the digest of a backend URL), not what the job
+// asks of it: a forced [Store.Begin] that changes only this part keeps the
+// job's states, which the same job made.
+const BackendPart = "backend"
+
 // Digest returns the hash a [Fingerprint] part holds for value: the first
 // 12 bytes of its SHA-256, in hex.
 func Digest(value []byte) string {
@@ -78,12 +84,14 @@ func (e *MismatchError) Error() string {
 // Begin records the run of jobID with fingerprint fp, or checks it against
 // the stored run: a different fingerprint is refused with a
 // [*MismatchError] unless force is set, in which case the stored fingerprint
-// is replaced and the job's stored states are discarded, in the same
-// transaction: they were made by another job, and resuming from them would
-// mix two jobs' results. [Store.Load], [Store.State] and [Store.Summary]
-// no longer see them (the job's agents count as pending), nor its
-// forgotten marks ([Store.Forget]); its samples stay. A forced Begin of an
-// unchanged job keeps everything. Begin a run before saving its states:
+// is replaced; when a part other than [BackendPart] changed, the job's
+// stored states are discarded too, in the same transaction: they were made
+// by another job, and resuming from them would mix two jobs' results.
+// [Store.Load], [Store.State] and [Store.Summary] no longer see them (the
+// job's agents count as pending), nor its forgotten marks
+// ([Store.Forget]); its samples stay. A forced Begin of an unchanged job,
+// or of one whose backend alone changed, keeps its states. Begin a run
+// before saving its states:
 // a save of the job committed concurrently with a forced Begin may land
 // on either side of it. It reports whether the run already existed.
 func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force bool) (existed bool, err error) {
@@ -124,7 +132,7 @@ func (s *Store) Begin(ctx context.Context, jobID string, fp Fingerprint, force b
 		if len(changed) > 0 && !force {
 			return true, &MismatchError{JobID: jobID, Changed: changed}
 		}
-		if len(changed) > 0 {
+		if slices.ContainsFunc(changed, func(part string) bool { return part != BackendPart }) {
 			if err := discardStates(ctx, tx, jobID); err != nil {
 				return true, fmt.Errorf("checkpoint: begin job %q: discard the old job's states: %w", jobID, err)
 			}

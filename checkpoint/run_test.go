@@ -181,8 +181,8 @@ func TestSummary(t *testing.T) {
 // TestBeginForceDiscardsStaleStates forces a run whose job changed: the
 // states saved by the old job (final and in progress) are stale, made by
 // another job, and Load no longer returns them; a forced Begin of an
-// unchanged job keeps them, and states saved after the forced Begin are
-// loaded as usual.
+// unchanged job, or of one whose backend alone changed, keeps them, and
+// states saved after the forced Begin are loaded as usual.
 func TestBeginForceDiscardsStaleStates(t *testing.T) {
 	s, _ := open(t, checkpoint.Config{})
 	ctx := t.Context()
@@ -221,7 +221,14 @@ func TestBeginForceDiscardsStaleStates(t *testing.T) {
 	if got := indexes("j"); !cmp.Equal(got, []int{0, 1, 2}) {
 		t.Errorf("after a forced Begin of the same job, Load = indexes %v, want [0 1 2]", got)
 	}
-	edited := checkpoint.Fingerprint{"task": "t2", "model": "m1"}
+	moved := checkpoint.Fingerprint{"task": "t1", "model": "m1", checkpoint.BackendPart: "b2"}
+	if _, err := s.Begin(ctx, "j", moved, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexes("j"); !cmp.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("after a forced Begin with another backend only, Load = indexes %v, want [0 1 2]: the same job made them", got)
+	}
+	edited := checkpoint.Fingerprint{"task": "t2", "model": "m1", checkpoint.BackendPart: "b2"}
 	if existed, err := s.Begin(ctx, "j", edited, true); err != nil || !existed {
 		t.Fatalf("Begin(edited, force) = %v, %v; want true, nil", existed, err)
 	}

@@ -379,8 +379,8 @@ func upgradeFrom2(ctx context.Context, tx *sql.Tx) error {
 			rows.Close()
 			return fmt.Errorf("job %q: fingerprint: %w", id, err)
 		}
-		if b, ok := fp["backend"]; ok && !isDigest(b) {
-			fp["backend"] = Digest([]byte(b))
+		if b, ok := fp[BackendPart]; ok && !isDigest(b) {
+			fp[BackendPart] = Digest([]byte(b))
 			if fixed[id], err = json.Marshal(fp); err != nil {
 				rows.Close()
 				return err

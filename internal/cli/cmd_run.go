@@ -26,11 +26,11 @@ summary on stderr.
 With an output file, progress is checkpointed in a SQLite state file
 (OUT.state.db unless --state names another): running the same command again
 resumes, keeping the finished inputs and continuing the unfinished agents.
-A resume whose job (model, system, task, schema, tools, sampling, backend)
-or inputs changed is refused: --force runs again every result made by the
-old job or from a changed input, and --restart starts a fresh run, moving
-the old output and state file aside to OUT.1 and STATE.1 (the next free
-number). --out and --state may not name a file the run reads (inputs, job
+A resume whose job (model, system, task, schema, tools, sampling), backend
+URL or inputs changed is refused: --force runs again every result made by
+the old job or from a changed input (a new backend URL alone keeps them),
+and --restart starts a fresh run, moving the old output and state file
+aside to OUT.1 and STATE.1 (the next free number). --out and --state may not name a file the run reads (inputs, job
 file, schema file) or each other.
 The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
 stops at once.
@@ -54,8 +54,8 @@ With --redis URL the process is the coordinator of a run spread over the
 workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
 most --window without a result) and writes each recorded result into the
 output once; the same command run again resumes. The checkpoints are kept
-in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
---backend do not apply.
+in Redis, so --state, --no-state, --force, --restart, --retry-failed,
+--ordered and --backend do not apply.
 ` + dryRunHelp,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
@@ -120,7 +120,7 @@ in Redis, so --state, --no-state, --force, --retry-failed, --ordered and
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")
 	fl.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
 	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
-	fl.BoolVar(&f.force, "force", false, "resume even though the job or its inputs changed since the state was written (changed inputs run again)")
+	fl.BoolVar(&f.force, "force", false, "resume even though the job, its backend URL or its inputs changed since the state was written: the results of the old job and of changed inputs run again")
 	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	fl.BoolVar(&f.restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")

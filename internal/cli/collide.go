@@ -16,6 +16,15 @@ type runFile struct {
 	fix     string // for a file written, how to name it otherwise: "pick another --out"
 }
 
+// outputFile is the output of a run as checkRunFiles takes it: path, the
+// --out flag's file (flag set) or the job file's output.
+func outputFile(path string, flag bool) runFile {
+	if flag {
+		return runFile{subject: "--out", object: "the --out file", path: path, fix: "pick another --out"}
+	}
+	return runFile{subject: "output", object: "the output file", path: path, fix: "change output: in the job file, or pass --out"}
+}
+
 // jobReads returns the files a run of the job file at path reads: the job
 // file, the inputs at inPath, the output schema files and the SQLite
 // databases of its tools. Empty paths are left out.

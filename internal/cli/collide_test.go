@@ -90,3 +90,38 @@ func TestRunRefusesOutputNamingAFileItReads(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisAndBatchRunsRefuseOutputNamingTheirInput gives run --redis and
+// run --openai-batch an --out naming the file they read: exit 2 naming
+// both, the file as it was (the Redis named is never reached).
+func TestRedisAndBatchRunsRefuseOutputNamingTheirInput(t *testing.T) {
+	dir := t.TempDir()
+	job := writeFile(t, dir, "job.yaml", "task: \"Item {id}\"\n")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	batch := writeFile(t, dir, "batch.jsonl", `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[{"role":"user","content":"hi"}]}}`+"\n")
+	tests := []struct {
+		name string
+		args []string
+		file string
+		want string
+	}{
+		{"redis out is the inputs", []string{"run", job, "--inputs", in, "--out", in, "--redis", "redis://127.0.0.1:1"}, in, "--out " + in + " is the inputs file " + in},
+		{"redis out is the job file", []string{"run", job, "--inputs", in, "--out", job, "--redis", "redis://127.0.0.1:1"}, job, "--out " + job + " is the job file " + job},
+		{"batch out is its input", []string{"run", "--openai-batch", batch, "--out", batch, "--backend", "sim://"}, batch, "--out " + batch + " is the --openai-batch file " + batch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, t.Context(), tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr, tt.want)
+			}
+			if b, err := os.ReadFile(tt.file); err != nil || !bytes.Equal(b, before) {
+				t.Errorf("%s changed: %q (err %v), was %q", tt.file, b, err, before)
+			}
+		})
+	}
+}

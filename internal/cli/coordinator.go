@@ -50,7 +50,6 @@ var conflictsWithRedis = []struct{ flag, why string }{
 	{"state", "the checkpoints are kept in Redis"},
 	{"no-state", "the checkpoints are kept in Redis"},
 	{"force", "a run's ID covers its job file, so a changed job is a new run"},
-	{"retry-failed", "failures recorded in Redis are results"},
 	{"ordered", "results are written in completion order"},
 	{"backend", "the workers open the job file's backend: set backend: in the job file"},
 	{"openai-batch", "OpenAI batch files run in one process"},
@@ -155,6 +154,9 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if inPath, err = filepath.Abs(inPath); err != nil {
 		return fail(exitUsage, err)
 	}
+	if err := checkRunFiles([]runFile{outputFile(outPath, f.out != "")}, jobReads(path, cj, inPath)); err != nil {
+		return fail(exitUsage, err)
+	}
 	format, err := inputFormatOf(inPath)
 	if err != nil {
 		return fail(exitUsage, err)
@@ -202,11 +204,27 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("run %s exists in Redis with another job file (%s): give another --run-id", id, st.JobPath))
 	}
 
-	out, written, err := openRunOutput(outPath, existed)
+	// --retry-failed: the failed results recorded are taken back and
+	// their inputs enqueued again, after their lines left the output (a
+	// coordinator killed between the two finds the failures in Redis
+	// again, or writes their lines again without the flag).
+	var retry map[int]string
+	if f.retryFailed && existed {
+		if retry, err = failedResults(ctx, q, id); err != nil {
+			return fail(exitFailed, err)
+		}
+	}
+	out, written, err := openRunOutput(outPath, existed, retry)
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
 	}
 	defer out.Close()
+	retried := 0
+	if len(retry) > 0 {
+		if retried, err = retryInputs(ctx, q, id, format, inPath, retry); err != nil {
+			return fail(exitFailed, err)
+		}
+	}
 
 	c := &coordinator{
 		q: q, run: id, name: jobName(path, cj), window: rf.window,
@@ -221,6 +239,9 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		verb := "starting"
 		if existed {
 			verb = fmt.Sprintf("resuming (%d results in the output, %d inputs enqueued before)", written.len(), st.Enqueued)
+		}
+		if f.retryFailed && existed {
+			verb += fmt.Sprintf("; %d failed inputs enqueued again (--retry-failed)", retried)
 		}
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", c.name, id, queue.RedactURL(rf.url), verb)
 	}
@@ -245,8 +266,9 @@ func runIDOf(jobPath string, job []byte, inPath, inDigest, outPath string) strin
 // openRunOutput opens the output of a run. A new run truncates it. A
 // resumed one keeps its complete lines, drops a partial last line (the
 // write a killed coordinator left half done) and everything after it,
-// and returns the indexes the lines kept hold.
-func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
+// and the lines of the indexes in drop (failed results run again), and
+// returns the indexes the lines kept hold.
+func openRunOutput(path string, resume bool, drop map[int]string) (*os.File, *indexSet, error) {
 	written := &indexSet{}
 	if !resume {
 		f, err := os.Create(path)
@@ -256,6 +278,18 @@ func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Lines are dropped from the middle by writing the kept ones to a new
+	// file that replaces the output (its lock is a file beside it).
+	var rewrite *os.File
+	if len(drop) > 0 {
+		if rewrite, err = os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".retry-*"); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		defer os.Remove(rewrite.Name()) // renamed over path unless something failed
+		defer rewrite.Close()
+	}
+	w := bufio.NewWriterSize(rewrite, 64<<10)
 	r := bufio.NewReaderSize(f, 64<<10)
 	var keep int64
 	for {
@@ -269,8 +303,30 @@ func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
 		if json.Unmarshal(line, &l) != nil || l.Index == nil || *l.Index < 0 {
 			break
 		}
+		if _, ok := drop[*l.Index]; ok {
+			continue
+		}
 		written.add(*l.Index)
 		keep += int64(len(line))
+		if rewrite != nil {
+			w.Write(line)
+		}
+	}
+	if rewrite != nil {
+		f.Close()
+		err := w.Flush()
+		if err == nil {
+			err = rewrite.Sync()
+		}
+		if err == nil {
+			err = os.Rename(rewrite.Name(), path)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if f, err = os.OpenFile(path, os.O_RDWR, 0o644); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := f.Truncate(keep); err != nil {
 		f.Close()
@@ -281,6 +337,72 @@ func openRunOutput(path string, resume bool) (*os.File, *indexSet, error) {
 		return nil, nil, err
 	}
 	return f, written, nil
+}
+
+// failedResults returns the failed results recorded in run, by input
+// index, each with its entry in the run's results stream: those that
+// --retry-failed runs again. Inputs that could not be decoded (kind input)
+// would fail again and are left alone.
+func failedResults(ctx context.Context, q *queue.Client, run string) (map[int]string, error) {
+	failed := map[int]string{}
+	cursor := "0"
+	for {
+		recs, err := q.Results(ctx, run, cursor, 1024, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) == 0 {
+			return failed, nil
+		}
+		for _, rec := range recs {
+			cursor = rec.Cursor
+			var l struct {
+				Error *struct {
+					Kind string `json:"kind"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(rec.Line, &l) == nil && l.Error != nil && l.Error.Kind != string(batchagent.KindInput) {
+				failed[rec.Index] = rec.Cursor
+			}
+		}
+	}
+}
+
+// retryInputs takes back the failed results of run in failed (index →
+// results-stream entry) and enqueues their inputs, read again from the
+// inputs file at inPath, once more; it returns how many it enqueued.
+func retryInputs(ctx context.Context, q *queue.Client, run string, format inputFormat, inPath string, failed map[int]string) (int, error) {
+	in, err := os.Open(inPath)
+	if err != nil {
+		return 0, fmt.Errorf("inputs: %w", err)
+	}
+	defer in.Close()
+	n, i, last := 0, 0, slices.Max(slices.Collect(maps.Keys(failed)))
+	for input, ierr := range format.decode(in, filepath.Base(inPath)) {
+		entry, ok := failed[i]
+		i++
+		if !ok || ierr != nil {
+			if i > last {
+				break
+			}
+			continue
+		}
+		b, err := json.Marshal(input)
+		if err != nil {
+			return n, fmt.Errorf("input %d: %w", i-1, err)
+		}
+		again, err := q.Retry(ctx, run, i-1, entry, b)
+		if err != nil {
+			return n, err
+		}
+		if again {
+			n++
+		}
+		if i > last {
+			break
+		}
+	}
+	return n, nil
 }
 
 // coordinate enqueues the inputs and writes the results until every input

@@ -49,6 +49,10 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 	if f.out == "" || f.out == "-" {
 		return fail(exitUsage, "--out FILE is required")
 	}
+	reads := []runFile{{object: "the --openai-batch file", path: f.input}, {object: "the --config file", path: f.config}}
+	if err := checkRunFiles([]runFile{outputFile(f.out, true)}, reads); err != nil {
+		return fail(exitUsage, "%v", err)
+	}
 	if (f.backend == "") == (f.config == "") {
 		return fail(exitUsage, "give --backend URL or --config serve.yaml (not both)")
 	}

@@ -60,10 +60,7 @@ func (r *runner) chooseOutputs(cj *config.Job, out string) {
 // (the --out flag's, else the job file's), its state file at statePath
 // and its reduce output, those it has.
 func (r *runner) writes(f runFlags, statePath string) []runFile {
-	out := runFile{subject: "--out", object: "the --out file", path: r.outPath, fix: "pick another --out"}
-	if f.out == "" {
-		out.subject, out.object, out.fix = "output", "the output file", "change output: in the job file, or pass --out"
-	}
+	out := outputFile(r.outPath, f.out != "")
 	state := runFile{subject: "--state", object: "the state file", path: statePath, fix: "pick another --state"}
 	if f.state == "" {
 		state.subject, state.fix = "state file", "pass --state with another name"

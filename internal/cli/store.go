@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/batchagent/batchagent"
@@ -50,9 +51,13 @@ func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool
 	}
 	id := r.spec.ID()
 	fp := r.spec.Fingerprint()
-	fp["backend"] = checkpoint.Digest([]byte(backend)) // its query may hold a key
+	fp[checkpoint.BackendPart] = checkpoint.Digest([]byte(backend)) // its query may hold a key
 	resumed, err := r.saved.Begin(ctx, id, fp, force)
 	if mm, ok := errors.AsType[*checkpoint.MismatchError](err); ok {
+		if !slices.ContainsFunc(mm.Changed, func(part string) bool { return part != checkpoint.BackendPart }) {
+			return false, fmt.Errorf("%s: job %q changed since its last run: backend (the backend URL); %s",
+				r.statePath, mm.JobID, r.changedHint("resume on the new backend, keeping the results so far"))
+		}
 		return false, fmt.Errorf("%s: job %q changed since its last run: %s, and its saved results were made by the old job; %s",
 			r.statePath, mm.JobID, strings.Join(mm.Changed, ", "), r.changedHint("run every input again with the new job, replacing the old job's results"))
 	}
