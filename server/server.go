@@ -282,6 +282,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// writeGrace is the time a chat completion has, past its body's and its
+// own time, to write its end (an error event on a timeout).
+const writeGrace = 10 * time.Second
+
 // requestIDHeader names the response header that carries a request's
 // id, which the server's log lines about the request carry too.
 const requestIDHeader = "X-Request-Id"
@@ -301,6 +305,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newID("req_")
 	w.Header().Set(requestIDHeader, id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// The body must come within BodyTimeout (UploadTimeout for a
+		// file); the deadline is lifted once it is in.
+		timeout := s.cfg.BodyTimeout
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/files" {
+			timeout = s.cfg.UploadTimeout
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+			b := &deadlineBody{ReadCloser: r.Body, rc: rc}
+			r.Body = b
+			defer b.finish()
+		}
+	}
+	if r.URL.Path == "/v1/chat/completions" {
+		// A client that reads its answer too slowly does not hold the
+		// request past its time.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.BodyTimeout + s.cfg.RequestTimeout + writeGrace))
+	}
 	if h, ok := s.routes[r.URL.Path]; ok {
 		h.ServeHTTP(w, r)
 		return
@@ -615,17 +638,20 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 
 // Serve accepts HTTP connections on l and serves s on them until
 // [Server.Shutdown]; it then returns nil (http.ErrServerClosed is not an
-// error here). It may be called once.
+// error here). It may be called once. Connections are bounded by
+// MaxConnections and MaxConnectionsPerClient, their requests' headers by
+// HeaderTimeout and their idle waits by IdleTimeout.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	if s.hs != nil || s.closed {
 		s.mu.Unlock()
 		return errors.New("server: Serve called twice or after Shutdown")
 	}
-	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
+	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.HeaderTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug)}
 	hs := s.hs
 	s.mu.Unlock()
-	if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(newConnLimiter(l, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerClient, s.cfg.Logger)); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
