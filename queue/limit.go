@@ -584,6 +584,8 @@ func (s *SharedSlots) fail(ctx context.Context, err error) error {
 // slotAcquire drops expired leases from KEYS[1] and, when fewer than the
 // limit in KEYS[2] (created at ARGV[3], capped at ARGV[4]) remain, adds the
 // lease "epoch:ARGV[1]" expiring in ARGV[2] ms and returns it; else "".
+// KEYS[1] itself expires once its last lease has: leases of processes
+// that died are not left behind after every other process is done.
 var slotAcquire = redis.NewScript(`
 local t = redis.call("TIME")
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -600,12 +602,16 @@ end
 local epoch = redis.call("HGET", KEYS[2], "epoch") or "0"
 local lease = epoch .. ":" .. ARGV[1]
 redis.call("ZADD", KEYS[1], now + tonumber(ARGV[2]), lease)
+if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
 return lease
 `)
 
 // slotRenew sets the expiry of the leases ARGV[3] .. ARGV[2+ARGV[2]] of
 // KEYS[1] to ARGV[1] ms from now, adding those that are missing (Redis
-// lost them), and removes the leases after them.
+// lost them), and removes the leases after them; KEYS[1] expires no
+// sooner than the leases renewed.
 var slotRenew = redis.NewScript(`
 local t = redis.call("TIME")
 local expiry = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[1])
@@ -616,15 +622,21 @@ end
 for i = 3 + n, #ARGV do
   redis.call("ZREM", KEYS[1], ARGV[i])
 end
+if n > 0 and redis.call("PTTL", KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call("PEXPIRE", KEYS[1], ARGV[1])
+end
 return 0
 `)
 
-// slotRelease removes lease ARGV[1] from KEYS[1] and, if it was there,
+// slotRelease drops expired leases from KEYS[1], removes lease ARGV[1]
+// and, if it was there,
 // adapts the limit in KEYS[2]: congested (ARGV[3] = 1) halves it, unless
 // the lease is of an epoch before the current one, and starts a new
 // epoch; clean (ARGV[2] = 1) counts, and a window of limit clean calls
 // raises it by one, up to ARGV[4]. It returns the limit.
 var slotRelease = redis.NewScript(`
+local t = redis.call("TIME")
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", t[1] * 1000 + math.floor(t[2] / 1000))
 if redis.call("ZREM", KEYS[1], ARGV[1]) == 0 then
   return -1
 end

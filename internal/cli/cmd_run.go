@@ -54,8 +54,9 @@ With --redis URL the process is the coordinator of a run spread over the
 workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
 most --window without a result) and writes each recorded result into the
 output once; the same command run again resumes. The checkpoints are kept
-in Redis, so --state, --no-state, --force, --restart, --retry-failed,
---ordered and --backend do not apply.
+in Redis, so --state, --no-state, --force, --restart, --ordered and
+--backend do not apply; --retry-failed runs the failures recorded in Redis
+again.
 ` + dryRunHelp,
 		Example: `  batchagent run examples/review/job.yaml
   batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'

@@ -576,7 +576,10 @@ func (w *worker) shareLimits(cfg *batchagent.Config, cj *config.Job, model llm.M
 			if b.Model != model {
 				return nil, nil
 			}
-			sl, err := queue.NewSharedSlots(w.q.Redis(), w.q.Key("slots", addr, b.Name), queue.SharedSlotsConfig{Max: adm.MaxInflight, Logger: w.logger})
+			// A dead worker's slots come back no later than its tasks:
+			// within the visibility timeout.
+			sl, err := queue.NewSharedSlots(w.q.Redis(), w.q.Key("slots", addr, b.Name), queue.SharedSlotsConfig{
+				Max: adm.MaxInflight, LeaseTTL: min(queue.DefaultLeaseTTL, w.f.visibility), Logger: w.logger})
 			if err != nil {
 				return nil, err // not a nil *SharedSlots in a non-nil interface
 			}
