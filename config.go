@@ -127,7 +127,9 @@ type Admission struct {
 	// StartWindow is how long connection failures may last, from the
 	// first, before any model call of a run got an answer, until the run
 	// declares the backend unavailable ([ErrBackendUnavailable]). Defaults
-	// to DefaultStartWindow; NoStartWindow turns the check off.
+	// to DefaultStartWindow; NoStartWindow turns the check off. Until the
+	// backend has answered any call of the engine, the window is at most
+	// FirstStartWindow (1s): a wrong URL fails fast.
 	StartWindow time.Duration
 	// NoStartWindow turns the unavailability check off: StartWindow must
 	// then be zero.

@@ -17,6 +17,10 @@ const (
 	DefaultProbeInterval = sched.DefaultProbeInterval
 	// DefaultStartWindow is the default of [Admission.StartWindow].
 	DefaultStartWindow = sched.DefaultStartWindow
+	// FirstStartWindow caps the start window until a backend has answered
+	// any call of the engine: connections refused from the first call on
+	// (a wrong URL) stop the run within about a second.
+	FirstStartWindow = sched.FirstWindow
 )
 
 // slowStartFrom is the first limit against a self-hosted server whose

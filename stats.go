@@ -21,6 +21,14 @@ type Stats struct {
 	ByKind map[Kind]int64
 	// ModelCalls counts model call attempts, packed calls included.
 	ModelCalls int64
+	// Unanswered counts the model call attempts that got no answer from a
+	// server: the connection failed before any answer, without an HTTP
+	// status (refused, reset, a host name that did not resolve), or the
+	// call was abandoned (a cancellation, a deadline, the run's stop)
+	// before its answer began. ModelCalls less Unanswered is the calls a
+	// server answered. Only calls through a backend's admission (every
+	// HTTP backend) are counted.
+	Unanswered int64
 	// PackCalls counts packed model calls: calls that answered several
 	// agents of a job that packs (Spec.Pack). Packed counts the results
 	// they answered, and PackAlone the agents of such jobs that ran alone
@@ -71,7 +79,7 @@ func (e *Engine) Stats() Stats {
 	c := e.core.Counts()
 	s := Stats{
 		Started: c.Started, Done: c.Done, OK: c.OK, Failed: c.Failed, Restored: c.Restored,
-		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Turns: c.Turns, ToolCalls: c.ToolCalls,
+		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Unanswered: c.Unanswered, Turns: c.Turns, ToolCalls: c.ToolCalls,
 		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone,
 		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
 	}

@@ -28,6 +28,13 @@ const (
 	// outages: how long connection failures may last, from the first,
 	// before a run that was never answered declares the backend down.
 	DefaultStartWindow = 10 * time.Second
+	// FirstWindow caps the start window while the gate's backend has never
+	// answered a call, in any run: connections refused from the very
+	// first call are a wrong address (or a server not started) far more
+	// often than a restart, so such a run stops within about a second,
+	// naming the failure. Once the backend answered, later runs wait the
+	// whole start window.
+	FirstWindow = time.Second
 )
 
 // maxConnPause caps the global pause after connection failures, so that
@@ -59,6 +66,7 @@ type outage struct {
 	inflight  map[uint64]time.Time // admitted calls not yet ended, and when each was admitted
 	runs      map[*Run]struct{}    // the runs registered
 	lastConn  error                // the last connection failure; nil: none yet
+	reached   bool                 // the backend answered a call once (see FirstWindow)
 }
 
 // Run is one run's view of the backend, from [Gate.BeginRun] to
@@ -178,6 +186,7 @@ func (o *outage) answering() {
 // answered the call itself (not with a rate limit or an error).
 func (o *outage) reachedLocked(now time.Time, served bool) {
 	o.connFails = 0
+	o.reached = true
 	if served {
 		o.served = now
 	}
@@ -229,7 +238,7 @@ func (o *outage) observe(id, gen uint64, began bool, out Outcome) (pause time.Du
 		for r := range o.runs {
 			if !r.answered && r.err == nil && o.window > 0 {
 				// Try again when the run's start window ends, not later.
-				d = max(min(d, r.firstFail.Add(o.window).Sub(now)), time.Millisecond)
+				d = max(min(d, r.firstFail.Add(o.windowLocked()).Sub(now)), time.Millisecond)
 			}
 		}
 		pause = o.pauseLocked(now, now.Add(d))
@@ -238,18 +247,28 @@ func (o *outage) observe(id, gen uint64, began bool, out Outcome) (pause time.Du
 		return pause, first
 	}
 	for r := range o.runs {
-		if !r.answered && r.err == nil && now.Sub(r.firstFail) >= o.window {
+		if !r.answered && r.err == nil && now.Sub(r.firstFail) >= o.windowLocked() {
 			o.declareLocked(r, now, out.Err)
 		}
 	}
 	return pause, first
 }
 
+// windowLocked returns the start window in force: FirstWindow at most
+// until the backend answered once.
+func (o *outage) windowLocked() time.Duration {
+	if o.reached {
+		return o.window
+	}
+	return min(o.window, FirstWindow)
+}
+
 // connectedLocked reports whether a call admitted at least connectTime
-// ago is still in flight.
+// ago (or the start window in force, when shorter) is still in flight.
 func (o *outage) connectedLocked(now time.Time) bool {
+	d := min(connectTime, o.windowLocked())
 	for _, t := range o.inflight {
-		if now.Sub(t) >= connectTime {
+		if now.Sub(t) >= d {
 			return true
 		}
 	}

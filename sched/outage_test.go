@@ -167,12 +167,13 @@ func failUntil(t *testing.T, g *sched.Gate, r *sched.Run, deadline time.Duration
 
 // TestStartWindowDeclaresRunDown checks that a run in which no call was
 // answered declares the backend unavailable once connections have failed
-// for the start window, with an error wrapping ErrUnavailable that names
-// the last failure; the pauses end at the window's end so that it is not
-// overrun.
+// for the start window (the backend answered before the run: the whole
+// window), with an error wrapping ErrUnavailable that names the last
+// failure; the pauses end at the window's end so that it is not overrun.
 func TestStartWindowDeclaresRunDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(t, sched.GateConfig{Limit: 16, StartWindow: sched.DefaultStartWindow})
+		admit(t, g).Release(sched.Outcome{}) // answered once, before the run
 		r := g.BeginRun(t.Context())
 		defer g.EndRun(r)
 		if r.Err() != nil {
@@ -276,6 +277,7 @@ func TestAnsweringMarksReachable(t *testing.T) {
 func TestFailedAnswerRestartsWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(t, sched.GateConfig{Limit: 16, StartWindow: 2 * time.Second})
+		admit(t, g).Release(sched.Outcome{}) // answered once: the whole window applies
 		r := g.BeginRun(t.Context())
 		defer g.EndRun(r)
 		if got := failUntil(t, g, r, time.Second); got != -1 {
@@ -344,5 +346,34 @@ func TestGaveUpDeclaresAtOnce(t *testing.T) {
 		if again := g.GaveUp(r, true, errors.New("other")); again != err {
 			t.Errorf("second GaveUp = %v, want the first declaration %v", again, err)
 		}
+	})
+}
+
+// TestFirstWindowBeforeAnyAnswer checks that a backend no call of the
+// gate ever reached (a wrong address) is declared unavailable once
+// connections have failed for FirstWindow, not the whole start window;
+// and that a call still in flight for that long (a slow first answer)
+// holds the declaration off.
+func TestFirstWindowBeforeAnyAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(t, sched.GateConfig{Limit: 16, StartWindow: sched.DefaultStartWindow})
+		r := g.BeginRun(t.Context())
+		defer g.EndRun(r)
+		if got := failUntil(t, g, r, time.Minute); got != sched.FirstWindow {
+			t.Errorf("never-answered backend declared down after %v of failures, want FirstWindow %v", got, sched.FirstWindow)
+		}
+		if err := r.Err(); !errors.Is(err, sched.ErrUnavailable) || !strings.Contains(err.Error(), errRefused.Error()) {
+			t.Errorf("Err() = %v, want it to wrap ErrUnavailable and name the refusal", err)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(t, sched.GateConfig{Limit: 16, StartWindow: sched.DefaultStartWindow})
+		r := g.BeginRun(t.Context())
+		defer g.EndRun(r)
+		slow := admit(t, g) // in flight all along
+		if got := failUntil(t, g, r, 5*time.Second); got != -1 {
+			t.Errorf("declared down after %v while a call was in flight, want not", got)
+		}
+		slow.Release(sched.Outcome{})
 	})
 }

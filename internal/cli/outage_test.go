@@ -223,3 +223,36 @@ func TestRunDeadBackendLeavesInputsPending(t *testing.T) {
 	}
 	checkAllOK(t, out, 50)
 }
+
+// TestRunWrongBackendURLFailsFast runs with the default limits against a
+// loopback port where nothing listens, as a mistyped --backend would: no
+// call of the run was ever answered and every connection is refused, so
+// the run stops within about a second (not the 10 s start window of a
+// backend that answered before), names the refused connection, leaves the
+// inputs pending, and its summary counts no model call as made.
+func TestRunWrongBackendURLFailsFast(t *testing.T) {
+	port := freePort(t) // nothing listens there
+	dir := t.TempDir()
+	job := writeFile(t, dir, "job.yaml", "task: \"Say hello to {id}.\"\n")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "{\"id\":\"item %d\"}\n", i)
+	}
+	in := writeFile(t, dir, "in.jsonl", b.String())
+	out := filepath.Join(dir, "out.jsonl")
+	begin := time.Now()
+	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out,
+		"--backend", fmt.Sprintf("openai+http://127.0.0.1:%d/v1", port))
+	took := time.Since(begin)
+	t.Logf("wrong backend URL: exit %d after %v", code, took)
+	if code != 1 || !strings.Contains(stderr, "backend unreachable") || !strings.Contains(stderr, "connection refused") ||
+		!strings.Contains(stderr, "(20 inputs left pending; run again to resume)") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, backend unreachable naming the refused connection, 20 inputs pending", code, stderr)
+	}
+	if took > 3*time.Second {
+		t.Errorf("run took %v, want it stopped within about a second of the first refused connection", took)
+	}
+	if !strings.Contains(stderr, "model calls 0 (") || !strings.Contains(stderr, "none answered by the server") {
+		t.Errorf("summary:\n%s\nwant model calls 0, the attempts counted apart as not answered", stderr)
+	}
+}

@@ -180,7 +180,7 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 	if notWritten > 0 {
 		fmt.Fprintf(w, "  interrupted: %d agents in flight were stopped and not written\n", notWritten)
 	}
-	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls requested %d, executed %d\n", st.ModelCalls, st.Turns, st.ToolCalls, st.ToolExecuted)
+	fmt.Fprintf(w, "  model calls %s · turns %d · tool calls requested %d, executed %d\n", modelCalls(st), st.Turns, st.ToolCalls, st.ToolExecuted)
 	if st.PackCalls > 0 || st.PackAlone > 0 {
 		fmt.Fprintf(w, "  packed: %d results from %d calls · %d ran alone\n", st.Packed, st.PackCalls, st.PackAlone)
 	}
@@ -235,4 +235,18 @@ func share(part, whole int64) string {
 		return "0%"
 	}
 	return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
+}
+
+// modelCalls says how many model calls a server answered, with the
+// attempts that got no answer counted apart: "18", "0 (18 attempts, none
+// answered by the server)", "20 (23 attempts, 3 not answered)".
+func modelCalls(st batchagent.Stats) string {
+	answered := max(st.ModelCalls-st.Unanswered, 0)
+	switch {
+	case st.Unanswered <= 0:
+		return fmt.Sprint(st.ModelCalls)
+	case answered == 0:
+		return fmt.Sprintf("0 (%d attempts, none answered by the server)", st.ModelCalls)
+	}
+	return fmt.Sprintf("%d (%d attempts, %d not answered)", answered, st.ModelCalls, st.Unanswered)
 }

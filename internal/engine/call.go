@@ -57,7 +57,7 @@ func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched
 				yield(llm.Event{}, err)
 				return
 			}
-			p = &permit{t: t}
+			p = &permit{t: t, unanswered: g.unanswered}
 		}
 		resp, err, stopped := e.call(ctx, m, req, p, yield)
 		if p != nil {

@@ -15,6 +15,7 @@ type Counts struct {
 	Started, Done, OK, Failed, Restored int64
 	CheckpointErrors                    int64
 	ModelCalls, Turns, ToolCalls        int64
+	Unanswered                          int64
 	PackCalls, Packed, PackAlone        int64
 	Usage                               llm.Usage
 	ByKind                              map[job.Kind]int64
@@ -26,6 +27,7 @@ type counters struct {
 	restored          atomic.Int64
 	ckptErrors        atomic.Int64
 	modelCalls, turns atomic.Int64
+	unanswered        atomic.Int64 // model calls that got no answer (gate.go)
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
@@ -81,6 +83,7 @@ func (e *Engine) Counts() Counts {
 		Restored:         c.restored.Load(),
 		CheckpointErrors: c.ckptErrors.Load(),
 		ModelCalls:       c.modelCalls.Load(),
+		Unanswered:       c.unanswered.Load(),
 		Turns:            c.turns.Load(),
 		ToolCalls:        c.toolCalls.Load(),
 		PackCalls:        c.packCalls.Load(),

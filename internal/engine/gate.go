@@ -23,6 +23,9 @@ type gate struct {
 	gated bool // g is consulted for every model call
 	count func(*llm.Request) int
 	cont  time.Duration // Admission.Continuation
+	// unanswered counts the gate's calls that got no answer: the
+	// engine's counter.
+	unanswered *atomic.Int64
 }
 
 // backendKey is the key of a comparable model's gate.
@@ -59,7 +62,7 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count, cont: a.Continuation}
+	g := &gate{model: m, name: name, g: sg, gated: a.Gated, count: a.Count, cont: a.Continuation, unanswered: &e.stats.unanswered}
 	if key != nil {
 		e.gates[key] = g
 		e.order = append(e.order, g)
@@ -151,7 +154,7 @@ func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request)
 	if err != nil {
 		return nil, err
 	}
-	return permit{t: t, sv: sv, start: time.Now()}, nil
+	return &permit{t: t, sv: sv, start: time.Now(), unanswered: c.g.unanswered}, nil
 }
 
 // LastAnswer returns when a call last succeeded or began to get its
@@ -163,15 +166,24 @@ type permit struct {
 	t     *sched.Ticket
 	sv    *service // the agent's, credited at Release; nil: none
 	start time.Time
+	began bool // the backend began to answer
+	// unanswered counts the calls that got no answer; nil: not counted.
+	unanswered *atomic.Int64
 }
 
 // Answering records that the backend began to answer the call (its first
 // streamed event, agent.AnswerPermit).
-func (p permit) Answering() { p.t.Answering() }
+func (p *permit) Answering() {
+	p.began = true
+	p.t.Answering()
+}
 
 // Release frees the slot and tells the gate what the answer says of the
-// backend.
-func (p permit) Release(resp *llm.Response, err error) {
+// backend. A call that got no answer is counted apart (Counts.Unanswered):
+// its connection failed before any answer, without an HTTP status
+// (refused, reset, a name that did not resolve), or it was abandoned (a
+// cancellation, a deadline) before its answer began.
+func (p *permit) Release(resp *llm.Response, err error) {
 	if p.sv != nil {
 		now := time.Now()
 		p.sv.attained.Add(int64(now.Sub(p.start)))
@@ -180,6 +192,9 @@ func (p permit) Release(resp *llm.Response, err error) {
 	o := sched.Outcome{Err: err, Signal: signalOf(err)}
 	if o.Signal == sched.SignalCongested {
 		o.RetryAfter = llm.RetryAfter(err)
+	}
+	if p.unanswered != nil && !p.began && unanswered(err) {
+		p.unanswered.Add(1)
 	}
 	if resp != nil {
 		o.Tokens = int(resp.Usage.Total())
@@ -207,4 +222,15 @@ func signalOf(err error) sched.Signal {
 		return sched.SignalConnection
 	}
 	return sched.SignalFailed
+}
+
+// unanswered reports whether err, the error of a call whose answer never
+// began, says no server answered it: a connection failure without an
+// HTTP status, or the caller's cancellation or deadline. A proxy's 502
+// is an answer.
+func unanswered(err error) bool {
+	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+		return ae.StatusCode == 0 && errors.Is(err, llm.ErrConnection)
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -304,7 +304,7 @@ func (p *packer) admit() (pm *permit, brDone func(error), why string) {
 	p.cancelAdmit = nil
 	p.mu.Unlock()
 	if err == nil && p.e.draining.Load() {
-		permit{t: t}.Release(nil, context.Canceled)
+		(&permit{t: t}).Release(nil, context.Canceled)
 		err = sched.ErrStopped
 	}
 	if err != nil {
@@ -316,7 +316,7 @@ func (p *packer) admit() (pm *permit, brDone func(error), why string) {
 		}
 		return nil, nil, fmt.Sprintf("admission: %v", err)
 	}
-	return &permit{t: t}, brDone, ""
+	return &permit{t: t, unanswered: p.g.unanswered}, brDone, ""
 }
 
 // take takes the next pack from the waiting agents.
