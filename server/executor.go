@@ -50,6 +50,10 @@ var errUsed = errors.New("server: executor used twice")
 // Retry-After, to be sent again elsewhere.
 var errDraining = errors.New("server: draining before the answer began")
 
+// errGraceOver is the cause of a request's context when the drain's
+// time ended before the request did.
+var errGraceOver = errors.New("server: stopped at the end of the shutdown grace")
+
 // errClientGone is the cause of a request's context once its client has
 // disconnected.
 var errClientGone = errors.New("server: client disconnected")
@@ -62,6 +66,9 @@ var errClientGone = errors.New("server: client disconnected")
 // own parameters.
 type executor struct {
 	used atomic.Bool
+	// begun is set with the mode's first chunk: the backend has begun to
+	// answer (an agent, to work). A drain stops the requests not begun.
+	begun atomic.Bool
 
 	// The request's parameters.
 	w            http.ResponseWriter
@@ -119,9 +126,13 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 		default:
 		}
 		if err != nil {
+			if c := context.Cause(ctx); ctx.Err() != nil && (errors.Is(c, errDraining) || errors.Is(c, errGraceOver)) {
+				err = c // the mode saw only its context cancelled
+			}
 			x.fail(err)
 			return err
 		}
+		x.begun.Store(true)
 		if x.firstByte == 0 {
 			x.firstByte = time.Since(start)
 		}

@@ -174,6 +174,9 @@ type Server struct {
 	active int        // chat completions in progress
 	closed bool       // Shutdown was called
 	idle   chan struct{}
+	// running are the executors of the chat completions in progress, for
+	// the drain to stop those whose answer has not begun.
+	running map[*executor]struct{}
 	hs     *http.Server
 
 	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
@@ -356,6 +359,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errMethod)
 			return
 		}
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			writeError(w, errShutdown)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	case "/ready":
@@ -404,6 +414,26 @@ func (s *Server) leave() {
 		close(s.idle)
 		s.idle = nil
 	}
+}
+
+// track registers x, unless the server is draining.
+func (s *Server) track(x *executor) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.running == nil {
+		s.running = map[*executor]struct{}{}
+	}
+	s.running[x] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(x *executor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, x)
 }
 
 // requestID returns a new completion ID.
@@ -471,6 +501,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if p, ok := s.cfg.Prices[cr.Model]; ok {
 		x.price = &p
 	}
+	if !s.track(x) {
+		refuse(errShutdown)
+		return
+	}
+	defer s.untrack(x)
 	if err := x.execute(ctx, m); err != nil {
 		status = errorOf(err).status
 		if errors.Is(err, errClientGone) {
@@ -657,14 +692,26 @@ func (s *Server) Serve(l net.Listener) error {
 	return nil
 }
 
-// Shutdown stops the gateway gracefully: new chat completions are
-// answered 503 and /ready turns 503; the HTTP server of [Server.Serve],
-// if any, stops listening and waits for its connections; the batches
-// running stop, their lines in flight cancelled and left unrecorded (a
-// server started later on the same store resumes them); Shutdown waits
-// for the chat completions in progress; then it shuts the engine down
-// with ctx (see [batchagent.Engine.Shutdown]), which cancels what is left
-// when ctx ends. It returns ctx's error when ctx ended first.
+// Shutdown drains the gateway, as a load balancer expects of a server
+// going away:
+//
+//  1. At once, /health and /ready answer 503, new requests (chat
+//     completions, batches) are answered 503 with Retry-After, and
+//     connections close after their answer in progress. So are the chat
+//     completions whose answer has not begun — waiting for admission, or
+//     for the backend's first token, or an agent not yet started: they
+//     are stopped (their backend call abandoned) and answered 503 with
+//     Retry-After, to be sent again elsewhere. The batches running stop,
+//     their lines in flight cancelled and left unrecorded (a server
+//     started later on the same store resumes them).
+//  2. The chat completions whose answer has begun finish, until ctx ends;
+//     then those left are stopped, each ended with an error (a stream's
+//     error event).
+//  3. The HTTP server of [Server.Serve], if any, stops listening and
+//     closes its connections, and the engine shuts down with ctx (see
+//     [batchagent.Engine.Shutdown]).
+//
+// It returns ctx's error when ctx ended before the chat completions did.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -676,18 +723,41 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		idle = s.idle
 	}
+	var waiting []*executor
+	for x := range s.running {
+		if !x.begun.Load() {
+			waiting = append(waiting, x)
+		}
+	}
 	s.mu.Unlock()
-	var errs []error
 	if hs != nil {
-		errs = append(errs, hs.Shutdown(ctx))
+		hs.SetKeepAlivesEnabled(false) // closes the idle connections too
+	}
+	for _, x := range waiting {
+		x.cancel(errDraining)
 	}
 	s.stopBatches()
+	var errs []error
 	if idle != nil {
 		select {
 		case <-idle:
 		case <-ctx.Done():
+			errs = append(errs, ctx.Err())
+			s.mu.Lock()
+			for x := range s.running {
+				x.cancel(errGraceOver)
+			}
+			s.mu.Unlock()
+			<-idle // stopped, each ends at once
 		}
 	}
-	errs = append(errs, s.cfg.Engine.Shutdown(ctx))
+	if hs != nil {
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close() // ctx ended: the connections left go at once
+		}
+	}
+	if err := s.cfg.Engine.Shutdown(ctx); err != nil && ctx.Err() == nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

@@ -108,6 +108,10 @@ func errorOf(err error) *apiError {
 	if errors.Is(err, batchagent.ErrShutdown) || errors.Is(err, errDraining) {
 		return errShutdown
 	}
+	if errors.Is(err, errGraceOver) {
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down", closeConn: true,
+			message: "the server shut down before the answer was whole"}
+	}
 	e := &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", logged: true,
 		message: "the request failed"}
 	if ae, ok := errors.AsType[*batchagent.AgentError](err); ok && ae.Kind != "" {

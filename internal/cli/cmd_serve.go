@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +45,11 @@ that agent, streaming its progress as reasoning events. It also serves
 OpenAI's Batch API (/v1/files, /v1/batches): each line of a batch runs in the
 batch class, below interactive requests; files and batches are kept in
 --data-dir, and a server restarted on it resumes its unfinished batches. It
-runs until SIGINT or SIGTERM, then lets requests in flight finish.`,
+runs until SIGINT or SIGTERM, then drains: /health and /ready answer 503 at
+once, so that a load balancer stops sending; new requests, and those whose
+answer has not begun (waiting for admission or for the backend's first
+token), are answered 503 with Retry-After; those begun have shutdown_grace
+(default: request_timeout) to finish, then are stopped; it exits 0.`,
 		Example: `  batchagent serve --config examples/serve/serve.yaml --addr 127.0.0.1:8080
   curl -s http://127.0.0.1:8080/v1/chat/completions -d '{"model":"agent:reviewer","messages":[{"role":"user","content":"cache.go"}]}'`,
 		Args: cobra.NoArgs,
@@ -111,7 +117,7 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 		fmt.Fprintln(stderr, "batchagent serve:", err)
 		// Batches resumed at start are running: stop them before the
 		// store closes.
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainGrace(sc))
 		defer cancel()
 		_ = g.srv.Shutdown(shutCtx) // the listen error is the one to report
 		return exitFailed
@@ -124,17 +130,33 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	grace := drainGrace(sc)
+	if serveErr == nil {
+		fmt.Fprintf(stderr, "draining: /health is 503, requests not begun are answered 503, those begun have up to %v to finish\n", grace)
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	shutErr := g.srv.Shutdown(shutCtx)
 	if serveErr == nil {
 		serveErr = <-served
+	}
+	if errors.Is(shutErr, context.DeadlineExceeded) {
+		// The drain the operator asked for ended as configured: the
+		// requests left were ended with an error.
+		fmt.Fprintf(stderr, "batchagent serve: shutdown_grace (%v) ended: the requests still in flight were stopped\n", grace)
+		shutErr = nil
 	}
 	if err := errors.Join(serveErr, shutErr); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "batchagent serve:", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// drainGrace is how long a drain lets the requests begun finish:
+// shutdown_grace, else request_timeout, else the server's default of it.
+func drainGrace(sc *config.Serve) time.Duration {
+	return cmp.Or(sc.ShutdownGrace, sc.RequestTimeout, server.DefaultRequestTimeout)
 }
 
 // gateway is a serve config opened: the server and what must be closed
@@ -278,6 +300,8 @@ func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore
 	g.srv, err = server.New(server.Config{
 		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
 		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
+		HeaderTimeout: sc.HeaderTimeout, BodyTimeout: sc.BodyTimeout, UploadTimeout: sc.Batch.UploadTimeout, IdleTimeout: sc.IdleTimeout,
+		MaxConnections: sc.MaxConnections, MaxConnectionsPerClient: sc.MaxConnectionsPerClient,
 		Recorder: metrics, Metrics: metrics.Exposition(), Instrument: metrics.Handler,
 		Tracer: tracer, Observer: tracer, Batches: store,
 		BatchMaxLines: sc.Batch.MaxLines, BatchMaxBytes: sc.Batch.MaxBytes, BatchConcurrency: sc.Batch.Concurrency,

@@ -24,10 +24,17 @@ const DefaultServeAddr = "127.0.0.1:8080"
 //	addr: 127.0.0.1:8080
 //	request_timeout: 5m
 //	max_body_bytes: 8388608
+//	header_timeout: 10s           # a request's headers must come within it
+//	body_timeout: 1m              # its body, after them (else 408)
+//	idle_timeout: 1m              # a kept-alive connection waits this long for its next request
+//	max_connections: 1024         # open at once (-1: unlimited); over it: 503
+//	max_connections_per_client: 256   # from one address (-1: unlimited); over it: 429
+//	shutdown_grace: 10m           # on SIGTERM, what has begun may finish within it (default: request_timeout)
 //	batch:                        # the Batch API's limits
 //	  max_lines: 50000
 //	  max_bytes: 209715200
 //	  concurrency: 64             # lines of one batch running at once
+//	  upload_timeout: 10m         # body_timeout for a file upload
 //	backends:
 //	  local:                      # the model name clients ask for
 //	    url: sim://?seed=1         # a backend URL, as a job file's backend
@@ -58,6 +65,18 @@ type Serve struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes caps a request body. Zero means the server's default.
 	MaxBodyBytes int64
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound a request's
+	// headers, its body and a kept-alive connection's wait for its next
+	// request. Zero means the server's defaults (10s, 1m, 1m).
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// MaxConnections and MaxConnectionsPerClient cap the connections open
+	// at once, in all and from one client address. Zero means the
+	// server's defaults (1024, 256); negative means unlimited.
+	MaxConnections, MaxConnectionsPerClient int
+	// ShutdownGrace is how long, once SIGINT or SIGTERM came, the requests
+	// whose answer has begun may take to finish. Zero means
+	// RequestTimeout (or the server's default of it).
+	ShutdownGrace time.Duration
 	// Backends are the models served as passthrough, in file order.
 	Backends []ServeBackend
 	// Keys are the API keys accepted. Empty means no authentication.
@@ -182,6 +201,9 @@ type ServeBatch struct {
 	// Concurrency caps the lines of one batch running at once. Zero means
 	// the server's default.
 	Concurrency int
+	// UploadTimeout bounds the body of a file upload. Zero means the
+	// server's default (10m).
+	UploadTimeout time.Duration
 }
 
 func (s *Serve) keys() keys {
@@ -189,6 +211,12 @@ func (s *Serve) keys() keys {
 		{"addr", &s.Addr},
 		{"request_timeout", &s.RequestTimeout},
 		{"max_body_bytes", &s.MaxBodyBytes},
+		{"header_timeout", &s.HeaderTimeout},
+		{"body_timeout", &s.BodyTimeout},
+		{"idle_timeout", &s.IdleTimeout},
+		{"max_connections", &s.MaxConnections},
+		{"max_connections_per_client", &s.MaxConnectionsPerClient},
+		{"shutdown_grace", &s.ShutdownGrace},
 		{"backends", serveBackends{s}},
 		{"keys", &s.Keys},
 		{"agents", serveAgents{s}},
@@ -197,6 +225,7 @@ func (s *Serve) keys() keys {
 			{"max_lines", &s.Batch.MaxLines},
 			{"max_bytes", &s.Batch.MaxBytes},
 			{"concurrency", &s.Batch.Concurrency},
+			{"upload_timeout", &s.Batch.UploadTimeout},
 		}},
 	}
 }
@@ -301,6 +330,17 @@ func (d *decoder) validateServe(s *Serve, root *yaml.Node) {
 	}
 	if s.MaxBodyBytes < 0 && d.ok("max_body_bytes") {
 		d.report(d.at("max_body_bytes"), "max_body_bytes", "must not be negative")
+	}
+	for _, t := range []struct {
+		key string
+		v   time.Duration
+	}{{"header_timeout", s.HeaderTimeout}, {"body_timeout", s.BodyTimeout}, {"idle_timeout", s.IdleTimeout}, {"shutdown_grace", s.ShutdownGrace}} {
+		if t.v < 0 && d.ok(t.key) {
+			d.report(d.at(t.key), t.key, "must not be negative")
+		}
+	}
+	if s.Batch.UploadTimeout < 0 && d.ok("batch") {
+		d.report(d.at("batch"), "batch.upload_timeout", "must not be negative")
 	}
 	if (s.Batch.MaxLines < 0 || s.Batch.MaxBytes < 0 || s.Batch.Concurrency < 0) && d.ok("batch") {
 		d.report(d.at("batch"), "batch", "max_lines, max_bytes and concurrency must not be negative")

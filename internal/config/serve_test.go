@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent/internal/config"
 )
@@ -83,5 +84,34 @@ func TestParseServeBatchLimits(t *testing.T) {
 	_, err = config.ParseServe([]byte("batch:\n  concurrency: -1\n  lines: 3\n"), "serve.yaml", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `serve.yaml:3:3: batch.lines: unknown key "lines"`) || !strings.Contains(err.Error(), "must not be negative") {
 		t.Errorf("bad batch limits: %v, want both problems with their positions", err)
+	}
+}
+
+// TestParseServeConnectionKeys: the timeouts and caps of the gateway's
+// connections and its drain (issue 27, defects 5 and 6) are keys of the
+// file; negative timeouts are problems, negative caps mean unlimited.
+func TestParseServeConnectionKeys(t *testing.T) {
+	data := `header_timeout: 5s
+body_timeout: 30s
+idle_timeout: 2m
+max_connections: -1
+max_connections_per_client: 32
+shutdown_grace: 45s
+batch: {upload_timeout: 20m}
+backends: {sim: {url: "sim://"}}
+`
+	sc, err := config.ParseServe([]byte(data), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.HeaderTimeout != 5*time.Second || sc.BodyTimeout != 30*time.Second || sc.IdleTimeout != 2*time.Minute ||
+		sc.MaxConnections != -1 || sc.MaxConnectionsPerClient != 32 || sc.ShutdownGrace != 45*time.Second || sc.Batch.UploadTimeout != 20*time.Minute {
+		t.Errorf("ParseServe = %+v, want every key read", sc)
+	}
+	_, err = config.ParseServe([]byte("body_timeout: -1s\nshutdown_grace: -2s\nbackends: {sim: {url: \"sim://\"}}\n"), "serve.yaml", t.TempDir())
+	for _, want := range []string{"body_timeout: must not be negative", "shutdown_grace: must not be negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseServe(negative) = %v, want %q", err, want)
+		}
 	}
 }
