@@ -177,7 +177,7 @@ type Server struct {
 	// running are the executors of the chat completions in progress, for
 	// the drain to stop those whose answer has not begun.
 	running map[*executor]struct{}
-	hs     *http.Server
+	hs      *http.Server
 
 	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
 
