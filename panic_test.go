@@ -22,11 +22,9 @@ import (
 
 // echoModel answers every request at once with {"value": N,
 // "first_word": "echo"}, N the last user message (a task "{id}"); it
-// panics instead for the task named in panicOn ("" never). It streams
-// when stream is set, panicking after the first event.
+// panics instead for the task named in panicOn ("" never).
 type echoModel struct {
 	panicOn string
-	stream  bool
 }
 
 func (m *echoModel) answer(req *llm.Request) string {
@@ -41,7 +39,8 @@ func (m *echoModel) Generate(_ context.Context, req *llm.Request) (*llm.Response
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: m.answer(req)}, FinishReason: llm.FinishStop}, nil
 }
 
-// streamModel is an echoModel that streams.
+// streamModel is an echoModel that streams, panicking after the first
+// event.
 type streamModel struct{ echoModel }
 
 func (m *streamModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
