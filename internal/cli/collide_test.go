@@ -125,3 +125,25 @@ func TestRedisAndBatchRunsRefuseOutputNamingTheirInput(t *testing.T) {
 		})
 	}
 }
+
+// TestExportRefusesOutputNamingTheStateFile exports a state file onto
+// itself: exit 2 naming both, the state file as it was.
+func TestExportRefusesOutputNamingTheStateFile(t *testing.T) {
+	dir, job, in := smallJob(t, 3)
+	out := filepath.Join(dir, "out.jsonl")
+	if code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	state := out + ".state.db"
+	before, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, t.Context(), "export", state, "--out", state)
+	if want := "--out " + state + " is the state file " + state; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("export onto its state file: exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr, want)
+	}
+	if b, err := os.ReadFile(state); err != nil || !bytes.Equal(b, before) {
+		t.Errorf("%s changed (err %v): %d bytes, was %d", state, err, len(b), len(before))
+	}
+}

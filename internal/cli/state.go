@@ -139,6 +139,13 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 // exportCmd writes a checkpointed run's results in input order:
 // `batchagent export run.db --out results.jsonl`.
 func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
+	if f.out != "" && f.out != "-" {
+		reads := []runFile{{object: "the state file", path: path}, {object: "the state file's write-ahead log", path: path + "-wal"}}
+		if err := checkRunFiles([]runFile{outputFile(f.out, true)}, reads); err != nil {
+			fmt.Fprintln(stderr, "batchagent export:", err)
+			return exitUsage
+		}
+	}
 	store, err := openState(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent export:", err)
