@@ -119,7 +119,27 @@ func Stream(ctx context.Context, spec *Spec, inputs Inputs) (iter.Seq[Result], e
 // priority class apply as to agents' calls. req.Model defaults to b.Name.
 // A failure ends the sequence with its error; nothing is retried.
 // Stopping the iteration abandons the call and frees its slot. After
-// Shutdown the sequence yields [ErrShutdown].
-func (e *Engine) Call(ctx context.Context, b Backend, class Priority, req *llm.Request) iter.Seq2[llm.Event, error] {
-	return e.core.Call(ctx, b.Model, b.Name, sched.Class(class), req)
+// Shutdown the sequence yields [ErrShutdown]. opts may be nil: the
+// defaults.
+func (e *Engine) Call(ctx context.Context, b Backend, class Priority, req *llm.Request, opts *CallOptions) iter.Seq2[llm.Event, error] {
+	var onAdmit func()
+	if opts != nil {
+		onAdmit = opts.OnAdmit
+	}
+	return e.core.Call(ctx, b.Model, b.Name, sched.Class(class), req, onAdmit)
+}
+
+// CallOptions are the per-call settings of [Engine.Call]. The zero value
+// (or a nil pointer) is the defaults.
+type CallOptions struct {
+	// OnAdmit, if set, is called once the call is admitted (it holds one
+	// of the backend's slots, or the backend has no admission) and before
+	// its request is sent: from then on the backend works on it, though
+	// its first event may be long in coming (a long prompt's prefill). It
+	// is not called for a call that ends before admission (a failure, a
+	// cancellation, the iteration stopped). It runs on the goroutine
+	// iterating the sequence and should return quickly, as the request
+	// waits for it; a panic in it goes on up to that goroutine, the slot
+	// freed. Defaults to nil: none.
+	OnAdmit func()
 }

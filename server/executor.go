@@ -37,18 +37,21 @@ type chunk struct {
 
 // mode is one way of answering a request: a passthrough model call or an
 // agent run. It yields chunks and ends with at most one error; it stops
-// its work when ctx ends or the iteration is stopped.
+// its work when ctx ends or the iteration is stopped. It calls admitted,
+// from the iterating goroutine, once the engine admits its work before
+// its first chunk (a passthrough's model call, holding a slot); a mode
+// that never calls it is in flight from its first chunk.
 type mode interface {
-	chunks(ctx context.Context) iter.Seq2[chunk, error]
+	chunks(ctx context.Context, admitted func()) iter.Seq2[chunk, error]
 }
 
 // errUsed is returned by a second use of an executor.
 var errUsed = errors.New("server: executor used twice")
 
 // errDraining is the cause of a request's context when the server began
-// to drain before the request's answer did: it is answered 503 with
+// to drain before the request was in flight: it is answered 503 with
 // Retry-After, to be sent again elsewhere.
-var errDraining = errors.New("server: draining before the answer began")
+var errDraining = errors.New("server: draining before the request was admitted")
 
 // errGraceOver is the cause of a request's context when the drain's
 // time ended before the request did.
@@ -58,6 +61,29 @@ var errGraceOver = errors.New("server: stopped at the end of the shutdown grace"
 // disconnected.
 var errClientGone = errors.New("server: client disconnected")
 
+// Where a request stands for a drain (executor.state).
+const (
+	// waiting: not admitted yet, nothing of its answer come. A drain
+	// stops it (stopped), to be answered 503 with Retry-After.
+	waiting int32 = iota
+	// inFlight: admitted by the engine (the backend works on it, though
+	// its first token may not have come), or its first chunk come. A
+	// drain lets it finish, within the grace.
+	inFlight
+	// stopped: stopped by a drain while waiting.
+	stopped
+)
+
+// begin marks x in flight unless a drain stopped it first, and reports
+// whether x is in flight. It is safe to call concurrently with stopWaiting.
+func (x *executor) begin() bool {
+	return x.state.CompareAndSwap(waiting, inFlight) || x.state.Load() == inFlight
+}
+
+// stopWaiting marks x stopped unless it is in flight, and reports whether
+// it did: then the drain cancels x's context with errDraining.
+func (x *executor) stopWaiting() bool { return x.state.CompareAndSwap(waiting, stopped) }
+
 // executor answers one request: it runs the request's mode and is the one
 // place that turns chunks into SSE or into the non-streamed JSON, appends
 // [DONE], buffers the assistant's content from the structured chunks,
@@ -66,9 +92,9 @@ var errClientGone = errors.New("server: client disconnected")
 // own parameters.
 type executor struct {
 	used atomic.Bool
-	// begun is set with the mode's first chunk: the backend has begun to
-	// answer (an agent, to work). A drain stops the requests not begun.
-	begun atomic.Bool
+	// state is where the request stands for a drain: waiting, in flight
+	// or stopped. It moves once, from waiting.
+	state atomic.Int32
 
 	// The request's parameters.
 	w            http.ResponseWriter
@@ -117,7 +143,8 @@ func (x *executor) execute(ctx context.Context, m mode) error {
 }
 
 func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
-	for c, err := range m.chunks(ctx) {
+	admitted := func() { x.begin() } // a drain that stopped x first cancels it
+	for c, err := range m.chunks(ctx, admitted) {
 		// The one disconnection check.
 		select {
 		case <-x.gone:
@@ -132,7 +159,12 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 			x.fail(err)
 			return err
 		}
-		x.begun.Store(true)
+		if !x.begin() {
+			// A drain stopped x before this first chunk: nothing of it is
+			// out, so it is answered 503 whole, and the drain cancels it.
+			x.fail(errDraining)
+			return errDraining
+		}
 		if x.firstByte == 0 {
 			x.firstByte = time.Since(start)
 		}

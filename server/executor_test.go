@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // script is a mode that yields fixed chunks.
 type script []chunk
 
-func (s script) chunks(context.Context) iter.Seq2[chunk, error] {
+func (s script) chunks(context.Context, func()) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
 		for _, c := range s {
 			if !yield(c, nil) {
@@ -87,5 +88,29 @@ func TestExecutorDisconnect(t *testing.T) {
 	}
 	if !errors.Is(context.Cause(ctx), errClientGone) || rec.Body.Len() != 0 {
 		t.Errorf("cause %v, body %q: want the context cancelled by errClientGone and nothing written", context.Cause(ctx), rec.Body)
+	}
+}
+
+// TestExecutorStoppedByDrain: a request a drain stopped while it waited
+// is answered 503 with Retry-After, even when its first chunk comes before
+// the drain's cancellation does; one admitted first stays in flight.
+func TestExecutorStoppedByDrain(t *testing.T) {
+	rec := httptest.NewRecorder()
+	_, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	x := &executor{w: rec, gone: make(chan struct{}), cancel: cancel, stream: true}
+	if !x.stopWaiting() {
+		t.Fatal("stopWaiting of a waiting request = false, want true")
+	}
+	if err := x.execute(t.Context(), script{{kind: chunkText, text: "x"}}); !errors.Is(err, errDraining) {
+		t.Fatalf("execute = %v, want errDraining", err)
+	}
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || strings.Contains(rec.Body.String(), "data:") {
+		t.Errorf("answer %d, Retry-After %q, body %q: want 503 with Retry-After, no stream", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+
+	x = &executor{w: httptest.NewRecorder(), gone: make(chan struct{}), cancel: cancel}
+	if !x.begin() || x.stopWaiting() {
+		t.Error("a request admitted before the drain: stopWaiting = true, want it left in flight")
 	}
 }

@@ -22,9 +22,9 @@ type passthrough struct {
 	req     *llm.Request
 }
 
-func (p *passthrough) chunks(ctx context.Context) iter.Seq2[chunk, error] {
+func (p *passthrough) chunks(ctx context.Context, admitted func()) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
-		for ev, err := range p.engine.Call(ctx, p.backend, p.class, p.req) {
+		for ev, err := range p.engine.Call(ctx, p.backend, p.class, p.req, &batchagent.CallOptions{OnAdmit: admitted}) {
 			if err != nil {
 				yield(chunk{}, err)
 				return
@@ -97,7 +97,10 @@ type agentRun struct {
 // in hand while the client reads.
 const progressBuffer = 16
 
-func (a *agentRun) chunks(ctx context.Context) iter.Seq2[chunk, error] {
+// chunks never calls admitted: the agent's first chunk, the progress
+// event of its first turn, comes as it starts, before its first model
+// call waits for admission.
+func (a *agentRun) chunks(ctx context.Context, _ func()) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		// An observer that is an agent.Scope (a tracer) gets the agent's

@@ -175,7 +175,7 @@ type Server struct {
 	closed bool       // Shutdown was called
 	idle   chan struct{}
 	// running are the executors of the chat completions in progress, for
-	// the drain to stop those whose answer has not begun.
+	// the drain to stop those not in flight.
 	running map[*executor]struct{}
 	hs      *http.Server
 
@@ -698,15 +698,16 @@ func (s *Server) Serve(l net.Listener) error {
 //  1. At once, /health and /ready answer 503, new requests (chat
 //     completions, batches) are answered 503 with Retry-After, and
 //     connections close after their answer in progress. So are the chat
-//     completions whose answer has not begun — waiting for admission, or
-//     for the backend's first token, or an agent not yet started: they
-//     are stopped (their backend call abandoned) and answered 503 with
-//     Retry-After, to be sent again elsewhere. The batches running stop,
-//     their lines in flight cancelled and left unrecorded (a server
-//     started later on the same store resumes them).
-//  2. The chat completions whose answer has begun finish, until ctx ends;
-//     then those left are stopped, each ended with an error (a stream's
-//     error event).
+//     completions not yet in flight — a passthrough still waiting for the
+//     backend's admission, an agent not yet started: they are stopped
+//     and answered 503 with Retry-After, to be sent again elsewhere. The
+//     batches running stop, their lines in flight cancelled and left
+//     unrecorded (a server started later on the same store resumes them).
+//  2. The chat completions in flight finish, until ctx ends: a
+//     passthrough the backend admitted (holding a slot, its prompt being
+//     read, though no token has come yet), an agent that has begun (its
+//     first turn's progress event comes as it starts). Then those left
+//     are stopped, each ended with an error (a stream's error event).
 //  3. The HTTP server of [Server.Serve], if any, stops listening and
 //     closes its connections, and the engine shuts down with ctx (see
 //     [batchagent.Engine.Shutdown]).
@@ -725,7 +726,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	var waiting []*executor
 	for x := range s.running {
-		if !x.begun.Load() {
+		if x.stopWaiting() {
 			waiting = append(waiting, x)
 		}
 	}

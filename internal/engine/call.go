@@ -15,8 +15,9 @@ import (
 // answer's events as they come: streamed when m is an llm.Streamer, else
 // built from its whole response. A failure ends the sequence with its
 // error; nothing is retried. Stopping the iteration abandons the call and
-// frees its slot. See batchagent.Engine.Call.
-func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched.Class, req *llm.Request) iter.Seq2[llm.Event, error] {
+// frees its slot. onAdmit, if not nil, is called once the call is
+// admitted, before its request is sent. See batchagent.Engine.Call.
+func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched.Class, req *llm.Request, onAdmit func()) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		if m == nil || req == nil {
 			yield(llm.Event{}, errors.New("batchagent: call without a model or a request"))
@@ -59,6 +60,9 @@ func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched
 			}
 			p = &permit{t: t, unanswered: g.unanswered}
 		}
+		if onAdmit != nil {
+			admitted(p, onAdmit)
+		}
 		resp, err, stopped := e.call(ctx, m, req, p, yield)
 		if p != nil {
 			if stopped && err == nil {
@@ -70,6 +74,19 @@ func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched
 			yield(llm.Event{}, err)
 		}
 	}
+}
+
+// admitted calls onAdmit, the caller's, for the call that holds p (nil:
+// none); a panic in it goes on up to the caller, p released.
+func admitted(p *permit, onAdmit func()) {
+	done := false
+	defer func() {
+		if !done && p != nil {
+			p.Release(nil, context.Canceled) // abandoned before it was sent: nothing learnt
+		}
+	}()
+	onAdmit()
+	done = true
 }
 
 // call makes the model call of Call and yields its events; it returns the
