@@ -88,12 +88,21 @@ func checkRedisFlags(rf redisFlags, changed func(string) bool) error {
 // coordinator is `batchagent run --redis`: it enqueues a run's inputs
 // and writes their results, recorded by the workers, into the output.
 type coordinator struct {
-	q       *queue.Client
-	run     string // the run's ID
-	name    string // the job's name, for messages
-	window  int
-	inputs  batchagent.Inputs
-	start   int // inputs enqueued already (a resumed run)
+	q      *queue.Client
+	run    string // the run's ID
+	name   string // the job's name, for messages
+	window int
+	inputs batchagent.Inputs
+	start  int // inputs enqueued already (a resumed run)
+	// skip are the inputs whose lines the output held when the run was
+	// enqueued again after Redis lost it: each is enqueued as a
+	// placeholder (null), which workers drop, so that the run's indexes
+	// stay contiguous without running them again. Nil otherwise.
+	skip *indexSet
+	// outage bounds how long a Redis operation of the coordinator is
+	// tried again while Redis cannot be reached: the job's outage budget.
+	outage  time.Duration
+	warn    io.Writer // warnings, one per outage spell
 	outPath string
 	out     *bufio.Writer
 
@@ -232,6 +241,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		outPath: outPath, out: bufio.NewWriterSize(out, 64<<10),
 		progress: make(chan struct{}, 1),
 		price:    priceOf(cj),
+		outage:   outageBudget(cj.Def),
+		warn:     stderr,
 	}
 	c.total.Store(-1)
 	c.enqueued.Store(int64(st.Enqueued))
@@ -245,7 +256,75 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		}
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", c.name, id, queue.RedactURL(rf.url), verb)
 	}
-	return c.coordinate(ctx, written, estimate, f.quiet, stderr, out)
+	for {
+		code, lost := c.coordinate(ctx, written, estimate, f.quiet, stderr, out)
+		if !lost {
+			return code
+		}
+		// Redis lost the run (restarted without its data, flushed,
+		// evicted): the inputs and the output are here, so the run is
+		// registered again and the inputs without a line enqueued again.
+		fmt.Fprintf(stderr, "batchagent run: run %s is gone from Redis (restarted without its data, flushed or evicted): registering it again and enqueuing the inputs without a line in the output (%d have one)\n", id, written.len())
+		if err := c.reenqueue(ctx, in, format, filepath.Base(inPath), queue.Run{ID: id, Job: data, JobPath: abs}, written); err != nil {
+			return fail(exitFailed, fmt.Errorf("run %s is gone from Redis and could not be registered again: %w", id, err))
+		}
+	}
+}
+
+// outageBudget is how long the coordinator waits out a Redis outage: the
+// job's outage budget, or job.DefaultOutageBudget.
+func outageBudget(d batchagent.Def) time.Duration {
+	if d.OutageBudget > 0 {
+		return d.OutageBudget
+	}
+	return batchagent.DefaultOutageBudget
+}
+
+// reenqueue registers run r again after Redis lost it and starts its
+// inputs over from the first: the ones written already (a snapshot of
+// written) are enqueued as placeholders, the others as tasks.
+func (c *coordinator) reenqueue(ctx context.Context, in *os.File, format inputFormat, name string, r queue.Run, written *indexSet) error {
+	err := c.redis(ctx, "register the run again", func() error {
+		r.Created = time.Now()
+		_, _, err := c.q.CreateRun(ctx, r)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("inputs: %w", err)
+	}
+	skip := &indexSet{words: slices.Clone(written.words), n: written.n}
+	c.inputs, c.start, c.skip = format.decode(in, name), 0, skip
+	c.enqueued.Store(0)
+	c.total.Store(-1)
+	return nil
+}
+
+// redis runs op, a Redis operation of the coordinator, and runs it again
+// while it fails (Redis down, restarting, loading its data), for up to
+// the outage budget: a blip stops nothing. It returns op's error when it
+// wraps queue.ErrNoRun (the run is gone: trying again cannot help), when
+// ctx ends, or once the budget is spent. what names the operation in the
+// warning written once per outage.
+func (c *coordinator) redis(ctx context.Context, what string, op func() error) error {
+	var since time.Time
+	for {
+		err := op()
+		if err == nil || errors.Is(err, queue.ErrNoRun) || ctx.Err() != nil {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+			if c.warn != nil {
+				fmt.Fprintf(c.warn, "batchagent run: warning: %s: %v: trying again for up to %v\n", what, err, c.outage)
+			}
+		} else if time.Since(since) >= c.outage {
+			return fmt.Errorf("%s: Redis unavailable for %v (the outage budget): %w", what, c.outage.Round(time.Second), err)
+		}
+		pause(ctx, 500*time.Millisecond)
+	}
 }
 
 // runIDOf derives a run's ID from what makes it this run: the job file's
@@ -406,8 +485,10 @@ func retryInputs(ctx context.Context, q *queue.Client, run string, format inputF
 }
 
 // coordinate enqueues the inputs and writes the results until every input
-// has its line in the output, or ctx ends or a signal comes.
-func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimate int, quiet bool, stderr io.Writer, file *os.File) int {
+// has its line in the output, or ctx ends or a signal comes. lost reports
+// that Redis lost the run (code is then meaningless): the caller
+// registers it again and calls coordinate once more.
+func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimate int, quiet bool, stderr io.Writer, file *os.File) (code int, lost bool) {
 	begin := time.Now()
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -434,10 +515,15 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 		}
 		select {
 		case err := <-enqErr:
-			if err != nil && ctx.Err() == nil {
+			if errors.Is(err, queue.ErrNoRun) {
+				lost = true
+			} else if err != nil && ctx.Err() == nil {
 				runErr = err
 			}
 		default:
+		}
+		if lost {
+			break
 		}
 		if runErr != nil {
 			break
@@ -445,9 +531,10 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 		if time.Since(lastBeat) >= coordEvery {
 			lastBeat = time.Now()
 			if err := c.q.CoordinatorBeat(ctx, c.run); errors.Is(err, queue.ErrNoRun) {
-				// Deleted, flushed or evicted: its tasks and results are
-				// gone with it, and nothing will ever finish it.
-				runErr = fmt.Errorf("run %s is gone from Redis (deleted, flushed or evicted): run the command again to start it afresh: %w", c.run, err)
+				// Deleted, flushed, evicted or a Redis restarted without
+				// its data: its tasks and results are gone with it, and
+				// nothing would ever finish it.
+				lost = true
 				break
 			} else if err != nil && ctx.Err() == nil {
 				fmt.Fprintln(stderr, "batchagent run: warning: heartbeat:", err)
@@ -502,6 +589,9 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 	if err := file.Sync(); err != nil && runErr == nil {
 		runErr = err
 	}
+	if lost && runErr == nil && !interrupted {
+		return 0, true
+	}
 	if !quiet {
 		sum.write(stderr, c.name, time.Since(begin), written.len(), c.outPath)
 		fmt.Fprintf(stderr, "  %s\n", c.price.summary(sum.usage))
@@ -509,31 +599,34 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 	switch {
 	case runErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", runErr)
-		return exitFailed
+		return exitFailed, false
 	case interrupted:
 		if !quiet {
 			fmt.Fprintf(stderr, "  run %s goes on on the workers; run the same command again to collect its results\n", c.run)
 		}
-		return exitInterrupted
+		return exitInterrupted, false
 	case sum.failed > 0:
-		return exitFailed
+		return exitFailed, false
 	}
-	return exitOK
+	return exitOK, false
 }
 
 // enqueue adds the inputs after those enqueued before to the run's stream,
 // keeping at most c.window of them without a result, then sets the run's
 // total. An input that cannot be decoded is a result: its failure is
 // recorded, and its place in the stream is held by a placeholder (JSON
-// null) that the workers acknowledge without running.
+// null) that the workers acknowledge without running; so is an input of
+// c.skip, whose line the output has. A Redis that cannot be reached is
+// waited out (c.redis); an error wrapping queue.ErrNoRun says the run is
+// gone.
 func (c *coordinator) enqueue(ctx context.Context) error {
-	i := 0
+	i, skipped := 0, 0
 	for in, ierr := range c.inputs {
 		if i < c.start {
 			i++
 			continue
 		}
-		for i-int(c.seen.Load()) >= c.window {
+		for i-skipped-int(c.seen.Load()) >= c.window {
 			select {
 			case <-c.progress:
 			case <-ctx.Done():
@@ -541,32 +634,52 @@ func (c *coordinator) enqueue(ctx context.Context) error {
 			}
 		}
 		raw := json.RawMessage("null")
-		if ierr != nil {
+		switch {
+		case c.skip != nil && c.skip.has(i):
+			skipped++
+		case ierr != nil:
 			line, err := json.Marshal(inputFailure(c.run, i, ierr))
 			if err != nil {
 				return fmt.Errorf("input %d: %w", i, err)
 			}
-			if _, err := c.q.Record(ctx, c.run, i, line); err != nil {
+			err = c.redis(ctx, fmt.Sprintf("record input %d's failure", i), func() error {
+				_, err := c.q.Record(ctx, c.run, i, line)
+				return err
+			})
+			if err != nil {
 				return err
 			}
-		} else {
+		default:
 			b, err := json.Marshal(in)
 			if err != nil {
 				return fmt.Errorf("input %d: %w", i, err)
 			}
 			raw = b
 		}
-		if err := c.q.Enqueue(ctx, c.run, i, raw); err != nil {
+		if err := c.redis(ctx, fmt.Sprintf("enqueue input %d", i), func() error { return c.enqueueOne(ctx, i, raw) }); err != nil {
 			return err
 		}
 		i++
 		c.enqueued.Store(int64(i))
 	}
-	if err := c.q.SetTotal(ctx, c.run, i); err != nil {
+	if err := c.redis(ctx, "set the run's total", func() error { return c.q.SetTotal(ctx, c.run, i) }); err != nil {
 		return err
 	}
 	c.total.Store(int64(i))
 	return nil
+}
+
+// enqueueOne enqueues input i. A refusal because i is enqueued already
+// (the reply to an earlier try was lost with the connection) is success.
+func (c *coordinator) enqueueOne(ctx context.Context, i int, raw json.RawMessage) error {
+	err := c.q.Enqueue(ctx, c.run, i, raw)
+	if err == nil || errors.Is(err, queue.ErrNoRun) {
+		return err
+	}
+	if st, serr := c.q.RunStatus(ctx, c.run); serr == nil && st.Enqueued > i {
+		return nil
+	}
+	return err
 }
 
 // progressLine says how far the run is, over all workers; u is the usage
