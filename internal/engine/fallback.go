@@ -262,15 +262,13 @@ func fallsBack(err, cause error) bool {
 }
 
 // backendFailure reports whether err holds a failure of the backend
-// itself: an *llm.APIError of a server error, a failed connection, the
-// backend's timeout, a rate limit or an overload. It holds one also when a
+// itself: an error of the class of a server error, a failed connection,
+// the backend's timeout, a rate limit or an overload (an *llm.APIError of
+// our backends, or a custom llm.Model's error wrapping the class). It holds one also when a
 // deadline ended the agent while it waited to retry such a failure (the
 // agent keeps the last one beside the deadline); a call cut by a deadline,
 // a budget or a cancellation alone holds none.
 func backendFailure(err error) bool {
-	if _, ok := errors.AsType[*llm.APIError](err); !ok {
-		return false
-	}
 	return errors.Is(err, llm.ErrServer) || errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout) ||
 		errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrOverloaded)
 }
