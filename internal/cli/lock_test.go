@@ -111,7 +111,7 @@ func checkOneLineEach(t *testing.T, path string, n int) []line {
 // run in progress: it exits 2 at once naming the first run's process, and
 // the first run's output is intact.
 func TestConcurrentRunsOnOneOutput(t *testing.T) {
-	const n = 40
+	const n = 200 // 4 s of model calls: the first run is still running when a loaded machine starts the second
 	dir, job, in, backend := slowJob(t, n)
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"run", job, "--inputs", in, "--out", out, "--backend", backend, "--quiet"}
@@ -143,7 +143,7 @@ func TestConcurrentRunsOnOneOutput(t *testing.T) {
 // the state file of a run in progress: it exits 2 at once, creating no
 // output.
 func TestConcurrentRunsOnOneState(t *testing.T) {
-	const n = 40
+	const n = 200 // 4 s of model calls: the first run is still running when a loaded machine starts the second
 	dir, job, in, backend := slowJob(t, n)
 	state := filepath.Join(dir, "run.db")
 	out1, out2 := filepath.Join(dir, "out1.jsonl"), filepath.Join(dir, "out2.jsonl")
@@ -159,6 +159,9 @@ func TestConcurrentRunsOnOneState(t *testing.T) {
 	}
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {
 		t.Errorf("the refused run created its output: %v", err)
+	}
+	if a.cmd.ProcessState != nil {
+		t.Fatalf("the first run ended before the second was refused: the test proves nothing")
 	}
 	if code := a.wait(); code != 0 {
 		t.Fatalf("first run: exit %d\n%s", code, a.stderr.String())
