@@ -1,6 +1,7 @@
 package batchagent_test
 
 import (
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -32,6 +33,37 @@ func TestAgentTimeoutExcludesAdmission(t *testing.T) {
 			if r.Err != nil {
 				t.Errorf("result %d (queued %v): %v, want success: the wait for the slot is not the agent's work", r.Index, r.Timings.Queue, r.Err)
 			}
+		}
+	})
+}
+
+// TestPackedAgentTimeoutExcludesAdmission: a packed agent's wait for its
+// pack to get the backend's one slot is admission too. One slot, packs of
+// two, six agents, 200ms a call, a 300ms timeout: the third pack waits
+// 400ms for the slot and its agents still succeed, packed.
+func TestPackedAgentTimeoutExcludesAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEngine(t, batchagent.Config{Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true}})
+		res, err := e.Run(t.Context(), mustSpec(t, batchagent.Def{
+			Model:        newSim(t, sim.Config{Latency: 200 * time.Millisecond, ToolTurns: -1}),
+			Task:         "{id}",
+			OutputSchema: json.RawMessage(outSchema),
+			Pack:         batchagent.Pack{MaxAgents: 2},
+			Timeout:      300 * time.Millisecond,
+		}), batchagent.Slice(inputs(6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 6 {
+			t.Fatalf("Run returned %d results, want 6", len(res))
+		}
+		for _, r := range res {
+			if r.Err != nil || r.Packed != 2 {
+				t.Errorf("result %d (queued %v): packed %d, err %v; want a packed success: the wait for the slot is not the agent's work", r.Index, r.Timings.Queue, r.Packed, r.Err)
+			}
+		}
+		if st := e.Stats(); st.PackCalls != 3 {
+			t.Errorf("pack calls %d, want 3", st.PackCalls)
 		}
 	})
 }

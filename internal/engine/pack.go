@@ -72,6 +72,10 @@ type packItem struct {
 	calls    int             // packed calls it took part in
 	done     chan packAnswer // buffered 1: a call's answer never waits
 	stop     func() bool     // stops the reaping of it once it leaves pending
+	// resume starts the agent's work clock again once it leaves pending:
+	// its wait there, for a pack to fill and get its slot, is a wait for
+	// admission and does not count against its timeout.
+	resume func()
 }
 
 // A packAnswer is what a packed call gives one agent: its output, or why
@@ -158,6 +162,7 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error
 // add queues it and makes sure a dispatch goroutine runs.
 func (p *packer) add(it *packItem) {
 	it.stop = context.AfterFunc(it.ctx, p.reap)
+	it.resume = pauseWork(it.ctx)
 	p.mu.Lock()
 	p.seq++
 	it.seq = p.seq
@@ -181,6 +186,7 @@ func (p *packer) requeue(items []*packItem) {
 	}
 	for _, it := range items {
 		it.stop = context.AfterFunc(it.ctx, p.reap)
+		it.resume = pauseWork(it.ctx)
 	}
 	p.mu.Lock()
 	p.pending = append(p.pending, items...)
@@ -328,6 +334,7 @@ func (p *packer) take() []*packItem {
 	items, p.pending = plan(p.pending, p.size, p.maxTokens-p.sysTokens)
 	for _, it := range items {
 		it.stop()
+		it.resume()
 	}
 	return items
 }
