@@ -67,3 +67,33 @@ func TestPackedAgentTimeoutExcludesAdmission(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentTimeoutClass: an agent that runs out of its timeout fails with
+// kind timeout and class "deadline,agent_timeout", as when the timeout was
+// a context deadline: the work clock that stops it is not a cancel.
+func TestAgentTimeoutClass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEngine(t, batchagent.Config{})
+		res, err := e.Run(t.Context(), mustSpec(t, batchagent.Def{
+			Model:   newSim(t, sim.Config{Latency: 500 * time.Millisecond}),
+			Task:    "x",
+			Timeout: 100 * time.Millisecond,
+		}), batchagent.Slice(inputs(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := json.Marshal(res[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Error struct{ Kind, Class string }
+		}
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Error.Kind != "timeout" || got.Error.Class != "deadline,agent_timeout" {
+			t.Errorf("timed-out agent: kind %q class %q, want timeout and deadline,agent_timeout (%s)", got.Error.Kind, got.Error.Class, line)
+		}
+	})
+}

@@ -423,6 +423,9 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 		if se, ok := errors.AsType[*agent.Error](err); ok {
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
+		if errors.Is(context.Cause(actx), job.ErrAgentTimeout) {
+			ae.Err = agentTimedOut(rn.timeout, ae.Err)
+		}
 		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout) || errors.Is(cause, ErrBudget)
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
 		if errs != nil {

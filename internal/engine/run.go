@@ -436,9 +436,8 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 			ae.Turn, ae.Op, ae.Err = se.Turn, se.Op, se.Err
 		}
 		timedOut := errors.Is(context.Cause(actx), job.ErrAgentTimeout)
-		if timedOut && !errors.Is(ae.Err, job.ErrAgentTimeout) {
-			// Its calls saw their context canceled: say why.
-			ae.Err = fmt.Errorf("%w (%v of work; waits for admission not counted): %w", job.ErrAgentTimeout, rn.timeout, ae.Err)
+		if timedOut {
+			ae.Err = agentTimedOut(rn.timeout, ae.Err)
 		}
 		canceled := ctx.Err() != nil || errors.Is(err, agent.ErrStopped)
 		// The gate sees every call: it knows whether any was answered.
@@ -579,4 +578,22 @@ func (e *Engine) deliver(id string, o *outcome, onResult func(job.Result)) {
 		e.log.LogAttrs(context.Background(), slog.LevelDebug, "agent failed",
 			slog.String("job", id), slog.Int("agent", r.Index), slog.Any("err", r.Err))
 	}
+}
+
+// agentTimedOut returns err, the failure of an agent whose work clock ran
+// out of its timeout d, saying so. The clock ends the agent's context
+// with a cancel: a bare context.Canceled in err is, for the agent, the
+// deadline of its timeout, and reads and classes as one.
+func agentTimedOut(d time.Duration, err error) error {
+	switch {
+	case errors.Is(err, job.ErrAgentTimeout):
+		return err
+	case err == context.Canceled:
+		return fmt.Errorf("%w (%v of work; waits for admission not counted): %w", job.ErrAgentTimeout, d, context.DeadlineExceeded)
+	case errors.Is(err, context.Canceled):
+		// The cancel with more beside it (what the agent was retrying):
+		// kept in the message.
+		return fmt.Errorf("%w (%v of work; waits for admission not counted): %w (when it ended: %v)", job.ErrAgentTimeout, d, context.DeadlineExceeded, err)
+	}
+	return fmt.Errorf("%w (%v of work; waits for admission not counted): %w", job.ErrAgentTimeout, d, err)
 }
