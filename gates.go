@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/batchagent/batchagent/internal/engine"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
 )
@@ -23,10 +24,6 @@ const (
 	FirstStartWindow = sched.FirstWindow
 )
 
-// slowStartFrom is the first limit against a self-hosted server whose
-// capacity the engine discovers by slow start.
-const slowStartFrom = 8
-
 // ErrBackendUnavailable ends a run whose backend never answered: no model
 // call got an answer while the run was in progress, and connections to the
 // backend failed for the start window ([Admission.StartWindow]), or an
@@ -38,7 +35,7 @@ const slowStartFrom = 8
 // next run. Its message names the last connection failure. The check
 // applies to the calls the engine gates: every backend that declares its
 // capabilities (all HTTP backends), or any with a limit set.
-var ErrBackendUnavailable = sched.ErrUnavailable
+var ErrBackendUnavailable = job.ErrBackendUnavailable
 
 // admission returns the admission of the backend m serves under name: the
 // Admission of Backends, or the default one, turned into the gate's
@@ -76,26 +73,9 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 			return d.Waiting, err
 		}
 	}
-	// The limit: the configured one, else the backend's declared default;
-	// adaptive from the declared default when that is lower, and from
-	// slowStartFrom against a probed server, whose capacity is found by
-	// slow start.
-	declared := caps.DefaultConcurrency
-	cfg.Limit = a.MaxInflight
-	initial := cfg.Limit
-	if declared > 0 {
-		if cfg.Limit == 0 {
-			cfg.Limit = declared
-		}
-		initial = min(declared, cfg.Limit)
-	}
-	if cfg.Probe != nil {
-		initial = min(initial, slowStartFrom)
-		cfg.SlowStart = true
-	}
-	if cfg.Limit > 0 && !cfg.Fixed {
-		cfg.Initial = max(initial, 1)
-	}
+	// The limit and where it adapts from are the gate's defaults: the
+	// backend's declared default, and slow start against a probed server.
+	cfg.Limit, cfg.Declared, cfg.SlowStart = a.MaxInflight, caps.DefaultConcurrency, cfg.Probe != nil
 	if a.RateLimit.Shared != nil {
 		sh, err := a.RateLimit.Shared(Backend{Model: m, Name: name})
 		if err != nil {
@@ -110,27 +90,8 @@ func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
 		}
 		cfg.SharedSlots = sl
 	}
-	count := a.RateLimit.CountTokens
-	if count == nil {
-		count = estimateTokens
-	}
-	gated := cfg.Limit > 0 || cfg.RPM > 0 || cfg.TPM > 0 || cfg.Warm || cfg.Probe != nil || cfg.Shared != nil || cfg.SharedSlots != nil || hosted
-	return engine.Admission{Gate: cfg, Count: count, Gated: gated, Continuation: cont}, nil
-}
-
-// estimateTokens counts about four bytes a token over the request's text.
-func estimateTokens(req *llm.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		n += len(m.Content)
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return (n + 3) / 4
+	gated := cfg.Limits() || hosted
+	return engine.Admission{Gate: cfg, Count: a.RateLimit.CountTokens, Gated: gated, Continuation: cont}, nil
 }
 
 // BackendStats is a snapshot of one backend's admission.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/batchagent/batchagent/llm"
-	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
 )
@@ -42,14 +41,18 @@ var errClasses = []struct {
 }
 
 // ErrBackendUnavailable ends a run whose backend never answered; see
-// batchagent.ErrBackendUnavailable. It is sched.ErrUnavailable.
-var ErrBackendUnavailable = sched.ErrUnavailable
+// batchagent.ErrBackendUnavailable. The engine adds it to the error of a
+// run that package sched declared down (sched.ErrUnavailable), so that
+// job, which knows nothing of admission, need not import sched.
+var ErrBackendUnavailable = errors.New("backend unavailable")
 
 // ErrLimitUnavailable is wrapped by the error of a model call that could
 // not be admitted because a limit shared with other processes (rate
 // budgets or slots kept in Redis) could not be reached: agents wait it out
-// like a backend outage. It is sched.ErrSharedUnavailable.
-var ErrLimitUnavailable = sched.ErrSharedUnavailable
+// like a backend outage. The engine adds it to an admission error that
+// wraps sched.ErrSharedUnavailable (a shared limit of another module);
+// package queue's limits wrap it directly.
+var ErrLimitUnavailable = errors.New("shared limit unavailable")
 
 // classValidation names a cause holding a *schema.ValidationError.
 const classValidation = "validation"

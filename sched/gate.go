@@ -84,6 +84,11 @@ const (
 	DefaultProbeInterval = 200 * time.Millisecond
 )
 
+// DefaultSlowStartFrom caps the first limit of a gate's adaptive limit
+// under [GateConfig.SlowStart]: the limit a self-hosted server, whose
+// capacity slow start discovers, is first given.
+const DefaultSlowStartFrom = 8
+
 // ProbeFunc reads how many requests wait in the backend's queue. It must
 // return when ctx is done.
 type ProbeFunc func(ctx context.Context) (waiting int, err error)
@@ -91,15 +96,24 @@ type ProbeFunc func(ctx context.Context) (waiting int, err error)
 // GateConfig configures a [Gate]. The zero value is valid: no limit, no
 // pacing, no backpressure, no warming, no unavailability detection.
 type GateConfig struct {
-	// Limit is the most calls in flight at once. Zero means unlimited.
+	// Limit is the most calls in flight at once. Defaults to Declared;
+	// zero then means unlimited.
 	Limit int
+	// Declared is the concurrency the backend declares as its own
+	// default: the limit when Limit is zero, and the first limit of the
+	// adaptive limit when it is lower than Limit. Zero means none.
+	Declared int
 	// Initial is the first limit of the adaptive limit, at most Limit.
-	// Defaults to Limit. Ignored when Limit is zero or Fixed is set.
+	// Defaults to Limit, or to Declared when that is lower, and with
+	// SlowStart to at most DefaultSlowStartFrom. Ignored when Limit is
+	// zero or Fixed is set.
 	Initial int
 	// Fixed keeps the limit at Limit: no AIMD.
 	Fixed bool
 	// SlowStart grows the adaptive limit by one per clean call until the
-	// first congestion or the first long queue (see [AIMDConfig]).
+	// first congestion or the first long queue (see [AIMDConfig]), from
+	// an initial limit of at most DefaultSlowStartFrom unless Initial is
+	// set: a self-hosted server's capacity is discovered, not assumed.
 	SlowStart bool
 
 	// RPM is requests per minute. Zero means none, unless the backend
@@ -166,8 +180,8 @@ type GateConfig struct {
 
 func (c *GateConfig) validate() error {
 	switch {
-	case c.Limit < 0 || c.Initial < 0:
-		return fmt.Errorf("sched: negative gate limit (limit %d, initial %d)", c.Limit, c.Initial)
+	case c.Limit < 0 || c.Initial < 0 || c.Declared < 0:
+		return fmt.Errorf("sched: negative gate limit (limit %d, initial %d, declared %d)", c.Limit, c.Initial, c.Declared)
 	case c.Limit > 0 && c.Initial > c.Limit:
 		return fmt.Errorf("sched: gate initial limit %d above its limit %d", c.Initial, c.Limit)
 	case c.Limit == 0 && c.Initial > 0:
@@ -183,8 +197,17 @@ func (c *GateConfig) validate() error {
 }
 
 func (c *GateConfig) withDefaults() {
+	if c.Limit == 0 {
+		c.Limit = c.Declared
+	}
 	if c.Initial == 0 {
 		c.Initial = c.Limit
+		if c.Declared > 0 {
+			c.Initial = min(c.Declared, c.Limit)
+		}
+		if c.SlowStart && c.Limit > 0 {
+			c.Initial = min(c.Initial, DefaultSlowStartFrom)
+		}
 	}
 	if c.MaxQueued == 0 {
 		c.MaxQueued = DefaultMaxQueued
@@ -201,6 +224,15 @@ func (c *GateConfig) withDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Limits reports whether c limits calls at all: a concurrency limit (set
+// or declared), a rate, prefix warming, a queue probe or a shared limit.
+// A gate that limits nothing only watches for outages; its owner may let
+// calls to a backend that declares nothing of itself bypass it.
+func (c GateConfig) Limits() bool {
+	return c.Limit > 0 || c.Declared > 0 || c.RPM > 0 || c.TPM > 0 || c.Warm || c.Probe != nil ||
+		c.Shared != nil || c.SharedSlots != nil
 }
 
 // NewGate returns a gate for cfg. It returns an error if a setting is

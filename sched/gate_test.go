@@ -485,3 +485,36 @@ func TestGateBackpressureWhileWaitingForSlot(t *testing.T) {
 		}
 	})
 }
+
+// TestGateLimitDefaults checks the admission policy of GateConfig's
+// defaults: the backend's declared concurrency is the limit when none is
+// set and the first limit when lower, slow start begins at most at
+// DefaultSlowStartFrom, and Limits says whether the gate limits anything.
+func TestGateLimitDefaults(t *testing.T) {
+	probe := func(context.Context) (int, error) { return 0, nil }
+	for _, c := range []struct {
+		name       string
+		cfg        sched.GateConfig
+		wantLimit  int
+		wantLimits bool
+	}{
+		{"nothing", sched.GateConfig{}, 0, false},
+		{"declared", sched.GateConfig{Declared: 16}, 16, true},
+		{"declared below the limit", sched.GateConfig{Limit: 64, Declared: 16}, 16, true},
+		{"declared above the limit", sched.GateConfig{Limit: 4, Declared: 16}, 4, true},
+		{"slow start", sched.GateConfig{Limit: 64, SlowStart: true, Probe: probe}, sched.DefaultSlowStartFrom, true},
+		{"slow start below", sched.GateConfig{Limit: 4, SlowStart: true}, 4, true},
+		{"fixed", sched.GateConfig{Limit: 64, Declared: 16, Fixed: true, SlowStart: true}, 64, true},
+		{"set initial", sched.GateConfig{Limit: 64, Initial: 32, SlowStart: true}, 32, true},
+		{"rate", sched.GateConfig{RPM: 60}, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.cfg.Limits(); got != c.wantLimits {
+				t.Errorf("Limits() = %v, want %v", got, c.wantLimits)
+			}
+			if got := newGate(t, c.cfg).Stats().Limit; got != c.wantLimit {
+				t.Errorf("limit = %d, want %d", got, c.wantLimit)
+			}
+		})
+	}
+}

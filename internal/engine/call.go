@@ -51,6 +51,7 @@ func (e *Engine) Call(ctx context.Context, m llm.Model, name string, class sched
 				tokens = g.count(req)
 			}
 			t, err := g.g.Acquire(ctx, class, e.callFlow(class), 0, tokens)
+			err = admitErr(err)
 			if errors.Is(err, sched.ErrStopped) {
 				err = ErrShutdown
 			}

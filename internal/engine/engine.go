@@ -50,7 +50,7 @@ type Admission struct {
 	// and Logger.
 	Gate sched.GateConfig
 	// Count estimates a request's prompt tokens while a token budget is in
-	// force.
+	// force. Defaults to about four bytes a token.
 	Count func(*llm.Request) int
 	// Gated says whether every model call goes through the gate (a backend
 	// with capabilities or any limit); otherwise calls go straight to the

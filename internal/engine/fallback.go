@@ -189,7 +189,7 @@ func (e *Engine) tiersDown(a *agentRun, perr error, errs []error) error {
 	if !f.checked(a.rn, a.run, a.tiers) {
 		return nil
 	}
-	down := a.rn.gate.g.GaveUp(a.run, unreached(a.rn.gate.g, a.run, perr), perr)
+	down := unavailable(a.rn.gate.g.GaveUp(a.run, unreached(a.rn.gate.g, a.run, perr), perr))
 	if down == nil {
 		return nil
 	}
@@ -239,7 +239,7 @@ func (e *Engine) watchTiers(ctx context.Context, rn *runner, run *sched.Run, run
 			msgs = append(msgs, fmt.Sprintf("fallback %d: %v", i, r.Err()))
 		}
 	}
-	err := fmt.Errorf("%w; %s", run.Err(), strings.Join(msgs, "; "))
+	err := fmt.Errorf("%w; %s", unavailable(run.Err()), strings.Join(msgs, "; "))
 	e.log.LogAttrs(ctx, slog.LevelError, "no tier's backend could be reached: stopping the run; unfinished inputs stay pending",
 		slog.String("job", rn.id), slog.Any("err", err))
 	stop(err)

@@ -58,6 +58,9 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 		return nil, err
 	}
 	a.Gate.Stop, a.Gate.Logger = e.drained, e.log
+	if a.Count == nil {
+		a.Count = requestTokens
+	}
 	sg, err := sched.NewGate(a.Gate)
 	if err != nil {
 		return nil, err
@@ -68,6 +71,21 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 		e.order = append(e.order, g)
 	}
 	return g, nil
+}
+
+// requestTokens counts about four bytes a token over the request's text.
+func requestTokens(req *llm.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return (n + 3) / 4
 }
 
 // GateStats is one backend's admission snapshot.
@@ -148,6 +166,7 @@ func (c *classGate) Acquire(ctx context.Context, priority int, req *llm.Request)
 	resume := pauseWork(ctx)
 	t, err := c.g.g.AcquireOrder(ctx, c.class, flow, c.order(sv, priority, time.Now()), tokens)
 	resume()
+	err = admitErr(err)
 	if errors.Is(err, sched.ErrStopped) {
 		return nil, agent.ErrStopped
 	}
@@ -233,4 +252,37 @@ func unanswered(err error) bool {
 		return ae.StatusCode == 0 && errors.Is(err, llm.ErrConnection)
 	}
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// classed is an error of package sched with the sentinel of package job
+// that names its class added: its message is the error's own, and
+// errors.Is finds both sentinels in it. Package job does not import
+// sched, so the engine, which sees both, joins them where an admission
+// error crosses into an agent's result.
+type classed struct {
+	err, class error
+}
+
+func (e *classed) Error() string   { return e.err.Error() }
+func (e *classed) Unwrap() []error { return []error{e.err, e.class} }
+
+// unavailable returns err, a gate's error declaring its backend down
+// (wrapping sched.ErrUnavailable), with job.ErrBackendUnavailable added;
+// nil for nil.
+func unavailable(err error) error {
+	if err == nil || !errors.Is(err, sched.ErrUnavailable) || errors.Is(err, job.ErrBackendUnavailable) {
+		return err
+	}
+	return &classed{err: err, class: job.ErrBackendUnavailable}
+}
+
+// admitErr returns err, a gate's admission error, with
+// job.ErrLimitUnavailable added when it wraps sched.ErrSharedUnavailable
+// (a shared limit's store out of reach, which agents wait out) and
+// job.ErrBackendUnavailable when it wraps sched.ErrUnavailable.
+func admitErr(err error) error {
+	if err != nil && errors.Is(err, sched.ErrSharedUnavailable) && !errors.Is(err, job.ErrLimitUnavailable) {
+		err = &classed{err: err, class: job.ErrLimitUnavailable}
+	}
+	return unavailable(err)
 }

@@ -306,6 +306,7 @@ func (p *packer) admit() (pm *permit, brDone func(error), why string) {
 	}
 	p.mu.Unlock()
 	t, err := p.g.g.Acquire(ctx, p.class, p.flow, 0, tokens)
+	err = admitErr(err)
 	p.mu.Lock()
 	p.cancelAdmit = nil
 	p.mu.Unlock()

@@ -216,7 +216,7 @@ func (e *Engine) Stream(ctx context.Context, spec *job.Spec, inputs iter.Seq2[jo
 func (e *Engine) stopIfUnavailable(ctx context.Context, rn *runner, run *sched.Run, stop context.CancelCauseFunc) {
 	select {
 	case <-run.Down():
-		err := run.Err()
+		err := unavailable(run.Err())
 		e.log.LogAttrs(ctx, slog.LevelError, "backend unavailable: stopping the run; unfinished inputs stay pending",
 			slog.String("job", rn.id), slog.Any("err", err))
 		stop(err)
@@ -444,7 +444,7 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 		// Ungated, no call is observed and the backend is never declared down.
 		var down error
 		if rn.gate.gated && a.run != nil {
-			down = rn.gate.g.GaveUp(a.run, errors.Is(ae.Err, llm.ErrConnection), ae.Err)
+			down = unavailable(rn.gate.g.GaveUp(a.run, errors.Is(ae.Err, llm.ErrConnection), ae.Err))
 		}
 		if down != nil {
 			// Stopped by the unavailable backend, whichever error it
