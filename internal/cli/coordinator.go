@@ -25,6 +25,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
@@ -115,7 +116,7 @@ type coordinator struct {
 	// price is what the job's tokens cost: each line collected gets its
 	// cost, and the progress line and the summary the total, when it is
 	// known.
-	price jobPrice
+	price estimate.Price
 }
 
 // runCoordinator runs the job file at path over the workers reading the
@@ -179,6 +180,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("inputs: %w", err))
 	}
 	defer in.Close()
+	price := estimate.PriceOf(cj) // before the count named estimate hides the package
 	digest := sha256.New()
 	estimate, err := format.count(io.TeeReader(in, digest))
 	if err == nil {
@@ -240,7 +242,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		inputs: format.decode(in, filepath.Base(inPath)), start: st.Enqueued,
 		outPath: outPath, out: bufio.NewWriterSize(out, 64<<10),
 		progress: make(chan struct{}, 1),
-		price:    priceOf(cj),
+		price:    price,
 		outage:   outageBudget(cj.Def),
 		warn:     stderr,
 	}
@@ -562,8 +564,8 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 				continue
 			}
 			line := bytes.TrimRight(rec.Line, "\n")
-			if u, ok := sum.add(line); ok && c.price.known {
-				line = sink.AppendCost(line, c.price.price.Cost(u))
+			if u, ok := sum.add(line); ok && c.price.Known {
+				line = sink.AppendCost(line, c.price.Price.Cost(u))
 			}
 			c.out.Write(line)
 			c.out.WriteByte('\n')
@@ -594,7 +596,7 @@ func (c *coordinator) coordinate(ctx context.Context, written *indexSet, estimat
 	}
 	if !quiet {
 		sum.write(stderr, c.name, time.Since(begin), written.len(), c.outPath)
-		fmt.Fprintf(stderr, "  %s\n", c.price.summary(sum.usage))
+		fmt.Fprintf(stderr, "  %s\n", c.price.Summary(sum.usage))
 	}
 	switch {
 	case runErr != nil:
@@ -699,8 +701,8 @@ func (c *coordinator) progressLine(ctx context.Context, done, estimate int, u ll
 		}
 	}
 	line := fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", c.name, done, total, c.enqueued.Load(), alive, held)
-	if c.price.known {
-		line += fmt.Sprintf(" · $%.4f", c.price.price.Cost(u)) // the lines written this time
+	if c.price.Known {
+		line += fmt.Sprintf(" · $%.4f", c.price.Price.Cost(u)) // the lines written this time
 	}
 	return line
 }

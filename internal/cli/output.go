@@ -118,7 +118,7 @@ func (r *runner) openResults(ctx context.Context, plan *outputPlan, ordered bool
 		}
 	}
 	r.out = sink.NewJSONL(w, ordered)
-	r.out.SetCost(r.price.resultCost)
+	r.out.SetCost(r.price.ResultCost)
 	r.out.Skip(written)
 	r.resumedLines = len(written)
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
@@ -27,7 +28,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: jobName(path, cj), stdout: stdout, price: priceOf(cj)}
+	r := &runner{name: jobName(path, cj), stdout: stdout, price: estimate.PriceOf(cj)}
 	r.chooseOutputs(cj, f.out)
 	inPath := inputsPathOf(cj, f.inputs)
 	statePath := stateFileOf(f, r.outPath)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/sink"
 	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/tool"
@@ -105,7 +106,7 @@ type runner struct {
 	limitSource string
 	// price is what the job's tokens cost, for the lines, the progress
 	// line and the summary.
-	price jobPrice
+	price estimate.Price
 	// onEnd, when set, is called once every result is in, before the
 	// state file closes: the live view's last sample.
 	onEnd func()
@@ -146,7 +147,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	start := time.Now()
 	var rep *reporter
 	if !quiet {
-		rep = startReporter(r.engine, r.total, stderr, func(st batchagent.Stats) string { return r.price.progress(st, r.total) })
+		rep = startReporter(r.engine, r.total, stderr, func(st batchagent.Stats) string { return r.price.Progress(st, r.total) })
 	}
 	var (
 		notWritten int
@@ -215,7 +216,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	st := r.engine.Stats()
 	if !quiet {
 		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
-		fmt.Fprintf(stderr, "  %s\n", r.price.summary(st.Usage))
+		fmt.Fprintf(stderr, "  %s\n", r.price.Summary(st.Usage))
 		if r.statePath != "" {
 			fmt.Fprintf(stderr, "  state: %s", r.statePath)
 			if r.resumedLines > 0 {

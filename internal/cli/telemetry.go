@@ -76,11 +76,11 @@ func (t *runTelemetry) onResult() batchagent.OnResultFunc {
 // metrics and its price is known: the cost so far and its projection, as
 // the progress line shows them.
 func (t *runTelemetry) watchCost(r *runner) error {
-	if t.metrics == nil || !r.price.known {
+	if t.metrics == nil || !r.price.Known {
 		return nil
 	}
 	return t.metrics.WatchCost(r.name, func() telemetry.Cost {
-		spent, projected, ok := r.price.projection(r.engine.Stats(), r.total)
+		spent, projected, ok := r.price.Projection(r.engine.Stats(), r.total)
 		return telemetry.Cost{Spent: spent, Projected: projected, Projecting: ok}
 	})
 }

@@ -116,10 +116,10 @@ func (u *runUI) start(ctx context.Context, r *runner, quiet bool, stderr io.Writ
 	if u.ln == nil && persist == nil {
 		return nil
 	}
-	info := report.Info{Job: r.name, Model: r.price.model}
-	if r.price.known {
-		p := r.price.price
-		info.Price, info.PriceSource = &p, r.price.source
+	info := report.Info{Job: r.name, Model: r.price.Model}
+	if r.price.Known {
+		p := r.price.Price
+		info.Price, info.PriceSource = &p, r.price.Source
 	}
 	s, err := report.NewSampler(report.SamplerConfig{Stats: r.engine.Stats, Info: info, Inputs: r.total, Persist: persist})
 	if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package estimate
 
 import (
 	"encoding/json"
