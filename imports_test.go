@@ -27,7 +27,8 @@ func TestImportRules(t *testing.T) {
 		"internal/engine":    {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":      {},
 		"internal/redistest": {},
-		"job":                {"llm", "schema", "tool", "sched", "internal/pack", "internal/jsonenc"},
+		// Never sched nor the engine (TestJobImportsNoAdmission).
+		"job": {"llm", "schema", "tool", "internal/pack", "internal/jsonenc"},
 		// JSON appenders without reflection, for the records written once
 		// per agent (checkpoint states, result lines).
 		"internal/jsonenc":    {},
@@ -142,5 +143,24 @@ func TestSuitesImportedOnlyByTests(t *testing.T) {
 	}
 	if suites < 2 {
 		t.Errorf("found %d packages ending in \"test\", want backendtest and checkpointtest at least: is the rule still checked?", suites)
+	}
+}
+
+// TestJobImportsNoAdmission enforces issue 28's rule that job, the
+// vocabulary of a job and its results, depends on no admission or engine
+// code, even indirectly: neither sched nor an internal package, save the
+// two encoders of its wire formats (the packing protocol and the JSON
+// appenders), which import only the standard library.
+func TestJobImportsNoAdmission(t *testing.T) {
+	const mod = "github.com/batchagent/batchagent"
+	out, err := exec.Command("go", "list", "-deps", mod+"/job").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	encoders := map[string]bool{mod + "/internal/pack": true, mod + "/internal/jsonenc": true}
+	for dep := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if dep == mod+"/sched" || strings.HasPrefix(dep, mod+"/internal/") && !encoders[dep] {
+			t.Errorf("job depends on %s: it may depend on neither sched nor internal packages but its encoders", dep)
+		}
 	}
 }
