@@ -51,9 +51,10 @@ const sharedCorrectTimeout = 2 * time.Second
 // ErrSharedLimit is wrapped by the error [SharedRate.Wait] and
 // [SharedSlots.Acquire] return when Redis cannot be asked: the limit is
 // then closed, not open, so that a Redis outage never lets every worker
-// past the account's limit. It is job.ErrLimitUnavailable
-// (sched.ErrSharedUnavailable): an agent waits it out like a backend
-// outage, within its outage budget, instead of failing the call.
+// past the account's limit. It is job.ErrLimitUnavailable, the sentinel
+// the engine also adds to a shared limit's sched.ErrSharedUnavailable: an
+// agent waits it out like a backend outage, within its outage budget,
+// instead of failing the call.
 var ErrSharedLimit = job.ErrLimitUnavailable
 
 // SharedRate is a backend's request and token budgets kept in Redis, for
