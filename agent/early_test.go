@@ -674,6 +674,9 @@ func TestNotIdempotentToolWaitsForTheAnswer(t *testing.T) {
 					if len(runs) != tt.runs {
 						t.Fatalf("tool runs %+v, want %d", runs, tt.runs)
 					}
+					// The handler notes a stream's end after its last flush,
+					// which the agent may have read and returned on first.
+					synctest.Wait()
 					ends := srv.streamEnds()
 					if len(ends) != 3 {
 						t.Fatalf("streams ended at %v, want 3", ends)
