@@ -297,8 +297,7 @@ func (c *coordinator) reenqueue(ctx context.Context, in *os.File, format inputFo
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("inputs: %w", err)
 	}
-	skip := &indexSet{words: slices.Clone(written.words), n: written.n}
-	c.inputs, c.start, c.skip = format.decode(in, name), 0, skip
+	c.inputs, c.start, c.skip = format.decode(in, name), 0, written.clone()
 	c.enqueued.Store(0)
 	c.total.Store(-1)
 	return nil

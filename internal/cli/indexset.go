@@ -1,6 +1,9 @@
 package cli
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // indexSet is a set of input indexes, one bit each: a run of millions of
 // inputs keeps its "written" and "seen" sets in a few hundred kilobytes.
@@ -29,6 +32,11 @@ func (s *indexSet) add(i int) bool {
 func (s *indexSet) has(i int) bool {
 	w := i / 64
 	return i >= 0 && w < len(s.words) && s.words[w]&(uint64(1)<<(i%64)) != 0
+}
+
+// clone returns a copy of s that shares nothing with it.
+func (s *indexSet) clone() *indexSet {
+	return &indexSet{words: slices.Clone(s.words), n: s.n}
 }
 
 // len returns the number of indexes in the set.

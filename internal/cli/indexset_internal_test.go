@@ -33,3 +33,20 @@ func TestIndexSet(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexSetClone: a clone holds what the set held and shares nothing
+// with it afterwards.
+func TestIndexSetClone(t *testing.T) {
+	var s indexSet
+	s.add(3)
+	s.add(70)
+	c := s.clone()
+	s.add(5)
+	c.add(200)
+	if !c.has(3) || !c.has(70) || c.has(5) || c.len() != 3 {
+		t.Errorf("clone has 3 %v, 70 %v, 5 %v, len %d; want true, true, false, 3", c.has(3), c.has(70), c.has(5), c.len())
+	}
+	if s.has(200) || s.len() != 3 {
+		t.Errorf("set after the clone's add: has 200 %v, len %d; want false, 3", s.has(200), s.len())
+	}
+}
