@@ -11,7 +11,10 @@ import (
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/batchagent/batchagent"
 	allowed := map[string][]string{
-		"":                   {"job", "input", "llm", "agent", "sched", "tool", "schema", "internal/engine"},
+		"": {"admission", "job", "input", "llm", "agent", "sched", "tool", "schema", "internal/engine"},
+		// The admission of model calls to each backend: its settings, turned
+		// into sched's gate for a backend's llm.Model.
+		"admission":          {"job", "llm", "sched"},
 		"llm":                {},
 		"sched":              {},
 		"tool":               {},
@@ -28,7 +31,7 @@ func TestImportRules(t *testing.T) {
 		"internal/pack":      {},
 		"internal/redistest": {},
 		// Never sched nor the engine (TestJobImportsNoAdmission).
-		"job": {"llm", "schema", "tool", "internal/pack", "internal/jsonenc"},
+		"job": {"llm", "schema", "tool", "internal/jsonenc"},
 		// JSON appenders without reflection, for the records written once
 		// per agent (checkpoint states, result lines).
 		"internal/jsonenc":    {},
@@ -157,7 +160,7 @@ func TestJobImportsNoAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	encoders := map[string]bool{mod + "/internal/pack": true, mod + "/internal/jsonenc": true}
+	encoders := map[string]bool{mod + "/internal/jsonenc": true}
 	for dep := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		if dep == mod+"/sched" || strings.HasPrefix(dep, mod+"/internal/") && !encoders[dep] {
 			t.Errorf("job depends on %s: it may depend on neither sched nor internal packages but its encoders", dep)

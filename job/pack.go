@@ -1,5 +1,12 @@
 package job
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
 // Pack lets the agents of a job share model calls: waiting inputs are
 // grouped into one call that carries the shared prefix once, then each
 // agent's task under an id, and asks for one JSON object keyed by those
@@ -33,3 +40,42 @@ func (p Pack) On() bool { return p.MaxAgents >= 2 }
 // Pack returns the job's packing, defaults filled in; its zero value when
 // the job does not pack.
 func (s *Spec) Pack() Pack { return s.def.Pack }
+
+// packable reports whether answers that follow the output schema entry
+// can be packed: its local references ("$ref" values starting with "#")
+// must point into its "$defs" or "definitions", which the packing
+// protocol (internal/pack.Schema) moves to the pack's root; a
+// reference to the entry's root ("#") or its other parts would point
+// elsewhere in a pack.
+func packable(entry json.RawMessage) error {
+	var v any
+	if len(bytes.TrimSpace(entry)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(entry, &v); err != nil {
+		return fmt.Errorf("pack: output schema: %w", err)
+	}
+	return checkRefs(v)
+}
+
+func checkRefs(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"].(string); ok && strings.HasPrefix(ref, "#") &&
+			!strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
+			return fmt.Errorf("pack: output schema: $ref %q points outside $defs and definitions: a packed answer cannot resolve it", ref)
+		}
+		for _, x := range v {
+			if err := checkRefs(x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkRefs(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -40,10 +40,19 @@ var errClasses = []struct {
 	{"panic", ErrPanic},
 }
 
-// ErrBackendUnavailable ends a run whose backend never answered; see
-// batchagent.ErrBackendUnavailable. The engine adds it to the error of a
-// run that package sched declared down (sched.ErrUnavailable), so that
-// job, which knows nothing of admission, need not import sched.
+// ErrBackendUnavailable ends a run whose backend never answered: no model
+// call got an answer while the run was in progress, and connections to the
+// backend failed for the start window (admission.Config.StartWindow), or
+// an agent spent its outage budget on connection failures. The agents it
+// stops get results of kind [KindCanceled] whose error wraps it
+// (errors.Is), as do the inputs not started under Engine.Run (Stream
+// yields nothing for those, as after a cancellation); nothing is
+// checkpointed for them, so with a Checkpoint they stay pending for the
+// next run. Its message names the last connection failure. The check
+// applies to the calls the engine gates: every backend that declares its
+// capabilities (all HTTP backends), or any with a limit set. The engine
+// adds it to the error of a run that package sched declared down
+// (sched.ErrUnavailable), so that job need not import sched.
 var ErrBackendUnavailable = errors.New("backend unavailable")
 
 // ErrLimitUnavailable is wrapped by the error of a model call that could

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchagent/batchagent/internal/pack"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 	"github.com/batchagent/batchagent/tool"
@@ -259,7 +258,7 @@ func NewSpec(d Def) (*Spec, error) {
 		if len(d.Tools) > 0 {
 			return nil, badSpec("pack: agents with tools cannot be packed (a packed agent gets one answer, no tool turns)")
 		}
-		if err := pack.Packable(d.OutputSchema); err != nil {
+		if err := packable(d.OutputSchema); err != nil {
 			return nil, badSpec("%v", err)
 		}
 		if d.Pack.MaxPromptTokens == 0 {

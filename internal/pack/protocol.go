@@ -90,44 +90,6 @@ func Schema(entry json.RawMessage, n int) json.RawMessage {
 	return b.Bytes()
 }
 
-// Packable reports whether answers that follow entry can be packed: its
-// local references ("$ref" values starting with "#") must point into its
-// "$defs" or "definitions", which Schema moves to the pack's root; a
-// reference to the entry's root ("#") or its other parts would point
-// elsewhere in a pack.
-func Packable(entry json.RawMessage) error {
-	var v any
-	if len(bytes.TrimSpace(entry)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(entry, &v); err != nil {
-		return fmt.Errorf("pack: output schema: %w", err)
-	}
-	return checkRefs(v)
-}
-
-func checkRefs(v any) error {
-	switch v := v.(type) {
-	case map[string]any:
-		if ref, ok := v["$ref"].(string); ok && strings.HasPrefix(ref, "#") &&
-			!strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
-			return fmt.Errorf("pack: output schema: $ref %q points outside $defs and definitions: a packed answer cannot resolve it", ref)
-		}
-		for _, x := range v {
-			if err := checkRefs(x); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if err := checkRefs(x); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // Instructions returns what a packed call's system message says after the
 // job's system prompt: how to answer several tasks at once. entry is what
 // each answer must be: the output schema's instructions, or "" for text.
