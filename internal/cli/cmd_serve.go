@@ -172,7 +172,7 @@ func (g *gateway) close() {
 		_ = t.close() // nothing to report on the way out
 	}
 	if g.shutdownTrace != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), telemetryStopTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), telemetry.StopTimeout)
 		defer cancel()
 		_ = g.shutdownTrace(ctx) // the exporter's failures were logged by the SDK
 	}

@@ -12,19 +12,20 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/tool"
 )
 
 // runJob runs the job file at path with the flags f: `batchagent run`.
 func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
-	tel, err := startTelemetry(ctx, f) // --metrics-addr and OTEL_* tracing: see telemetry.go
+	tel, err := telemetry.StartRun(ctx, telemetry.RunOptions{MetricsAddr: f.metricsAddr, TraceContent: f.traceContent})
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitUsage
 	}
 	defer func() {
-		if err := tel.stop(ctx); err != nil {
+		if err := tel.Stop(ctx); err != nil {
 			fmt.Fprintln(stderr, "batchagent run: warning:", err)
 		}
 	}()
@@ -38,7 +39,7 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 			fmt.Fprintln(stderr, "batchagent run: warning:", err)
 		}
 	}()
-	f.onResult = chainResults(tel.onResult(), ui.onResult())
+	f.onResult = chainResults(tel.OnResult(), ui.onResult())
 	r, err := prepare(ctx, path, f, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -48,14 +49,17 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 	for _, m := range r.moved {
 		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.from, m.to)
 	}
-	if err := tel.watchCost(r); err != nil {
+	if err := tel.WatchCost(r.name, r.cost()); err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitFailed
 	}
-	runCtx, err := tel.serve(ctx, r.name, r.engine, f.quiet, stderr)
+	runCtx, err := tel.Serve(ctx, r.name, r.engine)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return exitFailed
+	}
+	if a := tel.MetricsAddr(); a != nil && !f.quiet {
+		fmt.Fprintf(stderr, "batchagent run: metrics at http://%s/metrics\n", a)
 	}
 	if err := ui.start(ctx, r, f.quiet, stderr); err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -252,4 +256,16 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// cost reads the cost of the run so far and its projection, as the
+// progress line shows them; nil when the job's price is not known.
+func (r *runner) cost() func() telemetry.Cost {
+	if !r.price.Known {
+		return nil
+	}
+	return func() telemetry.Cost {
+		spent, projected, ok := r.price.Projection(r.engine.Stats(), r.total)
+		return telemetry.Cost{Spent: spent, Projected: projected, Projecting: ok}
+	}
 }

@@ -18,4 +18,12 @@
 // OpenInference attributes, so LLM-aware trace viewers (Phoenix, Langfuse,
 // …) show them as such; [Transport] carries the trace to upstream HTTP
 // servers in the W3C traceparent header.
+//
+// # A run's telemetry
+//
+// [StartRun] sets both up for one job's run (`batchagent run`): it binds
+// the metrics address and reads OTEL_* before the run opens anything, so a
+// bad setting fails first; [Run.Serve] serves the engine's metrics and
+// returns the context the run's agents are traced under; [Run.Stop] ends
+// the run's span, stops the server and flushes the traces.
 package telemetry
