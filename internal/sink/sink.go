@@ -6,7 +6,5 @@ package sink
 import "github.com/batchagent/batchagent/internal/outfile"
 
 // AppendCost returns line with "cost": cost as its last member: see
-// [outfile.AppendCost].
-//
-// Deprecated: use [outfile.AppendCost].
+// [outfile.AppendCost], which new code calls.
 func AppendCost(line []byte, cost float64) []byte { return outfile.AppendCost(line, cost) }
