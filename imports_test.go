@@ -44,7 +44,9 @@ func TestImportRules(t *testing.T) {
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},
-		"internal/sink":       {""},
+		// What is left of the results writer, which moved to outfile: goes
+		// once the coordinator calls outfile.AppendCost.
+		"internal/sink": {"internal/outfile"},
 		// Charts of a run: the engine's Stats sampled live, or a checkpoint
 		// store's states and samples read back.
 		"internal/report": {"", "agent", "checkpoint", "job", "llm", "tool"},
@@ -55,14 +57,17 @@ func TestImportRules(t *testing.T) {
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
 		"internal/bench": {"", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
-			"internal/sink", "job", "llm", "schema", "server", "tool", "tool/filetool"},
+			"internal/outfile", "job", "llm", "schema", "server", "tool", "tool/filetool"},
+		// The results file: writing, locks, reconciliation on resume with the
+		// checkpoint store, status JSON.
+		"internal/outfile": {"", "agent", "checkpoint", "input", "llm"},
 		// The dry run: a job's calls, tokens and cost over its inputs.
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate",
-			"internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
+			"internal/outfile", "internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

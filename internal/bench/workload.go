@@ -19,7 +19,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/checkpoint"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
@@ -298,7 +298,7 @@ func (t *tally) count(r batchagent.Result) {
 }
 
 // io opens the scenario's inputs and, for file scenarios, its output.
-func (e *env) io(wl workload) (batchagent.Inputs, *sink.JSONL, func() error, error) {
+func (e *env) io(wl workload) (batchagent.Inputs, *outfile.Writer, func() error, error) {
 	if !wl.files {
 		return batchagent.Slice(ids(wl.n)), nil, func() error { return nil }, nil
 	}
@@ -311,7 +311,7 @@ func (e *env) io(wl workload) (batchagent.Inputs, *sink.JSONL, func() error, err
 		in.Close()
 		return nil, nil, nil, fmt.Errorf("bench: %w", err)
 	}
-	out := sink.NewJSONL(of, false)
+	out := outfile.NewWriter(of, false)
 	closeIO := func() error {
 		in.Close()
 		err := out.Close()

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/outfile"
 )
 
-// runFile is a file a run reads or writes, as messages name it.
+// runFile is a file a run reads or writes, as messages name it: an
+// [outfile.File] under the names its callers spell.
 type runFile struct {
 	subject string // how it is named as the subject of a message: "--out", "output"
 	object  string // how it is named as what another file is: "the inputs file", "the --out file"
@@ -50,62 +48,17 @@ func jobReads(path string, cj *config.Job, inPath string) []runFile {
 	return reads
 }
 
-// checkRunFiles refuses a run whose files collide: a file it writes
-// (writes: its output, its state file) that is a file it reads (reads),
-// or another file it writes. Two names are one file when their cleaned,
-// absolute paths with symlinks resolved are equal, or when they name the
-// same existing file (os.SameFile: a hard link). Files that are not
-// regular (a device such as /dev/stdout, a pipe) never collide: they are
-// not replaced by writing. The error names both files; nothing has been
-// opened for writing when it is returned.
+// checkRunFiles refuses a run whose files collide: see
+// [outfile.CheckFiles].
 func checkRunFiles(writes, reads []runFile) error {
-	for i, w := range writes {
-		if w.path == "" {
-			continue
-		}
-		for _, r := range reads {
-			if r.path != "" && sameFile(w.path, r.path) {
-				return fmt.Errorf("%s %s is %s %s: writing it would destroy what the run reads; nothing was run or written: %s",
-					w.subject, w.path, r.object, r.path, w.fix)
-			}
-		}
-		for _, o := range writes[:i] {
-			if o.path != "" && sameFile(w.path, o.path) {
-				return fmt.Errorf("%s %s is %s %s: give %s a name of its own (%s); nothing was run or written",
-					w.subject, w.path, o.object, o.path, w.object, w.fix)
-			}
-		}
-	}
-	return nil
+	return outfile.CheckFiles(outfileFiles(writes), outfileFiles(reads))
 }
 
-// sameFile reports whether the paths a and b name one regular file, or a
-// file yet to be created at one place.
-func sameFile(a, b string) bool {
-	ai, aerr := os.Stat(a)
-	bi, berr := os.Stat(b)
-	if (aerr == nil && !ai.Mode().IsRegular()) || (berr == nil && !bi.Mode().IsRegular()) {
-		return false
+// outfileFiles returns files as outfile names them.
+func outfileFiles(files []runFile) []outfile.File {
+	out := make([]outfile.File, len(files))
+	for i, f := range files {
+		out[i] = outfile.File{Subject: f.subject, Object: f.object, Path: f.path, Fix: f.fix}
 	}
-	if aerr == nil && berr == nil && os.SameFile(ai, bi) {
-		return true
-	}
-	return canonicalPath(a) == canonicalPath(b)
-}
-
-// canonicalPath returns path cleaned, absolute, with its symlinks
-// resolved; for a file that does not exist, its directory's.
-func canonicalPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return filepath.Clean(path)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real
-	}
-	dir, base := filepath.Split(abs)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		return filepath.Join(real, base)
-	}
-	return abs
+	return out
 }

@@ -1,110 +1,25 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
-	"time"
+
+	"github.com/batchagent/batchagent/internal/outfile"
 )
 
-// errLocked is what flock reports for a lock another process holds.
-var errLocked = errors.New("locked")
-
-// runLock is an exclusive lock on a file a run writes (its output or its
-// state file), held for the run's lifetime so that two runs never write one
-// file at once. It is a flock(2) lock on a sidecar file, FILE.lock, which
-// holds a line naming its holder for the message of a run refused. The
-// lock goes with the process that holds it, however it ends: a sidecar
-// left by a killed run is stale and does not block the next one.
-type runLock struct {
-	path string // the sidecar
-	f    *os.File
+// lockFile takes the lock of target: see [outfile.TakeLock]. It stays for
+// the callers that have not moved to outfile yet (the coordinator, the
+// OpenAI batch run, serve's data directory).
+func lockFile(target, what, holder string) (*outfile.Lock, error) {
+	return outfile.TakeLock(target, what, holder)
 }
 
-// lockFile takes the lock of target, a file of the run (what says which,
-// for messages: "output", "state file"), writing holder into the sidecar.
-// A lock held by another process is refused at once, with an error naming
-// that process.
-func lockFile(target, what, holder string) (*runLock, error) {
-	path := target + ".lock"
-	if real, err := filepath.EvalSymlinks(target); err == nil {
-		path = real + ".lock" // two names of one file share its lock
-	}
-	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: lock: %w", what, target, err)
-		}
-		if err := flock(f); err != nil {
-			info, _ := io.ReadAll(io.LimitReader(f, 4<<10)) // best effort: only for the message
-			f.Close()
-			if !errors.Is(err, errLocked) {
-				return nil, fmt.Errorf("%s %s: lock %s: %w", what, target, path, err)
-			}
-			by := strings.TrimSpace(string(info))
-			if by == "" {
-				by = "a process that is starting"
-			}
-			return nil, fmt.Errorf("%s %s is in use by another run (%s; lock %s): wait for it to end or stop it",
-				what, target, by, path)
-		}
-		// The holder before us removes the sidecar as it ends: make sure the
-		// file locked is the one at path, not one just unlinked.
-		fi, ferr := f.Stat()
-		pi, perr := os.Stat(path)
-		if ferr == nil && perr == nil && os.SameFile(fi, pi) {
-			l := &runLock{path: path, f: f}
-			if err := l.write(holder); err != nil {
-				return nil, errors.Join(fmt.Errorf("%s %s: lock %s: %w", what, target, path, err), l.Close())
-			}
-			return l, nil
-		}
-		f.Close()
-	}
-}
-
-// write replaces the sidecar's content with holder.
-func (l *runLock) write(holder string) error {
-	if err := l.f.Truncate(0); err != nil {
-		return err
-	}
-	_, err := l.f.WriteAt([]byte(holder+"\n"), 0)
-	return err
-}
-
-// Close removes the sidecar and releases the lock, in that order: a run
-// that opens the sidecar in between finds it unlinked and starts over.
-func (l *runLock) Close() error {
-	rmErr := os.Remove(l.path)
-	if errors.Is(rmErr, os.ErrNotExist) {
-		rmErr = nil
-	}
-	return errors.Join(rmErr, l.f.Close())
-}
-
-// lockHolder describes this run for the sidecar of its locks: process,
-// host, start time and what it runs. It names the job and output files,
-// not the whole command line, which may hold a backend URL with a key.
-func lockHolder(jobPath, outPath string) string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown host"
-	}
-	out := outPath
-	if out == "" {
-		out = "stdout"
-	}
-	return fmt.Sprintf("pid %d on %s since %s: batchagent run %s → %s",
-		os.Getpid(), host, time.Now().UTC().Format(time.RFC3339), jobPath, out)
-}
+// lockHolder describes this run for its locks: see [outfile.Holder].
+func lockHolder(jobPath, outPath string) string { return outfile.Holder(jobPath, outPath) }
 
 // lockRun takes the locks of the run's output file and state file, those
 // that are set; r closes them after everything else.
 func (r *runner) lockRun(jobPath, statePath string) error {
-	holder := lockHolder(jobPath, r.outPath)
+	holder := outfile.Holder(jobPath, r.outPath)
 	for _, t := range []struct{ path, what string }{{statePath, "state file"}, {r.outPath, "output"}} {
 		if t.path == "" {
 			continue
@@ -112,7 +27,7 @@ func (r *runner) lockRun(jobPath, statePath string) error {
 		if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
 			continue // a device or a pipe (--out /dev/stdout): nothing to guard, and no room for a sidecar
 		}
-		l, err := lockFile(t.path, t.what, holder)
+		l, err := outfile.TakeLock(t.path, t.what, holder)
 		if err != nil {
 			return err
 		}

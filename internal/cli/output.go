@@ -8,31 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/config"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 )
-
-// openOutput opens the results file. A fresh run (plan nil) truncates it.
-// A resumed run keeps the lines already there that plan keeps (see
-// [outputPlan.reconcile]) and appends, returning the indexes those lines
-// hold, so that every input ends with exactly one line.
-func openOutput(path string, plan *outputPlan) (*os.File, map[int]bool, error) {
-	if plan == nil {
-		f, err := os.Create(path)
-		return f, nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	written, err := plan.reconcile(f, path)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, written, nil
-}
 
 // chooseOutputs sets where the results go: the --out flag's file out, else
 // the job file's; "" or "-" for stdout. Where the job has a reduce step, it
@@ -73,38 +53,53 @@ func (r *runner) writes(f runFlags, statePath string) []runFile {
 // store, and, for a resumed run, checks the inputs at inPath against them
 // and returns which lines of the output stay. Changed inputs are an error
 // unless --force. A fresh run has no plan: nil.
-func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f runFlags) (*outputPlan, error) {
+func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f runFlags) (*outfile.Plan, error) {
 	var states []agent.State
 	if r.saved != nil {
 		var err error
-		if states, err = r.saved.loadSaved(ctx, r.spec.ID(), r.statePath); err != nil {
+		if states, err = r.saved.Preload(ctx, r.spec.ID(), r.statePath); err != nil {
 			return nil, err
 		}
 	}
 	if !resumed {
 		return nil, nil
 	}
-	chk, err := checkInputs(inPath, states)
+	in, closer, err := readInputs(inPath)
 	if err != nil {
 		return nil, err
 	}
-	if chk.first >= 0 && !f.force {
-		return nil, chk.err(inPath, r.statePath, r.changedHint("run the changed inputs again, replacing their results"))
+	chk := outfile.CheckInputs(in, states)
+	closer.Close()
+	if chk.Changed() && !f.force {
+		return nil, chk.Err(inPath, r.statePath, r.changedHint("run the changed inputs again, replacing their results"))
 	}
-	return newOutputPlan(states, chk, f.ordered, f.retryFailed), nil
+	return outfile.NewPlan(states, chk, f.ordered, f.retryFailed), nil
+}
+
+// readInputs opens the inputs at path, in the format openInputs reads.
+func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
+	format, err := inputFormatOf(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("inputs: %w", err)
+	}
+	return format.decode(f, filepath.Base(path)), f, nil
 }
 
 // openResults opens where the results go, the output file (see
-// openOutput; plan is a resumed run's) or else stdout, discards the saved
+// [outfile.Open]; plan is a resumed run's) or else stdout, discards the saved
 // states of the inputs whose lines plan drops, and sets up r's results
 // sink to skip the lines kept.
-func (r *runner) openResults(ctx context.Context, plan *outputPlan, ordered bool) error {
+func (r *runner) openResults(ctx context.Context, plan *outfile.Plan, ordered bool) error {
 	var (
 		w       io.Writer = r.stdout
 		written map[int]bool
 	)
 	if r.outPath != "" {
-		of, idx, err := openOutput(r.outPath, plan)
+		of, idx, err := outfile.Open(r.outPath, plan)
 		if err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
@@ -113,11 +108,11 @@ func (r *runner) openResults(ctx context.Context, plan *outputPlan, ordered bool
 	}
 	if plan != nil {
 		// Their lines are gone: discard the states of changed inputs too.
-		if err := r.saved.forget(ctx, r.spec.ID(), plan.drop); err != nil {
+		if err := r.saved.ForgetChanged(ctx, r.spec.ID(), plan.Dropped()); err != nil {
 			return fmt.Errorf("%s: %w", r.statePath, err)
 		}
 	}
-	r.out = sink.NewJSONL(w, ordered)
+	r.out = outfile.NewWriter(w, ordered)
 	r.out.SetCost(r.price.ResultCost)
 	r.out.Skip(written)
 	r.resumedLines = len(written)

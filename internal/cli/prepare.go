@@ -13,6 +13,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
@@ -70,7 +71,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	}
 	if f.restart {
 		// Under the locks: no other run is writing them.
-		if r.moved, err = moveAside(r.outPath, statePath, r.reduceOut); err != nil {
+		if r.moved, err = outfile.MoveAside(r.outPath, statePath, r.reduceOut); err != nil {
 			return nil, err
 		}
 	}

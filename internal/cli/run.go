@@ -11,7 +11,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/tool"
@@ -47,7 +47,7 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 	}
 	defer func() { _ = r.close() }() // a no-op once run has closed and reported
 	for _, m := range r.moved {
-		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.from, m.to)
+		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.From, m.To)
 	}
 	if err := tel.WatchCost(r.name, r.cost()); err != nil {
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -83,7 +83,7 @@ type runner struct {
 	engine  *batchagent.Engine
 	inputs  batchagent.Inputs
 	total   int // inputs expected, 0 if unknown
-	out     *sink.JSONL
+	out     *outfile.Writer
 	outPath string
 	closers []namedCloser // closed in order by close
 	locks   []namedCloser // the output's and state file's locks, released after closers
@@ -95,11 +95,11 @@ type runner struct {
 	// status, say): a warning, not the run's failure.
 	toolsErr error
 
-	backendAddr  string      // the backend as scheme://host:port, for messages
-	statePath    string      // the checkpoint store, or ""
-	saved        *savedStore // the checkpoint store as the engine sees it, or nil
-	resumedLines int         // result lines kept in the output on resume
-	moved        []aside     // the files of an earlier run that --restart moved aside
+	backendAddr  string          // the backend as scheme://host:port, for messages
+	statePath    string          // the checkpoint store, or ""
+	saved        *outfile.Store  // the checkpoint store as the engine sees it, or nil
+	resumedLines int             // result lines kept in the output on resume
+	moved        []outfile.Aside // the files of an earlier run that --restart moved aside
 
 	spec      *batchagent.Spec // the job; the runner holds it while the engine runs it
 	reduce    *reduce.Config   // nil: no reduce step

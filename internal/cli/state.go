@@ -15,7 +15,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 )
 
 // openState opens an existing checkpoint store read-only: status and
@@ -75,7 +75,7 @@ func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr i
 		sums = append(sums, s)
 	}
 	if f.json {
-		if err := writeStatusJSON(stdout, path, sums); err != nil {
+		if err := outfile.WriteStatusJSON(stdout, path, sums); err != nil {
 			fmt.Fprintln(stderr, "batchagent status:", err)
 			return exitFailed
 		}
@@ -173,7 +173,7 @@ func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr i
 		}
 		w = of
 	}
-	js := sink.NewJSONL(w, false)
+	js := outfile.NewWriter(w, false)
 	unfinished := 0
 	for _, st := range states { // ordered by index
 		if st.Status == agent.StatusRunning {

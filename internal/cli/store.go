@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/outfile"
 )
 
 // stateFileOf returns the run's checkpoint store: the --state flag's file,
@@ -35,7 +36,7 @@ func (r *runner) openStore(statePath string, retryFailed bool, cfg *batchagent.C
 		return fmt.Errorf("state: %w", err)
 	}
 	r.closers = append(r.closers, namedCloser{"state", store})
-	r.saved = &savedStore{Store: store}
+	r.saved = &outfile.Store{Store: store}
 	cfg.Checkpoint, cfg.RetryFailed, cfg.StopOnCheckpointError = r.saved, retryFailed, true
 	r.statePath = statePath
 	return nil
@@ -90,4 +91,39 @@ func removeState(path string) {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Remove(p) // best effort: the invocation is failing already
 	}
+}
+
+// saveFailed reports whether a checkpoint save of the run failed: the
+// engine is stopping (Job.StopOnCheckpointError), and the agents it stops
+// are not results.
+func (r *runner) saveFailed() bool {
+	return r.engine.Stats().CheckpointErrors > 0
+}
+
+// saveError returns the run's error when checkpoint saves failed: the run
+// stopped, and the results not saved were not written.
+func (r *runner) saveError() error {
+	n := r.engine.Stats().CheckpointErrors
+	if n == 0 {
+		return nil
+	}
+	err := r.saved.FirstSaveError()
+	if err == nil {
+		err = errors.New("unknown error")
+	}
+	if errors.Is(err, checkpoint.ErrFileGone) {
+		out := "on stdout"
+		if r.outPath != "" {
+			out = "in " + r.outPath
+		}
+		why := "was deleted or renamed"
+		if _, serr := os.Stat(r.statePath); serr == nil {
+			why = "was replaced by another file"
+		}
+		return fmt.Errorf("state file %s %s during the run: the run stopped rather than save to a file no name leads to; the %d results saved before are %s, and the results after were not written. "+
+			"Its states are gone with it: run again with --restart to start over (it moves the output aside to a numbered name, never deletes it)",
+			r.statePath, why, r.resumedLines+r.out.Written(), out)
+	}
+	return fmt.Errorf("state file %s: %d saves failed (first: %v): the run stopped, and the results that were not saved were not written; fix the cause (a full disk?) and run the same command again to resume",
+		r.statePath, n, err)
 }

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func FuzzReconcile(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer file.Close()
-		p := &outputPlan{final: final, drop: map[int]bool{2: len(data)%3 == 0}, inputs: 5, ordered: ordered}
+		p := &Plan{final: final, drop: map[int]bool{2: len(data)%3 == 0}, inputs: 5, ordered: ordered}
 		kept, err := p.reconcile(file, path)
 		if err != nil {
 			return

@@ -1,4 +1,4 @@
-package sink_test
+package outfile_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -35,7 +35,7 @@ func indexes(t *testing.T, out string) []int {
 
 func TestCompletionOrder(t *testing.T) {
 	var buf bytes.Buffer
-	s := sink.NewJSONL(&buf, false)
+	s := outfile.NewWriter(&buf, false)
 	for _, i := range []int{2, 0, 1} {
 		if err := s.Write(result(i)); err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestCompletionOrder(t *testing.T) {
 
 func TestOrdered(t *testing.T) {
 	var buf bytes.Buffer
-	s := sink.NewJSONL(&buf, true)
+	s := outfile.NewWriter(&buf, true)
 	for _, i := range []int{3, 1, 0, 5} {
 		if err := s.Write(result(i)); err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestWriteErrorIsSticky(t *testing.T) {
-	s := sink.NewJSONL(failWriter{}, false)
+	s := outfile.NewWriter(failWriter{}, false)
 	_ = s.Write(result(0))
 	err := s.Close()
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
@@ -94,7 +94,7 @@ func TestWriteErrorIsSticky(t *testing.T) {
 func TestSkipResumed(t *testing.T) {
 	for _, ordered := range []bool{false, true} {
 		var buf bytes.Buffer
-		s := sink.NewJSONL(&buf, ordered)
+		s := outfile.NewWriter(&buf, ordered)
 		s.Skip(map[int]bool{0: true, 2: true})
 		for _, i := range []int{3, 2, 1, 0, 4} {
 			if err := s.Write(result(i)); err != nil {
@@ -114,7 +114,7 @@ func TestSkipResumed(t *testing.T) {
 	}
 }
 
-// lockedWriter is a writer safe to read while the sink's timer writes.
+// lockedWriter is a writer safe to read while the writer's timer writes.
 type lockedWriter struct {
 	mu     sync.Mutex // protects buf and writes
 	buf    bytes.Buffer
@@ -148,7 +148,7 @@ func TestFlushesWithoutFurtherWrites(t *testing.T) {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var w lockedWriter
-				s := sink.NewJSONL(&w, ordered)
+				s := outfile.NewWriter(&w, ordered)
 				for _, i := range []int{0, 1} {
 					if err := s.Write(result(i)); err != nil {
 						t.Fatal(err)
@@ -179,8 +179,8 @@ func TestFlushesWithoutFurtherWrites(t *testing.T) {
 				if diff := cmp.Diff([]int{0, 1, 2}, got); diff != "" || writes != 2 {
 					t.Errorf("after Close: %d writes, want 2; lines (-want +got):\n%s", writes, diff)
 				}
-				if err := s.Write(result(3)); !errors.Is(err, sink.ErrClosed) {
-					t.Errorf("Write after Close = %v, want %v", err, sink.ErrClosed)
+				if err := s.Write(result(3)); !errors.Is(err, outfile.ErrClosed) {
+					t.Errorf("Write after Close = %v, want %v", err, outfile.ErrClosed)
 				}
 			})
 		})

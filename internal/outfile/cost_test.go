@@ -1,4 +1,4 @@
-package sink_test
+package outfile_test
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/llm"
 )
 
 func TestSetCostAddsMember(t *testing.T) {
 	var buf bytes.Buffer
-	s := sink.NewJSONL(&buf, false)
+	s := outfile.NewWriter(&buf, false)
 	s.SetCost(func(r batchagent.Result) (float64, bool) {
 		return float64(r.Usage.PromptTokens) / 1e6, r.Index != 1 // input 1: unknown
 	})

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 	"strconv"
 )
 
-// maxAside is the highest number moveAside tries before giving up.
+// maxAside is the highest number MoveAside tries before giving up.
 const maxAside = 10000
 
-// aside is a file of an earlier run moved out of the way by --restart.
-type aside struct{ from, to string }
+// Aside is a file of an earlier run moved out of the way by --restart:
+// from its path From to To.
+type Aside struct{ From, To string }
 
-// moveAside moves the files at paths that exist (the output, the state
+// MoveAside moves the files at paths that exist (the output, the state
 // file, the reduce output of an earlier run) out of the way of a fresh
 // run: each to PATH.N, with the smallest N ≥ 1 for which no PATH.N is
 // taken, one N for all so that they stay together. A state file's SQLite
@@ -23,7 +24,7 @@ type aside struct{ from, to string }
 // Nothing is deleted. Paths that are "" or not regular files (a device)
 // are left alone. It returns what it moved, in order; on an error, what
 // it moved before it is where it went, named in the error.
-func moveAside(paths ...string) ([]aside, error) {
+func MoveAside(paths ...string) ([]Aside, error) {
 	var files []string
 	for _, p := range paths {
 		if p == "" {
@@ -47,7 +48,7 @@ func moveAside(paths ...string) ([]aside, error) {
 	if err != nil {
 		return nil, err
 	}
-	var moved []aside
+	var moved []Aside
 	for _, p := range files {
 		to := p + "." + strconv.Itoa(n)
 		for _, sfx := range []string{"", "-wal", "-shm"} {
@@ -59,7 +60,7 @@ func moveAside(paths ...string) ([]aside, error) {
 			if err := os.Rename(p+sfx, to+sfx); err != nil {
 				return moved, fmt.Errorf("--restart: %w (moved before: %s)", err, describeAside(moved))
 			}
-			moved = append(moved, aside{p + sfx, to + sfx})
+			moved = append(moved, Aside{p + sfx, to + sfx})
 		}
 	}
 	return moved, nil
@@ -87,7 +88,7 @@ next:
 }
 
 // describeAside lists moved files for messages, "nothing" for none.
-func describeAside(moved []aside) string {
+func describeAside(moved []Aside) string {
 	if len(moved) == 0 {
 		return "nothing"
 	}
@@ -96,7 +97,7 @@ func describeAside(moved []aside) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += m.from + " to " + m.to
+		s += m.From + " to " + m.To
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"encoding/json"
@@ -40,9 +40,11 @@ type jobStatus struct {
 	AgentsPerS   *float64       `json:"agents_per_s,omitempty"`
 }
 
-// writeStatusJSON prints the summaries of the jobs of the state file path
-// as one JSON object on one line.
-func writeStatusJSON(w io.Writer, path string, sums []checkpoint.Summary) error {
+// WriteStatusJSON writes `batchagent status --json` to w: the summaries
+// sums of the jobs of the state file at path, and their totals, as one
+// JSON object on one line. Inputs and pending are null where a job's
+// number of inputs is not known. It returns the error met writing.
+func WriteStatusJSON(w io.Writer, path string, sums []checkpoint.Summary) error {
 	v := statusJSON{State: path, Jobs: []jobStatus{}}
 	inputs, pending, known := 0, 0, len(sums) > 0
 	for _, s := range sums {

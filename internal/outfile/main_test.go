@@ -1,4 +1,4 @@
-package sink_test
+package outfile_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The sink flushes from timers: no goroutine may outlive a test.
+// The writer flushes from timers: no goroutine may outlive a test.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -1,0 +1,38 @@
+// Package outfile owns the results file of `batchagent run --out`: one
+// JSON line per input, and the files kept beside it.
+//
+// # Writing
+//
+// A [Writer] writes each result as one line as it completes, in
+// completion order or, buffered, in input order, with its cost where the
+// job has a price; [AppendCost] prices a line written elsewhere (a
+// worker's). The export of a state file writes through it too.
+//
+// # Before the run
+//
+// [CheckFiles] refuses a run whose output, state file or reduce output is
+// a file the run reads, or one another of them writes. [TakeLock] takes a
+// flock(2) lock on a sidecar FILE.lock, naming its [Holder], so that two
+// runs never write one file. [MoveAside] moves an earlier run's files to
+// numbered names for --restart.
+//
+// # Resuming
+//
+// A resumed run checks its inputs against the states its checkpoint
+// store saved ([CheckInputs]; changed inputs are refused without
+// --force) and makes a [Plan] of which lines of the results file stay.
+// [Open] reconciles the file with the plan (torn, duplicated, changed and
+// unsaved lines go; in ordered mode only the unbroken prefix stays) and
+// returns the indexes kept, for [Writer.Skip]. [Store] wraps the
+// checkpoint store for the engine: the states loaded for the check feed
+// its first Load, the states of changed inputs are forgotten, and the
+// first failed save is kept for the run's message.
+//
+// # Status
+//
+// [WriteStatusJSON] writes `batchagent status --json` from the store's
+// summaries.
+//
+// Flags, the choice of paths and the printing of messages belong to
+// internal/cli.
+package outfile
