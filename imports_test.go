@@ -61,12 +61,16 @@ func TestImportRules(t *testing.T) {
 		// The results file: writing, locks, reconciliation on resume with the
 		// checkpoint store, status JSON.
 		"internal/outfile": {"", "agent", "checkpoint", "input", "llm"},
+		// One progress display (run, the coordinator, the OpenAI-batch mode).
+		"internal/progress": {"llm"},
+		// `run --openai-batch`: a job's requests through the Batch API.
+		"internal/openaibatch": {"server"},
 		// The dry run: a job's calls, tokens and cost over its inputs.
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
-			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate",
+			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
 			"internal/outfile", "internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 

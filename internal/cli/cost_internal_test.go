@@ -16,12 +16,7 @@ import (
 func TestProgressShowsCost(t *testing.T) {
 	p := estimate.Price{Price: llm.Price{Input: 1, Output: 2}, Known: true, Source: "file"}
 	st := batchagent.Stats{Started: 2, Done: 1, OK: 1, Usage: llm.Usage{PromptTokens: 1_000_000, CompletionTokens: 500_000}}
-	var out syncBuffer
-	refresh := make(chan any)
-	r := newReporter(func() batchagent.Stats { return st }, 10, &out, 200, refresh, func(st batchagent.Stats) string { return p.Progress(st, 10) })
-	refresh <- time.Now()
-	r.stop()
-	if text := ansi.ReplaceAllString(out.String(), ""); !strings.Contains(text, "· $2.0000 so far · ~$20.0000 projected") {
-		t.Errorf("progress lacks the cost so far ($2.0000) and the projection ($20.0000):\n%s", text)
+	if line := runCounters(st, 10, p).Line(time.Second); !strings.HasSuffix(line, "· $2.0000 so far · ~$20.0000 projected") {
+		t.Errorf("progress lacks the cost so far ($2.0000) and the projection ($20.0000):\n%s", line)
 	}
 }

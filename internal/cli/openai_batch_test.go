@@ -75,3 +75,42 @@ func TestRunOpenAIBatchResumes(t *testing.T) {
 		t.Fatalf("third run: exit %d: %s", code, stderr)
 	}
 }
+
+// TestRunOpenAIBatchLinesOffTerminal: with stderr not a terminal, what
+// `run --openai-batch` prints ends with a newline per line: no carriage
+// return, no report glued to the next, the final counts on a line of
+// their own. (It used to redraw its report with "\r" as if on a terminal,
+// gluing every report and the final line into one.)
+func TestRunOpenAIBatchLinesOffTerminal(t *testing.T) {
+	dir := t.TempDir()
+	const n = 200
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, `{"custom_id":"c%d","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[{"role":"user","content":"line %d"}]}}`+"\n", i, i)
+	}
+	input := filepath.Join(dir, "requests.jsonl")
+	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results.jsonl")
+	code, _, stderr := run(t, t.Context(), "run", "--openai-batch", input, "--out", out, "--backend", "sim://?latency=30ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "\r") {
+		t.Errorf("stderr holds a carriage return:\n%q", stderr)
+	}
+	if !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("stderr does not end with a newline: %q", stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	for i, l := range lines {
+		if strings.Count(l, "batch_") > 1 {
+			t.Errorf("line %d holds more than one report: %q", i+1, l)
+		}
+	}
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "batch batch_") || !strings.HasSuffix(last, fmt.Sprintf(" completed: %d completed, 0 failed of %d", n, n)) {
+		t.Errorf("last line %q, want the batch's final counts alone", last)
+	}
+}

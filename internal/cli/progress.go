@@ -4,150 +4,42 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
-
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/progress"
 )
 
-// progressEvery is how often the progress display reads the engine's
-// counters and redraws.
-const progressEvery = 200 * time.Millisecond
-
-// reporter draws a live progress line with vbauerster/mpb while a run goes
-// on: only on a terminal (elsewhere the summary alone is printed). mpb
-// sizes the line to the terminal's width, truncating what does not fit,
-// and redraws it in place, so a narrow terminal neither wraps it nor keeps
-// stale copies. The reporter owns its goroutine and mpb's: stop ends both
-// and removes the line.
-type reporter struct {
-	p    *mpb.Progress
-	bar  *mpb.Bar
-	done chan struct{}
-	wg   sync.WaitGroup
-	// unroute sends stderr's writes to stderr again; nil when they were
-	// not routed through the display.
-	unroute func()
+// startReporter draws the run's progress on w until the caller stops it:
+// a live line on a terminal only (elsewhere the summary alone is printed),
+// with the cost so far at price.
+func startReporter(e *batchagent.Engine, total int, w io.Writer, price estimate.Price) *progress.Display {
+	return progress.Start(w, progress.Config{Source: func() progress.Counters { return runCounters(e.Stats(), total, price) }})
 }
 
-// startReporter starts the progress line on w when w is a terminal; it
-// returns nil otherwise.
-// While it runs, what else is written to w (log lines, messages) goes
-// through the display when w is the commands' stderrWriter. extra, when
-// not nil, returns what to append to the line (the cost so far).
-func startReporter(e *batchagent.Engine, total int, w io.Writer, extra func(batchagent.Stats) string) *reporter {
-	f, ok := baseWriter(w).(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
-	}
-	r := newReporter(e.Stats, total, f, 0, nil, extra)
-	if sw, ok := w.(*stderrWriter); ok {
-		sw.route(r.p)
-		r.unroute = func() { sw.route(nil) }
-	}
-	return r
-}
-
-// newReporter draws stats on w: at the terminal's width, or width when w
-// is not a terminal; refreshed every progressEvery, or when refresh
-// receives (for tests) if it is not nil. extra, when not nil, returns what
-// to append to the line.
-func newReporter(stats func() batchagent.Stats, total int, w io.Writer, width int, refresh <-chan any, extra func(batchagent.Stats) string) *reporter {
-	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(progressEvery)}
-	if width > 0 {
-		opts = append(opts, mpb.WithWidth(width))
-	}
-	if refresh != nil {
-		opts = append(opts, mpb.WithManualRefresh(refresh))
-	}
-	r := &reporter{p: mpb.New(opts...), done: make(chan struct{})}
-	var snap atomic.Pointer[batchagent.Stats]
-	st := stats()
-	snap.Store(&st)
-	start := time.Now()
-	text := decor.Any(func(decor.Statistics) string {
-		st := snap.Load()
-		line := progressLine(*st, total, time.Since(start))
-		if extra != nil {
-			line += extra(*st)
-		}
-		return line
-	})
-	filler := mpb.NopStyle()
-	if total > 0 {
-		filler = mpb.BarStyle()
-	}
-	// The bar's total is the inputs; with no known total it never
-	// completes by itself (stop removes it).
-	r.bar = r.p.New(int64(max(total, 0)), filler, mpb.AppendDecorators(text), mpb.BarWidth(24), mpb.BarRemoveOnComplete())
-	r.wg.Go(func() {
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.done:
-				return
-			case <-tick.C:
-			}
-			st := stats()
-			snap.Store(&st)
-			if total > 0 {
-				r.bar.SetCurrent(min(st.Done, int64(total)-1)) // complete only at stop
-			}
-		}
-	})
-	return r
-}
-
-// stop ends the reporter's goroutines and removes the progress line.
-func (r *reporter) stop() {
-	if r.unroute != nil {
-		r.unroute()
-	}
-	close(r.done)
-	r.wg.Wait()
-	r.bar.Abort(true)
-	r.p.Wait()
-}
-
-// progressLine renders done/failed, agents admitted and model calls in
-// flight (with the concurrency limit), agents/s, ETA and tokens: the most
-// useful first, since a narrow terminal truncates the end.
-func progressLine(st batchagent.Stats, total int, elapsed time.Duration) string {
-	rate := float64(st.Done-st.Restored) / elapsed.Seconds()
-	var b strings.Builder
-	if total > 0 {
-		fmt.Fprintf(&b, "done %d/%d", st.Done, total)
-	} else {
-		fmt.Fprintf(&b, "done %d", st.Done)
-	}
-	fmt.Fprintf(&b, " · failed %d · agents %d", st.Failed, st.Started-st.Done)
+// runCounters is what the progress line says of an engine's stats: done
+// and failed of total (0: unknown), agents admitted, model calls in flight
+// (with the concurrency limit), tokens and the cost at price.
+func runCounters(st batchagent.Stats, total int, price estimate.Price) progress.Counters {
+	c := progress.Counters{Done: st.Done, Failed: st.Failed, Restored: st.Restored, Total: int64(max(total, 0)), Unit: "agents",
+		Parts: []string{fmt.Sprintf("agents %d", st.Started-st.Done)}, Usage: st.Usage, HasUsage: true,
+		Cost: strings.TrimPrefix(price.Progress(st, total), " · ")}
 	// Calls in flight are counted where admission gates them (a limit,
 	// rate limits, a hosted backend); an ungated run has no such count.
 	if st.Limit > 0 || st.Inflight > 0 || st.Waiting > 0 {
-		fmt.Fprintf(&b, " · calls %d", st.Inflight)
+		calls := fmt.Sprintf("calls %d", st.Inflight)
 		if st.Limit > 0 {
-			fmt.Fprintf(&b, "/%d", st.Limit)
+			calls += fmt.Sprintf("/%d", st.Limit)
 		}
 		if st.Waiting > 0 {
-			fmt.Fprintf(&b, " (+%d waiting)", st.Waiting)
+			calls += fmt.Sprintf(" (+%d waiting)", st.Waiting)
 		}
+		c.Parts = append(c.Parts, calls)
 	}
-	fmt.Fprintf(&b, " · %.1f agents/s", rate)
-	if total > 0 && rate > 0 && int(st.Done) < total {
-		eta := time.Duration(float64(total-int(st.Done)) / rate * float64(time.Second))
-		fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
-	}
-	fmt.Fprintf(&b, " · tokens %s", count(st.Usage.Total()))
-	return b.String()
+	return c
 }
 
 // writeSummary prints the end-of-run summary.
@@ -219,15 +111,7 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 }
 
 // count renders a number compactly: 950, 12.3k, 4.5M.
-func count(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 10_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
+func count(n int64) string { return progress.Count(n) }
 
 // share renders part/whole as a percentage.
 func share(part, whole int64) string {

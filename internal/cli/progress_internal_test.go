@@ -2,21 +2,16 @@ package cli
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mattn/go-runewidth"
-
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/estimate"
 )
 
-// ansi matches the terminal control sequences mpb writes between frames.
-var ansi = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
-
-// syncBuffer is a bytes.Buffer safe for mpb's goroutine and the test.
+// syncBuffer is a bytes.Buffer safe for concurrent writers and the test.
 type syncBuffer struct {
 	mu sync.Mutex // protects b
 	b  bytes.Buffer
@@ -34,98 +29,33 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestProgressFitsWidth: every line the progress display draws fits the
-// width it is given, however long the text, and shows agents admitted and
-// model calls in flight.
-func TestProgressFitsWidth(t *testing.T) {
-	for _, width := range []int{20, 40, 80, 200} {
-		var mu sync.Mutex
-		st := batchagent.Stats{Started: 40, Done: 7, OK: 6, Failed: 1, Inflight: 12, Limit: 16, Waiting: 3}
-		stats := func() batchagent.Stats {
-			mu.Lock()
-			defer mu.Unlock()
-			return st
-		}
-		var out syncBuffer
-		refresh := make(chan any)
-		r := newReporter(stats, 100_000, &out, width, refresh, nil)
-		for i := range 5 {
-			mu.Lock()
-			st.Done += int64(i * 1000)
-			st.Usage.PromptTokens += 123_456
-			mu.Unlock()
-			refresh <- time.Now()
-		}
-		r.stop()
-		text := ansi.ReplaceAllString(out.String(), "")
-		lines := 0
-		for l := range strings.SplitSeq(text, "\n") {
-			if l == "" {
-				continue
-			}
-			lines++
-			if w := runewidth.StringWidth(l); w > width {
-				t.Errorf("width %d: line of width %d: %q", width, w, l)
-			}
-			if strings.Contains(l, "\r") {
-				t.Errorf("width %d: line holds a carriage return: %q", width, l)
-			}
-		}
-		if lines == 0 {
-			t.Errorf("width %d: nothing drawn", width)
-		}
-		if width >= 80 && (!strings.Contains(text, "agents 33") || !strings.Contains(text, "calls 12/16 (+3 waiting)")) {
-			t.Errorf("width %d: progress lacks agents admitted and calls in flight:\n%s", width, text)
-		}
+// TestProgressShowsRunCounts: a run's progress line shows agents admitted
+// and model calls in flight, with the limit and the calls waiting. (How
+// the display fits the line to the terminal is tested in
+// internal/progress.)
+func TestProgressShowsRunCounts(t *testing.T) {
+	st := batchagent.Stats{Started: 40, Done: 7, OK: 6, Failed: 1, Inflight: 12, Limit: 16, Waiting: 3}
+	line := runCounters(st, 100_000, estimate.Price{}).Line(time.Second)
+	if want := "done 7/100000 · failed 1 · agents 33 · calls 12/16 (+3 waiting) · 7.0 agents/s · ETA "; !strings.HasPrefix(line, want) {
+		t.Errorf("progress line %q, want it to begin %q", line, want)
+	}
+	if !strings.HasSuffix(line, " · tokens 0") {
+		t.Errorf("progress line %q, want it to end with the tokens", line)
+	}
+	// An ungated run counts no calls in flight, and an unknown total
+	// gives no ETA.
+	if line := runCounters(batchagent.Stats{Started: 2}, 0, estimate.Price{}).Line(time.Second); line != "done 0 · failed 0 · agents 2 · 0.0 agents/s · tokens 0" {
+		t.Errorf("ungated run's progress line %q", line)
 	}
 }
 
 // TestProgressNotOnPipes: when stderr is not a terminal, nothing periodic
-// is drawn: no reporter starts, and the summary alone is printed.
+// is drawn: no live line, and the summary alone is printed.
 func TestProgressNotOnPipes(t *testing.T) {
 	var buf bytes.Buffer
-	if r := startReporter(nil, 10, &buf, nil); r != nil {
-		r.stop()
-		t.Fatal("startReporter on a buffer started a progress display, want none")
-	}
-}
-
-// TestProgressKeepsLogLines: a line written to stderr while the progress
-// display is drawn is printed above it, whole, and not to the raw stderr
-// under the display.
-func TestProgressKeepsLogLines(t *testing.T) {
-	var out, raw syncBuffer
-	refresh := make(chan any)
-	r := newReporter(func() batchagent.Stats { return batchagent.Stats{Started: 2} }, 10, &out, 60, refresh, nil)
-	sw := &stderrWriter{base: &raw}
-	sw.route(r.p)
-	r.unroute = func() { sw.route(nil) }
-	refresh <- time.Now()
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := sw.Write([]byte("level=WARN msg=\"queue probe failed\"\n"))
-		wrote <- err
-	}()
-	for done := false; !done; {
-		select {
-		case err := <-wrote:
-			if err != nil {
-				t.Fatal(err)
-			}
-			done = true
-		case refresh <- time.Now():
-		}
-	}
-	refresh <- time.Now()
-	r.stop()
-	if _, err := sw.Write([]byte("after\n")); err != nil {
-		t.Fatal(err)
-	}
-	text := ansi.ReplaceAllString(out.String(), "")
-	if !strings.Contains(text, "level=WARN msg=\"queue probe failed\"\n") {
-		t.Errorf("display output lacks the log line:\n%q", text)
-	}
-	if raw.String() != "after\n" {
-		t.Errorf("raw stderr = %q, want only what was written after the display stopped", raw.String())
+	r := startReporter(nil, 10, &buf, estimate.Price{})
+	r.Stop()
+	if r.Live() || buf.Len() > 0 {
+		t.Fatalf("startReporter on a buffer drew a progress display (%q), want none", buf.String())
 	}
 }

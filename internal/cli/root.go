@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent/internal/progress"
 )
 
 // app holds what the commands share: the output streams and the logger the
@@ -27,7 +29,7 @@ type app struct {
 // newRoot builds the command tree. Each subcommand's definition (flags,
 // help) lives in a cmd_*.go file and calls the function that does the work.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	a := &app{stdout: stdout, stderr: &stderrWriter{base: stderr}}
+	a := &app{stdout: stdout, stderr: progress.NewWriter(stderr)}
 	root := &cobra.Command{
 		Use:   "batchagent",
 		Short: "Run many LLM agents in parallel: input list in, structured result list out",

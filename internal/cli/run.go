@@ -12,6 +12,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/outfile"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/tool"
@@ -149,9 +150,9 @@ func (r *runner) close() error {
 // run streams results to the output and reports progress and a summary.
 func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	start := time.Now()
-	var rep *reporter
+	var rep *progress.Display
 	if !quiet {
-		rep = startReporter(r.engine, r.total, stderr, func(st batchagent.Stats) string { return r.price.Progress(st, r.total) })
+		rep = startReporter(r.engine, r.total, stderr, r.price)
 	}
 	var (
 		notWritten int
@@ -195,7 +196,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		}
 	}
 	if rep != nil {
-		rep.stop() // before the reduce step, which prints too
+		rep.Stop() // before the reduce step, which prints too
 	}
 	if r.onEnd != nil {
 		r.onEnd()

@@ -1,0 +1,158 @@
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+)
+
+// DefaultEvery is how often a live line reads its source and is redrawn.
+const DefaultEvery = 200 * time.Millisecond
+
+// Config says what a Display draws and how often.
+type Config struct {
+	// Source returns the run's counters. The display calls it every tick
+	// from its own goroutine, so it must be safe to call while the run
+	// goes on.
+	Source func() Counters
+	// Every is how often a live line reads Source and is redrawn.
+	// Defaults to DefaultEvery.
+	Every time.Duration
+	// LogEvery is how often a display off a terminal prints a line (each
+	// ending with a newline). Defaults to 0: none, the caller's summary
+	// alone is printed.
+	LogEvery time.Duration
+}
+
+// Display draws a run's progress from Start to Stop: a live line on a
+// terminal, or periodic lines elsewhere. It owns its goroutines (and
+// mpb's): Stop ends them.
+type Display struct {
+	p      *mpb.Progress // nil: no live line
+	bar    *mpb.Bar
+	routed *Writer // the Writer whose writes go through p; nil: none
+	done   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Start draws c's counters on w until Stop. When w (or, w being a Writer,
+// the stream under it) is a terminal, it draws a live line at the
+// terminal's width, redrawn in place every c.Every, and while it does,
+// what is written to w (when a Writer) is printed above the line.
+// Elsewhere it prints a line every c.LogEvery, if at all. The caller must
+// call Stop.
+func Start(w io.Writer, c Config) *Display {
+	if f, ok := Base(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return start(w, c, f, 0, nil)
+	}
+	return start(w, c, nil, 0, nil)
+}
+
+// start is Start drawing the live line on live, or no live line when live
+// is nil. width, when not 0, is the width to draw at when live is not a
+// terminal; refresh, when not nil, redraws the line each time it receives
+// (both for tests).
+func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any) *Display {
+	if c.Every <= 0 {
+		c.Every = DefaultEvery
+	}
+	d := &Display{done: make(chan struct{})}
+	begin := time.Now()
+	if live == nil {
+		if c.LogEvery > 0 {
+			d.wg.Go(func() {
+				tick := time.NewTicker(c.LogEvery)
+				defer tick.Stop()
+				for {
+					select {
+					case <-d.done:
+						return
+					case <-tick.C:
+					}
+					fmt.Fprintln(w, c.Source().Line(time.Since(begin)))
+				}
+			})
+		}
+		return d
+	}
+	opts := []mpb.ContainerOption{mpb.WithOutput(live), mpb.WithRefreshRate(c.Every)}
+	if width > 0 {
+		opts = append(opts, mpb.WithWidth(width))
+	}
+	if refresh != nil {
+		opts = append(opts, mpb.WithManualRefresh(refresh))
+	}
+	d.p = mpb.New(opts...)
+	var snap atomic.Pointer[Counters]
+	text := decor.Any(func(decor.Statistics) string { return snap.Load().Line(time.Since(begin)) })
+	// Made with no total, the bar never completes by itself (Stop removes
+	// it); its total, once known, only sizes the filler.
+	d.bar = d.p.New(0, barIfTotal{mpb.BarStyle().Build()}, mpb.AppendDecorators(text), mpb.BarWidth(24))
+	set := func(cs Counters) {
+		snap.Store(&cs)
+		if cs.Total > 0 {
+			d.bar.SetTotal(cs.Total, false)
+		}
+		d.bar.SetCurrent(cs.Done)
+	}
+	set(c.Source())
+	if rw, ok := w.(*Writer); ok {
+		rw.route(d.p)
+		d.routed = rw
+	}
+	d.wg.Go(func() {
+		tick := time.NewTicker(c.Every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-d.done:
+				return
+			case <-tick.C:
+			}
+			set(c.Source())
+		}
+	})
+	return d
+}
+
+// Live reports whether d draws a live line (its stream is a terminal).
+func (d *Display) Live() bool { return d.p != nil }
+
+// Stop ends d's goroutines and removes the live line; writes to the
+// Writer go to the stream again. It prints no last line: the caller
+// prints its summary. Calls after the first do nothing.
+func (d *Display) Stop() {
+	d.once.Do(func() {
+		if d.routed != nil {
+			d.routed.route(nil)
+		}
+		close(d.done)
+		d.wg.Wait()
+		if d.p != nil {
+			d.bar.Abort(true)
+			d.p.Wait()
+		}
+	})
+}
+
+// barIfTotal draws its bar only once the total is known.
+type barIfTotal struct{ bar mpb.BarFiller }
+
+// Build returns b: it is its own mpb.BarFillerBuilder.
+func (b barIfTotal) Build() mpb.BarFiller { return b }
+
+// Fill draws the bar when st has a total, else nothing.
+func (b barIfTotal) Fill(w io.Writer, st decor.Statistics) error {
+	if st.Total <= 0 {
+		return nil
+	}
+	return b.bar.Fill(w, st)
+}
