@@ -1,4 +1,4 @@
-package server
+package batchapi
 
 import (
 	"context"
@@ -11,16 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-)
-
-// Defaults of the Batch API's fields of [Config].
-const (
-	DefaultBatchMaxLines    = 50_000
-	DefaultBatchMaxBytes    = 200 << 20
-	DefaultBatchConcurrency = 64
-	DefaultBatchWindow      = 24 * time.Hour
 )
 
 // batchEndpoint is the one endpoint batches may target.
@@ -119,8 +110,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Write(append(b, '\n'))
 }
 
-var errNoStore = &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: "the Batch API is not enabled on this server (no data directory)"}
-
 func notFound(what, id string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: fmt.Sprintf("no %s with id %q", what, id)}
 }
@@ -132,98 +121,58 @@ func (s *Server) storeError(ctx context.Context, err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "the server's batch store failed; see its log"}
 }
 
-// batchAPI routes /v1/files and /v1/batches.
-func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Batches == nil {
-		writeError(w, errNoStore)
+// getFile answers GET /v1/files/{id}.
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	f, err := s.cfg.Store.getFile(r.Context(), id)
+	if err != nil {
+		writeError(w, s.lookupError(r.Context(), "file", id, err))
 		return
 	}
-	c, ok := s.authenticate(r)
-	if !ok {
-		writeError(w, errAuth)
+	writeJSON(w, f)
+}
+
+// deleteFile answers DELETE /v1/files/{id}.
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.cfg.Store.deleteFile(r.Context(), id); err != nil {
+		if errors.Is(err, errFileInUse) {
+			writeError(w, &apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "file_in_use",
+				message: fmt.Sprintf("file %s is the input of a batch not yet finished: cancel the batch or wait for it", id)})
+			return
+		}
+		writeError(w, s.lookupError(r.Context(), "file", id, err))
 		return
 	}
-	// Each key sees its own files and batches only; without keys, all
-	// are everyone's.
-	owner := c.owner()
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // v1, files|batches, ...
-	if len(parts) < 2 || len(parts) > 4 {
-		writeError(w, errNotFound)
+	writeJSON(w, map[string]any{"id": id, "object": "file", "deleted": true})
+}
+
+// fileContent answers GET /v1/files/{id}/content.
+func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.cfg.Store.getFile(r.Context(), id); err != nil {
+		writeError(w, s.lookupError(r.Context(), "file", id, err))
 		return
 	}
-	ctx := r.Context()
-	method := r.Method
-	if parts[1] != "files" && parts[1] != "batches" {
-		writeError(w, errNotFound)
+	f, err := s.cfg.Store.openFile(id)
+	if err != nil {
+		writeError(w, s.storeError(r.Context(), err))
 		return
 	}
-	if len(parts) >= 3 {
-		table, what := parts[1], "file"
-		if table == "batches" {
-			what = "batch"
-		}
-		mine, err := s.cfg.Batches.owns(ctx, table, parts[2], owner)
-		if err != nil {
-			writeError(w, s.storeError(r.Context(), err))
-			return
-		}
-		if !mine {
-			writeError(w, notFound(what, parts[2]))
-			return
-		}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	io.Copy(w, f)
+}
+
+// getBatch answers GET /v1/batches/{id}.
+func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	b, err := s.cfg.Store.getBatch(r.Context(), id)
+	if err != nil {
+		writeError(w, s.lookupError(r.Context(), "batch", id, err))
+		return
 	}
-	switch {
-	case parts[1] == "files" && len(parts) == 2 && method == http.MethodPost:
-		s.uploadFile(w, r, owner)
-	case parts[1] == "files" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "files", owner)
-	case parts[1] == "files" && len(parts) == 3 && method == http.MethodGet:
-		f, err := s.cfg.Batches.getFile(ctx, parts[2])
-		if err != nil {
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		writeJSON(w, f)
-	case parts[1] == "files" && len(parts) == 3 && method == http.MethodDelete:
-		if err := s.cfg.Batches.deleteFile(ctx, parts[2]); err != nil {
-			if errors.Is(err, errFileInUse) {
-				writeError(w, &apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "file_in_use",
-					message: fmt.Sprintf("file %s is the input of a batch not yet finished: cancel the batch or wait for it", parts[2])})
-				return
-			}
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		writeJSON(w, map[string]any{"id": parts[2], "object": "file", "deleted": true})
-	case parts[1] == "files" && len(parts) == 4 && parts[3] == "content" && method == http.MethodGet:
-		if _, err := s.cfg.Batches.getFile(ctx, parts[2]); err != nil {
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		f, err := s.cfg.Batches.openFile(parts[2])
-		if err != nil {
-			writeError(w, s.storeError(r.Context(), err))
-			return
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		io.Copy(w, f)
-	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodPost:
-		s.createBatch(w, r, owner)
-	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "batches", owner)
-	case parts[1] == "batches" && len(parts) == 3 && method == http.MethodGet:
-		b, err := s.cfg.Batches.getBatch(ctx, parts[2])
-		if err != nil {
-			writeError(w, s.lookupError(r.Context(), "batch", parts[2], err))
-			return
-		}
-		writeJSON(w, b)
-	case parts[1] == "batches" && len(parts) == 4 && parts[3] == "cancel" && method == http.MethodPost:
-		s.cancelBatch(w, r, parts[2])
-	default:
-		writeError(w, errNotFound)
-	}
+	writeJSON(w, b)
 }
 
 func (s *Server) lookupError(ctx context.Context, what, id string, err error) *apiError {
@@ -235,7 +184,8 @@ func (s *Server) lookupError(ctx context.Context, what, id string, err error) *a
 
 // list answers a list of files or batches: newest first, paged by after
 // and limit (1 to 10,000; defaults to 20 for batches, 10,000 for files).
-func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner string) {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, table string) {
+	owner := ownerOf(r)
 	limit := 20
 	if table == "files" {
 		limit = 10_000
@@ -248,7 +198,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner strin
 		}
 		limit = n
 	}
-	data, more, err := s.cfg.Batches.listPage(r.Context(), table, owner, r.URL.Query().Get("after"), limit)
+	data, more, err := s.cfg.Store.listPage(r.Context(), table, owner, r.URL.Query().Get("after"), limit)
 	if err != nil {
 		writeError(w, s.storeError(r.Context(), err))
 		return
@@ -274,7 +224,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner strin
 
 // uploadFile stores the file of a multipart upload (fields "file" and
 // "purpose"), streaming it to disk.
-func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeError(w, badParam("file", "want a multipart/form-data body with fields file and purpose: "+err.Error()))
@@ -301,10 +252,10 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string
 				return
 			}
 			obj := fileObject{ID: newID("file-"), Object: "file", CreatedAt: time.Now().Unix(), Filename: p.FileName(), Purpose: "batch", Status: "processed"}
-			got, err := s.cfg.Batches.createFile(r.Context(), owner, obj, p, s.cfg.BatchMaxBytes)
+			got, err := s.cfg.Store.createFile(r.Context(), owner, obj, p, s.cfg.MaxBytes)
 			if errors.Is(err, errTooLarge) {
 				writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "file_too_large", param: "file",
-					message: fmt.Sprintf("the file is larger than %d bytes", s.cfg.BatchMaxBytes)})
+					message: fmt.Sprintf("the file is larger than %d bytes", s.cfg.MaxBytes)})
 				return
 			}
 			if err != nil {
@@ -320,7 +271,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string
 		return
 	}
 	if purpose != "batch" {
-		s.cfg.Batches.deleteFile(r.Context(), f.ID)
+		s.cfg.Store.deleteFile(r.Context(), f.ID)
 		writeError(w, badParam("purpose", fmt.Sprintf("purpose %q is not supported (only batch)", purpose)))
 		return
 	}
@@ -328,7 +279,8 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string
 }
 
 // createBatch creates a batch and starts it.
-func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner string) {
+func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
 	var req struct {
 		InputFileID      string            `json:"input_file_id"`
 		Endpoint         string            `json:"endpoint"`
@@ -347,7 +299,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		writeError(w, badParam("input_file_id", "input_file_id is required"))
 		return
 	}
-	if s.batchCtx.Err() != nil {
+	if s.ctx.Err() != nil {
 		// Shutting down: refuse before recording, or the batch would run
 		// at the next start though the client was told it failed.
 		writeError(w, errShutdown)
@@ -365,14 +317,14 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		writeError(w, badParam("metadata", "metadata has at most 16 pairs"))
 		return
 	}
-	if mine, err := s.cfg.Batches.owns(r.Context(), "files", req.InputFileID, owner); err != nil || !mine {
+	if mine, err := s.cfg.Store.owns(r.Context(), "files", req.InputFileID, owner); err != nil || !mine {
 		if err == nil {
 			err = errNoRecord
 		}
 		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
 		return
 	}
-	f, err := s.cfg.Batches.getFile(r.Context(), req.InputFileID)
+	f, err := s.cfg.Store.getFile(r.Context(), req.InputFileID)
 	if err != nil {
 		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
 		return
@@ -382,13 +334,13 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 		return
 	}
 	created := time.Now()
-	expires := created.Add(s.cfg.BatchWindow).Unix()
+	expires := created.Add(s.cfg.Window).Unix()
 	b := batchObject{
 		ID: newID("batch_"), Object: "batch", Endpoint: req.Endpoint, InputFileID: req.InputFileID,
 		CompletionWindow: req.CompletionWindow, Status: "validating", CreatedAt: created.Unix(),
 		ExpiresAt: &expires, Metadata: req.Metadata,
 	}
-	if err := s.cfg.Batches.createBatch(r.Context(), owner, b); err != nil {
+	if err := s.cfg.Store.createBatch(r.Context(), owner, b); err != nil {
 		writeError(w, s.storeError(r.Context(), err))
 		return
 	}
@@ -401,9 +353,10 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner strin
 
 // cancelBatch moves a batch to cancelling; its runner stops admitting
 // lines, lets those in flight finish, and ends it cancelled.
-func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, id string) {
+func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
 	var bad string
-	b, err := s.cfg.Batches.updateBatch(r.Context(), id, func(b *batchObject) bool {
+	b, err := s.cfg.Store.updateBatch(r.Context(), id, func(b *batchObject) bool {
 		switch b.Status {
 		case "validating", "in_progress":
 			b.Status, b.CancellingAt = "cancelling", now()
@@ -423,18 +376,18 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, id string) 
 			message: fmt.Sprintf("cannot cancel a batch with status %s", bad)})
 		return
 	}
-	s.batchMu.Lock()
+	s.mu.Lock()
 	if run, ok := s.runners[id]; ok {
 		run.requestCancel()
 	}
-	s.batchMu.Unlock()
+	s.mu.Unlock()
 	s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "batch cancelled", slog.String("batch", id))
 	writeJSON(w, b)
 }
 
-// resumeBatches starts a runner for each unfinished batch of the store.
-func (s *Server) resumeBatches(ctx context.Context) error {
-	ids, err := s.cfg.Batches.unfinished(ctx)
+// resume starts a runner for each unfinished batch of the store.
+func (s *Server) resume(ctx context.Context) error {
+	ids, err := s.cfg.Store.unfinished(ctx)
 	if err != nil {
 		return err
 	}

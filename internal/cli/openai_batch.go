@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/server"
 )
@@ -79,7 +80,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		}
 		defer lock.Close()
 	}
-	store, err := server.OpenBatchStore(f.state)
+	store, err := batchapi.Open(f.state)
 	if err != nil {
 		return fail(exitFailed, "--state: %v", err)
 	}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/batchagent/batchagent"
+)
+
+// lineWriter is the http.ResponseWriter of a batch line's executor: it
+// keeps the status and the body.
+type lineWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *lineWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+
+func (w *lineWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// execLine, the [batchapi.ExecFunc] of the server's batches, answers one
+// chat-completions body as POST /v1/chat/completions would (never
+// streamed), in the batch class, under the request id reqID: its status,
+// its JSON body and the failure the body tells of (nil on success; the
+// whole cause, for the log).
+func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
+	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
+	var cr chatRequest
+	if je := checkJSON(body); je != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
+	}
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
+	}
+	cr.Stream, cr.StreamOptions = false, nil
+	m, input, e := s.modeFor(&cr, batchagent.Batch)
+	if e != nil {
+		return refuse(e)
+	}
+	// No RequestTimeout: a batch line may wait long for a slot below
+	// interactive traffic; the batch's completion window bounds it.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &lineWriter{}
+	w.Header().Set(requestIDHeader, reqID)
+	x := &executor{
+		w: w, cancel: cancel, id: requestID(), model: cr.Model, created: time.Now().Unix(),
+		input: input, tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
+	}
+	if p, ok := s.cfg.Prices[cr.Model]; ok {
+		x.price = &p
+	}
+	err := x.execute(ctx, m)
+	if w.status == 0 {
+		return refuse(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"})
+	}
+	return w.status, json.RawMessage(bytes.TrimSpace(w.body.Bytes())), err
+}
+
+// batchSpec returns spec in the batch class: spec itself when it is.
+func batchSpec(spec *batchagent.Spec) (*batchagent.Spec, error) {
+	if spec.Priority() == batchagent.Batch {
+		return spec, nil
+	}
+	def := spec.Def()
+	def.Priority = batchagent.Batch
+	return batchagent.NewSpec(def)
+}
