@@ -67,9 +67,9 @@ func (s *Store) AddSample(ctx context.Context, jobID string, sm Sample) error {
 		return err
 	}
 	select {
-	case <-bt.done:
-		if bt.err != nil {
-			return fail(bt.err)
+	case <-bt.Done():
+		if bt.Err() != nil {
+			return fail(bt.Err())
 		}
 		return nil
 	case <-ctx.Done():

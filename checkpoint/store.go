@@ -34,6 +34,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/internal/groupcommit"
 )
 
 // Defaults of [Config].
@@ -93,32 +94,21 @@ func (c Config) withDefaults() Config {
 // for concurrent use. Its methods return [ErrClosed] after Close.
 type Store struct {
 	db  *sql.DB
-	w   *writer // owned by the writer goroutine
+	w   *writer // owned by the group-commit goroutine
+	gw  *groupcommit.Writer[item]
 	cfg Config
-
-	wake    chan struct{} // cap 1: a batch is waiting, is full, or Close was called
-	stopped chan struct{} // closed when the writer goroutine has exited
 
 	// path is the file's absolute path, and file what it named when the
 	// Store opened it; nil for a Store that never writes (OpenReadOnly).
 	// Read-only after Open.
 	path string
 	file os.FileInfo
-	gone error // ErrFileGone, wrapped, once found; owned by the writer goroutine
-
-	mu     sync.Mutex
-	queue  []*batch // batches not yet taken by the writer; the last one is open
-	closed bool
+	gone error // ErrFileGone, wrapped, once found; owned by the group-commit goroutine
 }
 
-// batch is the states of one transaction. done is closed once it has been
-// committed or has failed with err.
-type batch struct {
-	items []item
-	want  int // when non-zero, the size at which Save wakes the lingering writer
-	done  chan struct{}
-	err   error
-}
+// batch is the states of one transaction: its Done channel is closed once
+// it has been committed, or has failed with its Err.
+type batch = groupcommit.Group[item]
 
 // bufPool holds *[]byte buffers for encoded states: appendState writes
 // straight into one, which goes back to the pool once its batch is
@@ -233,20 +223,16 @@ func newStore(ctx context.Context, db *sql.DB, cfg Config, path string) (*Store,
 		db.Close()
 		return nil, err
 	}
-	s := &Store{
-		db:      db,
-		w:       w,
-		cfg:     cfg.withDefaults(),
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-	}
+	s := &Store{db: db, w: w, cfg: cfg.withDefaults()}
 	if path != "" {
 		if s.file, err = os.Stat(path); err != nil {
 			return nil, errors.Join(err, w.close(), db.Close())
 		}
 		s.path = path
 	}
-	go s.write()
+	s.gw = groupcommit.Start(groupcommit.Config[item]{
+		Commit: s.commit, Done: committed, Window: s.cfg.FlushInterval, MaxGroup: s.cfg.MaxBatch,
+	})
 	return s, nil
 }
 
@@ -436,9 +422,9 @@ func (s *Store) Save(ctx context.Context, st agent.State) error {
 		return err
 	}
 	select {
-	case <-b.done:
-		if b.err != nil {
-			return saveError(st.JobID, st.Index, b.err)
+	case <-b.Done():
+		if b.Err() != nil {
+			return saveError(st.JobID, st.Index, b.Err())
 		}
 		return nil
 	case <-ctx.Done():
@@ -487,121 +473,47 @@ func (s *Store) enqueue(st *agent.State, done func(error)) (*batch, error) {
 // add adds it to the open batch, which it returns; after Close it gives
 // it.buf back to the pool and returns ErrClosed.
 func (s *Store) add(it item) (*batch, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	b, err := s.gw.Add(it)
+	if err != nil {
 		bufPool.Put(it.buf)
 		return nil, ErrClosed
-	}
-	var b *batch
-	if n := len(s.queue); n > 0 && len(s.queue[n-1].items) < s.cfg.MaxBatch {
-		b = s.queue[n-1]
-	} else {
-		b = &batch{items: make([]item, 0, min(s.cfg.MaxBatch, 64)), done: make(chan struct{})}
-		s.queue = append(s.queue, b)
-	}
-	b.items = append(b.items, it)
-	n := len(b.items)
-	wake := n == 1 || n == s.cfg.MaxBatch || n == b.want
-	s.mu.Unlock()
-	if wake {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
 	}
 	return b, nil
 }
 
-// write is the writer goroutine: it commits the queued batches in order,
-// one transaction each, until the Store is closed and the queue is empty.
-func (s *Store) write() {
-	defer close(s.stopped)
-	var timer *time.Timer
-	last := 0 // the size of the last batch
-	for {
-		s.mu.Lock()
-		for len(s.queue) == 0 && !s.closed {
-			s.mu.Unlock()
-			<-s.wake
-			s.mu.Lock()
-		}
-		if len(s.queue) == 0 { // closed and drained
-			s.mu.Unlock()
-			return
-		}
-		// Let the batch fill until it is as large as the last one, or the
-		// window ends: the savers of the last batch are likely to be back.
-		// A lone saver (last batch of one) never waits.
-		if want := min(last, s.cfg.MaxBatch); s.cfg.FlushInterval > 0 && len(s.queue) == 1 && len(s.queue[0].items) < want {
-			if timer == nil {
-				timer = time.NewTimer(s.cfg.FlushInterval)
-			} else {
-				timer.Reset(s.cfg.FlushInterval)
-			}
-			s.queue[0].want = want
-			for len(s.queue) == 1 && len(s.queue[0].items) < want && !s.closed {
-				s.mu.Unlock()
-				fired := false
-				select {
-				case <-timer.C:
-					fired = true
-				case <-s.wake:
-				}
-				s.mu.Lock()
-				if fired {
-					break
-				}
-			}
-			timer.Stop()
-		}
-		b := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
+// commit commits a batch of items, on the group-commit goroutine.
+func (s *Store) commit(items []item) error {
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	return s.w.commit(items)
+}
 
-		last = len(b.items)
-		if b.err = s.checkFile(); b.err == nil {
-			b.err = s.w.commit(b.items)
-		}
-		close(b.done)
-		for i := range b.items {
-			it := &b.items[i]
-			if it.done != nil {
-				var err error
-				if b.err != nil {
-					err = saveError(it.jobID, it.idx, b.err)
-				}
-				it.done(err)
+// committed answers the SaveAsync callers of a batch committed with err
+// and gives the items' buffers back to the pool.
+func committed(items []item, err error) {
+	for i := range items {
+		it := &items[i]
+		if it.done != nil {
+			var ierr error
+			if err != nil {
+				ierr = saveError(it.jobID, it.idx, err)
 			}
-			bufPool.Put(it.buf)
-			*it = item{}
+			it.done(ierr)
 		}
+		bufPool.Put(it.buf)
+		*it = item{}
 	}
 }
 
 // Close commits the pending saves, stops the writer goroutine and closes the
 // database. Saves after Close return [ErrClosed]; Close is idempotent.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.stopped
-		return nil
+	if err := s.gw.Close(); err != nil {
+		return nil // closed before
 	}
-	s.closed = true
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-	<-s.stopped
 	return errors.Join(s.w.close(), s.db.Close())
 }
 
 // isClosed reports whether Close has been called.
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *Store) isClosed() bool { return s.gw.Closed() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/server"
 )
 
@@ -85,7 +86,7 @@ func TestBatchesBelongToTheirKey(t *testing.T) {
 func TestBatchOwnerIsTheKey(t *testing.T) {
 	const key = "sk-owner-rename-0123456789"
 	dir := t.TempDir()
-	st, err := server.OpenBatchStore(dir)
+	st, err := batchapi.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/server"
 	"github.com/batchagent/batchagent/tool"
 )
@@ -33,9 +34,9 @@ func batchInput(n int, bad map[int]bool) []byte {
 	return b.Bytes()
 }
 
-func openStore(t *testing.T, dir string) *server.BatchStore {
+func openStore(t *testing.T, dir string) *batchapi.Store {
 	t.Helper()
-	st, err := server.OpenBatchStore(dir)
+	st, err := batchapi.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestBatchExpiry(t *testing.T) {
 func TestBatchResume(t *testing.T) {
 	dir := t.TempDir()
 	const n = 300
-	st, err := server.OpenBatchStore(dir)
+	st, err := batchapi.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

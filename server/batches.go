@@ -1,445 +1,86 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/batchagent/batchagent"
 )
 
-// Defaults of the Batch API's fields of [Config].
-const (
-	DefaultBatchMaxLines    = 50_000
-	DefaultBatchMaxBytes    = 200 << 20
-	DefaultBatchConcurrency = 64
-	DefaultBatchWindow      = 24 * time.Hour
-)
-
-// batchEndpoint is the one endpoint batches may target.
-const batchEndpoint = "/v1/chat/completions"
-
-// fileObject is OpenAI's File object.
-type fileObject struct {
-	ID            string  `json:"id"`
-	Object        string  `json:"object"`
-	Bytes         int64   `json:"bytes"`
-	CreatedAt     int64   `json:"created_at"`
-	ExpiresAt     *int64  `json:"expires_at"`
-	Filename      string  `json:"filename"`
-	Purpose       string  `json:"purpose"`
-	Status        string  `json:"status"`
-	StatusDetails *string `json:"status_details"`
+// lineWriter is the http.ResponseWriter of a batch line's executor: it
+// keeps the status and the body.
+type lineWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
 }
 
-// batchObject is OpenAI's Batch object.
-type batchObject struct {
-	ID               string            `json:"id"`
-	Object           string            `json:"object"`
-	Endpoint         string            `json:"endpoint"`
-	Errors           *batchErrors      `json:"errors"`
-	InputFileID      string            `json:"input_file_id"`
-	CompletionWindow string            `json:"completion_window"`
-	Status           string            `json:"status"`
-	OutputFileID     *string           `json:"output_file_id"`
-	ErrorFileID      *string           `json:"error_file_id"`
-	CreatedAt        int64             `json:"created_at"`
-	InProgressAt     *int64            `json:"in_progress_at"`
-	ExpiresAt        *int64            `json:"expires_at"`
-	FinalizingAt     *int64            `json:"finalizing_at"`
-	CompletedAt      *int64            `json:"completed_at"`
-	FailedAt         *int64            `json:"failed_at"`
-	ExpiredAt        *int64            `json:"expired_at"`
-	CancellingAt     *int64            `json:"cancelling_at"`
-	CancelledAt      *int64            `json:"cancelled_at"`
-	RequestCounts    requestCounts     `json:"request_counts"`
-	Metadata         map[string]string `json:"metadata"`
-	// Model is the model of the input's first line.
-	Model string `json:"model,omitempty"`
-	// Usage sums the usage of the lines that succeeded; set when the
-	// batch ends.
-	Usage *batchUsage `json:"usage,omitempty"`
-}
-
-// batchUsage is the Batch object's usage.
-type batchUsage struct {
-	InputTokens        int64 `json:"input_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokens        int64 `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-	TotalTokens int64 `json:"total_tokens"`
-}
-
-type requestCounts struct {
-	Total     int64 `json:"total"`
-	Completed int64 `json:"completed"`
-	Failed    int64 `json:"failed"`
-}
-
-type batchErrors struct {
-	Object string       `json:"object"`
-	Data   []batchError `json:"data"`
-}
-
-// batchError is one entry of a failed batch's errors: what is wrong and
-// on which line of the input file (1-based).
-type batchError struct {
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-	Line    *int    `json:"line"`
-}
-
-// newID returns prefix followed by 24 random hex digits.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:]) // never fails
-	return prefix + hex.EncodeToString(b[:])
-}
-
-func now() *int64 {
-	t := time.Now().Unix()
-	return &t
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	b, _ := json.Marshal(v)
-	w.Write(append(b, '\n'))
-}
-
-var errNoStore = &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: "the Batch API is not enabled on this server (no data directory)"}
-
-func notFound(what, id string) *apiError {
-	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: fmt.Sprintf("no %s with id %q", what, id)}
-}
-
-// storeError answers a failure of the store: its details (paths of the
-// server's disk) go to the log, not to the client.
-func (s *Server) storeError(ctx context.Context, err error) *apiError {
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "batch store failed", slog.Any("err", err))
-	return &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "the server's batch store failed; see its log"}
-}
-
-// batchAPI routes /v1/files and /v1/batches.
-func (s *Server) batchAPI(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Batches == nil {
-		writeError(w, errNoStore)
-		return
+func (w *lineWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
 	}
-	c, ok := s.authenticate(r)
-	if !ok {
-		writeError(w, errAuth)
-		return
-	}
-	// Each key sees its own files and batches only; without keys, all
-	// are everyone's.
-	owner := c.owner()
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // v1, files|batches, ...
-	if len(parts) < 2 || len(parts) > 4 {
-		writeError(w, errNotFound)
-		return
-	}
-	ctx := r.Context()
-	method := r.Method
-	if parts[1] != "files" && parts[1] != "batches" {
-		writeError(w, errNotFound)
-		return
-	}
-	if len(parts) >= 3 {
-		table, what := parts[1], "file"
-		if table == "batches" {
-			what = "batch"
-		}
-		mine, err := s.cfg.Batches.owns(ctx, table, parts[2], owner)
-		if err != nil {
-			writeError(w, s.storeError(r.Context(), err))
-			return
-		}
-		if !mine {
-			writeError(w, notFound(what, parts[2]))
-			return
-		}
-	}
-	switch {
-	case parts[1] == "files" && len(parts) == 2 && method == http.MethodPost:
-		s.uploadFile(w, r, owner)
-	case parts[1] == "files" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "files", owner)
-	case parts[1] == "files" && len(parts) == 3 && method == http.MethodGet:
-		f, err := s.cfg.Batches.getFile(ctx, parts[2])
-		if err != nil {
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		writeJSON(w, f)
-	case parts[1] == "files" && len(parts) == 3 && method == http.MethodDelete:
-		if err := s.cfg.Batches.deleteFile(ctx, parts[2]); err != nil {
-			if errors.Is(err, errFileInUse) {
-				writeError(w, &apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "file_in_use",
-					message: fmt.Sprintf("file %s is the input of a batch not yet finished: cancel the batch or wait for it", parts[2])})
-				return
-			}
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		writeJSON(w, map[string]any{"id": parts[2], "object": "file", "deleted": true})
-	case parts[1] == "files" && len(parts) == 4 && parts[3] == "content" && method == http.MethodGet:
-		if _, err := s.cfg.Batches.getFile(ctx, parts[2]); err != nil {
-			writeError(w, s.lookupError(r.Context(), "file", parts[2], err))
-			return
-		}
-		f, err := s.cfg.Batches.openFile(parts[2])
-		if err != nil {
-			writeError(w, s.storeError(r.Context(), err))
-			return
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		io.Copy(w, f)
-	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodPost:
-		s.createBatch(w, r, owner)
-	case parts[1] == "batches" && len(parts) == 2 && method == http.MethodGet:
-		s.list(w, r, "batches", owner)
-	case parts[1] == "batches" && len(parts) == 3 && method == http.MethodGet:
-		b, err := s.cfg.Batches.getBatch(ctx, parts[2])
-		if err != nil {
-			writeError(w, s.lookupError(r.Context(), "batch", parts[2], err))
-			return
-		}
-		writeJSON(w, b)
-	case parts[1] == "batches" && len(parts) == 4 && parts[3] == "cancel" && method == http.MethodPost:
-		s.cancelBatch(w, r, parts[2])
-	default:
-		writeError(w, errNotFound)
+	return w.header
+}
+
+func (w *lineWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
 	}
 }
 
-func (s *Server) lookupError(ctx context.Context, what, id string, err error) *apiError {
-	if errors.Is(err, errNoRecord) {
-		return notFound(what, id)
-	}
-	return s.storeError(ctx, err)
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
 }
 
-// list answers a list of files or batches: newest first, paged by after
-// and limit (1 to 10,000; defaults to 20 for batches, 10,000 for files).
-func (s *Server) list(w http.ResponseWriter, r *http.Request, table, owner string) {
-	limit := 20
-	if table == "files" {
-		limit = 10_000
+// execLine, the [batchapi.ExecFunc] of the server's batches, answers one
+// chat-completions body as POST /v1/chat/completions would (never
+// streamed), in the batch class, under the request id reqID: its status,
+// its JSON body and the failure the body tells of (nil on success; the
+// whole cause, for the log).
+func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
+	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
+	var cr chatRequest
+	if je := checkJSON(body); je != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
 	}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 10_000 {
-			writeError(w, badParam("limit", "limit must be an integer from 1 to 10000"))
-			return
-		}
-		limit = n
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
 	}
-	data, more, err := s.cfg.Batches.listPage(r.Context(), table, owner, r.URL.Query().Get("after"), limit)
-	if err != nil {
-		writeError(w, s.storeError(r.Context(), err))
-		return
+	cr.Stream, cr.StreamOptions = false, nil
+	m, input, e := s.modeFor(&cr, batchagent.Batch)
+	if e != nil {
+		return refuse(e)
 	}
-	page := struct {
-		Object  string            `json:"object"`
-		Data    []json.RawMessage `json:"data"`
-		FirstID *string           `json:"first_id"`
-		LastID  *string           `json:"last_id"`
-		HasMore bool              `json:"has_more"`
-	}{Object: "list", Data: data, HasMore: more}
-	if page.Data == nil {
-		page.Data = []json.RawMessage{}
+	// No RequestTimeout: a batch line may wait long for a slot below
+	// interactive traffic; the batch's completion window bounds it.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &lineWriter{}
+	w.Header().Set(requestIDHeader, reqID)
+	x := &executor{
+		w: w, cancel: cancel, id: requestID(), model: cr.Model, created: time.Now().Unix(),
+		input: input, tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
 	}
-	if len(data) > 0 {
-		var first, last struct{ ID string }
-		json.Unmarshal(data[0], &first)
-		json.Unmarshal(data[len(data)-1], &last)
-		page.FirstID, page.LastID = &first.ID, &last.ID
+	if p, ok := s.cfg.Prices[cr.Model]; ok {
+		x.price = &p
 	}
-	writeJSON(w, page)
+	err := x.execute(ctx, m)
+	if w.status == 0 {
+		return refuse(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"})
+	}
+	return w.status, json.RawMessage(bytes.TrimSpace(w.body.Bytes())), err
 }
 
-// uploadFile stores the file of a multipart upload (fields "file" and
-// "purpose"), streaming it to disk.
-func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, owner string) {
-	mr, err := r.MultipartReader()
-	if err != nil {
-		writeError(w, badParam("file", "want a multipart/form-data body with fields file and purpose: "+err.Error()))
-		return
+// batchSpec returns spec in the batch class: spec itself when it is.
+func batchSpec(spec *batchagent.Spec) (*batchagent.Spec, error) {
+	if spec.Priority() == batchagent.Batch {
+		return spec, nil
 	}
-	var purpose string
-	var f *fileObject
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			writeError(w, badParam("file", "reading the multipart body: "+err.Error()))
-			return
-		}
-		switch p.FormName() {
-		case "purpose":
-			b, _ := io.ReadAll(io.LimitReader(p, 64))
-			purpose = string(b)
-		case "file":
-			if f != nil {
-				writeError(w, badParam("file", "more than one file"))
-				return
-			}
-			obj := fileObject{ID: newID("file-"), Object: "file", CreatedAt: time.Now().Unix(), Filename: p.FileName(), Purpose: "batch", Status: "processed"}
-			got, err := s.cfg.Batches.createFile(r.Context(), owner, obj, p, s.cfg.BatchMaxBytes)
-			if errors.Is(err, errTooLarge) {
-				writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "file_too_large", param: "file",
-					message: fmt.Sprintf("the file is larger than %d bytes", s.cfg.BatchMaxBytes)})
-				return
-			}
-			if err != nil {
-				writeError(w, s.storeError(r.Context(), err))
-				return
-			}
-			f = &got
-		}
-		p.Close()
-	}
-	if f == nil {
-		writeError(w, badParam("file", "no file in the upload"))
-		return
-	}
-	if purpose != "batch" {
-		s.cfg.Batches.deleteFile(r.Context(), f.ID)
-		writeError(w, badParam("purpose", fmt.Sprintf("purpose %q is not supported (only batch)", purpose)))
-		return
-	}
-	writeJSON(w, f)
-}
-
-// createBatch creates a batch and starts it.
-func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, owner string) {
-	var req struct {
-		InputFileID      string            `json:"input_file_id"`
-		Endpoint         string            `json:"endpoint"`
-		CompletionWindow string            `json:"completion_window"`
-		Metadata         map[string]string `json:"metadata"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", message: "a batch's create request is at most 1 MiB"})
-			return
-		}
-		writeError(w, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "request body is not valid JSON: " + err.Error()})
-		return
-	}
-	if req.InputFileID == "" {
-		writeError(w, badParam("input_file_id", "input_file_id is required"))
-		return
-	}
-	if s.batchCtx.Err() != nil {
-		// Shutting down: refuse before recording, or the batch would run
-		// at the next start though the client was told it failed.
-		writeError(w, errShutdown)
-		return
-	}
-	if req.Endpoint != batchEndpoint {
-		writeError(w, badParam("endpoint", fmt.Sprintf("endpoint %q is not supported (only %s)", req.Endpoint, batchEndpoint)))
-		return
-	}
-	if req.CompletionWindow != "24h" {
-		writeError(w, badParam("completion_window", "completion_window must be 24h"))
-		return
-	}
-	if len(req.Metadata) > 16 {
-		writeError(w, badParam("metadata", "metadata has at most 16 pairs"))
-		return
-	}
-	if mine, err := s.cfg.Batches.owns(r.Context(), "files", req.InputFileID, owner); err != nil || !mine {
-		if err == nil {
-			err = errNoRecord
-		}
-		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
-		return
-	}
-	f, err := s.cfg.Batches.getFile(r.Context(), req.InputFileID)
-	if err != nil {
-		writeError(w, s.lookupError(r.Context(), "file", req.InputFileID, err))
-		return
-	}
-	if f.Purpose != "batch" {
-		writeError(w, badParam("input_file_id", "the input file's purpose must be batch"))
-		return
-	}
-	created := time.Now()
-	expires := created.Add(s.cfg.BatchWindow).Unix()
-	b := batchObject{
-		ID: newID("batch_"), Object: "batch", Endpoint: req.Endpoint, InputFileID: req.InputFileID,
-		CompletionWindow: req.CompletionWindow, Status: "validating", CreatedAt: created.Unix(),
-		ExpiresAt: &expires, Metadata: req.Metadata,
-	}
-	if err := s.cfg.Batches.createBatch(r.Context(), owner, b); err != nil {
-		writeError(w, s.storeError(r.Context(), err))
-		return
-	}
-	if !s.startBatch(b.ID) {
-		writeError(w, errShutdown)
-		return
-	}
-	writeJSON(w, b)
-}
-
-// cancelBatch moves a batch to cancelling; its runner stops admitting
-// lines, lets those in flight finish, and ends it cancelled.
-func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, id string) {
-	var bad string
-	b, err := s.cfg.Batches.updateBatch(r.Context(), id, func(b *batchObject) bool {
-		switch b.Status {
-		case "validating", "in_progress":
-			b.Status, b.CancellingAt = "cancelling", now()
-			return true
-		case "cancelling", "cancelled":
-			return false
-		}
-		bad = b.Status
-		return false
-	})
-	if err != nil {
-		writeError(w, s.lookupError(r.Context(), "batch", id, err))
-		return
-	}
-	if bad != "" {
-		writeError(w, &apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "invalid_state",
-			message: fmt.Sprintf("cannot cancel a batch with status %s", bad)})
-		return
-	}
-	s.batchMu.Lock()
-	if run, ok := s.runners[id]; ok {
-		run.requestCancel()
-	}
-	s.batchMu.Unlock()
-	s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "batch cancelled", slog.String("batch", id))
-	writeJSON(w, b)
-}
-
-// resumeBatches starts a runner for each unfinished batch of the store.
-func (s *Server) resumeBatches(ctx context.Context) error {
-	ids, err := s.cfg.Batches.unfinished(ctx)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		s.startBatch(id)
-	}
-	return nil
+	def := spec.Def()
+	def.Priority = batchagent.Batch
+	return batchagent.NewSpec(def)
 }

@@ -79,21 +79,18 @@
 //
 // # Batch API
 //
-// With [Config.Batches] (a [BatchStore]: SQLite and the files in one
-// directory) the server also serves OpenAI's Batch API: /v1/files
-// (multipart upload with purpose batch, list, retrieve, content, delete)
-// and /v1/batches (create, retrieve, list with after and limit, cancel),
-// with OpenAI's objects, statuses and output and error line format. A
-// batch is validated (unique custom_id, method POST, url equal to the
-// endpoint, a JSON object body, BatchMaxLines) while reading its file,
-// failing with line-numbered errors; then its lines run as the file is
-// read again, at most BatchConcurrency lines of all batches at once, each
-// through the same executor as a chat completion (never streamed) in the
-// batch class.
-// Each finished line is recorded in the transaction that counts it, so a
-// server killed and restarted on the same store resumes the batch
-// without running a recorded line again; the output and error files are
-// built from the recorded lines, in input order, when the batch ends.
-// Lines not run when the window (BatchWindow) ends or the batch is
-// cancelled are in the error file as batch_expired or batch_cancelled.
+// With [Config.Batches] (a [batchapi.Store]: SQLite and the files in one
+// directory) the server also serves OpenAI's Batch API, /v1/files and
+// /v1/batches, through a [batchapi.Server] whose routes it mounts behind
+// its keys (each key owns the files and batches it creates) and whose
+// lines it runs through the same executor as a chat completion (never
+// streamed) in the batch class, without RequestTimeout: the batch's
+// window bounds them. See package batchapi.
+//
+// # Routing
+//
+// Routes are http.ServeMux patterns with methods. A known path asked
+// with another method is answered 405 (404 on the Batch API, as OpenAI's
+// is), an unknown path 404, both in OpenAI's error format; a path that is
+// not clean ("//health", "/v1/../ready") is unknown, not redirected.
 package server

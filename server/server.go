@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -133,29 +135,32 @@ type Config struct {
 	// (scrapers rarely carry keys: bind the server to a private address,
 	// or front it). Defaults to none: /metrics is 404.
 	Metrics http.Handler
-	// Instrument, if set, wraps the handling of each route (its path, or
-	// "other" for unknown paths): for request metrics. Defaults to none.
+	// Instrument, if set, wraps the handling of each route (its path:
+	// "/health", "/ready", "/v1/models", "/v1/chat/completions",
+	// "/metrics", "/v1/files", "/v1/batches", or "other" for unknown
+	// paths), once per route: for request metrics. Defaults to none.
 	Instrument func(route string, h http.Handler) http.Handler
 
 	// Batches, if set, stores the files and batches of the Batch API
-	// (/v1/files, /v1/batches); the server resumes the store's unfinished
-	// batches when it starts. The caller closes it after Shutdown.
-	// Defaults to none: those routes answer 404.
-	Batches *BatchStore
+	// (/v1/files, /v1/batches), served by a [batchapi.Server] whose lines
+	// run as chat completions in the batch class; the server resumes the
+	// store's unfinished batches when it starts. The caller closes it
+	// after Shutdown. Defaults to none: those routes answer 404.
+	Batches *batchapi.Store
 	// BatchMaxLines caps the requests of a batch's input file. Defaults to
-	// DefaultBatchMaxLines (50,000).
+	// batchapi.DefaultMaxLines (50,000).
 	BatchMaxLines int
-	// BatchMaxBytes caps an uploaded file. Defaults to DefaultBatchMaxBytes
-	// (200 MB).
+	// BatchMaxBytes caps an uploaded file. Defaults to
+	// batchapi.DefaultMaxBytes (200 MB).
 	BatchMaxBytes int64
 	// BatchConcurrency caps the batch lines in flight at once, all
 	// batches together, and so the memory their requests hold; batches
 	// running at once take turns for the places (the engine's admission
-	// still bounds each backend). Defaults to DefaultBatchConcurrency.
+	// still bounds each backend). Defaults to batchapi.DefaultConcurrency.
 	BatchConcurrency int
 	// BatchWindow is how long a batch's completion window ("24h") lasts:
 	// a batch not done by then ends expired. Tests shorten it. Defaults
-	// to DefaultBatchWindow (24h).
+	// to batchapi.DefaultWindow (24h).
 	BatchWindow time.Duration
 }
 
@@ -166,9 +171,9 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	clients []*client
-	models  []string // sorted: backends, then agent:NAMEs
-	routes  map[string]http.Handler
-	other   http.Handler // unknown paths
+	models  []string       // sorted: backends, then agent:NAMEs
+	mux     *http.ServeMux // the routes
+	other   http.Handler   // unknown paths
 
 	mu     sync.Mutex // protects the fields below
 	active int        // chat completions in progress
@@ -180,13 +185,7 @@ type Server struct {
 	hs      *http.Server
 
 	batchAgents map[string]*batchagent.Spec // Agents, in the batch class
-
-	batchSem  chan struct{} // a place per batch line in flight, all batches together
-	batchMu   sync.Mutex    // protects runners and starting runners
-	runners   map[string]*batchRunner
-	batchCtx  context.Context // the runners' context, ended by Shutdown
-	batchStop context.CancelFunc
-	batchWG   sync.WaitGroup
+	batches     *batchapi.Server            // nil without Config.Batches
 }
 
 // New returns a Server for cfg. The error says what is wrong with cfg.
@@ -221,20 +220,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BatchMaxLines < 0 || cfg.BatchMaxBytes < 0 || cfg.BatchConcurrency < 0 || cfg.BatchWindow < 0 {
 		return nil, errors.New("server: negative batch limit")
 	}
-	if cfg.BatchMaxLines == 0 {
-		cfg.BatchMaxLines = DefaultBatchMaxLines
-	}
-	if cfg.BatchMaxBytes == 0 {
-		cfg.BatchMaxBytes = DefaultBatchMaxBytes
-	}
-	if cfg.BatchConcurrency == 0 {
-		cfg.BatchConcurrency = DefaultBatchConcurrency
-	}
-	if cfg.BatchWindow == 0 {
-		cfg.BatchWindow = DefaultBatchWindow
-	}
-	s := &Server{cfg: cfg, runners: map[string]*batchRunner{}, batchSem: make(chan struct{}, cfg.BatchConcurrency)}
-	s.batchCtx, s.batchStop = context.WithCancel(context.Background())
+	s := &Server{cfg: cfg}
 	for name, b := range cfg.Backends {
 		if b.Model == nil {
 			return nil, fmt.Errorf("server: backend %q has no model", name)
@@ -265,23 +251,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.clients = clients
-	s.routes = map[string]http.Handler{}
-	wrap := cfg.Instrument
-	if wrap == nil {
-		wrap = func(_ string, h http.Handler) http.Handler { return h }
-	}
-	for _, route := range []string{"/health", "/ready", "/v1/models", "/v1/chat/completions", "/metrics"} {
-		s.routes[route] = wrap(route, http.HandlerFunc(s.route))
-	}
-	s.other = wrap("other", http.HandlerFunc(s.route))
-	s.routes["/v1/files"] = wrap("/v1/files", http.HandlerFunc(s.batchAPI))
-	s.routes["/v1/batches"] = wrap("/v1/batches", http.HandlerFunc(s.batchAPI))
 	if cfg.Batches != nil {
-		if err := s.resumeBatches(context.Background()); err != nil {
-			s.batchStop()
+		// Last: it starts the runners of the unfinished batches.
+		s.batches, err = batchapi.New(batchapi.Config{
+			Store: cfg.Batches, Exec: s.execLine, Logger: cfg.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
+			MaxLines: cfg.BatchMaxLines, MaxBytes: cfg.BatchMaxBytes, Concurrency: cfg.BatchConcurrency, Window: cfg.BatchWindow,
+		})
+		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
+	s.mux, s.other = s.routes()
 	return s, nil
 }
 
@@ -327,72 +307,50 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// request past its time.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.BodyTimeout + s.cfg.RequestTimeout + writeGrace))
 	}
-	if h, ok := s.routes[r.URL.Path]; ok {
-		h.ServeHTTP(w, r)
+	if r.Method != http.MethodConnect && r.URL.Path != cleanPath(r.URL.Path) {
+		// The mux would redirect to the clean path: no route has it.
+		s.other.ServeHTTP(w, r)
 		return
 	}
-	for _, prefix := range []string{"/v1/files", "/v1/batches"} {
-		if strings.HasPrefix(r.URL.Path, prefix+"/") {
-			s.routes[prefix].ServeHTTP(w, r)
-			return
-		}
-	}
-	s.other.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r)
 }
 
-// route handles a request by its path.
-func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	switch r.URL.Path {
-	case "/metrics":
-		if s.cfg.Metrics == nil {
-			writeError(w, errNotFound)
-			return
-		}
-		if !get {
-			writeError(w, errMethod)
-			return
-		}
-		s.cfg.Metrics.ServeHTTP(w, r)
-	case "/health":
-		if !get {
-			writeError(w, errMethod)
-			return
-		}
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			writeError(w, errShutdown)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	case "/ready":
-		if !get {
-			writeError(w, errMethod)
-			return
-		}
-		s.ready(w, r)
-	case "/v1/models":
-		if !get {
-			writeError(w, errMethod)
-			return
-		}
-		if _, ok := s.authenticate(r); !ok {
-			writeError(w, errAuth)
-			return
-		}
-		s.writeModels(w)
-	case "/v1/chat/completions":
-		if r.Method != http.MethodPost {
-			writeError(w, errMethod)
-			return
-		}
-		s.chat(w, r)
-	default:
-		writeError(w, errNotFound)
+// cleanPath returns p as http.ServeMux cleans it: rooted, without "."
+// and ".." elements or doubled slashes, with its trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
 	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// health answers GET /health.
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		writeError(w, errShutdown)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// listModels answers GET /v1/models.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(r); !ok {
+		writeError(w, errAuth)
+		return
+	}
+	s.writeModels(w)
 }
 
 // enter counts a chat completion in, unless the server is shutting down.
@@ -434,6 +392,13 @@ func (s *Server) untrack(x *executor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.running, x)
+}
+
+// newID returns prefix followed by 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:]) // never fails
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // requestID returns a new completion ID.
@@ -737,7 +702,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, x := range waiting {
 		x.cancel(errDraining)
 	}
-	s.stopBatches()
+	if s.batches != nil {
+		s.batches.Stop()
+	}
 	var errs []error
 	if idle != nil {
 		select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/server"
 )
 
@@ -96,7 +97,7 @@ func RunBatch(ctx context.Context, opt BatchOptions, w io.Writer) (BatchReport, 
 	if err != nil {
 		return BatchReport{}, err
 	}
-	store, err := server.OpenBatchStore(filepath.Join(dir, "store"))
+	store, err := batchapi.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return BatchReport{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/internal/tokens"
@@ -100,7 +101,7 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 		return exitUsage
 	}
 	defer lock.Close()
-	store, err := server.OpenBatchStore(dataDir)
+	store, err := batchapi.Open(dataDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchagent serve: --data-dir: %v\n", err)
 		return exitFailed
@@ -183,7 +184,7 @@ func (g *gateway) close() {
 // (nil: not served). An agent whose backend URL and
 // model equal a served backend's shares its Model, and so its admission.
 // getenv reads the environment (backend and API keys).
-func openGateway(ctx context.Context, sc *config.Serve, store *server.BatchStore, logger *slog.Logger, getenv func(string) string) (_ *gateway, err error) {
+func openGateway(ctx context.Context, sc *config.Serve, store *batchapi.Store, logger *slog.Logger, getenv func(string) string) (_ *gateway, err error) {
 	g := &gateway{}
 	defer func() {
 		if err != nil {

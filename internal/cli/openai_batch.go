@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/internal/progress"
@@ -75,7 +76,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		}
 		defer lock.Close()
 	}
-	store, err := server.OpenBatchStore(f.state)
+	store, err := batchapi.Open(f.state)
 	if err != nil {
 		return fail(exitFailed, "--state: %v", err)
 	}

@@ -1,4 +1,4 @@
-package server
+package batchapi
 
 import (
 	"bufio"
@@ -16,60 +16,49 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/batchagent/batchagent"
 )
 
-// batchRunner runs one batch; the server owns it (started by startBatch,
-// stopped by stopBatches).
-type batchRunner struct {
+// runner runs one batch; the Server owns it (started by startBatch,
+// stopped by Stop).
+type runner struct {
 	s          *Server
 	id         string
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when the batch is cancelled
 }
 
-func (r *batchRunner) requestCancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
+func (r *runner) requestCancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
 
 // startBatch starts the runner of batch id, unless it runs already. It
 // returns false when the server is shutting down.
 func (s *Server) startBatch(id string) bool {
-	s.batchMu.Lock()
-	defer s.batchMu.Unlock()
-	if s.batchCtx.Err() != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
 		return false
 	}
 	if _, ok := s.runners[id]; ok {
 		return true
 	}
-	r := &batchRunner{s: s, id: id, cancelled: make(chan struct{})}
+	r := &runner{s: s, id: id, cancelled: make(chan struct{})}
 	s.runners[id] = r
-	s.batchWG.Add(1)
+	s.wg.Add(1)
 	go func() {
-		defer s.batchWG.Done()
-		if err := r.run(s.batchCtx); err != nil && s.batchCtx.Err() == nil {
+		defer s.wg.Done()
+		if err := r.run(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "batch stopped", slog.String("batch", id), slog.String("err", err.Error()))
 		}
-		s.batchMu.Lock()
+		s.mu.Lock()
 		delete(s.runners, id)
-		s.batchMu.Unlock()
+		s.mu.Unlock()
 	}()
 	return true
 }
 
-// stopBatches stops every runner and waits for them: lines in flight are
-// cancelled and not recorded, so a later server resumes them.
-func (s *Server) stopBatches() {
-	s.batchMu.Lock()
-	s.batchStop()
-	s.batchMu.Unlock()
-	s.batchWG.Wait()
-}
-
 // run takes the batch from its recorded state to a final one. It returns
 // early, leaving the state for a later server, when ctx ends.
-func (r *batchRunner) run(ctx context.Context) error {
-	st := r.s.cfg.Batches
+func (r *runner) run(ctx context.Context) error {
+	st := r.s.cfg.Store
 	b, err := st.getBatch(ctx, r.id)
 	if err != nil {
 		return err
@@ -77,7 +66,7 @@ func (r *batchRunner) run(ctx context.Context) error {
 	if b.Status == "cancelling" {
 		r.requestCancel()
 	}
-	deadline := time.Now().Add(r.s.cfg.BatchWindow)
+	deadline := time.Now().Add(r.s.cfg.Window)
 	if b.ExpiresAt != nil {
 		deadline = time.Unix(*b.ExpiresAt, 0)
 	}
@@ -155,7 +144,7 @@ func (r *batchRunner) run(ctx context.Context) error {
 
 // lineScanner returns a scanner of the input file's lines, each at most
 // MaxBodyBytes plus room for the line's envelope.
-func (r *batchRunner) lineScanner(f *os.File) *bufio.Scanner {
+func (r *runner) lineScanner(f *os.File) *bufio.Scanner {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), int(r.s.cfg.MaxBodyBytes)+64<<10)
 	return sc
@@ -175,8 +164,8 @@ const maxBatchErrors = 1000
 // validate reads the input file and returns its number of lines (blank
 // lines are skipped), the model of its first line and what is wrong with
 // it, line by line.
-func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string, []batchError, error) {
-	f, err := r.s.cfg.Batches.openFile(fileID)
+func (r *runner) validate(ctx context.Context, fileID string) (int, string, []batchError, error) {
+	f, err := r.s.cfg.Store.openFile(fileID)
 	if err != nil {
 		return 0, "", []batchError{{Code: "file_not_found", Message: fmt.Sprintf("the input file %s cannot be read", fileID)}}, nil
 	}
@@ -210,8 +199,8 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string,
 			continue
 		}
 		total++
-		if total > r.s.cfg.BatchMaxLines {
-			add(n, "too_many_requests", "", fmt.Sprintf("the input file has more than %d requests", r.s.cfg.BatchMaxLines))
+		if total > r.s.cfg.MaxLines {
+			add(n, "too_many_requests", "", fmt.Sprintf("the input file has more than %d requests", r.s.cfg.MaxLines))
 			break
 		}
 		var in inputLine
@@ -266,8 +255,8 @@ func (r *batchRunner) validate(ctx context.Context, fileID string) (int, string,
 // batches together) at once, reading the file as it goes. It stops
 // admitting lines when the batch is cancelled (letting those in flight
 // finish) or ctx ends (which stops those in flight, unrecorded).
-func (r *batchRunner) execute(ctx context.Context, fileID string) error {
-	st := r.s.cfg.Batches
+func (r *runner) execute(ctx context.Context, fileID string) error {
+	st := r.s.cfg.Store
 	done, err := st.doneLines(ctx, r.id)
 	if err != nil {
 		return err
@@ -277,7 +266,7 @@ func (r *batchRunner) execute(ctx context.Context, fileID string) error {
 		return fmt.Errorf("open input file %s: %w", fileID, err)
 	}
 	defer f.Close()
-	sem := r.s.batchSem
+	sem := r.s.sem
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sc := r.lineScanner(f)
@@ -367,7 +356,7 @@ func retryableStatus(status int) bool {
 // runLine runs one input line and records its answer. A line that fails
 // because ctx ended is not recorded: it runs again on resume, or is
 // reported expired.
-func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
+func (r *runner) runLine(ctx context.Context, line int, raw []byte) error {
 	var in inputLine
 	if err := json.Unmarshal(raw, &in); err != nil || in.CustomID == nil {
 		return fmt.Errorf("line %d changed since validation", line)
@@ -383,7 +372,7 @@ func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
 	)
 	for pause := lineRetryBase; ; pause = min(2*pause, lineRetryMax) {
 		reqID = newID("req_")
-		status, body, err = r.s.execLine(ctx, reqID, in.Body)
+		status, body, err = r.s.cfg.Exec(ctx, reqID, in.Body)
 		if !retryableStatus(status) || ctx.Err() != nil {
 			break
 		}
@@ -411,78 +400,14 @@ func (r *batchRunner) runLine(ctx context.Context, line int, raw []byte) error {
 		ID: newID("batch_req_"), CustomID: *in.CustomID,
 		Response: &lineResponse{StatusCode: status, RequestID: reqID, Body: body},
 	})
-	return r.s.cfg.Batches.recordLine(context.WithoutCancel(ctx), r.id, line, !ok, out)
-}
-
-// lineWriter is the http.ResponseWriter of a batch line's executor: it
-// keeps the status and the body.
-type lineWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *lineWriter) Header() http.Header {
-	if w.header == nil {
-		w.header = http.Header{}
-	}
-	return w.header
-}
-
-func (w *lineWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(b)
-}
-
-// execLine answers one chat-completions body as POST /v1/chat/completions
-// would (never streamed), in the batch class, under the request id
-// reqID: its status, its JSON body and the failure the body tells of
-// (nil on success; the whole cause, for the log).
-func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
-	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
-	var cr chatRequest
-	if je := checkJSON(body); je != nil {
-		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
-	}
-	if err := json.Unmarshal(body, &cr); err != nil {
-		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
-	}
-	cr.Stream, cr.StreamOptions = false, nil
-	m, input, e := s.modeFor(&cr, batchagent.Batch)
-	if e != nil {
-		return refuse(e)
-	}
-	// No RequestTimeout: a batch line may wait long for a slot below
-	// interactive traffic; the batch's completion window bounds it.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := &lineWriter{}
-	w.Header().Set(requestIDHeader, reqID)
-	x := &executor{
-		w: w, cancel: cancel, id: requestID(), model: cr.Model, created: time.Now().Unix(),
-		input: input, tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
-	}
-	if p, ok := s.cfg.Prices[cr.Model]; ok {
-		x.price = &p
-	}
-	err := x.execute(ctx, m)
-	if w.status == 0 {
-		return refuse(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"})
-	}
-	return w.status, json.RawMessage(bytes.TrimSpace(w.body.Bytes())), err
+	return r.s.cfg.Store.recordLine(context.WithoutCancel(ctx), r.id, line, !ok, out)
 }
 
 // finalize writes the output and error files from the recorded lines, in
 // input order (lines never run are reported in the error file with
 // batch_expired or batch_cancelled), and ends the batch with status final.
-func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error {
-	st := r.s.cfg.Batches
+func (r *runner) finalize(ctx context.Context, fileID, final string) error {
+	st := r.s.cfg.Store
 	in, err := st.openFile(fileID)
 	if err != nil {
 		return fmt.Errorf("open input file %s: %w", fileID, err)
@@ -621,16 +546,6 @@ func (r *batchRunner) finalize(ctx context.Context, fileID, final string) error 
 	return err
 }
 
-// batchSpec returns spec in the batch class: spec itself when it is.
-func batchSpec(spec *batchagent.Spec) (*batchagent.Spec, error) {
-	if spec.Priority() == batchagent.Batch {
-		return spec, nil
-	}
-	def := spec.Def()
-	def.Priority = batchagent.Batch
-	return batchagent.NewSpec(def)
-}
-
 // derivedID returns the ID of a batch's output or error file.
 func derivedID(batchID, kind string) string {
 	sum := sha256.Sum256([]byte(batchID + "/" + kind))
@@ -642,7 +557,14 @@ func (u *batchUsage) add(line string) {
 	var l struct {
 		Response struct {
 			Body struct {
-				Usage *wireUsage `json:"usage"`
+				Usage *struct {
+					PromptTokens        int64 `json:"prompt_tokens"`
+					CompletionTokens    int64 `json:"completion_tokens"`
+					TotalTokens         int64 `json:"total_tokens"`
+					PromptTokensDetails struct {
+						CachedTokens int64 `json:"cached_tokens"`
+					} `json:"prompt_tokens_details"`
+				} `json:"usage"`
 			} `json:"body"`
 		} `json:"response"`
 	}

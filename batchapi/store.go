@@ -1,4 +1,4 @@
-package server
+package batchapi
 
 import (
 	"context"
@@ -11,34 +11,30 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"github.com/batchagent/batchagent/internal/groupcommit"
 )
 
-// BatchStore keeps the files and batches of the Batch API in a directory:
+// Store keeps the files and batches of the Batch API in a directory:
 // an SQLite database (batches.db: file and batch records, and one row per
 // finished line of a batch) and the files' contents (files/ID). It is
 // safe for concurrent use. A batch's state survives the process being
 // killed: a server given the same store resumes its unfinished batches.
-type BatchStore struct {
+type Store struct {
 	dir string
 	db  *sql.DB
-
-	records chan lineRecord // to the writer
-	stop    chan struct{}   // closed by Close: the writer returns
-	stopped chan struct{}   // closed when the writer has returned
-	once    sync.Once
+	w   *groupcommit.Writer[lineRecord] // records finished lines
 }
 
 // lineRecord is a finished line on its way to the writer, which commits
-// it with others in one transaction and answers on done.
+// it with others in one transaction.
 type lineRecord struct {
 	batchID string
 	line    int
 	failed  bool
 	data    []byte
-	done    chan error
 }
 
 // maxGroup caps the lines the writer commits in one transaction.
@@ -68,8 +64,9 @@ CREATE TABLE IF NOT EXISTS lines (
 	PRIMARY KEY (batch_id, line)
 ) WITHOUT ROWID;`
 
-// OpenBatchStore opens (creating it if need be) the store in dir.
-func OpenBatchStore(dir string) (*BatchStore, error) {
+// Open opens (creating it if need be) the store in dir, and starts the
+// writer of finished lines that [Store.Close] stops.
+func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("batch store %s: %w", dir, err)
@@ -97,8 +94,8 @@ func OpenBatchStore(dir string) (*BatchStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("batch store %s: %w", p, err)
 	}
-	s := &BatchStore{dir: abs, db: db, records: make(chan lineRecord), stop: make(chan struct{}), stopped: make(chan struct{})}
-	go s.writer()
+	s := &Store{dir: abs, db: db}
+	s.w = groupcommit.Start(groupcommit.Config[lineRecord]{Commit: s.commit, MaxGroup: maxGroup})
 	return s, nil
 }
 
@@ -119,45 +116,18 @@ func addOwners(db *sql.DB) error {
 	return nil
 }
 
-// Close stops the store's writer and closes its database. Lines recorded
-// after Close fail.
-func (s *BatchStore) Close() error {
-	s.once.Do(func() { close(s.stop) })
-	<-s.stopped
-	return s.db.Close()
-}
-
-// writer commits the lines sent to recordLine, as many as are waiting
-// (up to maxGroup) in each transaction, until Close.
-func (s *BatchStore) writer() {
-	defer close(s.stopped)
-	for {
-		var group []lineRecord
-		select {
-		case r := <-s.records:
-			group = append(group, r)
-		case <-s.stop:
-			return
-		}
-	more:
-		for len(group) < maxGroup {
-			select {
-			case r := <-s.records:
-				group = append(group, r)
-			default:
-				break more
-			}
-		}
-		err := s.commit(group)
-		for _, r := range group {
-			r.done <- err
-		}
+// Close commits the lines waiting, stops the store's writer and closes
+// its database. Lines recorded after Close fail.
+func (s *Store) Close() error {
+	if err := s.w.Close(); err != nil {
+		return nil // closed before
 	}
+	return s.db.Close()
 }
 
 // commit records a group of finished lines and counts them, in one
 // transaction.
-func (s *BatchStore) commit(group []lineRecord) error {
+func (s *Store) commit(group []lineRecord) error {
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -188,11 +158,11 @@ func (s *BatchStore) commit(group []lineRecord) error {
 // errNoRecord is returned for an unknown file or batch.
 var errNoRecord = errors.New("no such record")
 
-func (s *BatchStore) filePath(id string) string { return filepath.Join(s.dir, "files", id) }
+func (s *Store) filePath(id string) string { return filepath.Join(s.dir, "files", id) }
 
 // createFile writes r's content as a new file record of owner and returns
 // its object. A content longer than limit bytes is refused.
-func (s *BatchStore) createFile(ctx context.Context, owner string, f fileObject, r io.Reader, limit int64) (fileObject, error) {
+func (s *Store) createFile(ctx context.Context, owner string, f fileObject, r io.Reader, limit int64) (fileObject, error) {
 	path := s.filePath(f.ID)
 	out, err := os.Create(path + ".tmp")
 	if err != nil {
@@ -226,7 +196,7 @@ func (s *BatchStore) createFile(ctx context.Context, owner string, f fileObject,
 
 var errTooLarge = errors.New("file too large")
 
-func (s *BatchStore) getFile(ctx context.Context, id string) (fileObject, error) {
+func (s *Store) getFile(ctx context.Context, id string) (fileObject, error) {
 	var f fileObject
 	var obj string
 	err := s.db.QueryRowContext(ctx, `SELECT obj FROM files WHERE id = ?`, id).Scan(&obj)
@@ -241,7 +211,7 @@ func (s *BatchStore) getFile(ctx context.Context, id string) (fileObject, error)
 
 // owns reports whether the file or batch (table "files" or "batches") id
 // exists and belongs to owner: another key's objects are not found.
-func (s *BatchStore) owns(ctx context.Context, table, id, owner string) (bool, error) {
+func (s *Store) owns(ctx context.Context, table, id, owner string) (bool, error) {
 	var got string
 	err := s.db.QueryRowContext(ctx, `SELECT owner FROM `+table+` WHERE id = ?`, id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -254,12 +224,12 @@ func (s *BatchStore) owns(ctx context.Context, table, id, owner string) (bool, e
 }
 
 // openFile opens a file's content.
-func (s *BatchStore) openFile(id string) (*os.File, error) { return os.Open(s.filePath(id)) }
+func (s *Store) openFile(id string) (*os.File, error) { return os.Open(s.filePath(id)) }
 
 // errFileInUse refuses to delete the input of an unfinished batch.
 var errFileInUse = errors.New("file is the input of a batch not yet finished")
 
-func (s *BatchStore) deleteFile(ctx context.Context, id string) error {
+func (s *Store) deleteFile(ctx context.Context, id string) error {
 	// The batch reads its input again to finalize: deleting it would
 	// leave the batch unable to end.
 	var running int
@@ -284,7 +254,7 @@ func (s *BatchStore) deleteFile(ctx context.Context, id string) error {
 // listPage returns up to limit objects of owner in table (files or
 // batches) after the record with ID after ("" for the newest), newest
 // first, and whether more follow.
-func (s *BatchStore) listPage(ctx context.Context, table, owner, after string, limit int) ([]json.RawMessage, bool, error) {
+func (s *Store) listPage(ctx context.Context, table, owner, after string, limit int) ([]json.RawMessage, bool, error) {
 	q := `SELECT obj FROM ` + table + ` WHERE owner = ? ORDER BY seq DESC LIMIT ?`
 	args := []any{owner, limit + 1}
 	if after != "" {
@@ -332,7 +302,7 @@ func (s *BatchStore) listPage(ctx context.Context, table, owner, after string, l
 }
 
 // createBatch records a new batch of owner.
-func (s *BatchStore) createBatch(ctx context.Context, owner string, b batchObject) error {
+func (s *Store) createBatch(ctx context.Context, owner string, b batchObject) error {
 	raw, _ := json.Marshal(b)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO batches (id, status, obj, owner) VALUES (?, ?, ?, ?)`, b.ID, b.Status, string(raw), owner)
 	if err != nil {
@@ -342,7 +312,7 @@ func (s *BatchStore) createBatch(ctx context.Context, owner string, b batchObjec
 }
 
 // getBatch returns a batch with its current request counts.
-func (s *BatchStore) getBatch(ctx context.Context, id string) (batchObject, error) {
+func (s *Store) getBatch(ctx context.Context, id string) (batchObject, error) {
 	var b batchObject
 	var obj string
 	var completed, failed int64
@@ -362,7 +332,7 @@ func (s *BatchStore) getBatch(ctx context.Context, id string) (batchObject, erro
 
 // updateBatch reads a batch, lets change modify it and writes it back, in
 // one transaction. change returns false to leave the batch as it is.
-func (s *BatchStore) updateBatch(ctx context.Context, id string, change func(*batchObject) bool) (batchObject, error) {
+func (s *Store) updateBatch(ctx context.Context, id string, change func(*batchObject) bool) (batchObject, error) {
 	var b batchObject
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -396,20 +366,21 @@ func (s *BatchStore) updateBatch(ctx context.Context, id string, change func(*ba
 // transaction (shared with other lines finishing at the same time): a
 // line recorded is never run again. It returns once the transaction has
 // committed, or with an error if it failed or the store is closed.
-func (s *BatchStore) recordLine(ctx context.Context, batchID string, line int, failed bool, data []byte) error {
-	r := lineRecord{batchID: batchID, line: line, failed: failed, data: data, done: make(chan error, 1)}
-	select {
-	case s.records <- r:
-	case <-s.stop:
+func (s *Store) recordLine(ctx context.Context, batchID string, line int, failed bool, data []byte) error {
+	g, err := s.w.Add(lineRecord{batchID: batchID, line: line, failed: failed, data: data})
+	if err != nil {
 		return errors.New("batch store closed")
+	}
+	select {
+	case <-g.Done():
+		return g.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-r.done
 }
 
 // doneLines returns the numbers of a batch's recorded lines.
-func (s *BatchStore) doneLines(ctx context.Context, batchID string) (map[int]bool, error) {
+func (s *Store) doneLines(ctx context.Context, batchID string) (map[int]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT line FROM lines WHERE batch_id = ?`, batchID)
 	if err != nil {
 		return nil, fmt.Errorf("read lines of batch %s: %w", batchID, err)
@@ -428,7 +399,7 @@ func (s *BatchStore) doneLines(ctx context.Context, batchID string) (map[int]boo
 
 // unfinished returns the IDs of the batches not in a final state, oldest
 // first.
-func (s *BatchStore) unfinished(ctx context.Context) ([]string, error) {
+func (s *Store) unfinished(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM batches WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling') ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("read unfinished batches: %w", err)
