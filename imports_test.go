@@ -14,14 +14,20 @@ func TestImportRules(t *testing.T) {
 		"": {"admission", "job", "input", "llm", "agent", "sched", "tool", "schema", "internal/engine"},
 		// The admission of model calls to each backend: its settings, turned
 		// into sched's gate for a backend's llm.Model.
-		"admission":          {"job", "llm", "sched"},
-		"llm":                {},
-		"sched":              {},
-		"tool":               {},
-		"tool/sqltool":       {"tool"},
-		"tool/filetool":      {"tool"},
-		"tool/httptool":      {"tool"},
-		"checkpoint":         {"agent", "job", "llm", "internal/jsonenc"},
+		"admission":     {"job", "llm", "sched"},
+		"llm":           {},
+		"sched":         {},
+		"tool":          {},
+		"tool/sqltool":  {"tool"},
+		"tool/filetool": {"tool"},
+		"tool/httptool": {"tool"},
+		"checkpoint":    {"agent", "job", "llm", "internal/jsonenc", "internal/groupcommit"},
+		// One writer that commits queued records in groups, for the checkpoint
+		// and the Batch API's store.
+		"internal/groupcommit": {},
+		// The Batch API: files, batches and their store; the gateway mounts
+		// it and runs its lines.
+		"batchapi":           {"internal/groupcommit"},
 		"queue":              {"", "agent", "job", "llm"},
 		"tool/mcptool":       {"tool"},
 		"schema":             {},
@@ -56,7 +62,7 @@ func TestImportRules(t *testing.T) {
 		// The command's own packages may import any package but each other
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
-		"internal/bench": {"", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
+		"internal/bench": {"", "batchapi", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
 			"internal/outfile", "job", "llm", "schema", "server", "tool", "tool/filetool"},
 		// The results file: writing, locks, reconciliation on resume with the
 		// checkpoint store, status JSON.
@@ -69,7 +75,7 @@ func TestImportRules(t *testing.T) {
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
-		"internal/cli": {"", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
+		"internal/cli": {"", "batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
 			"internal/outfile", "internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
@@ -84,7 +90,7 @@ func TestImportRules(t *testing.T) {
 		"reduce": {""},
 		// The gateway serves the engine (and agents' progress through
 		// agent.Observer) over OpenAI's wire format.
-		"server": {"", "agent", "llm"},
+		"server": {"", "agent", "batchapi", "llm"},
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/server"
 )
@@ -34,7 +35,7 @@ func batchAPI(t *testing.T, dir string, latency time.Duration) (*server.Server, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := server.OpenBatchStore(dir)
+	store, err := batchapi.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
