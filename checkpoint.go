@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/internal/engine"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -30,9 +29,9 @@ type Checkpointer interface {
 	// Load returns the latest saved state of every agent of a job, at most
 	// one per index, in any order; none, and nil, for a job never saved.
 	// Every field comes back as saved: counters, usage, timings (Total
-	// included), token cap, output, raw answer, the failure fields
-	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems), Started and
-	// Spans (times as the same instants, in any zone). JSON values (Output,
+	// included), token cap, output, raw answer, the failure (Failure:
+	// kind, step, turn, cause chain, problems), Started and Spans (times
+	// as the same instants, in any zone). JSON values (Output,
 	// tool-call arguments) may come back re-encoded as the same JSON, and
 	// nil and empty slices and maps alike. The engine reads only the
 	// input, results and counters of final states (done, failed), so those
@@ -47,7 +46,3 @@ type Checkpointer interface {
 	// kept), other values as the same JSON.
 	Load(ctx context.Context, jobID string) ([]agent.State, error)
 }
-
-// StateResult rebuilds the result of a finished agent from its saved state,
-// as a resumed run and `batchagent export` report it.
-func StateResult(jobID string, st agent.State) Result { return engine.StateResult(jobID, st) }

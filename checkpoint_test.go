@@ -143,7 +143,7 @@ func TestCheckpointRetryFailed(t *testing.T) {
 	d.NoRetries = true
 	cfg := batchagent.Config{Checkpoint: ck}
 	_, res := runWith(t, cfg, d, batchagent.Slice(inputs(3)))
-	if batchagent.KindOf(res[0].Err) != batchagent.KindValidation || ck.states[0].Status != agent.StatusFailed || len(ck.states[0].Problems) == 0 {
+	if batchagent.KindOf(res[0].Err) != batchagent.KindValidation || ck.states[0].Status != agent.StatusFailed || ck.states[0].Failure == nil || len(ck.states[0].Failure.Problems) == 0 {
 		t.Fatalf("first run: %v, saved %+v; want a saved validation failure with problems", res[0].Err, ck.states[0].Status)
 	}
 	// Without RetryFailed the saved failure is returned as it was.

@@ -94,7 +94,7 @@ func always(err error) llm.Model {
 // included: the saved state keeps the fresh total) and that both encode to
 // the same result line. An input that cannot be decoded is never saved:
 // it fails the same way again, in a new wall time. A cancelled agent is
-// never saved either (it resumes); TestRestoreCause covers its classes.
+// never saved either (it resumes); job.TestFailureRoundTrip covers its classes.
 func TestResultsLossless(t *testing.T) {
 	fatal := tool.Func(tool.Spec{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, json.RawMessage) (string, error) {

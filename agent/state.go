@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
@@ -21,19 +22,11 @@ type State struct {
 	Input job.Input `json:"input,omitempty"`
 	// Status is where the agent stands: running, done or failed.
 	Status Status `json:"status"`
-	// ErrKind and ErrMsg describe the failure of a failed agent.
-	ErrKind string `json:"err_kind,omitempty"`
-	ErrMsg  string `json:"err_msg,omitempty"`
-	// ErrOp and ErrTurn are the failed step and its 0-based turn.
-	ErrOp   string `json:"err_op,omitempty"`
-	ErrTurn int    `json:"err_turn,omitempty"`
-	// ErrClass names the classes of the failure's cause, joined by commas
-	// ("rate_limited", "validation", "backend_unavailable,rate_limited"),
-	// so that a restored cause answers errors.Is and errors.As as the
-	// original did. The engine fills it; "" for none known.
-	ErrClass string `json:"err_class,omitempty"`
-	// Problems are the schema problems of a validation failure.
-	Problems []schema.Problem `json:"problems,omitempty"`
+	// Failure is the error of a failed agent, as saved data: its kind,
+	// step, turn, cause chain and schema problems; nil for none. The engine
+	// fills it with the final state ([State.Finish]); [State.Result]
+	// rebuilds the error from it.
+	Failure *job.Failure `json:"failure,omitempty"`
 	// Messages is the conversation without the shared prefix.
 	Messages []llm.Message `json:"messages"`
 	// Turns counts completed model turns.
@@ -118,7 +111,95 @@ func (st *State) Clone() *State {
 	c := *st
 	c.Messages = slices.Clone(st.Messages)
 	c.Output = slices.Clone(st.Output)
-	c.Problems = slices.Clone(st.Problems)
+	c.Failure = st.Failure.Clone()
 	c.Spans = slices.Clone(st.Spans)
 	return &c
+}
+
+// Finish records r, the result of the agent whose state st is, as st's
+// final state: status done or failed, the failure as saved data (see
+// [job.FailureOf]), the tier, the pack size and the total time.
+func (st *State) Finish(r *job.Result) {
+	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
+	st.Tier, st.Packed = r.Tier, r.Packed
+	if r.Err == nil {
+		st.Status = StatusDone
+		return
+	}
+	st.Status = StatusFailed
+	st.Failure = job.FailureOf(r.Err)
+}
+
+// Result rebuilds the result of a finished agent of job jobID from its
+// saved state, as a resumed run and `batchagent export` report it: output,
+// counters, usage, timings, start, spans, tier and pack size; for a
+// failed agent, the raw answer and the error rebuilt from Failure (see
+// [job.Failure.AgentError]) instead of an output.
+func (st *State) Result(jobID string) job.Result {
+	t := st.Timings
+	r := job.Result{
+		Index: st.Index, Input: st.Input, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
+		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
+		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
+		Started: st.Started, Spans: st.Spans, Tier: st.Tier, Packed: st.Packed,
+	}
+	if st.Status == StatusFailed {
+		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
+		r.Err = st.Failure.AgentError(jobID, st.Index, st.Raw)
+		r.Output = nil
+	}
+	return r
+}
+
+// UnmarshalJSON decodes a state as encoding/json does without it, but
+// with the numbers of Input as json.Number whatever the decoder's setting
+// (as every Checkpointer must restore them), and reads a state saved
+// before failures were kept as a Failure too: the err_kind, err_msg,
+// err_op, err_turn, err_class and problems members of such a state make
+// its Failure. A decoder calls it with the state's JSON once scanned, so
+// the state is read twice: [DecodeState] reads it once.
+func (st *State) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return DecodeState(dec, st)
+}
+
+// DecodeState reads the next JSON value of dec into st as
+// [State.UnmarshalJSON] does (a state in any format this version reads),
+// in one pass, numbers as dec's UseNumber says: dec.Decode(st) would
+// call UnmarshalJSON, which decodes the state's JSON again.
+func DecodeState(dec *json.Decoder, st *State) error {
+	type plain State // State without UnmarshalJSON
+	v := struct {
+		*plain
+		legacyFailure
+	}{plain: (*plain)(st)}
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if st.Failure == nil {
+		st.Failure = v.legacyFailure.failure()
+	}
+	return nil
+}
+
+// legacyFailure is the failure of a state saved before [job.Failure], in
+// six members.
+type legacyFailure struct {
+	ErrKind  string           `json:"err_kind"`
+	ErrMsg   string           `json:"err_msg"`
+	ErrOp    string           `json:"err_op"`
+	ErrTurn  int              `json:"err_turn"`
+	ErrClass string           `json:"err_class"`
+	Problems []schema.Problem `json:"problems"`
+}
+
+// failure returns l as a Failure: a cause chain of one link, the message
+// and classes saved; nil when the state had no failure.
+func (l *legacyFailure) failure() *job.Failure {
+	if l.ErrKind == "" && l.ErrMsg == "" && l.ErrOp == "" && l.ErrTurn == 0 && l.ErrClass == "" && len(l.Problems) == 0 {
+		return nil
+	}
+	return &job.Failure{Kind: job.Kind(l.ErrKind), Op: l.ErrOp, Turn: l.ErrTurn,
+		Cause: []job.Link{{Message: l.ErrMsg, Class: l.ErrClass}}, Problems: l.Problems}
 }

@@ -36,7 +36,7 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	return append(dst, '}', '\n'), nil
 }
 
-// appendStateHead writes st's members from "{" to the problems.
+// appendStateHead writes st's members from "{" to the failure.
 //
 //go:noinline
 func appendStateHead(dst []byte, st *agent.State) ([]byte, error) {
@@ -53,16 +53,32 @@ func appendStateHead(dst []byte, st *agent.State) ([]byte, error) {
 		}
 	}
 	dst = jsonenc.AppendString(append(dst, `,"status":`...), string(st.Status), false)
-	dst = appendOptString(dst, `,"err_kind":`, st.ErrKind)
-	dst = appendOptString(dst, `,"err_msg":`, st.ErrMsg)
-	dst = appendOptString(dst, `,"err_op":`, st.ErrOp)
-	if st.ErrTurn != 0 {
-		dst = strconv.AppendInt(append(dst, `,"err_turn":`...), int64(st.ErrTurn), 10)
+	if st.Failure != nil {
+		dst = appendFailure(append(dst, `,"failure":`...), st.Failure)
 	}
-	dst = appendOptString(dst, `,"err_class":`, st.ErrClass)
-	if len(st.Problems) > 0 {
+	return dst, nil
+}
+
+// appendFailure writes f as encoding/json does.
+func appendFailure(dst []byte, f *job.Failure) []byte {
+	dst = jsonenc.AppendString(append(dst, `{"kind":`...), string(f.Kind), false)
+	dst = appendOptString(dst, `,"op":`, f.Op)
+	dst = strconv.AppendInt(append(dst, `,"turn":`...), int64(f.Turn), 10)
+	if len(f.Cause) > 0 {
+		dst = append(dst, `,"cause":[`...)
+		for i, l := range f.Cause {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonenc.AppendString(append(dst, `{"message":`...), l.Message, false)
+			dst = appendOptString(dst, `,"class":`, l.Class)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(f.Problems) > 0 {
 		dst = append(dst, `,"problems":[`...)
-		for i, p := range st.Problems {
+		for i, p := range f.Problems {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -72,7 +88,7 @@ func appendStateHead(dst []byte, st *agent.State) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	return dst, nil
+	return append(dst, '}')
 }
 
 // appendMessages writes the "messages" member.

@@ -71,6 +71,9 @@ func fill(t testing.TB, v reflect.Value, path string) {
 		v.SetInt(int64(len(path)) + 1)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, v.Elem(), path)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
 		for i := range 2 {
@@ -106,7 +109,7 @@ func TestAppendStateMatchesEncodingJSON(t *testing.T) {
 
 	for name, st := range map[string]agent.State{
 		"zero":        {},
-		"empty lists": {Messages: []llm.Message{}, Problems: []schema.Problem{}, Input: job.Input{}},
+		"empty lists": {Messages: []llm.Message{}, Failure: &job.Failure{Cause: []job.Link{}, Problems: []schema.Problem{}}, Input: job.Input{}},
 		"running": {JobID: "j", Index: 7, Status: agent.StatusRunning, Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "bad utf-8 \xff\xfe, NUL \x00, DEL \x7f, \b\f\r\n, é, 😀"},
 		}, Timings: agent.Timings{Queue: time.Second, TTFT: -time.Millisecond}},
@@ -181,9 +184,10 @@ func FuzzAppendState(f *testing.F) {
 				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: key, Name: content, Arguments: json.RawMessage(args)}}},
 				{Role: llm.RoleTool, Content: content, ToolCallID: key, Name: key, IsError: true},
 			},
-			Problems: []schema.Problem{{Path: key, Message: content}},
-			Output:   json.RawMessage(output),
-			Raw:      output,
+			Failure: &job.Failure{Kind: job.Kind(key), Op: content, Turn: -1, Cause: []job.Link{{Message: content, Class: key}, {Message: key}},
+				Problems: []schema.Problem{{Path: key, Message: content}}},
+			Output: json.RawMessage(output),
+			Raw:    output,
 		}
 		checkSame(t, &st)
 	})

@@ -13,7 +13,9 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/schema"
 )
 
 // query runs a one-value query on the file at path through its own
@@ -329,5 +331,39 @@ func TestRunningRowMismatch(t *testing.T) {
 	execSQL(t, path, `UPDATE running SET idx = 5`)
 	if _, err := s.Load(t.Context(), "j"); err == nil || !strings.Contains(err.Error(), "index 0 stored as agent 5") {
 		t.Errorf("Load of a mismatched running row = %v, want an error naming both indexes", err)
+	}
+}
+
+// oldFailedLine is a failed state as version 0 of the state format wrote
+// it, before failures were kept as a job.Failure: in six members.
+const oldFailedLine = `{"job_id":"old","index":1,"input":{"id":8},"status":"failed","err_kind":"rate_limit","err_msg":"backend unavailable: no answer for 1m0s: openai: HTTP 429: llm: rate limited","err_op":"generate","err_turn":3,"err_class":"rate_limited,backend_unavailable","problems":[{"path":"$","message":"x"}],"messages":[{"role":"user","content":"hi"}],"turns":3,"model_calls":4,"retries":0,"corrections":0,"tool_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0},"timings":{"queue":0,"inference":0,"tools":0,"backoff":1000000000,"ttft":0,"total":61000000000}}`
+
+// TestOldFailureFormat checks that a file holding a failed state of
+// version 0 (its failure in err_kind, err_msg, err_op, err_turn, err_class
+// and problems) loads with its failure, and that Summary counts its kind.
+func TestOldFailureFormat(t *testing.T) {
+	s, path := open(t, checkpoint.Config{FlushInterval: -1})
+	ctx := t.Context()
+	if err := s.Save(ctx, agent.State{JobID: "old", Index: 1, Status: agent.StatusDone}); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, path, `UPDATE finished SET states = ?, n = 1`, s2.Encode(nil, []byte(oldFailedLine+"\n")))
+	states, err := s.Load(ctx, "old")
+	if err != nil || len(states) != 1 {
+		t.Fatalf("Load = %d states, %v; want the old one", len(states), err)
+	}
+	want := &job.Failure{Kind: job.KindRateLimit, Op: "generate", Turn: 3,
+		Cause:    []job.Link{{Message: "backend unavailable: no answer for 1m0s: openai: HTTP 429: llm: rate limited", Class: "rate_limited,backend_unavailable"}},
+		Problems: []schema.Problem{{Path: "$", Message: "x"}}}
+	if diff := cmp.Diff(want, states[0].Failure); diff != "" {
+		t.Errorf("loaded failure differs (-want +got):\n%s", diff)
+	}
+	st, err := s.State(ctx, "old", 1)
+	if err != nil || len(st.Messages) != 1 || !cmp.Equal(want, st.Failure) {
+		t.Errorf("State = %d messages, failure %+v, %v; want 1 message, failure %+v", len(st.Messages), st.Failure, err, want)
+	}
+	sm, err := s.Summary(ctx, "old")
+	if err != nil || sm.ByKind["rate_limit"] != 1 {
+		t.Errorf("Summary = %+v, %v; want one rate_limit failure", sm, err)
 	}
 }

@@ -23,7 +23,7 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	want := []agent.State{fullState("j", 0), fullState("j", 1)}
 	want[1].Status, want[1].Output = agent.StatusRunning, nil
-	want[1].ErrKind, want[1].ErrMsg, want[1].ErrOp, want[1].ErrTurn, want[1].Problems, want[1].Raw = "", "", "", 0, nil, ""
+	want[1].Failure, want[1].Raw = nil, ""
 	for _, st := range want {
 		if err := w.Save(ctx, st); err != nil {
 			t.Fatal(err)

@@ -221,18 +221,6 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]agent.State, error) {
 	return states, nil
 }
 
-// withoutMessages decodes a state but its conversation, which is skipped:
-// its messages field hides the State's.
-type withoutMessages struct {
-	agent.State
-	Messages skipped `json:"messages"`
-}
-
-// skipped decodes any JSON value into nothing.
-type skipped struct{}
-
-func (*skipped) UnmarshalJSON([]byte) error { return nil }
-
 // State returns the latest stored state of agent index of jobID in full,
 // conversation included, or an error wrapping [ErrNoState]. It reads
 // through the whole job's states (skipping conversations), so it is meant
@@ -445,12 +433,15 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 
 	// Only the fields counted, so that the conversations are skipped.
 	type counted struct {
-		Index      int          `json:"index"`
-		Status     agent.Status `json:"status"`
-		ErrKind    string       `json:"err_kind"`
-		Turns      int          `json:"turns"`
-		ModelCalls int          `json:"model_calls"`
-		Usage      llm.Usage    `json:"usage"`
+		Index   int          `json:"index"`
+		Status  agent.Status `json:"status"`
+		Failure struct {
+			Kind string `json:"kind"`
+		} `json:"failure"`
+		ErrKind    string    `json:"err_kind"` // of a state saved before Failure
+		Turns      int       `json:"turns"`
+		ModelCalls int       `json:"model_calls"`
+		Usage      llm.Usage `json:"usage"`
 	}
 	var cut []byte
 	latest, sp, err := scanLatest(ctx, s.db, jobID, func(data []byte, _ bool) (int, counted, error) {
@@ -471,8 +462,8 @@ func (s *Store) Summary(ctx context.Context, jobID string) (Summary, error) {
 	for _, v := range latest {
 		c := v.val
 		sm.ByStatus[c.Status]++
-		if c.ErrKind != "" {
-			sm.ByKind[c.ErrKind]++
+		if kind := cmp.Or(c.Failure.Kind, c.ErrKind); kind != "" {
+			sm.ByKind[kind]++
 		}
 		sm.Turns += c.Turns
 		sm.ModelCalls += c.ModelCalls
@@ -515,11 +506,14 @@ func (s *Store) Jobs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// decodeFinal decodes a final state without its conversation.
+// decodeFinal decodes a final state without its conversation: a line
+// the quick cut cannot take (one without messages, or with two) is
+// decoded whole, its messages then dropped.
 func decodeFinal(line []byte, buf *[]byte) (agent.State, error) {
-	var st withoutMessages // for a line without messages, or with two
+	var st agent.State
 	err := unmarshalState(cutMessages(line, buf), &st)
-	return st.State, err
+	st.Messages = nil
+	return st, err
 }
 
 // cutMessages returns the state line without its messages member, cut out

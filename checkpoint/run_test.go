@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -110,9 +111,9 @@ func TestSummary(t *testing.T) {
 	states := []agent.State{
 		{Index: 0, Status: agent.StatusDone, Turns: 2, ModelCalls: 3, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}},
 		{Index: 1, Status: agent.StatusDone, Turns: 1, ModelCalls: 1, Usage: llm.Usage{PromptTokens: 20, CompletionTokens: 7, CachedTokens: 8}},
-		{Index: 2, Status: agent.StatusFailed, ErrKind: "rate_limited", Turns: 0, ModelCalls: 4},
-		{Index: 3, Status: agent.StatusFailed, ErrKind: "validation", Turns: 3, ModelCalls: 3, Usage: llm.Usage{PromptTokens: 1}},
-		{Index: 4, Status: agent.StatusFailed, ErrKind: "validation", Turns: 3, ModelCalls: 3},
+		{Index: 2, Status: agent.StatusFailed, Failure: &job.Failure{Kind: "rate_limited"}, Turns: 0, ModelCalls: 4},
+		{Index: 3, Status: agent.StatusFailed, Failure: &job.Failure{Kind: "validation"}, Turns: 3, ModelCalls: 3, Usage: llm.Usage{PromptTokens: 1}},
+		{Index: 4, Status: agent.StatusFailed, Failure: &job.Failure{Kind: "validation"}, Turns: 3, ModelCalls: 3},
 		{Index: 5, Status: agent.StatusRunning, Turns: 1, ModelCalls: 1},
 	}
 	for _, st := range states {
@@ -195,7 +196,7 @@ func TestBeginForceDiscardsStaleStates(t *testing.T) {
 	}
 	for _, st := range []agent.State{
 		{JobID: "j", Index: 0, Status: agent.StatusDone, Output: []byte(`{"v":0}`)},
-		{JobID: "j", Index: 1, Status: agent.StatusFailed, ErrKind: "timeout", ErrMsg: "slow"},
+		{JobID: "j", Index: 1, Status: agent.StatusFailed, Failure: &job.Failure{Kind: "timeout", Cause: []job.Link{{Message: "slow"}}}},
 		{JobID: "j", Index: 2, Status: agent.StatusRunning, Turns: 1},
 		{JobID: "other", Index: 0, Status: agent.StatusDone, Output: []byte(`{"v":9}`)},
 	} {

@@ -78,17 +78,15 @@ func checkStates(t *testing.T, s *checkpoint.Store, jobID string, want ...agent.
 // fullState returns a state of agent idx of jobID with every field set.
 func fullState(jobID string, idx int) agent.State {
 	return agent.State{
-		JobID:   jobID,
-		Index:   idx,
-		Input:   job.Input{"name": "ada", "n": json.Number(strconv.Itoa(idx))},
-		Status:  agent.StatusFailed,
-		ErrKind: "validation",
-		ErrMsg:  "output invalid",
-		ErrOp:   "validate",
-		ErrTurn: 2,
-		Problems: []schema.Problem{
-			{Path: "$.name", Message: `missing required property "name"`},
-		},
+		JobID:  jobID,
+		Index:  idx,
+		Input:  job.Input{"name": "ada", "n": json.Number(strconv.Itoa(idx))},
+		Status: agent.StatusFailed,
+		Failure: &job.Failure{Kind: "validation", Op: "validate", Turn: 2,
+			Cause: []job.Link{{Message: "output invalid", Class: "validation"}},
+			Problems: []schema.Problem{
+				{Path: "$.name", Message: `missing required property "name"`},
+			}},
 		Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "look up ada"},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{

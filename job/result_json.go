@@ -32,7 +32,7 @@ type resultJSON struct {
 }
 
 // ErrorInfo is the flat, JSON form of an agent's error: what a result line
-// and a checkpoint record of it.
+// records of it. A checkpoint keeps it as a [Failure].
 type ErrorInfo struct {
 	Kind     Kind             `json:"kind"`
 	Op       string           `json:"op,omitempty"`
@@ -152,7 +152,7 @@ func appendSecs(dst []byte, d time.Duration) []byte {
 
 // Describe flattens an agent's error: its kind, failed step, turn (-1 when
 // none), message (the cause's, for an *AgentError), classes (the names of
-// the sentinel errors it wraps, comma-separated, as [RestoreCause] reads
+// the sentinel errors it wraps, comma-separated, as [Link].Class holds
 // them) and schema problems.
 func Describe(err error) *ErrorInfo {
 	v := &ErrorInfo{Kind: KindOf(err), Turn: -1, Message: err.Error()}

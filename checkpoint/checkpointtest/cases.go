@@ -75,14 +75,14 @@ func testResultRoundTrip(t testing.TB, c batchagent.Checkpointer) {
 	}
 	got := load(t, c, "job")
 	for _, st := range saved {
-		want := viewOf(batchagent.StateResult("job", st))
+		want := viewOf(st.Result("job"))
 		ld, ok := got[st.Index]
 		if !ok {
 			t.Errorf("%s: not loaded", describe(st))
 			continue
 		}
-		if diff := cmp.Diff(want, viewOf(batchagent.StateResult("job", ld)), stateOpts); diff != "" {
-			t.Errorf("%s: StateResult of the loaded state differs from that of the saved one (-saved +loaded):\n%s", describe(st), diff)
+		if diff := cmp.Diff(want, viewOf(ld.Result("job")), stateOpts); diff != "" {
+			t.Errorf("%s: Result of the loaded state differs from that of the saved one (-saved +loaded):\n%s", describe(st), diff)
 		}
 	}
 }
@@ -263,7 +263,8 @@ func testCallerOwnsState(t testing.TB, c batchagent.Checkpointer) {
 	running.Messages[1].ToolCalls[0].Arguments[2] = 'X'
 	running.Input["id"] = json.Number("-1")
 	running.Input["list"].([]any)[1] = "changed"
-	failed.Problems[0].Message = "changed"
+	failed.Failure.Problems[0].Message = "changed"
+	failed.Failure.Cause[0].Message = "changed"
 	done := doneState("job", 2)
 	save(t, c, done)
 	done.Output[2] = 'X'

@@ -3,7 +3,8 @@
 // testing/slogtest: [Run] checks, case by case, what the engine relies on
 // when it saves agents' progress and resumes a run from it — every field
 // of a state round-trips (a final state may come back without its
-// conversation), inputs come back as their exact JSON, a later Save of an
+// conversation), a state saved in an older format still rebuilds its
+// result, inputs come back as their exact JSON, a later Save of an
 // agent replaces the earlier one, job IDs keep runs apart, Saves from many
 // goroutines at once, a cancelled context, the optional SaveAsync, and a
 // whole run on the in-process simulator cancelled mid-way and resumed by a
@@ -74,6 +75,7 @@ var cases = []testCase{
 	{"running_round_trip", testRunningRoundTrip},
 	{"final_round_trip", testFinalRoundTrip},
 	{"result_round_trip", testResultRoundTrip},
+	{"old_format", testOldFormat},
 	{"exact_inputs", testExactInputs},
 	{"replace", testReplace},
 	{"jobs_apart", testJobsApart},

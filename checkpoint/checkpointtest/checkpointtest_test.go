@@ -64,8 +64,10 @@ func (m *memory) Save(ctx context.Context, s agent.State) error {
 		m.kept[jobID][s.Index] = s
 		return nil
 	}
-	if m.dropProblems {
-		s.Problems = nil
+	if m.dropProblems && s.Failure != nil {
+		f := *s.Failure
+		f.Problems = nil
+		s.Failure = &f
 	}
 	if m.dropTotal {
 		s.Timings.Total = 0
@@ -268,6 +270,7 @@ func TestSuiteFindsBrokenCheckpointers(t *testing.T) {
 			"caller_owns_state":  "two states of index 0",
 			"concurrent_saves":   "not a saved state",
 			"resume_run":         "two states of index 0",
+			"old_format":         "two states of index 0",
 		}},
 		{"ignores job IDs", func() batchagent.Checkpointer { return &memory{ignoreJobID: true} }, map[string]string{
 			"jobs_apart":       "want 0 and",
@@ -285,6 +288,7 @@ func TestSuiteFindsBrokenCheckpointers(t *testing.T) {
 			"replace":           "after save 5",
 			"caller_owns_state": "failed state",
 			"resume_run":        "Problems",
+			"old_format":        "Problems",
 		}},
 		{"drops Timings.Total", func() batchagent.Checkpointer { return &memory{dropTotal: true} }, map[string]string{
 			"final_round_trip":  "Total",
@@ -297,6 +301,7 @@ func TestSuiteFindsBrokenCheckpointers(t *testing.T) {
 			// Whether a Load during the saves catches a final state is a
 			// race; the check after them always does, and both name Total.
 			"concurrent_saves": "Total",
+			"old_format":       `"total_s":0`,
 		}},
 		{"drops spans", func() batchagent.Checkpointer { return &memory{dropSpans: true} }, map[string]string{
 			"running_round_trip": "Spans",

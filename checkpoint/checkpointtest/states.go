@@ -106,14 +106,14 @@ func doneState(jobID string, idx int) agent.State {
 func failedState(jobID string, idx int) agent.State {
 	st := runningState(jobID, idx)
 	st.Status = agent.StatusFailed
-	st.ErrKind, st.ErrOp, st.ErrTurn = "validation", "validate", 2
-	st.ErrClass = "truncated,validation"
-	st.ErrMsg = `schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`
-	st.Problems = []schema.Problem{
+	st.Failure = &job.Failure{Kind: "validation", Op: "validate", Turn: 2, Cause: []job.Link{
+		{Message: `answer cut off: schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`, Class: "truncated,validation"},
+		{Message: `schema: 3 problems: $.n: got string, want integer; $: missing required property "answer"; path C:\`, Class: "validation"},
+	}, Problems: []schema.Problem{
 		{Path: "$.n", Message: "got string, want integer"},
 		{Path: "$", Message: `missing required property "answer"`},
 		{Path: `$["odd key"][0]`, Message: "value <&> not allowed"},
-	}
+	}}
 	st.Raw = `{"n":"12","note":"\\","messages":[{"role":"user"}],"x":"\"` // as if a member of the state
 	st.Timings.Total = 9 * time.Second
 	return st
@@ -127,8 +127,7 @@ func earlyFailedState(jobID string, idx int) agent.State {
 		Index:   idx,
 		Input:   job.Input{"name": "x"},
 		Status:  agent.StatusFailed,
-		ErrKind: "template", ErrOp: "render", ErrTurn: -1,
-		ErrMsg:  `template: input has no field "id"`,
+		Failure: &job.Failure{Kind: "template", Op: "render", Turn: -1, Cause: []job.Link{{Message: `template: input has no field "id"`}}},
 		Timings: agent.Timings{Total: time.Microsecond},
 	}
 }

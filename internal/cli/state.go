@@ -180,7 +180,7 @@ func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr i
 			unfinished++
 			continue
 		}
-		if err = js.Write(batchagent.StateResult(id, st)); err != nil {
+		if err = js.Write(st.Result(id)); err != nil {
 			break
 		}
 	}

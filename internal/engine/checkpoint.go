@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/job"
 )
 
 // Checkpointer persists agents' progress so that a stopped run can resume:
@@ -32,9 +31,9 @@ type Checkpointer interface {
 	// Load returns the latest saved state of every agent of a job, at most
 	// one per index, in any order; none, and nil, for a job never saved.
 	// Every field comes back as saved: counters, usage, timings (Total
-	// included), token cap, output, raw answer, the failure fields
-	// (ErrKind, ErrMsg, ErrOp, ErrTurn, ErrClass, Problems), Started and
-	// Spans (times as the same instants, in any zone). JSON values (Output,
+	// included), token cap, output, raw answer, the failure (Failure:
+	// kind, step, turn, cause chain, problems), Started and Spans (times
+	// as the same instants, in any zone). JSON values (Output,
 	// tool-call arguments) may come back re-encoded as the same JSON, and
 	// nil and empty slices and maps alike. The engine reads only the
 	// input, results and counters of final states (done, failed), so those
@@ -114,33 +113,4 @@ func (e *Engine) saveFailed(ctx context.Context, id string, idx int, err error) 
 	}
 	e.log.LogAttrs(ctx, slog.LevelError, "checkpoint save failed: the agent's progress may be redone on resume",
 		slog.String("job", id), slog.Int("agent", idx), slog.Any("err", err))
-}
-
-// recordOutcome fills st's status and failure from a finished agent's
-// result.
-func recordOutcome(st *agent.State, r job.Result) {
-	st.Timings.Total = r.Timings.Total // for export: a result line's total_s
-	st.Tier, st.Packed = r.Tier, r.Packed
-	if r.Err == nil {
-		st.Status = agent.StatusDone
-		return
-	}
-	d := job.Describe(r.Err)
-	st.Status = agent.StatusFailed
-	st.ErrKind, st.ErrOp, st.ErrTurn, st.ErrMsg, st.Problems = string(d.Kind), d.Op, d.Turn, d.Message, d.Problems
-	st.ErrClass = d.Class
-}
-
-// StateResult rebuilds the result of a finished agent from its saved state,
-// as a resumed run and `batchagent export` report it.
-func StateResult(jobID string, st agent.State) job.Result {
-	r := resultOf(st.Index, st.Input, &st)
-	r.Tier, r.Packed = st.Tier, st.Packed
-	if st.Status == agent.StatusFailed {
-		r.Raw = st.Raw // kept on failure only, as a fresh result keeps it
-		cause := job.RestoreCause(st.ErrMsg, st.ErrClass, st.Problems, st.Raw)
-		r.Err = &job.AgentError{JobID: jobID, Agent: st.Index, Turn: st.ErrTurn, Op: st.ErrOp, Kind: job.Kind(st.ErrKind), Err: cause}
-		r.Output = nil
-	}
-	return r
 }

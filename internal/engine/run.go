@@ -279,7 +279,7 @@ func (e *Engine) admit(ctx context.Context, rn *runner, run *sched.Run, tiers []
 				slog.String("job", rn.id), slog.Int("agent", i))
 		}
 		if hasPrev && e.finished(prev) {
-			out <- &outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true}
+			out <- &outcome{Result: prev.Result(rn.id), prior: workOf(&prev), restored: true}
 			continue
 		}
 		if ctx.Err() != nil || e.draining.Load() {
@@ -498,7 +498,7 @@ func (e *Engine) finish(ctx context.Context, a *agentRun, st *agent.State, r job
 		a.done(r)
 		return
 	}
-	recordOutcome(st, r)
+	st.Finish(&r)
 	if as, ok := e.opt.Checkpoint.(asyncSaver); ok {
 		e.saveAsync(ctx, as, a, st, r)
 		return

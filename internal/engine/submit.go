@@ -99,7 +99,7 @@ func (e *Engine) Agent(ctx context.Context, spec *job.Spec, i int, in job.Input,
 			ok = false // the state of another input at this index: run afresh
 		}
 		if ok && e.finished(prev) {
-			deliver(&outcome{Result: StateResult(rn.id, prev), prior: workOf(&prev), restored: true})
+			deliver(&outcome{Result: prev.Result(rn.id), prior: workOf(&prev), restored: true})
 			return
 		}
 		if e.draining.Load() {

@@ -46,7 +46,7 @@ func Load(ctx context.Context, store *checkpoint.Store, jobID string) (*Data, er
 		case agent.StatusFailed:
 			d.Totals.Done++
 			d.Totals.Failed++
-			d.Totals.ByKind[st.ErrKind]++
+			d.Totals.ByKind[kindOf(&st)]++
 		default:
 			d.Totals.Running++
 		}
@@ -121,8 +121,16 @@ func (d *Data) addSamples(recs []storedSample) error {
 
 // agentOfState returns the agent of a stored state.
 func agentOfState(st agent.State) Agent {
-	return Agent{Index: st.Index, Status: string(st.Status), Kind: st.ErrKind, Tier: st.Tier,
+	return Agent{Index: st.Index, Status: string(st.Status), Kind: kindOf(&st), Tier: st.Tier,
 		Started: st.Started, Total: st.Timings.Total, TTFT: st.Timings.TTFT, Usage: st.Usage, Spans: spansOf(st.Spans)}
+}
+
+// kindOf returns the kind of st's failure; "" for none.
+func kindOf(st *agent.State) string {
+	if st.Failure == nil {
+		return ""
+	}
+	return string(st.Failure.Kind)
 }
 
 // storedSamples returns the samples of jobID in store, oldest first.

@@ -48,7 +48,7 @@ func TestLoadStates(t *testing.T) {
 	t.Parallel()
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: "task"}}
 	path := writeStore(t,
-		agent.State{Index: 2, Status: agent.StatusFailed, ErrKind: "timeout", Messages: msgs, ModelCalls: 2, Usage: llm.Usage{PromptTokens: 10}},
+		agent.State{Index: 2, Status: agent.StatusFailed, Failure: &job.Failure{Kind: "timeout"}, Messages: msgs, ModelCalls: 2, Usage: llm.Usage{PromptTokens: 10}},
 		agent.State{Index: 0, Status: agent.StatusDone, Messages: msgs, ModelCalls: 1, Usage: llm.Usage{PromptTokens: 20, CompletionTokens: 5},
 			Timings: agent.Timings{Total: time.Second, TTFT: 200 * time.Millisecond}},
 		agent.State{Index: 1, Status: agent.StatusRunning, Messages: msgs, ModelCalls: 1},
