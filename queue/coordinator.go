@@ -275,12 +275,12 @@ func (c *Coordinator) redis(ctx context.Context, what string, op func() error) e
 // Redis lost the run: the caller registers it again and follows once
 // more.
 func (c *Coordinator) follow(ctx context.Context) (lost bool, err error) {
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the enqueuer may wait on the window
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	enqErr := make(chan error, 1) // the enqueuer's one result
-	var wg sync.WaitGroup
 	wg.Go(func() { enqErr <- c.enqueue(ctx) })
-	defer wg.Wait()
 
 	var seen IndexSet
 	cursor := "0"
