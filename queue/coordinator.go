@@ -97,7 +97,8 @@ type CoordinatorStats struct {
 // results the workers record and hands each to a sink once, heartbeating
 // on the run, waiting out Redis outages (up to the outage budget) and
 // registering the run again if Redis loses it. Create one with
-// [NewCoordinator] and call [Coordinator.Run].
+// [NewCoordinator] and call [Coordinator.Run], which blocks until every
+// input has its result, or its context ends, or it fails.
 type Coordinator struct {
 	cfg        CoordinatorConfig
 	q          *Client

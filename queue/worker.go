@@ -91,7 +91,8 @@ type WorkerStats struct {
 
 // Worker runs the tasks of any run in the queue: up to MaxActive agents at
 // once, each on the engine of its run (one per run, built from what Open
-// returns). Create one with [NewWorker] and call [Worker.Run].
+// returns). Create one with [NewWorker] and call [Worker.Run], which blocks
+// until its context ends (or [Worker.StopNow]) and the worker has stopped.
 type Worker struct {
 	cfg    WorkerConfig
 	q      *Client
