@@ -74,3 +74,27 @@ func TestEvery(t *testing.T) {
 		}
 	})
 }
+
+// TestCadenceTouchesEveryBeat (synctest): when the touch period is the
+// beat's (a visibility timeout under 6 s), every step touches, however
+// long the step's own Redis calls take. Measuring the time since the last
+// touch instead skipped every other touch once a step took any time,
+// leaving a live worker's tasks idle for two thirds of the timeout.
+func TestCadenceTouchesEveryBeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := cadenceOf(4 * time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*c.beat-time.Millisecond)
+		defer cancel()
+		steps, touches := 0, 0
+		c.run(ctx, func(touch bool) {
+			steps++
+			if touch {
+				touches++
+			}
+			time.Sleep(50 * time.Millisecond) // the beat's round trip
+		})
+		if steps != 10 || touches != 10 {
+			t.Errorf("%d steps, %d touches; want 10 each", steps, touches)
+		}
+	})
+}

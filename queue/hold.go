@@ -79,14 +79,15 @@ func cadenceOf(visibility time.Duration) cadence {
 }
 
 // run calls step at once and then every c.beat, until ctx ends; touch is
-// true on the steps that come c.touch or more after the last touch (the
-// first one included).
+// true on the first step and then every c.touch (every c.touch/c.beat
+// steps, rounded: counted in steps, not measured, so that a step that
+// comes a little early or late never skips a touch).
 func (c cadence) run(ctx context.Context, step func(touch bool)) {
 	tick := time.NewTicker(c.beat)
 	defer tick.Stop()
-	touch := every{d: c.touch}
-	for {
-		step(touch.due())
+	touchEvery := max(1, int((c.touch+c.beat/2)/c.beat))
+	for n := 0; ; n++ {
+		step(n%touchEvery == 0)
 		select {
 		case <-ctx.Done():
 			return
