@@ -10,6 +10,30 @@
 // ([Client.Ack]). The coordinator follows the results as they are recorded
 // ([Client.Results]).
 //
+// # Worker and Coordinator
+//
+// Those calls make two long-lived components, each with a blocking Run
+// that a Go program starts in its own process (the batchagent command's
+// `worker` and `run --redis` are built on them):
+//
+//   - [Worker] serves the queue until its context ends: it heartbeats,
+//     reads and reclaims tasks while it holds fewer than MaxActive, runs
+//     each on the engine of its run (built from what [WorkerConfig.Open]
+//     returns, checkpointing into Redis), touches the tasks it holds,
+//     records each result and acks its task. Stopping, it lets the turns
+//     in flight finish for up to its Grace, releases the unfinished tasks
+//     and leaves.
+//   - [Coordinator] registers a run, enqueues its inputs within a window
+//     of tasks without a result, follows the results and hands each to the
+//     caller's Sink once (the output file is the caller's), heartbeats on
+//     the run and reports its progress ([Coordinator.Stats]). It waits out
+//     Redis outages up to its outage budget, registers the run again when
+//     Redis lost it, and runs failed inputs again on request
+//     ([Coordinator.Failed], [Coordinator.Retry]). [IndexSet] holds the
+//     indexes the output has.
+//
+// examples/scaleout-library runs both in one program.
+//
 // # Delivery guarantees
 //
 // Delivery is at least once: a task stays pending in the group, held by

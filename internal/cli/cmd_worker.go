@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent/queue"
 )
 
 func (a *app) workerCommand() *cobra.Command {
-	f := workerFlags{maxActive: defaultWorkerActive, visibility: 30 * time.Second, grace: gracePeriod}
+	f := workerFlags{maxActive: queue.DefaultMaxActive, visibility: queue.DefaultVisibility, grace: gracePeriod}
 	cmd := &cobra.Command{
 		Use:   "worker --redis URL [flags]",
 		Short: "Run the agents of any run queued in Redis",

@@ -1,20 +1,20 @@
-package cli
+package queue
 
 import (
 	"math/bits"
 	"slices"
 )
 
-// indexSet is a set of input indexes, one bit each: a run of millions of
+// IndexSet is a set of input indexes, one bit each: a run of millions of
 // inputs keeps its "written" and "seen" sets in a few hundred kilobytes.
 // The zero value is an empty set. It is not safe for concurrent use.
-type indexSet struct {
+type IndexSet struct {
 	words []uint64
 	n     int // indexes in the set
 }
 
-// add adds i (from 0) and reports whether it was not in the set before.
-func (s *indexSet) add(i int) bool {
+// Add adds i (from 0) and reports whether it was not in the set before.
+func (s *IndexSet) Add(i int) bool {
 	w := i / 64
 	for len(s.words) <= w {
 		s.words = append(s.words, 0)
@@ -28,22 +28,22 @@ func (s *indexSet) add(i int) bool {
 	return true
 }
 
-// has reports whether i is in the set.
-func (s *indexSet) has(i int) bool {
+// Has reports whether i is in the set.
+func (s *IndexSet) Has(i int) bool {
 	w := i / 64
 	return i >= 0 && w < len(s.words) && s.words[w]&(uint64(1)<<(i%64)) != 0
 }
 
-// clone returns a copy of s that shares nothing with it.
-func (s *indexSet) clone() *indexSet {
-	return &indexSet{words: slices.Clone(s.words), n: s.n}
+// Clone returns a copy of s that shares nothing with it.
+func (s *IndexSet) Clone() *IndexSet {
+	return &IndexSet{words: slices.Clone(s.words), n: s.n}
 }
 
-// len returns the number of indexes in the set.
-func (s *indexSet) len() int { return s.n }
+// Len returns the number of indexes in the set.
+func (s *IndexSet) Len() int { return s.n }
 
-// countBelow returns the number of indexes in the set below n.
-func (s *indexSet) countBelow(n int) int {
+// CountBelow returns the number of indexes in the set below n.
+func (s *IndexSet) CountBelow(n int) int {
 	k := 0
 	for w, word := range s.words {
 		switch {

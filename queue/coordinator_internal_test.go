@@ -1,4 +1,4 @@
-package cli
+package queue
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/redistest"
-	"github.com/batchagent/batchagent/queue"
 )
 
 // TestCoordinatorEnqueueWaitsOutRedis: a Redis that goes down while the
@@ -17,12 +16,12 @@ import (
 func TestCoordinatorEnqueueWaitsOutRedis(t *testing.T) {
 	const n = 50
 	rs := redistest.Start(t, redistest.Options{AppendOnly: true})
-	q, err := queue.Open(t.Context(), rs.URL, queue.Options{})
+	q, err := Open(t.Context(), rs.URL, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	if _, _, err := q.CreateRun(t.Context(), queue.Run{ID: "blip", Job: []byte("x"), JobPath: "/job.yaml"}); err != nil {
+	if _, _, err := q.CreateRun(t.Context(), Run{ID: "blip", Job: []byte("x"), JobPath: "/job.yaml"}); err != nil {
 		t.Fatal(err)
 	}
 	inputs := make([]batchagent.Input, n)
@@ -30,9 +29,8 @@ func TestCoordinatorEnqueueWaitsOutRedis(t *testing.T) {
 		inputs[i] = batchagent.Input{"i": i}
 	}
 	var warn bytes.Buffer
-	c := &coordinator{q: q, run: "blip", window: 1000, inputs: batchagent.Slice(inputs),
-		progress: make(chan struct{}, 1), outage: time.Minute, warn: &warn}
-	c.total.Store(-1)
+	c := testCoordinator(t, CoordinatorConfig{Client: q, Run: Run{ID: "blip"}, Inputs: slice(inputs),
+		OutageBudget: time.Minute, Warn: func(msg string) { warn.WriteString(msg + "\n") }})
 
 	rs.Stop() // down before the first input
 	restarted := make(chan struct{})
@@ -62,20 +60,39 @@ func TestCoordinatorEnqueueWaitsOutRedis(t *testing.T) {
 // outage budget ends the enqueuing with an error naming the budget.
 func TestCoordinatorEnqueueOutageBudget(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
-	q, err := queue.Open(t.Context(), rs.URL, queue.Options{})
+	q, err := Open(t.Context(), rs.URL, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	if _, _, err := q.CreateRun(t.Context(), queue.Run{ID: "down", Job: []byte("x"), JobPath: "/job.yaml"}); err != nil {
+	if _, _, err := q.CreateRun(t.Context(), Run{ID: "down", Job: []byte("x"), JobPath: "/job.yaml"}); err != nil {
 		t.Fatal(err)
 	}
-	c := &coordinator{q: q, run: "down", window: 1000, inputs: batchagent.Slice([]batchagent.Input{{"i": 0}}),
-		progress: make(chan struct{}, 1), outage: 300 * time.Millisecond}
-	c.total.Store(-1)
+	c := testCoordinator(t, CoordinatorConfig{Client: q, Run: Run{ID: "down"}, Inputs: slice([]batchagent.Input{{"i": 0}}),
+		OutageBudget: 300 * time.Millisecond})
 	rs.Stop()
 	err = c.enqueue(t.Context())
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("outage budget")) {
 		t.Fatalf("enqueue with Redis down past the budget = %v, want an error naming the outage budget", err)
 	}
+}
+
+// testCoordinator returns a coordinator of cfg (its Sink discards) ready to
+// enqueue from the first input.
+func testCoordinator(t *testing.T, cfg CoordinatorConfig) *Coordinator {
+	t.Helper()
+	cfg.Sink = func([]Collected) error { return nil }
+	c, err := NewCoordinator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.inputs, err = cfg.Inputs(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// slice returns an Inputs func over in.
+func slice(in []batchagent.Input) func() (batchagent.Inputs, error) {
+	return func() (batchagent.Inputs, error) { return batchagent.Slice(in), nil }
 }
