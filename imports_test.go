@@ -28,7 +28,7 @@ func TestImportRules(t *testing.T) {
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
 		"batchapi":           {"internal/groupcommit"},
-		"queue":              {"", "agent", "job", "llm"},
+		"queue":              {"", "agent", "job", "llm", "sched"},
 		"tool/mcptool":       {"tool"},
 		"schema":             {},
 		"internal/sse":       {},
@@ -99,6 +99,8 @@ func TestImportRules(t *testing.T) {
 		"examples/npc-planner": {"", "backend/sim", "llm"},
 		// bench fair's workload as a library user's program.
 		"examples/fair-library": {"", "backend/sim", "tool", "tool/filetool"},
+		// A worker and a coordinator in a library user's own process.
+		"examples/scaleout-library": {"", "backend/sim", "queue"},
 	}
 	// Outside this module, these packages import only the standard library
 	// and golang.org/x: the built-in tools and the simulator cost library

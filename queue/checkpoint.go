@@ -103,7 +103,7 @@ func decodeState(v string) (agent.State, error) {
 	dec := json.NewDecoder(strings.NewReader(v))
 	dec.UseNumber()
 	var st agent.State
-	if err := dec.Decode(&st); err != nil {
+	if err := agent.DecodeState(dec, &st); err != nil {
 		return agent.State{}, err
 	}
 	return st, nil
