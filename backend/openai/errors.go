@@ -3,7 +3,6 @@ package openai
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/internal/retry"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -71,67 +71,6 @@ func (m *Model) transportError(ctx context.Context, err error) error {
 	return m.errorf(0, llm.ErrConnection, "%v", err)
 }
 
-// wireError is an error body as OpenAI-compatible servers send it, in any of
-// the shapes seen: {"error": {...}} (OpenAI, llama.cpp, Ollama),
-// {"error": "text"}, {"object": "error", "message": ...} (vLLM, SGLang) and
-// {"detail": ...} (FastAPI).
-type wireError struct {
-	Error   json.RawMessage `json:"error"`
-	Object  string          `json:"object"`
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Code    json.RawMessage `json:"code"`
-	Detail  json.RawMessage `json:"detail"`
-}
-
-type wireErrorDetail struct {
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Code    json.RawMessage `json:"code"`
-}
-
-// parseErrorBody extracts the message, type and code of an error body; it
-// falls back to the body's first line when the body is not JSON.
-func parseErrorBody(body []byte) (msg, typ, code string) {
-	var w wireError
-	if err := json.Unmarshal(body, &w); err != nil {
-		line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		return strings.TrimSpace(line), "", ""
-	}
-	msg, typ, code = w.Message, w.Type, rawString(w.Code)
-	if len(w.Error) > 0 {
-		var d wireErrorDetail
-		var s string
-		switch {
-		case json.Unmarshal(w.Error, &d) == nil:
-			msg, typ, code = d.Message, d.Type, rawString(d.Code)
-		case json.Unmarshal(w.Error, &s) == nil:
-			msg = s
-		}
-	}
-	if msg == "" && len(w.Detail) > 0 {
-		var s string
-		if json.Unmarshal(w.Detail, &s) == nil {
-			msg = s
-		} else {
-			msg = string(w.Detail)
-		}
-	}
-	return msg, typ, code
-}
-
-// rawString returns a JSON string's value, or a scalar's text.
-func rawString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	if string(raw) == "null" {
-		return ""
-	}
-	return string(raw)
-}
-
 // statusError classifies an HTTP error response:
 //
 //   - 401, 403: ErrAuth
@@ -151,7 +90,7 @@ func rawString(raw json.RawMessage) string {
 // RetryAfter comes from retry-after-ms or Retry-After.
 func (m *Model) statusError(resp *http.Response) *llm.APIError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	msg, typ, code := parseErrorBody(body)
+	msg, typ, code := openaiwire.ParseError(body)
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
@@ -229,7 +168,7 @@ func contextExceeded(typ, code, msg string) bool {
 // that arise mid-generation this way): by its code when that is an HTTP
 // status, else as a server failure, or a context overflow when it says so.
 func (m *Model) inlineError(raw []byte) *llm.APIError {
-	msg, typ, code := parseErrorBody(raw)
+	msg, typ, code := openaiwire.ParseError(raw)
 	if msg == "" {
 		msg = "error object after HTTP 200"
 	}

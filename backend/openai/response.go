@@ -12,6 +12,7 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
 
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -56,11 +57,11 @@ func (m *Model) decodeCompletion(status int, body []byte) (*llm.Response, error)
 		}
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args(tc.Function.Arguments)})
 	}
-	var wu *wireUsage
+	var wu *openaiwire.ClientUsage
 	if c.JSON.Usage.Valid() {
-		wu = &wireUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
+		wu = &openaiwire.ClientUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
 		if d := c.Usage.PromptTokensDetails; c.Usage.JSON.PromptTokensDetails.Valid() && d.JSON.CachedTokens.Valid() {
-			wu.PromptTokensDetails = &wireTokenDetails{CachedTokens: &d.CachedTokens}
+			wu.PromptTokensDetails = &openaiwire.TokenDetails{CachedTokens: &d.CachedTokens}
 		}
 	}
 	u, _ := usage(wu, rawField(c.JSON.ExtraFields["timings"]))
@@ -108,23 +109,12 @@ type timings struct {
 	PredictedN *int64 `json:"predicted_n"`
 }
 
-// wireUsage is a response's usage object.
-type wireUsage struct {
-	PromptTokens        int64             `json:"prompt_tokens"`
-	CompletionTokens    int64             `json:"completion_tokens"`
-	PromptTokensDetails *wireTokenDetails `json:"prompt_tokens_details"`
-}
-
-type wireTokenDetails struct {
-	CachedTokens *int64 `json:"cached_tokens"`
-}
-
 // usage returns the token counts of a response and whether it reported
 // any. u is its usage object, nil when absent; rawTimings is llama.cpp's
 // timings object, nil when absent. Cached tokens come from
 // prompt_tokens_details.cached_tokens, or else from timings.cache_n;
 // without a usage object, the timings alone give all three counts.
-func usage(u *wireUsage, rawTimings []byte) (llm.Usage, bool) {
+func usage(u *openaiwire.ClientUsage, rawTimings []byte) (llm.Usage, bool) {
 	var t timings
 	hasTimings := len(rawTimings) > 0 && string(rawTimings) != "null" && json.Unmarshal(rawTimings, &t) == nil
 	if u == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -58,36 +59,6 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		m.readStream(ctx, raw, yield)
 	}
-}
-
-// chunk is the part of a chat.completion.chunk that Stream reads. It is
-// decoded with encoding/json rather than as the SDK's
-// ChatCompletionChunk, which costs over four times the time and
-// allocations per chunk; streams are the hot path.
-type chunk struct {
-	Object  string `json:"object"`
-	Choices []struct {
-		Index        int64  `json:"index"`
-		FinishReason string `json:"finish_reason"`
-		Delta        struct {
-			Content   string `json:"content"`
-			Refusal   string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int64        `json:"index"`
-				ID       string       `json:"id"`
-				Type     string       `json:"type"`
-				Function wireFunction `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage   *wireUsage      `json:"usage"`
-	Timings json.RawMessage `json:"timings"` // llama.cpp
-	Error   json.RawMessage `json:"error"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
 }
 
 // streamState is what a stream has told so far beyond its text.
@@ -229,12 +200,12 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 			yield(llm.Event{}, m.inlineError(data))
 			return
 		}
-		var c chunk
+		var c openaiwire.ClientChunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			yield(llm.Event{}, m.errorf(0, llm.ErrServer, "malformed stream chunk: %v", err))
 			return
 		}
-		if (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error" {
+		if c.IsError() {
 			yield(llm.Event{}, m.inlineError(data))
 			return
 		}
@@ -263,7 +234,7 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 
 // chunkEvents yields the events of one chunk and records its finish reason
 // and usage in st. It reports whether the consumer wants more.
-func (m *Model) chunkEvents(st *streamState, c *chunk, yield func(llm.Event, error) bool) bool {
+func (m *Model) chunkEvents(st *streamState, c *openaiwire.ClientChunk, yield func(llm.Event, error) bool) bool {
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		if ch.Index != 0 {

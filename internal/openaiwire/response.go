@@ -1,0 +1,153 @@
+package openaiwire
+
+import (
+	"encoding/json"
+
+	"github.com/batchagent/batchagent/llm"
+)
+
+// Completion is a non-streamed answer (object "chat.completion").
+type Completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   *Usage   `json:"usage"`
+}
+
+// Choice is one choice of a [Completion].
+type Choice struct {
+	Index        int       `json:"index"`
+	Message      Reply     `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// Reply is the assistant's message of a [Choice].
+type Reply struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is the reasoning text, as vLLM and DeepSeek send
+	// it; the gateway's agent mode sends its steps there.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// Events is the gateway's agent-mode steps (a JSON array of its
+	// events), absent elsewhere.
+	Events json.RawMessage `json:"batchagent_events,omitempty"`
+}
+
+// NewReply returns the assistant's message for content and calls: the
+// content is null when it is empty and there are calls.
+func NewReply(content string, calls []llm.ToolCall) Reply {
+	r := Reply{Role: "assistant"}
+	if content != "" || len(calls) == 0 {
+		r.Content = &content
+	}
+	for _, c := range calls {
+		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: c.ID, Type: "function", Function: Function{Name: c.Name, Arguments: string(c.Arguments)}})
+	}
+	return r
+}
+
+// Usage is OpenAI's usage object, as a server writes it.
+type Usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// Cost is the usage's cost at the model's configured price (as
+	// OpenRouter reports it); absent without a price.
+	Cost *float64 `json:"cost,omitempty"`
+}
+
+// NewUsage returns the usage object of u, cached tokens included.
+func NewUsage(u llm.Usage) *Usage {
+	w := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.Total()}
+	w.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return w
+}
+
+// ClientUsage is the part of a usage object that a client reads, with
+// what a server left out as nil.
+type ClientUsage struct {
+	PromptTokens        int64         `json:"prompt_tokens"`
+	CompletionTokens    int64         `json:"completion_tokens"`
+	PromptTokensDetails *TokenDetails `json:"prompt_tokens_details"`
+}
+
+// TokenDetails is the part of a usage's "prompt_tokens_details" that a
+// client reads; CachedTokens is nil when a server did not send it.
+type TokenDetails struct {
+	CachedTokens *int64 `json:"cached_tokens"`
+}
+
+// Chunk is one event of a streamed answer (object
+// "chat.completion.chunk"), as a server writes it.
+type Chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	// Usage is null (json.RawMessage("null")) on every chunk but the
+	// last of a stream that asked for usage, where it is a *Usage, and
+	// absent (nil) when the stream did not ask.
+	Usage any `json:"usage,omitempty"`
+}
+
+// ChunkChoice is the choice of a [Chunk].
+type ChunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        Delta     `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// Delta is what a [Chunk] adds to the answer.
+type Delta struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is reasoning text (vLLM, DeepSeek; the gateway's
+	// agent mode).
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// Event is one of the gateway's agent-mode steps (a JSON object),
+	// absent elsewhere.
+	Event json.RawMessage `json:"batchagent_event,omitempty"`
+}
+
+// ClientChunk is the part of a chunk that a client reads: decoding into
+// it skips the id, model and creation time, and costs a quarter of the
+// time and allocations of the SDK's ChatCompletionChunk (streams are the
+// OpenAI backend's hot path). It reads the error objects that vLLM and
+// SGLang send inside a stream, and llama.cpp's timings.
+type ClientChunk struct {
+	Object  string `json:"object"`
+	Choices []struct {
+		Index        int64  `json:"index"`
+		FinishReason string `json:"finish_reason"`
+		Delta        struct {
+			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int64    `json:"index"`
+				ID       string   `json:"id"`
+				Type     string   `json:"type"`
+				Function Function `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage   *ClientUsage    `json:"usage"`
+	Timings json.RawMessage `json:"timings"` // llama.cpp
+	Error   json.RawMessage `json:"error"`
+}
+
+// IsError reports whether the chunk is an error object rather than a
+// chunk.
+func (c *ClientChunk) IsError() bool {
+	return (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error"
+}
