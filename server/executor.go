@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -222,8 +223,8 @@ func (x *executor) fail(err error) {
 	x.flush()
 }
 
-func (x *executor) chunkHead() streamChunk {
-	sc := streamChunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
+func (x *executor) chunkHead() openaiwire.Chunk {
+	sc := openaiwire.Chunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
 	if x.includeUsage {
 		sc.Usage = json.RawMessage("null")
 	}
@@ -239,9 +240,9 @@ func (x *executor) writeChunk(c chunk) error {
 		h.Set("Cache-Control", "no-cache")
 		x.w.WriteHeader(http.StatusOK)
 		empty := ""
-		x.event(delta{Role: "assistant", Content: &empty}, nil)
+		x.event(openaiwire.Delta{Role: "assistant", Content: &empty}, nil)
 	}
-	var d delta
+	var d openaiwire.Delta
 	var finish *string
 	switch c.kind {
 	case chunkText:
@@ -249,7 +250,7 @@ func (x *executor) writeChunk(c chunk) error {
 	case chunkToolCall:
 		tc := c.toolCall
 		i := tc.Index
-		call := wireToolCall{Index: &i, Function: wireFunction{Arguments: tc.Arguments}}
+		call := openaiwire.ToolCall{Index: &i, Function: openaiwire.Function{Arguments: tc.Arguments}}
 		if x.nextCall == nil {
 			x.nextCall = map[int]bool{}
 		}
@@ -257,9 +258,12 @@ func (x *executor) writeChunk(c chunk) error {
 			x.nextCall[i] = true
 			call.ID, call.Type, call.Function.Name = tc.ID, "function", tc.Name
 		}
-		d.ToolCalls = []wireToolCall{call}
+		d.ToolCalls = []openaiwire.ToolCall{call}
 	case chunkReasoning:
-		d.ReasoningContent, d.Event = c.event.text(), c.event
+		if c.event != nil {
+			d.ReasoningContent = c.event.text()
+			d.Event, _ = json.Marshal(c.event) // strings, numbers and raw JSON already valid: cannot fail
+		}
 	case chunkFinish:
 		x.finished = true
 		f := string(c.finish)
@@ -270,9 +274,9 @@ func (x *executor) writeChunk(c chunk) error {
 }
 
 // event appends one chunk event with d to buf.
-func (x *executor) event(d delta, finish *string) {
+func (x *executor) event(d openaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
-	sc.Choices = []streamChoice{{Delta: d, FinishReason: finish}}
+	sc.Choices = []openaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
 	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
 	x.buf.WriteString("data: ")
 	x.buf.Write(b)
@@ -303,7 +307,7 @@ func (x *executor) endStream() error {
 	}
 	if x.includeUsage {
 		sc := x.chunkHead()
-		sc.Choices = []streamChoice{}
+		sc.Choices = []openaiwire.ChunkChoice{}
 		sc.Usage = x.wireUsage()
 		b, _ := json.Marshal(sc)
 		x.buf.WriteString("data: ")
@@ -323,19 +327,16 @@ func (x *executor) writeCompletion() error {
 	if x.finish != "" {
 		resp.FinishReason = x.finish
 	}
-	msg := wireMessage{Role: "assistant", Events: x.events}
-	if text := resp.Message.Content; text != "" || len(resp.Message.ToolCalls) == 0 {
-		msg.Content = &text
+	msg := openaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
+	if len(x.events) > 0 {
+		msg.Events, _ = json.Marshal(x.events)
 	}
 	for _, e := range x.events {
 		msg.ReasoningContent += e.text()
 	}
-	for _, c := range resp.Message.ToolCalls {
-		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: string(c.Arguments)}})
-	}
-	b, _ := json.Marshal(completion{
+	b, _ := json.Marshal(openaiwire.Completion{
 		ID: x.id, Object: "chat.completion", Created: x.created, Model: x.model,
-		Choices: []wireChoice{{Message: msg, FinishReason: string(resp.FinishReason)}},
+		Choices: []openaiwire.Choice{{Message: msg, FinishReason: string(resp.FinishReason)}},
 		Usage:   x.wireUsage(),
 	})
 	x.w.Header().Set("Content-Type", "application/json")
@@ -347,8 +348,8 @@ func (x *executor) writeCompletion() error {
 }
 
 // wireUsage is the answer's usage, with its cost when a price is set.
-func (x *executor) wireUsage() *wireUsage {
-	u := newWireUsage(x.usage)
+func (x *executor) wireUsage() *openaiwire.Usage {
+	u := openaiwire.NewUsage(x.usage)
 	if x.price != nil {
 		c := x.price.Cost(x.usage)
 		u.Cost = &c

@@ -4,112 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
-// chatRequest is the body of POST /v1/chat/completions as far as the
-// gateway reads it. Fields it does not know are ignored, as vLLM and
-// llama.cpp do, so that clients sending newer parameters keep working.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	Tools               []chatTool      `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ResponseFormat      *responseFormat `json:"response_format"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Seed                *int64          `json:"seed"`
-	Stop                json.RawMessage `json:"stop"`
-	N                   *int            `json:"n"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []wireToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-	Name       string          `json:"name"`
-}
-
-type wireToolCall struct {
-	Index    *int         `json:"index,omitempty"`
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"`
-	Function wireFunction `json:"function"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
-
-type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-	} `json:"json_schema"`
-}
-
-// includeUsage reports whether a streamed answer ends with a usage chunk.
-func (cr *chatRequest) includeUsage() bool {
-	return cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
-}
-
-// content returns the text of a message's content: a string, an array
-// of content parts (their text parts joined), or null.
-func (m *chatMessage) content() (string, error) {
-	raw := bytes.TrimSpace(m.Content)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", err
-		}
-		return s, nil
-	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type != "text" {
-				return "", fmt.Errorf("content part of type %q is not supported (only text)", p.Type)
-			}
-			b.WriteString(p.Text)
-		}
-		return b.String(), nil
-	}
-	return "", fmt.Errorf("content must be a string, an array of content parts or null")
-}
-
-// llmRequest turns the request into the model request of a passthrough.
-// It returns an *apiError (400) naming the field at fault.
-func (cr *chatRequest) llmRequest() (*llm.Request, *apiError) {
+// llmRequest turns cr into the model request of a passthrough. It
+// returns an *apiError (400) naming the field at fault.
+func llmRequest(cr *openaiwire.Request) (*llm.Request, *apiError) {
 	if len(cr.Messages) == 0 {
 		return nil, badParam("messages", "messages must be a non-empty array")
 	}
@@ -117,45 +19,19 @@ func (cr *chatRequest) llmRequest() (*llm.Request, *apiError) {
 		return nil, badParam("n", "only n=1 is supported")
 	}
 	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed}
-	for i, m := range cr.Messages {
-		text, err := m.content()
-		if err != nil {
-			return nil, badParam(fmt.Sprintf("messages[%d].content", i), err.Error())
-		}
-		msg := llm.Message{Content: text}
-		switch m.Role {
-		case "system", "developer":
-			msg.Role = llm.RoleSystem
-		case "user":
-			msg.Role = llm.RoleUser
-		case "assistant":
-			msg.Role = llm.RoleAssistant
-			for j, c := range m.ToolCalls {
-				if c.Function.Name == "" {
-					return nil, badParam(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), "a tool call needs a function name")
-				}
-				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)})
-			}
-		case "tool":
-			if m.ToolCallID == "" {
-				return nil, badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
-			}
-			msg.Role, msg.ToolCallID, msg.Name = llm.RoleTool, m.ToolCallID, m.Name
-		default:
-			return nil, badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", m.Role))
-		}
-		req.Messages = append(req.Messages, msg)
+	msgs, fault := cr.LLMMessages((*openaiwire.Message).Text)
+	if fault != nil {
+		return nil, messageError(fault)
+	}
+	req.Messages = msgs
+	tools, bad := cr.LLMTools()
+	if bad >= 0 {
+		return nil, badParam(fmt.Sprintf("tools[%d]", bad), "a tool must be of type function and have a name")
 	}
 	// tool_choice "none" withholds the tools; "auto", "required" and a
 	// named function pass them on as they are (llm.Request has no choice).
-	none := bytes.Equal(bytes.TrimSpace(cr.ToolChoice), []byte(`"none"`))
-	for i, t := range cr.Tools {
-		if t.Type != "function" || t.Function.Name == "" {
-			return nil, badParam(fmt.Sprintf("tools[%d]", i), "a tool must be of type function and have a name")
-		}
-		if !none {
-			req.Tools = append(req.Tools, llm.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
-		}
+	if !bytes.Equal(bytes.TrimSpace(cr.ToolChoice), []byte(`"none"`)) {
+		req.Tools = tools
 	}
 	if rf := cr.ResponseFormat; rf != nil {
 		switch rf.Type {
@@ -189,4 +65,19 @@ func (cr *chatRequest) llmRequest() (*llm.Request, *apiError) {
 		}
 	}
 	return req, nil
+}
+
+// messageError is the answer to a message that the gateway refuses.
+func messageError(f *openaiwire.MessageError) *apiError {
+	i := f.Message
+	switch f.Fault {
+	case openaiwire.FaultContent:
+		return badParam(fmt.Sprintf("messages[%d].content", i), f.Err.Error())
+	case openaiwire.FaultToolName:
+		return badParam(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, f.Call), "a tool call needs a function name")
+	case openaiwire.FaultToolCallID:
+		return badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
+	default:
+		return badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", f.Role))
+	}
 }

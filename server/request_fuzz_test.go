@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/batchagent/batchagent/internal/openaiwire"
 )
 
 // FuzzChatRequest feeds arbitrary bodies to the request decoding: it must
@@ -18,13 +20,13 @@ func FuzzChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var cr chatRequest
+		var cr openaiwire.Request
 		if json.Unmarshal(body, &cr) != nil {
 			return
 		}
 		_ = lastUser(&cr)
 		_, _ = agentInput(&cr)
-		req, e := cr.llmRequest()
+		req, e := llmRequest(&cr)
 		if e != nil {
 			if e.status != 400 || e.message == "" {
 				t.Fatalf("refusal %+v, want a 400 with a message", e)

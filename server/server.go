@@ -22,6 +22,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/batchapi"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -441,7 +442,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	var cr chatRequest
+	var cr openaiwire.Request
 	if e := s.readChat(w, r, &cr); e != nil {
 		refuse(e)
 		return
@@ -460,7 +461,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	x := &executor{
 		w: w, gone: r.Context().Done(), cancel: cancel,
 		id: requestID(), model: cr.Model, created: start.Unix(),
-		stream: cr.Stream, includeUsage: cr.includeUsage(), input: input,
+		stream: cr.Stream, includeUsage: cr.IncludeUsage(), input: input,
 		tracer: s.cfg.Tracer, recorder: s.cfg.Recorder,
 	}
 	if p, ok := s.cfg.Prices[cr.Model]; ok {
@@ -486,7 +487,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // modeFor returns the mode answering cr and the span's input, or the
 // error to answer. A passthrough runs in class; an agent at its spec's
 // priority, or in the batch class when class is.
-func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, string, *apiError) {
+func (s *Server) modeFor(cr *openaiwire.Request, class batchagent.Priority) (mode, string, *apiError) {
 	if cr.Model == "" {
 		return nil, "", badParam("model", "model is required")
 	}
@@ -512,7 +513,7 @@ func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, stri
 	if !ok {
 		return nil, "", unknownModel(cr.Model)
 	}
-	req, e := cr.llmRequest()
+	req, e := llmRequest(cr)
 	if e != nil {
 		return nil, "", e
 	}
@@ -525,7 +526,7 @@ func (s *Server) modeFor(cr *chatRequest, class batchagent.Priority) (mode, stri
 // checkJSON), or is larger than MaxBodyBytes is refused with the error
 // to answer. Reading the body to its end also lets net/http watch the
 // connection, and cancel the request's context when the client goes.
-func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *chatRequest) *apiError {
+func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *openaiwire.Request) *apiError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		return s.bodyError(err)
@@ -574,10 +575,10 @@ func unknownModel(name string) *apiError {
 }
 
 // lastUser returns the text of the last user message, or "".
-func lastUser(cr *chatRequest) string {
+func lastUser(cr *openaiwire.Request) string {
 	for i := len(cr.Messages) - 1; i >= 0; i-- {
 		if cr.Messages[i].Role == "user" {
-			text, _ := cr.Messages[i].content()
+			text, _ := cr.Messages[i].Text()
 			return text
 		}
 	}

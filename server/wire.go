@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -41,31 +42,14 @@ var (
 	errConcurrency = &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "too many concurrent requests for this API key", retryAfter: time.Second}
 )
 
-type wireErrorBody struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
-	} `json:"error"`
-}
-
 // body is the error object; requestID, when e's cause is logged, is named
 // in its message.
 func (e *apiError) body(requestID string) []byte {
-	var b wireErrorBody
-	b.Error.Message, b.Error.Type = e.message, e.typ
+	b := openaiwire.ErrorBody{Message: e.message, Type: e.typ, Param: e.param, Code: e.code}
 	if e.logged && requestID != "" {
-		b.Error.Message += " (request id " + requestID + ": the server's log has the cause)"
+		b.Message += " (request id " + requestID + ": the server's log has the cause)"
 	}
-	if e.param != "" {
-		b.Error.Param = &e.param
-	}
-	if e.code != "" {
-		b.Error.Code = &e.code
-	}
-	out, _ := json.Marshal(b) // strings only: cannot fail
-	return out
+	return b.AppendJSON(nil)
 }
 
 // writeError writes e as the answer; the request's id is the
@@ -157,80 +141,6 @@ func errorOf(err error) *apiError {
 		e.message = "the backend failed"
 	}
 	return e
-}
-
-// wireUsage is OpenAI's usage object.
-type wireUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	// Cost is the usage's cost at the model's configured price (as
-	// OpenRouter reports it); absent without a price.
-	Cost *float64 `json:"cost,omitempty"`
-}
-
-func newWireUsage(u llm.Usage) *wireUsage {
-	w := &wireUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.Total()}
-	w.PromptTokensDetails.CachedTokens = u.CachedTokens
-	return w
-}
-
-// streamChunk is one chat.completion.chunk.
-type streamChunk struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Created int64          `json:"created"`
-	Model   string         `json:"model"`
-	Choices []streamChoice `json:"choices"`
-	// Usage is null on every chunk but the last of a stream that asked
-	// for usage, and absent when it did not.
-	Usage any `json:"usage,omitempty"`
-}
-
-type streamChoice struct {
-	Index        int       `json:"index"`
-	Delta        delta     `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-type delta struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
-	// ReasoningContent and Event carry agent mode's progress; see the
-	// package doc.
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-	Event            *Event `json:"batchagent_event,omitempty"`
-}
-
-// completion is a non-streamed answer (chat.completion).
-type completion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []wireChoice `json:"choices"`
-	Usage   *wireUsage   `json:"usage"`
-}
-
-type wireChoice struct {
-	Index        int         `json:"index"`
-	Message      wireMessage `json:"message"`
-	Logprobs     *struct{}   `json:"logprobs"`
-	FinishReason string      `json:"finish_reason"`
-}
-
-type wireMessage struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
-	Refusal          *string        `json:"refusal"`
-	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
-	ReasoningContent string         `json:"reasoning_content,omitempty"`
-	Events           []Event        `json:"batchagent_events,omitempty"`
 }
 
 // Event is one step of an agent's progress, streamed in agent mode as
