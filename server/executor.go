@@ -226,7 +226,7 @@ func (x *executor) fail(err error) {
 func (x *executor) chunkHead() openaiwire.Chunk {
 	sc := openaiwire.Chunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
 	if x.includeUsage {
-		sc.Usage = json.RawMessage("null")
+		sc.Usage = openaiwire.Null
 	}
 	return sc
 }
@@ -328,6 +328,7 @@ func (x *executor) writeCompletion() error {
 		resp.FinishReason = x.finish
 	}
 	msg := openaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
+	msg.Refusal = openaiwire.Null
 	if len(x.events) > 0 {
 		msg.Events, _ = json.Marshal(x.events)
 	}

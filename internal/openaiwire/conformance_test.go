@@ -92,6 +92,7 @@ func TestCompletionMatchesSDK(t *testing.T) {
 	priced := *usage
 	priced.Cost = ptr(0.25)
 	agent := openaiwire.NewReply("done", nil)
+	agent.Refusal = openaiwire.Null
 	agent.ReasoningContent, agent.Events = "turn 0\n", json.RawMessage(`[{"type":"turn","turn":0}]`)
 	for _, c := range []struct {
 		name  string
@@ -99,6 +100,7 @@ func TestCompletionMatchesSDK(t *testing.T) {
 		usage *openaiwire.Usage
 	}{
 		{"text", openaiwire.NewReply("hello <world> é", nil), usage},
+		{"refusal", openaiwire.Reply{Role: "assistant", Refusal: json.RawMessage(`"I cannot."`)}, usage},
 		{"empty", openaiwire.NewReply("", nil), usage},
 		{"tool calls", openaiwire.NewReply("", calls), &priced},
 		{"text and tool calls", openaiwire.NewReply("let me look", calls[:1]), nil},
@@ -129,6 +131,9 @@ func TestCompletionMatchesSDK(t *testing.T) {
 			if ch.Message.Content != want || ch.Message.JSON.Content.Valid() != (c.reply.Content != nil) {
 				t.Errorf("content %q (valid %v), want %q", ch.Message.Content, ch.Message.JSON.Content.Valid(), want)
 			}
+			if wantRefusal := string(c.reply.Refusal); ch.Message.JSON.Refusal.Raw() != wantRefusal {
+				t.Errorf("refusal %s, want %s", ch.Message.JSON.Refusal.Raw(), wantRefusal)
+			}
 			if len(ch.Message.ToolCalls) != len(c.reply.ToolCalls) {
 				t.Fatalf("%d tool calls, want %d", len(ch.Message.ToolCalls), len(c.reply.ToolCalls))
 			}
@@ -156,7 +161,7 @@ func TestCompletionMatchesSDK(t *testing.T) {
 // decode into the SDK's ChatCompletionChunk with every member known and
 // well typed, and ClientChunk reads from each what the SDK reads.
 func TestChunkMatchesSDK(t *testing.T) {
-	head := openaiwire.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1700000000, Model: "m", Usage: json.RawMessage("null")}
+	head := openaiwire.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1700000000, Model: "m", Usage: openaiwire.Null}
 	with := func(d openaiwire.Delta, finish *string) openaiwire.Chunk {
 		c := head
 		c.Choices = []openaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}

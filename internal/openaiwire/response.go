@@ -26,10 +26,13 @@ type Choice struct {
 
 // Reply is the assistant's message of a [Choice].
 type Reply struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	Refusal   *string    `json:"refusal"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// Refusal is the model's refusal, a JSON string, or [Null] as OpenAI
+	// sends when there is none; absent when empty (the simulator's
+	// answers).
+	Refusal   json.RawMessage `json:"refusal,omitempty"`
+	ToolCalls []ToolCall      `json:"tool_calls,omitempty"`
 	// ReasoningContent is the reasoning text, as vLLM and DeepSeek send
 	// it; the gateway's agent mode sends its steps there.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
@@ -37,6 +40,9 @@ type Reply struct {
 	// events), absent elsewhere.
 	Events json.RawMessage `json:"batchagent_events,omitempty"`
 }
+
+// Null is JSON's null, for the members that are null rather than absent.
+var Null = json.RawMessage("null")
 
 // NewReply returns the assistant's message for content and calls: the
 // content is null when it is empty and there are calls.
@@ -93,7 +99,7 @@ type Chunk struct {
 	Created int64         `json:"created"`
 	Model   string        `json:"model"`
 	Choices []ChunkChoice `json:"choices"`
-	// Usage is null (json.RawMessage("null")) on every chunk but the
+	// Usage is null ([Null]) on every chunk but the
 	// last of a stream that asked for usage, where it is a *Usage, and
 	// absent (nil) when the stream did not ask.
 	Usage any `json:"usage,omitempty"`

@@ -2,6 +2,7 @@ package simhttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 )
 
 // Internal tests of the server's timing model: the scheduler is driven
@@ -39,10 +41,11 @@ func runServer(t *testing.T, cfg Config) (*Server, func()) {
 }
 
 // chat is a request of a system and a user message.
-func chat(system, user string, maxTokens int) *chatRequest {
-	cr := &chatRequest{Messages: []chatMessage{
-		{Role: "system", Content: system},
-		{Role: "user", Content: user},
+func chat(system, user string, maxTokens int) *openaiwire.Request {
+	text := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	cr := &openaiwire.Request{Messages: []openaiwire.Message{
+		{Role: "system", Content: text(system)},
+		{Role: "user", Content: text(user)},
 	}}
 	if maxTokens > 0 {
 		cr.MaxTokens = &maxTokens
@@ -52,9 +55,9 @@ func chat(system, user string, maxTokens int) *chatRequest {
 
 // sizedChat is chat with the system message padded so the prompt is
 // exactly tokens tokens long.
-func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *chatRequest {
+func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *openaiwire.Request {
 	t.Helper()
-	_, prompt, _, _ := chat(head, user, 0).decode()
+	_, prompt, _, _ := decode(chat(head, user, 0))
 	pad := tokens*sim.BytesPerToken - len(prompt)
 	if pad < 0 {
 		t.Fatalf("prompt of %q is longer than %d tokens", head, tokens)
@@ -69,7 +72,7 @@ func sharedPrefix(tokens int) string {
 	return strings.Repeat("s", tokens*sim.BytesPerToken-frame)
 }
 
-func prepareAll(t *testing.T, s *Server, crs ...*chatRequest) []*job {
+func prepareAll(t *testing.T, s *Server, crs ...*openaiwire.Request) []*job {
 	t.Helper()
 	jobs := make([]*job, len(crs))
 	for i, cr := range crs {
@@ -143,7 +146,7 @@ func TestServerCalibration(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s, stop := runServer(t, cfg)
 			defer stop()
-			crs := make([]*chatRequest, 100)
+			crs := make([]*openaiwire.Request, 100)
 			for i := range crs {
 				// Distinct from the first block: nothing is shared.
 				crs[i] = sizedChat(t, fmt.Sprintf("Request %03d. ", i), "Go on.", 2547, 0)
@@ -192,7 +195,7 @@ func TestServerCalibration(t *testing.T) {
 			// slots turn over, so it grows with the answers' length: the
 			// sim's usual 14-token answers give a p50 of about 1.07 s, and
 			// 64 or more slots about 0.25 s whatever the length.
-			crs := make([]*chatRequest, 100)
+			crs := make([]*openaiwire.Request, 100)
 			for i := range crs {
 				crs[i] = chat(prefix, fmt.Sprintf("Task %d: summarise the findings.", i), 4)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -37,11 +38,11 @@ func BenchmarkChatDecode(b *testing.B) {
 	body := benchRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		var cr chatRequest
+		var cr openaiwire.Request
 		if err := json.Unmarshal(body, &cr); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, _, e := cr.decode(); e != nil {
+		if _, _, _, e := decode(&cr); e != nil {
 			b.Fatal(e.message)
 		}
 	}

@@ -15,65 +15,12 @@ import (
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/internal/gen"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
 // maxBody bounds a request body.
 const maxBody = 32 << 20
-
-// chatRequest is the body of POST /v1/chat/completions, as far as the
-// simulator reads it. Other fields are ignored.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	Tools               []chatTool      `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
-	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
-	MaxTokens           *int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
-}
-
-type chatMessage struct {
-	Role string `json:"role"`
-	// Content is a string, an array of content parts, or null. It is
-	// decoded as any, so that a long string is scanned once.
-	Content    any            `json:"content,omitempty"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-	Name       string         `json:"name,omitempty"`
-}
-
-type wireToolCall struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"`
-	Function wireFunction `json:"function"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
-}
-
-type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-	} `json:"json_schema,omitempty"`
-}
 
 // apiError is an error answer in OpenAI's format.
 type apiError struct {
@@ -113,45 +60,46 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		}
 	}
 	w.WriteHeader(e.status)
-	b := []byte(`{"error":{"message":`)
-	b = gen.AppendJSONString(b, e.message)
-	b = append(b, `,"type":`...)
-	b = gen.AppendJSONString(b, e.typ)
-	b = append(b, `,"param":null,"code":`...)
-	b = gen.AppendJSONString(b, e.code)
-	b = append(b, "}}\n"...)
-	w.Write(b)
+	w.Write(append(openaiwire.ErrorBody{Message: e.message, Type: e.typ, Code: e.code}.AppendJSON(nil), '\n'))
 }
 
-// content returns the text of a message's content: a string, or the text
-// parts of an array.
-func (m *chatMessage) content() (string, error) {
-	switch c := m.Content.(type) {
-	case nil:
+// content returns the text of a message's content: a string, or the
+// text parts of an array (parts of other types are skipped).
+func content(m *openaiwire.Message) (string, error) {
+	raw := bytes.TrimSpace(m.Content)
+	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
-	case string:
-		return c, nil
-	case []any:
-		var b []byte
-		for _, p := range c {
-			part, ok := p.(map[string]any)
-			if !ok {
-				return "", errors.New("content part is not an object")
-			}
-			if text, ok := part["text"].(string); ok && part["type"] == "text" {
-				b = append(b, text...)
-			}
-		}
-		return string(b), nil
-	default:
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var c any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return "", err
+	}
+	parts, ok := c.([]any)
+	if !ok {
 		return "", errors.New("content is neither a string nor an array of parts")
 	}
+	var b []byte
+	for _, p := range parts {
+		part, ok := p.(map[string]any)
+		if !ok {
+			return "", errors.New("content part is not an object")
+		}
+		if text, ok := part["text"].(string); ok && part["type"] == "text" {
+			b = append(b, text...)
+		}
+	}
+	return string(b), nil
 }
 
 // decode turns a chat request into the simulator's request, the rendered
 // prompt the prefix cache and the token count see, and the max_tokens
 // limit (0: none).
-func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int, apiErr *apiError) {
+func decode(cr *openaiwire.Request) (req *llm.Request, prompt []byte, maxTokens int, apiErr *apiError) {
 	if len(cr.Messages) == 0 {
 		return nil, nil, 0, badRequest("messages must not be empty")
 	}
@@ -167,11 +115,9 @@ func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int,
 	}
 	req.MaxTokens = maxTokens
 
-	for i, t := range cr.Tools {
-		if t.Type != "function" || t.Function.Name == "" {
-			return nil, nil, 0, badRequest("tools[%d]: want a function with a name", i)
-		}
-		req.Tools = append(req.Tools, llm.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	var bad int
+	if req.Tools, bad = cr.LLMTools(); bad >= 0 {
+		return nil, nil, 0, badRequest("tools[%d]: want a function with a name", bad)
 	}
 	var toolsJSON []byte
 	if len(cr.Tools) > 0 {
@@ -180,7 +126,7 @@ func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int,
 			return nil, nil, 0, badRequest("tools: %v", err)
 		}
 	}
-	if apiErr := cr.chooseTools(req); apiErr != nil {
+	if apiErr := chooseTools(cr, req); apiErr != nil {
 		return nil, nil, 0, apiErr
 	}
 	if f := cr.ResponseFormat; f != nil {
@@ -202,6 +148,12 @@ func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int,
 		}
 	}
 
+	msgs, fault := cr.LLMMessages(content)
+	if fault != nil {
+		return nil, nil, 0, messageError(fault)
+	}
+	req.Messages = msgs
+
 	// The prompt: leading system messages, the tools, then the rest, in
 	// a ChatML-like template.
 	toolsDone := false
@@ -213,42 +165,14 @@ func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int,
 		}
 		toolsDone = true
 	}
-	for i := range cr.Messages {
-		m := &cr.Messages[i]
-		text, err := m.content()
-		if err != nil {
-			return nil, nil, 0, badRequest("messages[%d].content: %v", i, err)
-		}
-		msg := llm.Message{Content: text}
-		switch m.Role {
-		case "system", "developer":
-			msg.Role = llm.RoleSystem
-		case "user":
-			msg.Role = llm.RoleUser
-		case "assistant":
-			msg.Role = llm.RoleAssistant
-			for j, c := range m.ToolCalls {
-				if c.Function.Name == "" {
-					return nil, nil, 0, badRequest("messages[%d].tool_calls[%d]: function name is missing", i, j)
-				}
-				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)})
-			}
-		case "tool":
-			if m.ToolCallID == "" {
-				return nil, nil, 0, badRequest("messages[%d]: a tool message needs tool_call_id", i)
-			}
-			msg.Role, msg.ToolCallID, msg.Name = llm.RoleTool, m.ToolCallID, m.Name
-		default:
-			return nil, nil, 0, badRequest("messages[%d]: unknown role %q", i, m.Role)
-		}
-		req.Messages = append(req.Messages, msg)
+	for _, msg := range req.Messages {
 		if msg.Role != llm.RoleSystem {
 			renderTools()
 		}
 		prompt = append(prompt, "<|im_start|>"...)
 		prompt = append(prompt, msg.Role...)
 		prompt = append(prompt, '\n')
-		prompt = append(prompt, text...)
+		prompt = append(prompt, msg.Content...)
 		for _, c := range msg.ToolCalls {
 			prompt = append(prompt, "\n<tool_call>"...)
 			prompt = append(prompt, c.Name...)
@@ -263,9 +187,23 @@ func (cr *chatRequest) decode() (req *llm.Request, prompt []byte, maxTokens int,
 	return req, prompt, maxTokens, nil
 }
 
-// chooseTools applies tool_choice: "none" lets the model call no tool, a
-// named function only that one.
-func (cr *chatRequest) chooseTools(req *llm.Request) *apiError {
+// messageError is the answer to a message that the simulator refuses.
+func messageError(f *openaiwire.MessageError) *apiError {
+	switch f.Fault {
+	case openaiwire.FaultContent:
+		return badRequest("messages[%d].content: %v", f.Message, f.Err)
+	case openaiwire.FaultToolName:
+		return badRequest("messages[%d].tool_calls[%d]: function name is missing", f.Message, f.Call)
+	case openaiwire.FaultToolCallID:
+		return badRequest("messages[%d]: a tool message needs tool_call_id", f.Message)
+	default:
+		return badRequest("messages[%d]: unknown role %q", f.Message, f.Role)
+	}
+}
+
+// chooseTools applies cr's tool_choice to req: "none" lets the model
+// call no tool, a named function only that one.
+func chooseTools(cr *openaiwire.Request, req *llm.Request) *apiError {
 	c := bytes.TrimSpace(cr.ToolChoice)
 	if len(c) == 0 || string(c) == "null" {
 		return nil
@@ -464,7 +402,7 @@ func (c *chunker) appendChunk(b, delta []byte, finish string) []byte {
 
 // appendUsage appends the last chunk of a stream that asked for usage: no
 // choices, and the usage.
-func (c *chunker) appendUsage(b []byte, u wireUsage) []byte {
+func (c *chunker) appendUsage(b []byte, u *openaiwire.Usage) []byte {
 	b = append(b, c.meta...)
 	b = append(b, `,"choices":[],"usage":`...)
 	ub, _ := json.Marshal(u) // a struct of ints: cannot fail
@@ -472,43 +410,9 @@ func (c *chunker) appendUsage(b []byte, u wireUsage) []byte {
 	return append(b, "}\n\n"...)
 }
 
-// wireUsage is OpenAI's usage object.
-type wireUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	TotalTokens         int `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func newWireUsage(prompt, completion, cached int) wireUsage {
-	u := wireUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-	u.PromptTokensDetails.CachedTokens = cached
-	return u
-}
-
-// completion is a non-streamed answer.
-type completion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []wireChoice `json:"choices"`
-	Usage   wireUsage    `json:"usage"`
-}
-
-type wireChoice struct {
-	Index        int         `json:"index"`
-	Message      wireMessage `json:"message"`
-	Logprobs     *struct{}   `json:"logprobs"`
-	FinishReason string      `json:"finish_reason"`
-}
-
-type wireMessage struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+// usage is the usage object of an answer.
+func usage(prompt, completion, cached int) *openaiwire.Usage {
+	return openaiwire.NewUsage(llm.Usage{PromptTokens: int64(prompt), CompletionTokens: int64(completion), CachedTokens: int64(cached)})
 }
 
 // job is one accepted chat-completion request.
@@ -526,8 +430,8 @@ type job struct {
 // prepare decodes a chat request, generates its answer with the
 // simulated model and builds its sequence. It returns an apiError for a
 // request the server refuses, or ctx's error.
-func (s *Server) prepare(ctx context.Context, cr *chatRequest) (*job, *apiError, error) {
-	req, prompt, maxTokens, apiErr := cr.decode()
+func (s *Server) prepare(ctx context.Context, cr *openaiwire.Request) (*job, *apiError, error) {
+	req, prompt, maxTokens, apiErr := decode(cr)
 	if apiErr != nil {
 		return nil, apiErr, nil
 	}
@@ -574,7 +478,7 @@ func (s *Server) prepare(ctx context.Context, cr *chatRequest) (*job, *apiError,
 		ans:     a,
 		q:       newSeq(promptTokens, blockHashes(prompt), total),
 	}
-	j.includeUsage = cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
+	j.includeUsage = cr.IncludeUsage()
 	return j, nil, nil
 }
 
@@ -589,7 +493,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var cr chatRequest
+	var cr openaiwire.Request
 	if err := json.Unmarshal(body, &cr); err != nil {
 		writeError(w, badRequest("invalid JSON body: %v", err))
 		return
@@ -647,18 +551,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job) {
 		writeError(w, errNotRunning)
 		return
 	}
-	msg := wireMessage{Role: "assistant"}
-	if j.ans.content != "" || len(j.ans.calls) == 0 {
-		msg.Content = &j.ans.content
-	}
-	for _, call := range j.ans.calls {
-		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: call.ID, Type: "function",
-			Function: wireFunction{Name: call.Name, Arguments: string(call.Arguments)}})
-	}
-	body, err := json.Marshal(&completion{
+	body, err := json.Marshal(&openaiwire.Completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: j.model,
-		Choices: []wireChoice{{Message: msg, FinishReason: string(j.ans.finish)}},
-		Usage:   newWireUsage(j.q.prompt, j.q.total, cached),
+		Choices: []openaiwire.Choice{{Message: openaiwire.NewReply(j.ans.content, j.ans.calls), FinishReason: string(j.ans.finish)}},
+		Usage:   usage(j.q.prompt, j.q.total, cached),
 	})
 	if err != nil {
 		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "encode answer"})
@@ -728,7 +624,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job) {
 		}
 		buf = c.appendChunk(buf[:0], []byte(`{}`), strconv.Quote(string(j.ans.finish)))
 		if j.includeUsage {
-			buf = c.appendUsage(buf, newWireUsage(j.q.prompt, j.q.total, cached))
+			buf = c.appendUsage(buf, usage(j.q.prompt, j.q.total, cached))
 		}
 		buf = append(buf, "data: [DONE]\n\n"...)
 		w.Write(buf)

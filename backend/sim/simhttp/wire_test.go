@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/openaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -145,7 +146,7 @@ func TestAnswerTruncate(t *testing.T) {
 
 func TestChatDecode(t *testing.T) {
 	t.Parallel()
-	var cr chatRequest
+	var cr openaiwire.Request
 	raw := `{"model":"m","max_tokens":10,"max_completion_tokens":20,
 		"tools":[{"type":"function","function":{"name":"read_file","parameters":{"type":"object"}}},{"type":"function","function":{"name":"lookup"}}],
 		"tool_choice":{"type":"function","function":{"name":"lookup"}},
@@ -156,7 +157,7 @@ func TestChatDecode(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &cr); err != nil {
 		t.Fatal(err)
 	}
-	req, prompt, maxTokens, apiErr := cr.decode()
+	req, prompt, maxTokens, apiErr := decode(&cr)
 	if apiErr != nil {
 		t.Fatalf("decode() = %v", apiErr.message)
 	}
