@@ -3,7 +3,10 @@
 // llama-server, Ollama, batchagent's HTTP simulator and any other
 // compatible server. It is built on the official SDK
 // (github.com/openai/openai-go/v3) with the SDK's retries off: batchagent's
-// agent loop owns retries.
+// agent loop owns retries. The SDK is the transport; request bodies are
+// written, and stream chunks and error bodies read, by internal/openaiwire,
+// the wire format the gateway and the simulator share, held equal to the
+// SDK's by its tests.
 //
 // # Flavors
 //
