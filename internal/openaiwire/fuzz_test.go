@@ -102,3 +102,47 @@ func FuzzRequestMatchesSDK(f *testing.F) {
 		roundTrip(t, body, o.Stream)
 	})
 }
+
+// FuzzContent: a message's content decodes as encoding/json decodes it
+// into an interface: a string as the same text, null as nothing, any
+// other value as its JSON; and it encodes back as the same JSON value.
+func FuzzContent(f *testing.F) {
+	for _, s := range []string{`"hello"`, `"a\"b\u00e9\ud83d\ude00"`, "\"\xff\xfe\"", `null`, `[{"type":"text","text":"a"}]`, `{"a":1}`, `12`, `true`, ` "spaced" `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		body := append(append([]byte(`{"role":"user","content":`), value...), '}')
+		var want struct{ Content any }
+		if json.Unmarshal(body, &want) != nil {
+			return
+		}
+		var m openaiwire.Message
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("decoding %s: %v", body, err)
+		}
+		c := m.Content
+		wantBack := value
+		switch w := want.Content.(type) {
+		case string:
+			if !c.IsText || c.Text != w || c.Raw != nil {
+				t.Fatalf("%s decoded as %+v, want the text %q", value, c, w)
+			}
+			wantBack, _ = json.Marshal(w)
+		case nil:
+			if c.IsText || c.Raw != nil {
+				t.Fatalf("%s decoded as %+v, want nothing", value, c)
+			}
+		default:
+			if c.IsText || !sameJSON(t, c.Raw, value) {
+				t.Fatalf("%s decoded as %+v", value, c)
+			}
+		}
+		back, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(t, back, wantBack) {
+			t.Fatalf("%s encoded back as %s, want %s", value, back, wantBack)
+		}
+	})
+}

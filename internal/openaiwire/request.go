@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/llm"
 )
@@ -36,12 +37,57 @@ type StreamOptions struct {
 
 // Message is one message of a request.
 type Message struct {
-	Role string `json:"role"`
-	// Content is a string, an array of content parts, or null.
-	Content    json.RawMessage `json:"content,omitempty"`
-	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
+	Role       string     `json:"role"`
+	Content    Content    `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// Content is a message's content: a string, an array of content parts,
+// or null. A string is decoded as it is read, in one pass (the long
+// contents of a conversation are strings), the rest kept as raw JSON.
+type Content struct {
+	// Text is the content when it is a string (IsText).
+	Text   string
+	IsText bool
+	// Raw is the content when it is not a string: an array of parts, or
+	// another value; nil when null or absent.
+	Raw json.RawMessage
+}
+
+// TextContent returns the content that is the string s.
+func TextContent(s string) Content { return Content{Text: s, IsText: true} }
+
+// UnmarshalJSON reads the content.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	*c = Content{}
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		c.IsText = true
+		// Without escapes, and as UTF-8, the string is its bytes (b is
+		// valid JSON: the decoder checked it).
+		if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			c.Text = string(inner)
+			return nil
+		}
+		return json.Unmarshal(b, &c.Text)
+	case string(b) == "null":
+		return nil
+	}
+	c.Raw = bytes.Clone(b)
+	return nil
+}
+
+// MarshalJSON writes the content.
+func (c Content) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.IsText:
+		return json.Marshal(c.Text)
+	case c.Raw == nil:
+		return []byte("null"), nil
+	}
+	return c.Raw, nil
 }
 
 // ToolCall is a tool call of an assistant message, or of a stream
@@ -96,17 +142,14 @@ func (r *Request) IncludeUsage() bool {
 // content parts (their text parts joined; a part of another type is an
 // error), or null.
 func (m *Message) Text() (string, error) {
-	raw := bytes.TrimSpace(m.Content)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if m.Content.IsText {
+		return m.Content.Text, nil
+	}
+	raw := m.Content.Raw
+	if len(raw) == 0 {
 		return "", nil
 	}
 	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", err
-		}
-		return s, nil
 	case '[':
 		var parts []struct {
 			Type string `json:"type"`

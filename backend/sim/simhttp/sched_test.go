@@ -2,7 +2,6 @@ package simhttp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,10 +41,9 @@ func runServer(t *testing.T, cfg Config) (*Server, func()) {
 
 // chat is a request of a system and a user message.
 func chat(system, user string, maxTokens int) *openaiwire.Request {
-	text := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
 	cr := &openaiwire.Request{Messages: []openaiwire.Message{
-		{Role: "system", Content: text(system)},
-		{Role: "user", Content: text(user)},
+		{Role: "system", Content: openaiwire.TextContent(system)},
+		{Role: "user", Content: openaiwire.TextContent(user)},
 	}}
 	if maxTokens > 0 {
 		cr.MaxTokens = &maxTokens

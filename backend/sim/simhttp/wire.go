@@ -66,17 +66,14 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // content returns the text of a message's content: a string, or the
 // text parts of an array (parts of other types are skipped).
 func content(m *openaiwire.Message) (string, error) {
-	raw := bytes.TrimSpace(m.Content)
-	if len(raw) == 0 || string(raw) == "null" {
+	if m.Content.IsText {
+		return m.Content.Text, nil
+	}
+	if m.Content.Raw == nil {
 		return "", nil
 	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
 	var c any
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := json.Unmarshal(m.Content.Raw, &c); err != nil {
 		return "", err
 	}
 	parts, ok := c.([]any)
