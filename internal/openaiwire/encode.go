@@ -37,9 +37,10 @@ type RequestOptions struct {
 //
 // The body is written here rather than by the SDK's encoder, which walks
 // its parameter types by reflection: 10× the time and 500× the
-// allocations for a 20-turn conversation (BenchmarkAppendRequest), and
-// 15 % of bench agentic's CPU. TestRequestMatchesSDK and
-// FuzzRequestMatchesSDK hold the two encodings equal as JSON values.
+// allocations for a 20-turn conversation (backend/openai's
+// BenchmarkRequestBody), and 15 % of bench agentic's CPU.
+// TestRequestMatchesSDK and FuzzRequestMatchesSDK hold the two
+// encodings equal as JSON values.
 func AppendRequest(b []byte, req *llm.Request, o RequestOptions) ([]byte, error) {
 	if req == nil {
 		return b, errors.New("nil request")
