@@ -27,7 +27,7 @@ func TestImportRules(t *testing.T) {
 		"internal/groupcommit": {},
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
-		"batchapi":           {"internal/groupcommit"},
+		"server/batchapi":    {"internal/groupcommit"},
 		"queue":              {"", "agent", "job", "llm", "sched"},
 		"tool/mcptool":       {"tool"},
 		"schema":             {},
@@ -44,7 +44,7 @@ func TestImportRules(t *testing.T) {
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack"},
-		"backend/openai":      {"llm", "internal/sse", "internal/retry", "internal/jsonenc"}, // jsonenc: request bodies without the SDK's reflection
+		"backend/openai":      {"llm", "internal/sse", "internal/retry", "internal/jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
 		"backend/backendtest": {"llm"},
@@ -62,7 +62,7 @@ func TestImportRules(t *testing.T) {
 		// The command's own packages may import any package but each other
 		// upward: cli wires config, bench and the backends; config decodes
 		// job files into the library's types and builds the tools.
-		"internal/bench": {"", "batchapi", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
+		"internal/bench": {"", "server/batchapi", "backend/openai", "backend/sim", "backend/sim/simhttp", "checkpoint",
 			"internal/outfile", "job", "llm", "schema", "server", "tool", "tool/filetool"},
 		// The results file: writing, locks, reconciliation on resume with the
 		// checkpoint store, status JSON.
@@ -75,14 +75,14 @@ func TestImportRules(t *testing.T) {
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
 			"tool/mcptool", "tool/sqltool"},
-		"internal/cli": {"", "batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
+		"internal/cli": {"", "server/batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
 			"internal/outfile", "internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value
 		// generator is internal to the two.
-		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen"},
+		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen", "internal/oaiwire"},
 		"backend/sim/internal/gen": {},
 
 		// Satellite packages are built on the root's public API; the root
@@ -90,7 +90,10 @@ func TestImportRules(t *testing.T) {
 		"reduce": {""},
 		// The gateway serves the engine (and agents' progress through
 		// agent.Observer) over OpenAI's wire format.
-		"server": {"", "agent", "batchapi", "llm"},
+		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire"},
+		// OpenAI's chat-completions wire format: requests, answers, chunks and
+		// error bodies, for the gateway, the simulator and the OpenAI backend.
+		"internal/oaiwire": {"llm", "internal/jsonenc"},
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 )
 
 // lineWriter is the http.ResponseWriter of a batch line's executor: it
@@ -44,7 +44,7 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 // whole cause, for the log).
 func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
 	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
-	var cr openaiwire.Request
+	var cr oaiwire.Request
 	if je := checkJSON(body); je != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
 	}

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -223,10 +223,10 @@ func (x *executor) fail(err error) {
 	x.flush()
 }
 
-func (x *executor) chunkHead() openaiwire.Chunk {
-	sc := openaiwire.Chunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
+func (x *executor) chunkHead() oaiwire.Chunk {
+	sc := oaiwire.Chunk{ID: x.id, Object: "chat.completion.chunk", Created: x.created, Model: x.model}
 	if x.includeUsage {
-		sc.Usage = openaiwire.Null
+		sc.Usage = oaiwire.Null
 	}
 	return sc
 }
@@ -240,9 +240,9 @@ func (x *executor) writeChunk(c chunk) error {
 		h.Set("Cache-Control", "no-cache")
 		x.w.WriteHeader(http.StatusOK)
 		empty := ""
-		x.event(openaiwire.Delta{Role: "assistant", Content: &empty}, nil)
+		x.event(oaiwire.Delta{Role: "assistant", Content: &empty}, nil)
 	}
-	var d openaiwire.Delta
+	var d oaiwire.Delta
 	var finish *string
 	switch c.kind {
 	case chunkText:
@@ -250,7 +250,7 @@ func (x *executor) writeChunk(c chunk) error {
 	case chunkToolCall:
 		tc := c.toolCall
 		i := tc.Index
-		call := openaiwire.ToolCall{Index: &i, Function: openaiwire.Function{Arguments: tc.Arguments}}
+		call := oaiwire.ToolCall{Index: &i, Function: oaiwire.Function{Arguments: tc.Arguments}}
 		if x.nextCall == nil {
 			x.nextCall = map[int]bool{}
 		}
@@ -258,7 +258,7 @@ func (x *executor) writeChunk(c chunk) error {
 			x.nextCall[i] = true
 			call.ID, call.Type, call.Function.Name = tc.ID, "function", tc.Name
 		}
-		d.ToolCalls = []openaiwire.ToolCall{call}
+		d.ToolCalls = []oaiwire.ToolCall{call}
 	case chunkReasoning:
 		if c.event != nil {
 			d.ReasoningContent = c.event.text()
@@ -274,9 +274,9 @@ func (x *executor) writeChunk(c chunk) error {
 }
 
 // event appends one chunk event with d to buf.
-func (x *executor) event(d openaiwire.Delta, finish *string) {
+func (x *executor) event(d oaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
-	sc.Choices = []openaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
+	sc.Choices = []oaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
 	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
 	x.buf.WriteString("data: ")
 	x.buf.Write(b)
@@ -307,7 +307,7 @@ func (x *executor) endStream() error {
 	}
 	if x.includeUsage {
 		sc := x.chunkHead()
-		sc.Choices = []openaiwire.ChunkChoice{}
+		sc.Choices = []oaiwire.ChunkChoice{}
 		sc.Usage = x.wireUsage()
 		b, _ := json.Marshal(sc)
 		x.buf.WriteString("data: ")
@@ -327,17 +327,17 @@ func (x *executor) writeCompletion() error {
 	if x.finish != "" {
 		resp.FinishReason = x.finish
 	}
-	msg := openaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
-	msg.Refusal = openaiwire.Null
+	msg := oaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
+	msg.Refusal = oaiwire.Null
 	if len(x.events) > 0 {
 		msg.Events, _ = json.Marshal(x.events)
 	}
 	for _, e := range x.events {
 		msg.ReasoningContent += e.text()
 	}
-	b, _ := json.Marshal(openaiwire.Completion{
+	b, _ := json.Marshal(oaiwire.Completion{
 		ID: x.id, Object: "chat.completion", Created: x.created, Model: x.model,
-		Choices: []openaiwire.Choice{{Message: msg, FinishReason: string(resp.FinishReason)}},
+		Choices: []oaiwire.Choice{{Message: msg, FinishReason: string(resp.FinishReason)}},
 		Usage:   x.wireUsage(),
 	})
 	x.w.Header().Set("Content-Type", "application/json")
@@ -349,8 +349,8 @@ func (x *executor) writeCompletion() error {
 }
 
 // wireUsage is the answer's usage, with its cost when a price is set.
-func (x *executor) wireUsage() *openaiwire.Usage {
-	u := openaiwire.NewUsage(x.usage)
+func (x *executor) wireUsage() *oaiwire.Usage {
+	u := oaiwire.NewUsage(x.usage)
 	if x.price != nil {
 		c := x.price.Cost(x.usage)
 		u.Cost = &c

@@ -9,7 +9,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -56,7 +56,7 @@ func (p *passthrough) chunks(ctx context.Context, admitted func()) iter.Seq2[chu
 // agentInput forms an agent's input from a request: the text of the last
 // user message. A text that is a JSON object gives the input its fields;
 // any other text is the input's one field "input".
-func agentInput(cr *openaiwire.Request) (batchagent.Input, *apiError) {
+func agentInput(cr *oaiwire.Request) (batchagent.Input, *apiError) {
 	for i := len(cr.Messages) - 1; i >= 0; i-- {
 		m := &cr.Messages[i]
 		if m.Role != "user" {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
 // llmRequest turns cr into the model request of a passthrough. It
 // returns an *apiError (400) naming the field at fault.
-func llmRequest(cr *openaiwire.Request) (*llm.Request, *apiError) {
+func llmRequest(cr *oaiwire.Request) (*llm.Request, *apiError) {
 	if len(cr.Messages) == 0 {
 		return nil, badParam("messages", "messages must be a non-empty array")
 	}
@@ -19,7 +19,7 @@ func llmRequest(cr *openaiwire.Request) (*llm.Request, *apiError) {
 		return nil, badParam("n", "only n=1 is supported")
 	}
 	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed}
-	msgs, fault := cr.LLMMessages((*openaiwire.Message).Text)
+	msgs, fault := cr.LLMMessages((*oaiwire.Message).Text)
 	if fault != nil {
 		return nil, messageError(fault)
 	}
@@ -68,14 +68,14 @@ func llmRequest(cr *openaiwire.Request) (*llm.Request, *apiError) {
 }
 
 // messageError is the answer to a message that the gateway refuses.
-func messageError(f *openaiwire.MessageError) *apiError {
+func messageError(f *oaiwire.MessageError) *apiError {
 	i := f.Message
 	switch f.Fault {
-	case openaiwire.FaultContent:
+	case oaiwire.FaultContent:
 		return badParam(fmt.Sprintf("messages[%d].content", i), f.Err.Error())
-	case openaiwire.FaultToolName:
+	case oaiwire.FaultToolName:
 		return badParam(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, f.Call), "a tool call needs a function name")
-	case openaiwire.FaultToolCallID:
+	case oaiwire.FaultToolCallID:
 		return badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
 	default:
 		return badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", f.Role))

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 )
 
 // FuzzChatRequest feeds arbitrary bodies to the request decoding: it must
@@ -20,7 +20,7 @@ func FuzzChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var cr openaiwire.Request
+		var cr oaiwire.Request
 		if json.Unmarshal(body, &cr) != nil {
 			return
 		}

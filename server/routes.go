@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/batchagent/batchagent/batchapi"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // route is a ServeMux pattern and its handler, instrumented as label.

@@ -21,9 +21,9 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/batchapi"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // Defaults of [Config].
@@ -442,7 +442,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	var cr openaiwire.Request
+	var cr oaiwire.Request
 	if e := s.readChat(w, r, &cr); e != nil {
 		refuse(e)
 		return
@@ -487,7 +487,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // modeFor returns the mode answering cr and the span's input, or the
 // error to answer. A passthrough runs in class; an agent at its spec's
 // priority, or in the batch class when class is.
-func (s *Server) modeFor(cr *openaiwire.Request, class batchagent.Priority) (mode, string, *apiError) {
+func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, string, *apiError) {
 	if cr.Model == "" {
 		return nil, "", badParam("model", "model is required")
 	}
@@ -526,7 +526,7 @@ func (s *Server) modeFor(cr *openaiwire.Request, class batchagent.Priority) (mod
 // checkJSON), or is larger than MaxBodyBytes is refused with the error
 // to answer. Reading the body to its end also lets net/http watch the
 // connection, and cancel the request's context when the client goes.
-func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *openaiwire.Request) *apiError {
+func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *oaiwire.Request) *apiError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		return s.bodyError(err)
@@ -575,7 +575,7 @@ func unknownModel(name string) *apiError {
 }
 
 // lastUser returns the text of the last user message, or "".
-func lastUser(cr *openaiwire.Request) string {
+func lastUser(cr *oaiwire.Request) string {
 	for i := len(cr.Messages) - 1; i >= 0; i-- {
 		if cr.Messages[i].Role == "user" {
 			text, _ := cr.Messages[i].Text()

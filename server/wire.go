@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -45,7 +45,7 @@ var (
 // body is the error object; requestID, when e's cause is logged, is named
 // in its message.
 func (e *apiError) body(requestID string) []byte {
-	b := openaiwire.ErrorBody{Message: e.message, Type: e.typ, Param: e.param, Code: e.code}
+	b := oaiwire.ErrorBody{Message: e.message, Type: e.typ, Param: e.param, Code: e.code}
 	if e.logged && requestID != "" {
 		b.Message += " (request id " + requestID + ": the server's log has the cause)"
 	}

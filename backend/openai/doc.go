@@ -4,7 +4,7 @@
 // compatible server. It is built on the official SDK
 // (github.com/openai/openai-go/v3) with the SDK's retries off: batchagent's
 // agent loop owns retries. The SDK is the transport; request bodies are
-// written, and stream chunks and error bodies read, by internal/openaiwire,
+// written, and stream chunks and error bodies read, by internal/oaiwire,
 // the wire format the gateway and the simulator share, held equal to the
 // SDK's by its tests.
 //

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/internal/retry"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -90,7 +90,7 @@ func (m *Model) transportError(ctx context.Context, err error) error {
 // RetryAfter comes from retry-after-ms or Retry-After.
 func (m *Model) statusError(resp *http.Response) *llm.APIError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	msg, typ, code := openaiwire.ParseError(body)
+	msg, typ, code := oaiwire.ParseError(body)
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
@@ -168,7 +168,7 @@ func contextExceeded(typ, code, msg string) bool {
 // that arise mid-generation this way): by its code when that is an HTTP
 // status, else as a server failure, or a context overflow when it says so.
 func (m *Model) inlineError(raw []byte) *llm.APIError {
-	msg, typ, code := openaiwire.ParseError(raw)
+	msg, typ, code := oaiwire.ParseError(raw)
 	if msg == "" {
 		msg = "error object after HTTP 200"
 	}

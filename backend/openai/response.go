@@ -12,7 +12,7 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -57,11 +57,11 @@ func (m *Model) decodeCompletion(status int, body []byte) (*llm.Response, error)
 		}
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args(tc.Function.Arguments)})
 	}
-	var wu *openaiwire.ClientUsage
+	var wu *oaiwire.ClientUsage
 	if c.JSON.Usage.Valid() {
-		wu = &openaiwire.ClientUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
+		wu = &oaiwire.ClientUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
 		if d := c.Usage.PromptTokensDetails; c.Usage.JSON.PromptTokensDetails.Valid() && d.JSON.CachedTokens.Valid() {
-			wu.PromptTokensDetails = &openaiwire.TokenDetails{CachedTokens: &d.CachedTokens}
+			wu.PromptTokensDetails = &oaiwire.TokenDetails{CachedTokens: &d.CachedTokens}
 		}
 	}
 	u, _ := usage(wu, rawField(c.JSON.ExtraFields["timings"]))
@@ -114,7 +114,7 @@ type timings struct {
 // timings object, nil when absent. Cached tokens come from
 // prompt_tokens_details.cached_tokens, or else from timings.cache_n;
 // without a usage object, the timings alone give all three counts.
-func usage(u *openaiwire.ClientUsage, rawTimings []byte) (llm.Usage, bool) {
+func usage(u *oaiwire.ClientUsage, rawTimings []byte) (llm.Usage, bool) {
 	var t timings
 	hasTimings := len(rawTimings) > 0 && string(rawTimings) != "null" && json.Unmarshal(rawTimings, &t) == nil
 	if u == nil {

@@ -7,7 +7,7 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -57,7 +57,7 @@ func (m *Model) params(req *llm.Request, stream bool) (*oa.ChatCompletionNewPara
 		}
 		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   openaiwire.SchemaName(out.Name),
+				Name:   oaiwire.SchemaName(out.Name),
 				Strict: oa.Bool(false),
 				Schema: out.Schema,
 			},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -200,7 +200,7 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 			yield(llm.Event{}, m.inlineError(data))
 			return
 		}
-		var c openaiwire.ClientChunk
+		var c oaiwire.ClientChunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			yield(llm.Event{}, m.errorf(0, llm.ErrServer, "malformed stream chunk: %v", err))
 			return
@@ -234,7 +234,7 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 
 // chunkEvents yields the events of one chunk and records its finish reason
 // and usage in st. It reports whether the consumer wants more.
-func (m *Model) chunkEvents(st *streamState, c *openaiwire.ClientChunk, yield func(llm.Event, error) bool) bool {
+func (m *Model) chunkEvents(st *streamState, c *oaiwire.ClientChunk, yield func(llm.Event, error) bool) bool {
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		if ch.Index != 0 {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/server"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // Defaults of the batch scenario.

@@ -16,12 +16,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/server"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // serveFlags are the flags of `batchagent serve`.

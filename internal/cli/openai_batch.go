@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/server"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // batchFlags are the flags of `batchagent run --openai-batch`.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/batchapi"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/server"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // batchAPI returns a gateway with the simulator as model "sim" and its

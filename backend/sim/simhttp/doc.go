@@ -11,7 +11,7 @@
 // and the final JSON, packed answers and their corrupted entries
 // included) are those of a [sim.Model] built from
 // [Config.Model]; this package adds only the wire format (the types of
-// internal/openaiwire, with a chunk writer of its own for the streams'
+// internal/oaiwire, with a chunk writer of its own for the streams'
 // hot path), the timing model of [Server] and the injected faults
 // ([Fault]).
 package simhttp

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 )
 
 // Internal tests of the server's timing model: the scheduler is driven
@@ -40,10 +40,10 @@ func runServer(t *testing.T, cfg Config) (*Server, func()) {
 }
 
 // chat is a request of a system and a user message.
-func chat(system, user string, maxTokens int) *openaiwire.Request {
-	cr := &openaiwire.Request{Messages: []openaiwire.Message{
-		{Role: "system", Content: openaiwire.TextContent(system)},
-		{Role: "user", Content: openaiwire.TextContent(user)},
+func chat(system, user string, maxTokens int) *oaiwire.Request {
+	cr := &oaiwire.Request{Messages: []oaiwire.Message{
+		{Role: "system", Content: oaiwire.TextContent(system)},
+		{Role: "user", Content: oaiwire.TextContent(user)},
 	}}
 	if maxTokens > 0 {
 		cr.MaxTokens = &maxTokens
@@ -53,7 +53,7 @@ func chat(system, user string, maxTokens int) *openaiwire.Request {
 
 // sizedChat is chat with the system message padded so the prompt is
 // exactly tokens tokens long.
-func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *openaiwire.Request {
+func sizedChat(t *testing.T, head, user string, tokens, maxTokens int) *oaiwire.Request {
 	t.Helper()
 	_, prompt, _, _ := decode(chat(head, user, 0))
 	pad := tokens*sim.BytesPerToken - len(prompt)
@@ -70,7 +70,7 @@ func sharedPrefix(tokens int) string {
 	return strings.Repeat("s", tokens*sim.BytesPerToken-frame)
 }
 
-func prepareAll(t *testing.T, s *Server, crs ...*openaiwire.Request) []*job {
+func prepareAll(t *testing.T, s *Server, crs ...*oaiwire.Request) []*job {
 	t.Helper()
 	jobs := make([]*job, len(crs))
 	for i, cr := range crs {
@@ -144,7 +144,7 @@ func TestServerCalibration(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s, stop := runServer(t, cfg)
 			defer stop()
-			crs := make([]*openaiwire.Request, 100)
+			crs := make([]*oaiwire.Request, 100)
 			for i := range crs {
 				// Distinct from the first block: nothing is shared.
 				crs[i] = sizedChat(t, fmt.Sprintf("Request %03d. ", i), "Go on.", 2547, 0)
@@ -193,7 +193,7 @@ func TestServerCalibration(t *testing.T) {
 			// slots turn over, so it grows with the answers' length: the
 			// sim's usual 14-token answers give a p50 of about 1.07 s, and
 			// 64 or more slots about 0.25 s whatever the length.
-			crs := make([]*openaiwire.Request, 100)
+			crs := make([]*oaiwire.Request, 100)
 			for i := range crs {
 				crs[i] = chat(prefix, fmt.Sprintf("Task %d: summarise the findings.", i), 4)
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkChatDecode(b *testing.B) {
 	body := benchRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		var cr openaiwire.Request
+		var cr oaiwire.Request
 		if err := json.Unmarshal(body, &cr); err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/internal/gen"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -60,12 +60,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		}
 	}
 	w.WriteHeader(e.status)
-	w.Write(append(openaiwire.ErrorBody{Message: e.message, Type: e.typ, Code: e.code}.AppendJSON(nil), '\n'))
+	w.Write(append(oaiwire.ErrorBody{Message: e.message, Type: e.typ, Code: e.code}.AppendJSON(nil), '\n'))
 }
 
 // content returns the text of a message's content: a string, or the
 // text parts of an array (parts of other types are skipped).
-func content(m *openaiwire.Message) (string, error) {
+func content(m *oaiwire.Message) (string, error) {
 	if m.Content.IsText {
 		return m.Content.Text, nil
 	}
@@ -96,7 +96,7 @@ func content(m *openaiwire.Message) (string, error) {
 // decode turns a chat request into the simulator's request, the rendered
 // prompt the prefix cache and the token count see, and the max_tokens
 // limit (0: none).
-func decode(cr *openaiwire.Request) (req *llm.Request, prompt []byte, maxTokens int, apiErr *apiError) {
+func decode(cr *oaiwire.Request) (req *llm.Request, prompt []byte, maxTokens int, apiErr *apiError) {
 	if len(cr.Messages) == 0 {
 		return nil, nil, 0, badRequest("messages must not be empty")
 	}
@@ -185,13 +185,13 @@ func decode(cr *openaiwire.Request) (req *llm.Request, prompt []byte, maxTokens 
 }
 
 // messageError is the answer to a message that the simulator refuses.
-func messageError(f *openaiwire.MessageError) *apiError {
+func messageError(f *oaiwire.MessageError) *apiError {
 	switch f.Fault {
-	case openaiwire.FaultContent:
+	case oaiwire.FaultContent:
 		return badRequest("messages[%d].content: %v", f.Message, f.Err)
-	case openaiwire.FaultToolName:
+	case oaiwire.FaultToolName:
 		return badRequest("messages[%d].tool_calls[%d]: function name is missing", f.Message, f.Call)
-	case openaiwire.FaultToolCallID:
+	case oaiwire.FaultToolCallID:
 		return badRequest("messages[%d]: a tool message needs tool_call_id", f.Message)
 	default:
 		return badRequest("messages[%d]: unknown role %q", f.Message, f.Role)
@@ -200,7 +200,7 @@ func messageError(f *openaiwire.MessageError) *apiError {
 
 // chooseTools applies cr's tool_choice to req: "none" lets the model
 // call no tool, a named function only that one.
-func chooseTools(cr *openaiwire.Request, req *llm.Request) *apiError {
+func chooseTools(cr *oaiwire.Request, req *llm.Request) *apiError {
 	c := bytes.TrimSpace(cr.ToolChoice)
 	if len(c) == 0 || string(c) == "null" {
 		return nil
@@ -399,7 +399,7 @@ func (c *chunker) appendChunk(b, delta []byte, finish string) []byte {
 
 // appendUsage appends the last chunk of a stream that asked for usage: no
 // choices, and the usage.
-func (c *chunker) appendUsage(b []byte, u *openaiwire.Usage) []byte {
+func (c *chunker) appendUsage(b []byte, u *oaiwire.Usage) []byte {
 	b = append(b, c.meta...)
 	b = append(b, `,"choices":[],"usage":`...)
 	ub, _ := json.Marshal(u) // a struct of ints: cannot fail
@@ -408,8 +408,8 @@ func (c *chunker) appendUsage(b []byte, u *openaiwire.Usage) []byte {
 }
 
 // usage is the usage object of an answer.
-func usage(prompt, completion, cached int) *openaiwire.Usage {
-	return openaiwire.NewUsage(llm.Usage{PromptTokens: int64(prompt), CompletionTokens: int64(completion), CachedTokens: int64(cached)})
+func usage(prompt, completion, cached int) *oaiwire.Usage {
+	return oaiwire.NewUsage(llm.Usage{PromptTokens: int64(prompt), CompletionTokens: int64(completion), CachedTokens: int64(cached)})
 }
 
 // job is one accepted chat-completion request.
@@ -427,7 +427,7 @@ type job struct {
 // prepare decodes a chat request, generates its answer with the
 // simulated model and builds its sequence. It returns an apiError for a
 // request the server refuses, or ctx's error.
-func (s *Server) prepare(ctx context.Context, cr *openaiwire.Request) (*job, *apiError, error) {
+func (s *Server) prepare(ctx context.Context, cr *oaiwire.Request) (*job, *apiError, error) {
 	req, prompt, maxTokens, apiErr := decode(cr)
 	if apiErr != nil {
 		return nil, apiErr, nil
@@ -490,7 +490,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var cr openaiwire.Request
+	var cr oaiwire.Request
 	if err := json.Unmarshal(body, &cr); err != nil {
 		writeError(w, badRequest("invalid JSON body: %v", err))
 		return
@@ -548,9 +548,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job) {
 		writeError(w, errNotRunning)
 		return
 	}
-	body, err := json.Marshal(&openaiwire.Completion{
+	body, err := json.Marshal(&oaiwire.Completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: j.model,
-		Choices: []openaiwire.Choice{{Message: openaiwire.NewReply(j.ans.content, j.ans.calls), FinishReason: string(j.ans.finish)}},
+		Choices: []oaiwire.Choice{{Message: oaiwire.NewReply(j.ans.content, j.ans.calls), FinishReason: string(j.ans.finish)}},
 		Usage:   usage(j.q.prompt, j.q.total, cached),
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -146,7 +146,7 @@ func TestAnswerTruncate(t *testing.T) {
 
 func TestChatDecode(t *testing.T) {
 	t.Parallel()
-	var cr openaiwire.Request
+	var cr oaiwire.Request
 	raw := `{"model":"m","max_tokens":10,"max_completion_tokens":20,
 		"tools":[{"type":"function","function":{"name":"read_file","parameters":{"type":"object"}}},{"type":"function","function":{"name":"lookup"}}],
 		"tool_choice":{"type":"function","function":{"name":"lookup"}},

@@ -1,4 +1,4 @@
-package openaiwire_test
+package oaiwire_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/batchagent/batchagent/backend/backendtest"
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -88,27 +88,27 @@ var agentExtensions = map[string]bool{"reasoning_content": true, "batchagent_eve
 // was written.
 func TestCompletionMatchesSDK(t *testing.T) {
 	calls := []llm.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}, {ID: "call_2", Name: "f"}}
-	usage := openaiwire.NewUsage(llm.Usage{PromptTokens: 11, CompletionTokens: 7, CachedTokens: 5})
+	usage := oaiwire.NewUsage(llm.Usage{PromptTokens: 11, CompletionTokens: 7, CachedTokens: 5})
 	priced := *usage
 	priced.Cost = ptr(0.25)
-	agent := openaiwire.NewReply("done", nil)
-	agent.Refusal = openaiwire.Null
+	agent := oaiwire.NewReply("done", nil)
+	agent.Refusal = oaiwire.Null
 	agent.ReasoningContent, agent.Events = "turn 0\n", json.RawMessage(`[{"type":"turn","turn":0}]`)
 	for _, c := range []struct {
 		name  string
-		reply openaiwire.Reply
-		usage *openaiwire.Usage
+		reply oaiwire.Reply
+		usage *oaiwire.Usage
 	}{
-		{"text", openaiwire.NewReply("hello <world> é", nil), usage},
-		{"refusal", openaiwire.Reply{Role: "assistant", Refusal: json.RawMessage(`"I cannot."`)}, usage},
-		{"empty", openaiwire.NewReply("", nil), usage},
-		{"tool calls", openaiwire.NewReply("", calls), &priced},
-		{"text and tool calls", openaiwire.NewReply("let me look", calls[:1]), nil},
+		{"text", oaiwire.NewReply("hello <world> é", nil), usage},
+		{"refusal", oaiwire.Reply{Role: "assistant", Refusal: json.RawMessage(`"I cannot."`)}, usage},
+		{"empty", oaiwire.NewReply("", nil), usage},
+		{"tool calls", oaiwire.NewReply("", calls), &priced},
+		{"text and tool calls", oaiwire.NewReply("let me look", calls[:1]), nil},
 		{"agent mode", agent, &priced},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			body, err := json.Marshal(openaiwire.Completion{ID: "chatcmpl-1", Object: "chat.completion", Created: 1700000000, Model: "m",
-				Choices: []openaiwire.Choice{{Message: c.reply, FinishReason: "stop"}}, Usage: c.usage})
+			body, err := json.Marshal(oaiwire.Completion{ID: "chatcmpl-1", Object: "chat.completion", Created: 1700000000, Model: "m",
+				Choices: []oaiwire.Choice{{Message: c.reply, FinishReason: "stop"}}, Usage: c.usage})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,28 +161,28 @@ func TestCompletionMatchesSDK(t *testing.T) {
 // decode into the SDK's ChatCompletionChunk with every member known and
 // well typed, and ClientChunk reads from each what the SDK reads.
 func TestChunkMatchesSDK(t *testing.T) {
-	head := openaiwire.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1700000000, Model: "m", Usage: openaiwire.Null}
-	with := func(d openaiwire.Delta, finish *string) openaiwire.Chunk {
+	head := oaiwire.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1700000000, Model: "m", Usage: oaiwire.Null}
+	with := func(d oaiwire.Delta, finish *string) oaiwire.Chunk {
 		c := head
-		c.Choices = []openaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
+		c.Choices = []oaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
 		return c
 	}
 	zero, one := 0, 1
 	last := head
-	last.Choices = []openaiwire.ChunkChoice{}
-	usage := openaiwire.NewUsage(llm.Usage{PromptTokens: 11, CompletionTokens: 7, CachedTokens: 5})
+	last.Choices = []oaiwire.ChunkChoice{}
+	usage := oaiwire.NewUsage(llm.Usage{PromptTokens: 11, CompletionTokens: 7, CachedTokens: 5})
 	usage.Cost = ptr(0.5)
 	last.Usage = usage
-	noUsage := with(openaiwire.Delta{Content: ptr("x")}, nil)
+	noUsage := with(oaiwire.Delta{Content: ptr("x")}, nil)
 	noUsage.Usage = nil
-	chunks := []openaiwire.Chunk{
-		with(openaiwire.Delta{Role: "assistant", Content: ptr("")}, nil),
-		with(openaiwire.Delta{Content: ptr("hello <world> é")}, nil),
-		with(openaiwire.Delta{ToolCalls: []openaiwire.ToolCall{{Index: &zero, ID: "call_1", Type: "function", Function: openaiwire.Function{Name: "read_file"}}}}, nil),
-		with(openaiwire.Delta{ToolCalls: []openaiwire.ToolCall{{Index: &zero, Function: openaiwire.Function{Arguments: `{"path":`}}}}, nil),
-		with(openaiwire.Delta{ToolCalls: []openaiwire.ToolCall{{Index: &one, ID: "call_2", Type: "function", Function: openaiwire.Function{Name: "f", Arguments: "{}"}}}}, nil),
-		with(openaiwire.Delta{ReasoningContent: "turn 0\n", Event: json.RawMessage(`{"type":"turn","turn":0}`)}, nil),
-		with(openaiwire.Delta{}, ptr("tool_calls")),
+	chunks := []oaiwire.Chunk{
+		with(oaiwire.Delta{Role: "assistant", Content: ptr("")}, nil),
+		with(oaiwire.Delta{Content: ptr("hello <world> é")}, nil),
+		with(oaiwire.Delta{ToolCalls: []oaiwire.ToolCall{{Index: &zero, ID: "call_1", Type: "function", Function: oaiwire.Function{Name: "read_file"}}}}, nil),
+		with(oaiwire.Delta{ToolCalls: []oaiwire.ToolCall{{Index: &zero, Function: oaiwire.Function{Arguments: `{"path":`}}}}, nil),
+		with(oaiwire.Delta{ToolCalls: []oaiwire.ToolCall{{Index: &one, ID: "call_2", Type: "function", Function: oaiwire.Function{Name: "f", Arguments: "{}"}}}}, nil),
+		with(oaiwire.Delta{ReasoningContent: "turn 0\n", Event: json.RawMessage(`{"type":"turn","turn":0}`)}, nil),
+		with(oaiwire.Delta{}, ptr("tool_calls")),
 		last,
 		noUsage,
 	}
@@ -199,7 +199,7 @@ func TestChunkMatchesSDK(t *testing.T) {
 		if got.ID != c.ID || got.Object != "chat.completion.chunk" || got.Created != c.Created || got.Model != c.Model || len(got.Choices) != len(c.Choices) {
 			t.Fatalf("chunk %d: SDK read %s as %+v", i, body, got)
 		}
-		var mine openaiwire.ClientChunk
+		var mine oaiwire.ClientChunk
 		if err := json.Unmarshal(body, &mine); err != nil {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
@@ -247,7 +247,7 @@ type errorBody struct {
 // for byte json.Marshal's, decodes into the SDK's ErrorObject with every
 // member known and well typed, and ParseError reads it back.
 func TestErrorMatchesSDK(t *testing.T) {
-	for _, e := range []openaiwire.ErrorBody{
+	for _, e := range []oaiwire.ErrorBody{
 		{Message: "no such endpoint", Type: "invalid_request_error", Code: "not_found"},
 		{Message: "messages must be a non-empty array", Type: "invalid_request_error", Param: "messages", Code: "invalid_value"},
 		{Message: "the model \"<a&b>\" does not exist \u2028 \xff é", Type: "server_error"},
@@ -270,14 +270,14 @@ func TestErrorMatchesSDK(t *testing.T) {
 			got.Error.JSON.Param.Valid() != (e.Param != "") || got.Error.JSON.Code.Valid() != (e.Code != "") {
 			t.Errorf("SDK read %s as %+v", body, got.Error)
 		}
-		if m, typ, code := openaiwire.ParseError(body); m != msg || typ != e.Type || code != e.Code {
+		if m, typ, code := oaiwire.ParseError(body); m != msg || typ != e.Type || code != e.Code {
 			t.Errorf("ParseError(%s) = %q, %q, %q", body, m, typ, code)
 		}
 	}
 }
 
 // marshalled is e in the shape json.Marshal writes as OpenAI's error.
-func marshalled(e openaiwire.ErrorBody) any {
+func marshalled(e oaiwire.ErrorBody) any {
 	var b struct {
 		Error struct {
 			Message string  `json:"message"`
@@ -344,8 +344,8 @@ func roundTrip(t testing.TB, body []byte, stream bool) {
 // with each field the servers read.
 func TestRequestMatchesSDK(t *testing.T) {
 	for i, req := range requests() {
-		for _, o := range []openaiwire.RequestOptions{{}, {Model: "served", MaxCompletionTokens: true, Stream: true}} {
-			body, err := openaiwire.AppendRequest(nil, req, o)
+		for _, o := range []oaiwire.RequestOptions{{}, {Model: "served", MaxCompletionTokens: true, Stream: true}} {
+			body, err := oaiwire.AppendRequest(nil, req, o)
 			if err != nil {
 				t.Fatalf("request %d: %v", i, err)
 			}
@@ -384,11 +384,11 @@ func TestRequestMatchesSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r openaiwire.Request
+	var r oaiwire.Request
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("decoding %s: %v", body, err)
 	}
-	msgs, fault := r.LLMMessages((*openaiwire.Message).Text)
+	msgs, fault := r.LLMMessages((*oaiwire.Message).Text)
 	if fault != nil {
 		t.Fatalf("LLMMessages: %+v", fault)
 	}

@@ -1,4 +1,4 @@
-package openaiwire_test
+package oaiwire_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/batchagent/batchagent/internal/openaiwire"
+	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -16,7 +16,7 @@ func FuzzErrorBody(f *testing.F) {
 	f.Add("no such endpoint", "invalid_request_error", "", "not_found")
 	f.Add("<&> \u2028 \x00 \xff é \"q\"", "", "messages[0].content", "")
 	f.Fuzz(func(t *testing.T, msg, typ, param, code string) {
-		e := openaiwire.ErrorBody{Message: msg, Type: typ, Param: param, Code: code}
+		e := oaiwire.ErrorBody{Message: msg, Type: typ, Param: param, Code: code}
 		body := e.AppendJSON([]byte("x"))[1:]
 		want, err := json.Marshal(marshalled(e))
 		if err != nil {
@@ -26,7 +26,7 @@ func FuzzErrorBody(f *testing.F) {
 			t.Fatalf("AppendJSON\n%s\njson.Marshal\n%s", body, want)
 		}
 		valid := func(s string) string { return string([]rune(s)) } // as JSON writes it: U+FFFD for each bad byte
-		if m, ty, c := openaiwire.ParseError(body); m != valid(msg) || ty != valid(typ) || c != valid(code) {
+		if m, ty, c := oaiwire.ParseError(body); m != valid(msg) || ty != valid(typ) || c != valid(code) {
 			t.Fatalf("ParseError(%s) = %q, %q, %q", body, m, ty, c)
 		}
 	})
@@ -48,7 +48,7 @@ func FuzzParseError(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msg, typ, code := openaiwire.ParseError(body)
+		msg, typ, code := oaiwire.ParseError(body)
 		if utf8.Valid(body) && (!utf8.ValidString(msg) || !utf8.ValidString(typ) || !utf8.ValidString(code)) {
 			t.Fatalf("ParseError(%q) = %q, %q, %q: not UTF-8", body, msg, typ, code)
 		}
@@ -85,8 +85,8 @@ func FuzzRequestMatchesSDK(f *testing.F) {
 		if temp == temp && temp < 1e308 && temp > -1e308 { // NaN and infinities: refused
 			req.Temperature = &temp
 		}
-		o := openaiwire.RequestOptions{Model: "m", MaxCompletionTokens: flag, Stream: !flag}
-		body, err := openaiwire.AppendRequest(nil, req, o)
+		o := oaiwire.RequestOptions{Model: "m", MaxCompletionTokens: flag, Stream: !flag}
+		body, err := oaiwire.AppendRequest(nil, req, o)
 		if err != nil {
 			if json.Valid([]byte(params)) && json.Valid([]byte(outSchema)) {
 				t.Fatalf("refused a request with valid schemas: %v", err)
@@ -116,7 +116,7 @@ func FuzzContent(f *testing.F) {
 		if json.Unmarshal(body, &want) != nil {
 			return
 		}
-		var m openaiwire.Message
+		var m oaiwire.Message
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Fatalf("decoding %s: %v", body, err)
 		}

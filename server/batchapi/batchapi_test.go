@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 
-	"github.com/batchagent/batchagent/batchapi"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

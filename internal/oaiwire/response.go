@@ -1,4 +1,4 @@
-package openaiwire
+package oaiwire
 
 import (
 	"encoding/json"

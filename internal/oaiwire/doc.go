@@ -1,4 +1,4 @@
-// Package openaiwire holds the OpenAI chat-completions wire format, written
+// Package oaiwire holds the OpenAI chat-completions wire format, written
 // once for the three places that speak it: the gateway (server), the
 // simulator's HTTP server (backend/sim/simhttp) and the OpenAI backend
 // (backend/openai).
@@ -18,4 +18,4 @@
 // (github.com/openai/openai-go): the fields it declares carry the names
 // and JSON types the SDK's do. The package imports only the standard
 // library, llm and internal/jsonenc.
-package openaiwire
+package oaiwire
