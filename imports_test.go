@@ -27,7 +27,7 @@ func TestImportRules(t *testing.T) {
 		"internal/groupcommit": {},
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
-		"server/batchapi":    {"internal/groupcommit"},
+		"server/batchapi":    {"internal/groupcommit", "internal/oaiwire"},
 		"queue":              {"", "agent", "job", "llm", "sched"},
 		"tool/mcptool":       {"tool"},
 		"schema":             {},

@@ -45,8 +45,8 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
 	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
 	var cr oaiwire.Request
-	if je := checkJSON(body); je != nil {
-		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je), message: "body: " + je.Error()})
+	if je := oaiwire.CheckJSON(body); je != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: je.Param(), message: "body: " + je.Error()})
 	}
 	if err := json.Unmarshal(body, &cr); err != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})

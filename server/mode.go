@@ -71,7 +71,7 @@ func agentInput(cr *oaiwire.Request) (batchagent.Input, *apiError) {
 			if json.Unmarshal([]byte(t), &in) == nil {
 				// Last-wins would drop one of two values for a key, as
 				// `batchagent run` refuses to for an input line.
-				if je := checkJSON([]byte(t)); je != nil {
+				if je := oaiwire.CheckJSON([]byte(t)); je != nil {
 					param := fmt.Sprintf("messages[%d].content", i)
 					return nil, badParam(param, fmt.Sprintf("%s: the agent's input (a JSON object): %v", param, je))
 				}

@@ -531,8 +531,8 @@ func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *oaiwire.Re
 	if err != nil {
 		return s.bodyError(err)
 	}
-	if je := checkJSON(body); je != nil {
-		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: paramOf(je),
+	if je := oaiwire.CheckJSON(body); je != nil {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: je.Param(),
 			message: "request body: " + je.Error()}
 	}
 	if err := json.Unmarshal(body, cr); err != nil {
@@ -557,16 +557,6 @@ func (s *Server) bodyError(err error) *apiError {
 	}
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_body", closeConn: true,
 		message: "reading the request body: " + err.Error()}
-}
-
-// paramOf returns the request parameter a JSON fault lies in: its path
-// without the "$." of the root.
-func paramOf(je *jsonError) string {
-	p, _ := strings.CutPrefix(je.path, "$.")
-	if p == "$" {
-		return ""
-	}
-	return p
 }
 
 func unknownModel(name string) *apiError {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/batchagent/batchagent"
@@ -55,16 +54,7 @@ func (e *apiError) body(requestID string) []byte {
 // writeError writes e as the answer; the request's id is the
 // X-Request-Id header already set on w.
 func writeError(w http.ResponseWriter, e *apiError) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.closeConn {
-		h.Set("Connection", "close")
-	}
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
-	}
-	w.WriteHeader(e.status)
-	w.Write(append(e.body(h.Get(requestIDHeader)), '\n'))
+	oaiwire.WriteError(w, e.status, e.body(w.Header().Get(requestIDHeader)), e.retryAfter, e.closeConn)
 }
 
 // errorOf maps the failure of a model call or an agent to the answer the

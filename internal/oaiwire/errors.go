@@ -2,7 +2,10 @@ package oaiwire
 
 import (
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/batchagent/batchagent/internal/jsonenc"
 )
@@ -94,4 +97,21 @@ func rawString(raw json.RawMessage) string {
 		return ""
 	}
 	return string(raw)
+}
+
+// WriteError answers with an error body (an [ErrorBody]'s JSON) and a
+// newline, as JSON, with status; with Retry-After in whole seconds,
+// rounded up, when retryAfter is positive, and "Connection: close" when
+// closeConn is set.
+func WriteError(w http.ResponseWriter, status int, body []byte, retryAfter time.Duration, closeConn bool) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if closeConn {
+		h.Set("Connection", "close")
+	}
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
 }

@@ -1,17 +1,17 @@
 package batchapi
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
+
+	"github.com/batchagent/batchagent/internal/oaiwire"
 )
 
 // apiError is an error answer in OpenAI's format:
 // {"error":{"message","type","param","code"}}.
 //
-// It repeats the gateway's own (server/wire.go) until one OpenAI wire
-// package holds the error body for both.
+// Its body and headers are written by package oaiwire, as the gateway's
+// are.
 type apiError struct {
 	status     int
 	typ, code  string
@@ -34,30 +34,6 @@ var (
 
 // writeError writes e as the answer.
 func writeError(w http.ResponseWriter, e *apiError) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.closeConn {
-		h.Set("Connection", "close")
-	}
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
-	}
-	w.WriteHeader(e.status)
-	var b struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}
-	b.Error.Message, b.Error.Type = e.message, e.typ
-	if e.param != "" {
-		b.Error.Param = &e.param
-	}
-	if e.code != "" {
-		b.Error.Code = &e.code
-	}
-	out, _ := json.Marshal(b) // strings only: cannot fail
-	w.Write(append(out, '\n'))
+	body := oaiwire.ErrorBody{Message: e.message, Type: e.typ, Param: e.param, Code: e.code}
+	oaiwire.WriteError(w, e.status, body.AppendJSON(nil), e.retryAfter, e.closeConn)
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/batchagent/batchagent/internal/oaiwire"
 )
 
 // runner runs one batch; the Server owns it (started by startBatch,
@@ -210,8 +212,8 @@ func (r *runner) validate(ctx context.Context, fileID string) (int, string, []ba
 		}
 		// A fault inside the body fails that line alone, answered 400 when
 		// it runs; one in the envelope leaves it without a sure custom_id.
-		if je := checkJSON(raw); je != nil && !je.within("body") {
-			add(n, "invalid_json_line", paramOf(je), "this line: "+je.Error())
+		if je := oaiwire.CheckJSON(raw); je != nil && !je.Within("body") {
+			add(n, "invalid_json_line", je.Param(), "this line: "+je.Error())
 			continue
 		}
 		switch {

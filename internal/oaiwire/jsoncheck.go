@@ -1,8 +1,4 @@
-package batchapi
-
-// This file repeats the gateway's strict JSON check (server/jsoncheck.go)
-// until one OpenAI wire package holds it for both: the lines of a batch
-// are refused as the gateway refuses a request.
+package oaiwire
 
 import (
 	"bytes"
@@ -17,8 +13,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// jsonError says why a JSON text was refused, and where.
-type jsonError struct {
+// JSONError says why a JSON text was refused, and where.
+type JSONError struct {
 	// path locates the fault as a JSONPath ("$.messages[0].role"); "" when
 	// the offset alone does. An array index and an object key made of
 	// digits read alike.
@@ -28,31 +24,31 @@ type jsonError struct {
 	msg    string
 }
 
-func (e *jsonError) Error() string {
+func (e *JSONError) Error() string {
 	if e.path != "" {
 		return fmt.Sprintf("%s at %s (byte offset %d)", e.msg, e.path, e.offset)
 	}
 	return fmt.Sprintf("%s at byte offset %d", e.msg, e.offset)
 }
 
-// within reports whether the fault lies at or below the member name of
+// Within reports whether the fault lies at or below the member name of
 // the top-level object.
-func (e *jsonError) within(name string) bool {
+func (e *JSONError) Within(name string) bool {
 	p := "$." + name
 	return e.path == p || strings.HasPrefix(e.path, p+".") || strings.HasPrefix(e.path, p+"[")
 }
 
-// checkJSON returns nil when data is exactly one JSON value (surrounding
+// CheckJSON returns nil when data is exactly one JSON value (surrounding
 // white space aside) that decodes to the same thing in every decoder: no
 // object names a key twice, and every string is valid UTF-8 (RFC 7493,
 // I-JSON). encoding/json would let the last of two keys win and put
 // U+FFFD in place of bad bytes, so that {"model":"a","model":"b"} is
 // routed to b; such a text is refused, naming the key with its path or
 // the offset of the bad byte.
-func checkJSON(data []byte) *jsonError {
+func CheckJSON(data []byte) *JSONError {
 	var raw json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		e := &jsonError{msg: "not valid JSON: " + err.Error()}
+		e := &JSONError{msg: "not valid JSON: " + err.Error()}
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 			e.offset = se.Offset
 		} else {
@@ -71,9 +67,9 @@ func checkJSON(data []byte) *jsonError {
 	if !ok {
 		// Unreachable: encoding/json accepted the text, and jsontext
 		// reports what else it refuses as syntactic errors.
-		return &jsonError{msg: "not valid JSON: " + err.Error()}
+		return &JSONError{msg: "not valid JSON: " + err.Error()}
 	}
-	e := &jsonError{path: jsonPath(se.JSONPointer), offset: se.ByteOffset}
+	e := &JSONError{path: jsonPath(se.JSONPointer), offset: se.ByteOffset}
 	if errors.Is(se.Err, jsontext.ErrDuplicateName) {
 		e.msg = fmt.Sprintf("duplicate key %q", se.JSONPointer.LastToken())
 		return e
@@ -140,10 +136,11 @@ func invalidUTF8(b []byte) int {
 	return -1 // unreachable: utf8.Valid said otherwise
 }
 
-// paramOf returns the request parameter a JSON fault lies in: its path
-// without the "$." of the root.
-func paramOf(je *jsonError) string {
-	p, _ := strings.CutPrefix(je.path, "$.")
+// Param returns the request parameter the fault lies in, for an error
+// body's "param": its path without the "$." of the root; "" for the root
+// or an offset alone.
+func (e *JSONError) Param() string {
+	p, _ := strings.CutPrefix(e.path, "$.")
 	if p == "$" {
 		return ""
 	}

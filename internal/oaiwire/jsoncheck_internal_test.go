@@ -1,4 +1,4 @@
-package server
+package oaiwire
 
 import (
 	"encoding/json"
@@ -28,17 +28,17 @@ func TestCheckJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ""
-			if e := checkJSON([]byte(tt.in)); e != nil {
+			if e := CheckJSON([]byte(tt.in)); e != nil {
 				got = e.Error()
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("checkJSON(%q) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("CheckJSON(%q) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
 }
 
-// FuzzCheckJSON: checkJSON never panics; what it accepts encoding/json
+// FuzzCheckJSON: CheckJSON never panics; what it accepts encoding/json
 // accepts too and is valid UTF-8; what encoding/json refuses it refuses;
 // and a fault it reports lies within the text.
 func FuzzCheckJSON(f *testing.F) {
@@ -54,19 +54,19 @@ func FuzzCheckJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e := checkJSON(data)
+		e := CheckJSON(data)
 		valid := json.Unmarshal(data, new(json.RawMessage)) == nil
 		if e == nil {
 			if !valid || !utf8.Valid(data) {
-				t.Fatalf("checkJSON(%q) accepted a text encoding/json refuses or that is not UTF-8", data)
+				t.Fatalf("CheckJSON(%q) accepted a text encoding/json refuses or that is not UTF-8", data)
 			}
 			return
 		}
 		if e.offset < 0 || e.offset > int64(len(data)) {
-			t.Fatalf("checkJSON(%q) = %v: offset outside the text", data, e)
+			t.Fatalf("CheckJSON(%q) = %v: offset outside the text", data, e)
 		}
 		if e.path != "" && !strings.HasPrefix(e.path, "$") {
-			t.Fatalf("checkJSON(%q) = %v: path %q", data, e, e.path)
+			t.Fatalf("CheckJSON(%q) = %v: path %q", data, e, e.path)
 		}
 	})
 }
