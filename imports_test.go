@@ -21,7 +21,7 @@ func TestImportRules(t *testing.T) {
 		"tool/sqltool":  {"tool"},
 		"tool/filetool": {"tool"},
 		"tool/httptool": {"tool"},
-		"checkpoint":    {"agent", "job", "llm", "internal/jsonenc", "internal/groupcommit"},
+		"checkpoint":    {"agent", "job", "llm", "jsonenc", "internal/groupcommit"},
 		// One writer that commits queued records in groups, for the checkpoint
 		// and the Batch API's store.
 		"internal/groupcommit": {},
@@ -36,15 +36,16 @@ func TestImportRules(t *testing.T) {
 		"internal/engine":    {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":      {},
 		"internal/redistest": {},
-		// Never sched nor the engine (TestJobImportsNoAdmission).
-		"job": {"llm", "schema", "tool", "internal/jsonenc"},
+		// Never sched, the engine nor any internal package
+		// (TestJobImportsNoAdmission, TestOnlyMainImportsCLI).
+		"job": {"llm", "schema", "tool", "jsonenc"},
 		// JSON appenders without reflection, for the records written once
 		// per agent (checkpoint states, result lines).
-		"internal/jsonenc":    {},
+		"jsonenc":             {},
 		"input":               {"job"},
 		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
 		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack"},
-		"backend/openai":      {"llm", "internal/sse", "internal/retry", "internal/jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
+		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
 		"backend/backendtest": {"llm"},
@@ -93,7 +94,7 @@ func TestImportRules(t *testing.T) {
 		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire"},
 		// OpenAI's chat-completions wire format: requests, answers, chunks and
 		// error bodies, for the gateway, the simulator and the OpenAI backend.
-		"internal/oaiwire": {"llm", "internal/jsonenc"},
+		"internal/oaiwire": {"llm", "jsonenc"},
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
@@ -171,19 +172,48 @@ func TestSuitesImportedOnlyByTests(t *testing.T) {
 
 // TestJobImportsNoAdmission enforces issue 28's rule that job, the
 // vocabulary of a job and its results, depends on no admission or engine
-// code, even indirectly: neither sched nor an internal package, save the
-// two encoders of its wire formats (the packing protocol and the JSON
-// appenders), which import only the standard library.
+// code, even indirectly: neither sched nor an internal package.
 func TestJobImportsNoAdmission(t *testing.T) {
 	const mod = "github.com/batchagent/batchagent"
 	out, err := exec.Command("go", "list", "-deps", mod+"/job").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	encoders := map[string]bool{mod + "/internal/jsonenc": true}
 	for dep := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
-		if dep == mod+"/sched" || strings.HasPrefix(dep, mod+"/internal/") && !encoders[dep] {
-			t.Errorf("job depends on %s: it may depend on neither sched nor internal packages but its encoders", dep)
+		if dep == mod+"/sched" || strings.HasPrefix(dep, mod+"/internal/") {
+			t.Errorf("job depends on %s: it may depend on neither sched nor internal packages", dep)
 		}
+	}
+}
+
+// TestOnlyMainImportsCLI enforces issue 28's rule that internal/cli holds
+// the commands and nothing else: no package but cmd/batchagent imports it,
+// not even from its tests (a concept a test needs lives in its own
+// package), and job imports neither sched nor an internal package.
+func TestOnlyMainImportsCLI(t *testing.T) {
+	const mod = "github.com/batchagent/batchagent"
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	importers := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := fields[0]
+		for _, imp := range fields[1:] {
+			switch {
+			case imp == mod+"/internal/cli" && pkg != mod+"/internal/cli":
+				importers++
+				if pkg != mod+"/cmd/batchagent" {
+					t.Errorf("%s imports internal/cli: only cmd/batchagent may", pkg)
+				}
+			case pkg == mod+"/job" && (imp == mod+"/sched" || strings.HasPrefix(imp, mod+"/internal/")):
+				t.Errorf("job imports %s: it may import neither sched nor internal packages", imp)
+			}
+		}
+	}
+	if importers != 1 {
+		t.Errorf("found %d importers of internal/cli, want 1 (cmd/batchagent): is the rule still checked?", importers)
 	}
 }

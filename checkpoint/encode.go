@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/agent"
-	"github.com/batchagent/batchagent/internal/jsonenc"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/jsonenc"
 	"github.com/batchagent/batchagent/llm"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchagent/batchagent/internal/jsonenc"
+	"github.com/batchagent/batchagent/jsonenc"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/schema"
 )

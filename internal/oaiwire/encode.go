@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchagent/batchagent/internal/jsonenc"
+	"github.com/batchagent/batchagent/jsonenc"
 	"github.com/batchagent/batchagent/llm"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchagent/batchagent/internal/jsonenc"
+	"github.com/batchagent/batchagent/jsonenc"
 )
 
 // ErrorBody is OpenAI's error answer:

@@ -4,6 +4,11 @@
 // agent with it; at 100,000 agents encoding/json's reflection was a large
 // share of the engine's CPU time. Each function says which encoding/json
 // behaviour it reproduces; the callers' tests hold the two equal.
+//
+// It is a public leaf (it imports only the standard library) so that job,
+// the public vocabulary of jobs and results, encodes its result lines
+// without importing an internal package; what it offers is the small set
+// of appenders those encoders need, nothing more.
 package jsonenc
 
 import (
