@@ -1,13 +1,13 @@
 package batchagent
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
+
+	"github.com/batchagent/batchagent/internal/engine"
 )
 
 // DefaultMaxActive is the default of [Config.MaxActive].
-const DefaultMaxActive = 1024
+const DefaultMaxActive = engine.DefaultMaxActive
 
 // Config holds an [Engine]'s settings: what every job run on it shares. The
 // zero value is usable: an engine with the defaults, no checkpoint and no
@@ -69,44 +69,4 @@ type OnResultFunc func(Result)
 
 // ErrBadConfig is wrapped by the error [New] returns for an invalid
 // [Config].
-var ErrBadConfig = errors.New("batchagent: bad config")
-
-// validate checks c and returns it with its defaults filled.
-func (c Config) validate() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
-	}
-	if c.MaxActive < 0 {
-		return bad("negative max active %d", c.MaxActive)
-	}
-	if c.MaxActive == 0 {
-		c.MaxActive = DefaultMaxActive
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.RetryFailed && c.Checkpoint == nil {
-		return bad("retry failed needs a checkpoint")
-	}
-	if c.StopOnCheckpointError && c.Checkpoint == nil {
-		return bad("stop on checkpoint error needs a checkpoint")
-	}
-	if err := c.Admission.Validate(); err != nil {
-		return bad("admission: %v", err)
-	}
-	if err := c.Breaker.Validate(); err != nil {
-		return bad("%v", err)
-	}
-	backends := make(map[Backend]Admission, len(c.Backends))
-	for b, a := range c.Backends {
-		if err := b.Validate(); err != nil {
-			return bad("%v", err)
-		}
-		if err := a.Validate(); err != nil {
-			return bad("backend %q: admission: %v", b.Name, err)
-		}
-		backends[b] = a
-	}
-	c.Backends = backends
-	return c, nil
-}
+var ErrBadConfig = engine.ErrBadConfig

@@ -20,7 +20,6 @@ var ErrShutdown = engine.ErrShutdown
 // [Interactive] work served before [Batch] work), the places for active
 // agents, the checkpoint and the counters. It is safe for concurrent use.
 type Engine struct {
-	cfg  Config
 	core *engine.Engine
 }
 
@@ -28,23 +27,21 @@ type Engine struct {
 // [ErrBadConfig] and says what is wrong. An Engine needs no closing; call
 // [Engine.Shutdown] to stop it gracefully.
 func New(cfg Config) (*Engine, error) {
-	cfg, err := cfg.validate()
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{cfg: cfg}
-	opt := engine.Options{
+	core, err := engine.New(engine.Options{
 		MaxActive:             cfg.MaxActive,
 		Checkpoint:            cfg.Checkpoint,
 		RetryFailed:           cfg.RetryFailed,
 		StopOnCheckpointError: cfg.StopOnCheckpointError,
 		OnResult:              cfg.OnResult,
 		Logger:                cfg.Logger,
-		Admission:             cfg.admission,
-		Breaker:               engine.Breaker(cfg.Breaker),
+		Admission:             cfg.Admission,
+		Backends:              cfg.Backends,
+		Breaker:               cfg.Breaker,
+	})
+	if err != nil {
+		return nil, err
 	}
-	e.core = engine.New(opt)
-	return e, nil
+	return &Engine{core: core}, nil
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop

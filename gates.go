@@ -1,12 +1,8 @@
 package batchagent
 
 import (
-	"reflect"
-
 	"github.com/batchagent/batchagent/admission"
-	"github.com/batchagent/batchagent/internal/engine"
 	"github.com/batchagent/batchagent/job"
-	"github.com/batchagent/batchagent/llm"
 )
 
 // The admission of model calls to each backend, configured in package
@@ -49,19 +45,3 @@ const (
 // [job.ErrBackendUnavailable]): its agents get results of kind
 // [KindCanceled] that wrap it, and nothing is checkpointed for them.
 var ErrBackendUnavailable = job.ErrBackendUnavailable
-
-// admission returns the admission of the backend m serves under name: the
-// Admission of Backends, or the default one, as the engine's gate.
-func (c Config) admission(m llm.Model, name string) (engine.Admission, error) {
-	a := c.Admission
-	if reflect.TypeOf(m).Comparable() {
-		if b, ok := c.Backends[Backend{Model: m, Name: name}]; ok {
-			a = b
-		}
-	}
-	g, err := a.Gate(m, name)
-	if err != nil {
-		return engine.Admission{}, err
-	}
-	return engine.Admission{Gate: g.Config, Count: g.Count, Gated: g.Gated, Continuation: g.Continuation}, nil
-}

@@ -33,7 +33,7 @@ func TestImportRules(t *testing.T) {
 		"schema":             {},
 		"internal/sse":       {},
 		"internal/retry":     {"llm"},
-		"internal/engine":    {"agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
+		"internal/engine":    {"admission", "agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":      {},
 		"internal/redistest": {},
 		// Never sched, the engine nor any internal package

@@ -88,11 +88,8 @@ func (e *Engine) Stats() Stats {
 	}
 	s.ByTier, s.BreakerChanges = e.core.ByTier()
 	unlimited := false
-	for _, g := range e.core.Gates() {
-		b := BackendStats{Backend: Backend{Model: g.Model, Name: g.Name}, Inflight: g.Inflight, Waiting: g.Waiting,
-			Limit: g.Limit, LimitHistory: g.LimitHistory, Throttles: g.Throttles, Pauses: g.Pauses,
-			RateLimits: RateLimit{RPM: g.RPM, TPM: g.TPM}}
-		s.Backends = append(s.Backends, b)
+	s.Backends = e.core.Gates()
+	for _, b := range s.Backends {
 		s.Inflight += b.Inflight
 		s.Waiting += b.Waiting
 		s.Limit += b.Limit

@@ -5,16 +5,18 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/batchagent/batchagent/admission"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
-	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -22,9 +24,11 @@ import (
 // stopped because Shutdown was called.
 var ErrShutdown = errors.New("batchagent: engine shut down")
 
-// Options configures an Engine. The root package fills every field.
+// Options configures an Engine: batchagent.Config, which [New] checks
+// and completes with its defaults.
 type Options struct {
 	// MaxActive caps the agents alive at once across runs (not Submits).
+	// Defaults to DefaultMaxActive.
 	MaxActive int
 	// Checkpoint saves turns and results; nil: none.
 	Checkpoint Checkpointer
@@ -34,32 +38,70 @@ type Options struct {
 	StopOnCheckpointError bool
 	// OnResult is called once per result of a run, before delivery.
 	OnResult func(job.Result)
-	// Logger receives lifecycle events; never nil.
+	// Logger receives lifecycle events. Defaults to one that discards.
 	Logger *slog.Logger
-	// Admission returns the admission of the backend m serves under name:
-	// called once per backend, when a spec first names it.
-	Admission func(m llm.Model, name string) (Admission, error)
+	// Admission is the admission of the backends Backends does not name.
+	Admission admission.Config
+	// Backends sets the admission of particular backends.
+	Backends map[admission.Backend]admission.Config
 	// Breaker configures the circuit breakers of backends of jobs with
 	// fallbacks.
-	Breaker Breaker
+	Breaker admission.Breaker
 }
 
-// Admission is one backend's admission, as the root's policy sets it.
-type Admission struct {
-	// Gate configures the backend's sched.Gate; the engine sets its Stop
-	// and Logger.
-	Gate sched.GateConfig
-	// Count estimates a request's prompt tokens while a token budget is in
-	// force. Defaults to about four bytes a token.
-	Count func(*llm.Request) int
-	// Gated says whether every model call goes through the gate (a backend
-	// with capabilities or any limit); otherwise calls go straight to the
-	// model.
-	Gated bool
-	// Continuation is the window of cache-aware continuation: an agent
-	// whose previous model call ended at most this long ago waits for a
-	// slot as continuing (sched.Order.Continuing). Zero means off.
-	Continuation time.Duration
+// DefaultMaxActive is the default of Options.MaxActive.
+const DefaultMaxActive = 1024
+
+// ErrBadConfig is wrapped by the error New returns for invalid Options.
+var ErrBadConfig = errors.New("batchagent: bad config")
+
+// check returns opt with its defaults filled, or what is wrong with it.
+func (opt Options) check() (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return opt, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+	}
+	switch {
+	case opt.MaxActive < 0:
+		return bad("negative max active %d", opt.MaxActive)
+	case opt.RetryFailed && opt.Checkpoint == nil:
+		return bad("retry failed needs a checkpoint")
+	case opt.StopOnCheckpointError && opt.Checkpoint == nil:
+		return bad("stop on checkpoint error needs a checkpoint")
+	}
+	opt.MaxActive = cmp.Or(opt.MaxActive, DefaultMaxActive)
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := opt.Admission.Validate(); err != nil {
+		return bad("admission: %v", err)
+	}
+	if err := opt.Breaker.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	backends := make(map[admission.Backend]admission.Config, len(opt.Backends))
+	for b, a := range opt.Backends {
+		if err := b.Validate(); err != nil {
+			return bad("%v", err)
+		}
+		if err := a.Validate(); err != nil {
+			return bad("backend %q: admission: %v", b.Name, err)
+		}
+		backends[b] = a
+	}
+	opt.Backends = backends
+	return opt, nil
+}
+
+// admissionOf returns the admission of the backend m serves under name:
+// that of Backends, or the default one.
+func (opt *Options) admissionOf(m llm.Model, name string) (admission.Gate, error) {
+	a := opt.Admission
+	if reflect.TypeOf(m).Comparable() {
+		if b, ok := opt.Backends[admission.Backend{Model: m, Name: name}]; ok {
+			a = b
+		}
+	}
+	return a.Gate(m, name)
 }
 
 // Engine runs jobs: many at once, for as long as it lives. It is safe for
@@ -100,8 +142,13 @@ type Engine struct {
 	work   sync.WaitGroup // runs and handles in progress
 }
 
-// New returns an Engine with opt, whose fields the caller validated.
-func New(opt Options) *Engine {
+// New returns an Engine with opt, or an error wrapping ErrBadConfig that
+// says what is wrong with opt.
+func New(opt Options) (*Engine, error) {
+	opt, err := opt.check()
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		opt:     opt,
 		log:     opt.Logger,
@@ -110,7 +157,7 @@ func New(opt Options) *Engine {
 		drained: make(chan struct{}),
 	}
 	e.base, e.kill = context.WithCancel(context.Background())
-	return e
+	return e, nil
 }
 
 // Drain starts a graceful stop; see batchagent.Engine.Drain.

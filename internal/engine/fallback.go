@@ -19,14 +19,6 @@ import (
 	"github.com/batchagent/batchagent/schema"
 )
 
-// Breaker configures the circuit breaker of each backend that a job with
-// fallbacks uses; see batchagent.Breaker.
-type Breaker struct {
-	Failures int
-	Cooldown time.Duration
-	Disabled bool
-}
-
 // ErrBudget is the cause of an agent's context once its time budget ran
 // out.
 var ErrBudget = errors.New("time budget spent")

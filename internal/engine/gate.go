@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchagent/batchagent/admission"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
@@ -53,15 +54,15 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 	if g, ok := e.gates[key]; ok {
 		return g, nil
 	}
-	a, err := e.opt.Admission(m, name)
+	a, err := e.opt.admissionOf(m, name)
 	if err != nil {
 		return nil, err
 	}
-	a.Gate.Stop, a.Gate.Logger = e.drained, e.log
+	a.Config.Stop, a.Config.Logger = e.drained, e.log
 	if a.Count == nil {
 		a.Count = requestTokens
 	}
-	sg, err := sched.NewGate(a.Gate)
+	sg, err := sched.NewGate(a.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -88,22 +89,18 @@ func requestTokens(req *llm.Request) int {
 	return (n + 3) / 4
 }
 
-// GateStats is one backend's admission snapshot.
-type GateStats struct {
-	Model llm.Model
-	Name  string
-	sched.GateStats
-}
-
 // Gates returns a snapshot of each backend's admission, in the order the
 // engine's specs first named them.
-func (e *Engine) Gates() []GateStats {
+func (e *Engine) Gates() []admission.Stats {
 	e.gatesMu.Lock()
 	gates := append([]*gate(nil), e.order...)
 	e.gatesMu.Unlock()
-	s := make([]GateStats, len(gates))
+	s := make([]admission.Stats, len(gates))
 	for i, g := range gates {
-		s[i] = GateStats{Model: g.model, Name: g.name, GateStats: g.g.Stats()}
+		st := g.g.Stats()
+		s[i] = admission.Stats{Backend: admission.Backend{Model: g.model, Name: g.name}, Inflight: st.Inflight, Waiting: st.Waiting,
+			Limit: st.Limit, LimitHistory: st.LimitHistory, Throttles: st.Throttles, Pauses: st.Pauses,
+			RateLimits: admission.RateLimit{RPM: st.RPM, TPM: st.TPM}}
 	}
 	return s
 }
