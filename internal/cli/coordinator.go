@@ -19,7 +19,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -149,7 +149,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if id == "" {
 		id = runIDOf(abs, data, inPath, hex.EncodeToString(digest.Sum(nil)), outPath)
 	}
-	lock, err := lockFile(outPath, "output", lockHolder(path, outPath))
+	lock, err := outfile.TakeLock(outPath, "output", outfile.Holder(path, outPath))
 	if err != nil {
 		return fail(exitUsage, err)
 	}
@@ -178,7 +178,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			for _, r := range batch {
 				line := r.Line
 				if r.Decoded && price.Known {
-					line = sink.AppendCost(line, price.Price.Cost(r.Usage))
+					line = outfile.AppendCost(line, price.Price.Cost(r.Usage))
 				}
 				w.Write(line)
 				w.WriteByte('\n')
