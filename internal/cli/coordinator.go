@@ -213,7 +213,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			return fail(exitFailed, err)
 		}
 	}
-	out, err := openRunOutput(outPath, existed, retry, written)
+	out, err := outfile.OpenRun(outPath, existed, retry, func(i int) { written.Add(i) })
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
 	}
