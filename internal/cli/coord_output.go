@@ -5,22 +5,26 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
 )
 
-// coordLine says how far the run is, over all workers (the queue q's):
-// s is the coordinator's progress; estimated the inputs counted, for the
-// total until all are enqueued; the usage of the lines written this time
-// is priced when the price is known.
-func coordLine(ctx context.Context, q *queue.Client, name string, s queue.CoordinatorStats, estimated int, price estimate.Price) string {
+// coordLogEvery is how often a coordinator off a terminal prints its
+// progress line.
+const coordLogEvery = 10 * time.Second
+
+// coordCounters is what the progress line says of a coordinator's progress
+// s over all workers (the queue q's): the results in the output (restored
+// of them there before this run) of the inputs (estimated: those counted,
+// until all are enqueued), the failed ones, the inputs enqueued, the
+// workers alive and the agents they hold, the tokens and, when the price
+// is known, the cost of the lines written this time.
+func coordCounters(ctx context.Context, q *queue.Client, name string, s queue.CoordinatorStats, restored, estimated int, price estimate.Price) progress.Counters {
 	total := s.Total
 	if total < 0 {
 		total = estimated
@@ -34,47 +38,13 @@ func coordLine(ctx context.Context, q *queue.Client, name string, s queue.Coordi
 			}
 		}
 	}
-	line := fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", name, s.Written, total, s.Enqueued, alive, held)
+	c := progress.Counters{Label: "batchagent: " + name, Done: int64(s.Written), Failed: int64(s.Failed), Restored: int64(restored),
+		Total: int64(total), Unit: "agents", Usage: s.Usage, HasUsage: true,
+		Parts: []string{fmt.Sprintf("enqueued %d", s.Enqueued), fmt.Sprintf("workers %d alive, %d agents held", alive, held)}}
 	if price.Known {
-		line += fmt.Sprintf(" · $%.4f", price.Price.Cost(s.Usage)) // the lines written this time
+		c.Cost = fmt.Sprintf("$%.4f", price.Price.Cost(s.Usage)) // the lines written this time
 	}
-	return line
-}
-
-// coordProgress draws the progress line: redrawn in place on a terminal,
-// else a line every 10 seconds.
-type coordProgress struct {
-	w     io.Writer
-	tty   bool
-	drawn bool
-	last  time.Time
-}
-
-func newCoordProgress(w io.Writer, quiet bool) *coordProgress {
-	p := &coordProgress{w: w}
-	if f, ok := baseWriter(w).(*os.File); ok && !quiet {
-		p.tty = term.IsTerminal(int(f.Fd()))
-	}
-	return p
-}
-
-func (p *coordProgress) draw(line string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
-		p.drawn = true
-		return
-	}
-	if time.Since(p.last) >= 10*time.Second {
-		p.last = time.Now()
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-func (p *coordProgress) stop() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.drawn = false
-	}
+	return c
 }
 
 // writeCoordSummary prints the summary of the results a coordinator collected

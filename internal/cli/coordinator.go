@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/outfile"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -162,8 +164,9 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	defer q.Close()
 	name := jobName(path, cj)
 	written := &queue.IndexSet{}
-	var w *bufio.Writer // the output's, once open
-	prog := newCoordProgress(stderr, f.quiet)
+	restored := 0                              // the results in the output before this run
+	var w *bufio.Writer                        // the output's, once open
+	var snap atomic.Pointer[progress.Counters] // the progress line's, set every 2 s by the coordinator
 	c, err := queue.NewCoordinator(queue.CoordinatorConfig{
 		Client: q, Run: queue.Run{ID: id, Job: data, JobPath: abs}, Window: rf.window,
 		OutageBudget: cj.Def.OutageBudget, Written: written,
@@ -187,7 +190,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		},
 		Progress: func(s queue.CoordinatorStats) {
 			if !f.quiet {
-				prog.draw(coordLine(ctx, q, name, s, estimate, price))
+				cs := coordCounters(ctx, q, name, s, restored, estimate, price)
+				snap.Store(&cs)
 			}
 		},
 		Warn: func(msg string) { fmt.Fprintln(stderr, "batchagent run:", msg) },
@@ -234,6 +238,14 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", name, id, queue.RedactURL(rf.url), verb)
 	}
 
+	restored = written.Len()
+	stopProgress := func() {}
+	if !f.quiet {
+		cs := coordCounters(ctx, q, name, c.Stats(), restored, estimate, price)
+		snap.Store(&cs)
+		prog := progress.Start(stderr, progress.Config{LogEvery: coordLogEvery, Source: func() progress.Counters { return *snap.Load() }})
+		stopProgress = prog.Stop
+	}
 	begin := time.Now()
 	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -242,7 +254,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if interrupted && errors.Is(runErr, sigCtx.Err()) {
 		runErr = nil
 	}
-	prog.stop()
+	stopProgress()
 	if err := w.Flush(); err != nil && runErr == nil {
 		runErr = err
 	}
