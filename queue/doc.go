@@ -38,6 +38,9 @@
 //
 // examples/scaleout-library runs both in one program.
 //
+// [Client.Status] is a snapshot of every run and worker, for a status
+// display.
+//
 // # Delivery guarantees
 //
 // Delivery is at least once: a task stays pending in the group, held by
