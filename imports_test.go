@@ -51,9 +51,6 @@ func TestImportRules(t *testing.T) {
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},
-		// What is left of the results writer, which moved to outfile: goes
-		// once the coordinator calls outfile.AppendCost.
-		"internal/sink": {"internal/outfile"},
 		// Charts of a run: the engine's Stats sampled live, or a checkpoint
 		// store's states and samples read back.
 		"internal/report": {"", "agent", "checkpoint", "job", "llm", "tool"},
@@ -78,7 +75,7 @@ func TestImportRules(t *testing.T) {
 			"tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "server/batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
-			"internal/outfile", "internal/sink", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
+			"internal/outfile", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

@@ -36,6 +36,8 @@ type Client struct {
 	log    *slog.Logger
 	// password is the URL's password, scrubbed from every error text.
 	password string
+	// url is the URL as [RedactURL] writes it.
+	url string
 }
 
 // Open connects to the Redis at rawURL: redis://[[user]:password@]host:port[/db]
@@ -57,7 +59,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*Client, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{rdb: redis.NewClient(ro), prefix: opt.Prefix, log: opt.Logger, password: pw}
+	c := &Client{rdb: redis.NewClient(ro), prefix: opt.Prefix, log: opt.Logger, password: pw, url: RedactURL(rawURL)}
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
 		_ = c.rdb.Close()
 		return nil, c.scrub(fmt.Errorf("queue: connect to %s: %w", RedactURL(rawURL), err))

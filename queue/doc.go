@@ -32,7 +32,14 @@
 //     ([Coordinator.Failed], [Coordinator.Retry]). [IndexSet] holds the
 //     indexes the output has.
 //
+// A worker's Open may share its job's limits with every other worker
+// ([Client.ShareLimits]): rpm and tpm one budget in Redis ([SharedRate]),
+// max_inflight one adaptive limit on the calls in flight ([SharedSlots]).
+//
 // examples/scaleout-library runs both in one program.
+//
+// [Client.Status] is a snapshot of every run and worker, for a status
+// display.
 //
 // # Delivery guarantees
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
@@ -95,7 +96,7 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 		fmt.Fprintf(stderr, "batchagent serve: --data-dir: %v\n", err)
 		return exitFailed
 	}
-	lock, err := lockFile(filepath.Join(dataDir, "batches.db"), "data directory", fmt.Sprintf("pid %d: batchagent serve --config %s", os.Getpid(), f.config))
+	lock, err := outfile.TakeLock(filepath.Join(dataDir, "batches.db"), "data directory", fmt.Sprintf("pid %d: batchagent serve --config %s", os.Getpid(), f.config))
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent serve:", err)
 		return exitUsage

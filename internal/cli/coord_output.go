@@ -1,103 +1,30 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
 )
 
-// openRunOutput opens the output of a run. A new run truncates it. A
-// resumed one keeps its complete lines, drops a partial last line (the
-// write a killed coordinator left half done) and everything after it,
-// and the lines of the indexes in drop (failed results run again), and
-// adds the indexes the lines kept hold to written.
-func openRunOutput(path string, resume bool, drop map[int]string, written *queue.IndexSet) (*os.File, error) {
-	if !resume {
-		return os.Create(path)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	// Lines are dropped from the middle by writing the kept ones to a new
-	// file that replaces the output (its lock is a file beside it).
-	var rewrite *os.File
-	if len(drop) > 0 {
-		if rewrite, err = os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".retry-*"); err != nil {
-			f.Close()
-			return nil, err
-		}
-		defer os.Remove(rewrite.Name()) // renamed over path unless something failed
-		defer rewrite.Close()
-	}
-	w := bufio.NewWriterSize(rewrite, 64<<10)
-	r := bufio.NewReaderSize(f, 64<<10)
-	var keep int64
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // EOF: a line without its newline is partial
-		}
-		var l struct {
-			Index *int `json:"index"`
-		}
-		if json.Unmarshal(line, &l) != nil || l.Index == nil || *l.Index < 0 {
-			break
-		}
-		if _, ok := drop[*l.Index]; ok {
-			continue
-		}
-		written.Add(*l.Index)
-		keep += int64(len(line))
-		if rewrite != nil {
-			w.Write(line)
-		}
-	}
-	if rewrite != nil {
-		f.Close()
-		err := w.Flush()
-		if err == nil {
-			err = rewrite.Sync()
-		}
-		if err == nil {
-			err = os.Rename(rewrite.Name(), path)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if f, err = os.OpenFile(path, os.O_RDWR, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.Truncate(keep); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(keep, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+// coordLogEvery is how often a coordinator off a terminal prints its
+// progress line.
+const coordLogEvery = 10 * time.Second
 
-// coordLine says how far the run is, over all workers (the queue q's):
-// s is the coordinator's progress; estimated the inputs counted, for the
-// total until all are enqueued; the usage of the lines written this time
-// is priced when the price is known.
-func coordLine(ctx context.Context, q *queue.Client, name string, s queue.CoordinatorStats, estimated int, price estimate.Price) string {
+// coordCounters is what the progress line says of a coordinator's progress
+// s over all workers (the queue q's): the results in the output (restored
+// of them there before this run) of the inputs (estimated: those counted,
+// until all are enqueued), the failed ones, the inputs enqueued, the
+// workers alive and the agents they hold, the tokens and, when the price
+// is known, the cost of the lines written this time.
+func coordCounters(ctx context.Context, q *queue.Client, name string, s queue.CoordinatorStats, restored, estimated int, price estimate.Price) progress.Counters {
 	total := s.Total
 	if total < 0 {
 		total = estimated
@@ -111,47 +38,13 @@ func coordLine(ctx context.Context, q *queue.Client, name string, s queue.Coordi
 			}
 		}
 	}
-	line := fmt.Sprintf("batchagent: %s: done %d/%d · enqueued %d · workers %d alive, %d agents held", name, s.Written, total, s.Enqueued, alive, held)
+	c := progress.Counters{Label: "batchagent: " + name, Done: int64(s.Written), Failed: int64(s.Failed), Restored: int64(restored),
+		Total: int64(total), Unit: "agents", Usage: s.Usage, HasUsage: true,
+		Parts: []string{fmt.Sprintf("enqueued %d", s.Enqueued), fmt.Sprintf("workers %d alive, %d agents held", alive, held)}}
 	if price.Known {
-		line += fmt.Sprintf(" · $%.4f", price.Price.Cost(s.Usage)) // the lines written this time
+		c.Cost = fmt.Sprintf("$%.4f", price.Price.Cost(s.Usage)) // the lines written this time
 	}
-	return line
-}
-
-// coordProgress draws the progress line: redrawn in place on a terminal,
-// else a line every 10 seconds.
-type coordProgress struct {
-	w     io.Writer
-	tty   bool
-	drawn bool
-	last  time.Time
-}
-
-func newCoordProgress(w io.Writer, quiet bool) *coordProgress {
-	p := &coordProgress{w: w}
-	if f, ok := baseWriter(w).(*os.File); ok && !quiet {
-		p.tty = term.IsTerminal(int(f.Fd()))
-	}
-	return p
-}
-
-func (p *coordProgress) draw(line string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
-		p.drawn = true
-		return
-	}
-	if time.Since(p.last) >= 10*time.Second {
-		p.last = time.Now()
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-func (p *coordProgress) stop() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.drawn = false
-	}
+	return c
 }
 
 // writeCoordSummary prints the summary of the results a coordinator collected

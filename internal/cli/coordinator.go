@@ -13,13 +13,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
-	"github.com/batchagent/batchagent/internal/sink"
+	"github.com/batchagent/batchagent/internal/outfile"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -149,7 +151,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if id == "" {
 		id = runIDOf(abs, data, inPath, hex.EncodeToString(digest.Sum(nil)), outPath)
 	}
-	lock, err := lockFile(outPath, "output", lockHolder(path, outPath))
+	lock, err := outfile.TakeLock(outPath, "output", outfile.Holder(path, outPath))
 	if err != nil {
 		return fail(exitUsage, err)
 	}
@@ -162,8 +164,9 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	defer q.Close()
 	name := jobName(path, cj)
 	written := &queue.IndexSet{}
-	var w *bufio.Writer // the output's, once open
-	prog := newCoordProgress(stderr, f.quiet)
+	restored := 0                              // the results in the output before this run
+	var w *bufio.Writer                        // the output's, once open
+	var snap atomic.Pointer[progress.Counters] // the progress line's, set every 2 s by the coordinator
 	c, err := queue.NewCoordinator(queue.CoordinatorConfig{
 		Client: q, Run: queue.Run{ID: id, Job: data, JobPath: abs}, Window: rf.window,
 		OutageBudget: cj.Def.OutageBudget, Written: written,
@@ -178,7 +181,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			for _, r := range batch {
 				line := r.Line
 				if r.Decoded && price.Known {
-					line = sink.AppendCost(line, price.Price.Cost(r.Usage))
+					line = outfile.AppendCost(line, price.Price.Cost(r.Usage))
 				}
 				w.Write(line)
 				w.WriteByte('\n')
@@ -187,7 +190,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		},
 		Progress: func(s queue.CoordinatorStats) {
 			if !f.quiet {
-				prog.draw(coordLine(ctx, q, name, s, estimate, price))
+				cs := coordCounters(ctx, q, name, s, restored, estimate, price)
+				snap.Store(&cs)
 			}
 		},
 		Warn: func(msg string) { fmt.Fprintln(stderr, "batchagent run:", msg) },
@@ -213,7 +217,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			return fail(exitFailed, err)
 		}
 	}
-	out, err := openRunOutput(outPath, existed, retry, written)
+	out, err := outfile.OpenRun(outPath, existed, retry, func(i int) { written.Add(i) })
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
 	}
@@ -234,6 +238,14 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", name, id, queue.RedactURL(rf.url), verb)
 	}
 
+	restored = written.Len()
+	stopProgress := func() {}
+	if !f.quiet {
+		cs := coordCounters(ctx, q, name, c.Stats(), restored, estimate, price)
+		snap.Store(&cs)
+		prog := progress.Start(stderr, progress.Config{LogEvery: coordLogEvery, Source: func() progress.Counters { return *snap.Load() }})
+		stopProgress = prog.Stop
+	}
 	begin := time.Now()
 	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -242,7 +254,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if interrupted && errors.Is(runErr, sigCtx.Err()) {
 		runErr = nil
 	}
-	prog.stop()
+	stopProgress()
 	if err := w.Flush(); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -6,16 +6,6 @@ import (
 	"github.com/batchagent/batchagent/internal/outfile"
 )
 
-// lockFile takes the lock of target: see [outfile.TakeLock]. It stays for
-// the callers that have not moved to outfile yet (the coordinator, the
-// OpenAI batch run, serve's data directory).
-func lockFile(target, what, holder string) (*outfile.Lock, error) {
-	return outfile.TakeLock(target, what, holder)
-}
-
-// lockHolder describes this run for its locks: see [outfile.Holder].
-func lockHolder(jobPath, outPath string) string { return outfile.Holder(jobPath, outPath) }
-
 // lockRun takes the locks of the run's output file and state file, those
 // that are set; r closes them after everything else.
 func (r *runner) lockRun(jobPath, statePath string) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/openaibatch"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/server"
 	"github.com/batchagent/batchagent/server/batchapi"
@@ -70,7 +71,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
 			continue // a device or a pipe: nothing to guard, and no room for a sidecar
 		}
-		lock, err := lockFile(t.path, t.what, holder)
+		lock, err := outfile.TakeLock(t.path, t.what, holder)
 		if err != nil {
 			return fail(exitUsage, "%v", err)
 		}

@@ -11,37 +11,6 @@ import (
 	"github.com/batchagent/batchagent/queue"
 )
 
-// queueStatusJSON is `batchagent status --redis URL --json`: every run in
-// the queue and every worker known to it.
-type queueStatusJSON struct {
-	Redis   string            `json:"redis"` // the URL, password redacted
-	Runs    []queueRunJSON    `json:"runs"`
-	Workers []queueWorkerJSON `json:"workers"`
-}
-
-// queueRunJSON is one run of queueStatusJSON. Total is null until the
-// coordinator has enqueued every input.
-type queueRunJSON struct {
-	ID       string     `json:"id"`
-	Job      string     `json:"job"`
-	Created  time.Time  `json:"created"`
-	Enqueued int        `json:"enqueued"`
-	Done     int        `json:"done"`
-	Total    *int       `json:"total"`
-	Finished bool       `json:"finished"`
-	Beat     *time.Time `json:"coordinator_beat,omitempty"`
-	BeatAge  *float64   `json:"coordinator_beat_age_s,omitempty"`
-}
-
-// queueWorkerJSON is one worker of queueStatusJSON.
-type queueWorkerJSON struct {
-	ID      string    `json:"id"`
-	Alive   bool      `json:"alive"`
-	Held    int       `json:"held"`
-	Beat    time.Time `json:"beat"`
-	BeatAge float64   `json:"beat_age_s"`
-}
-
 // queueStatus prints the runs and workers of the queue at url: a table,
 // or one JSON object with asJSON.
 func queueStatus(ctx context.Context, url string, asJSON bool, stdout, stderr io.Writer) int {
@@ -51,31 +20,10 @@ func queueStatus(ctx context.Context, url string, asJSON bool, stdout, stderr io
 		return exitFailed
 	}
 	defer q.Close()
-	runs, err := q.Runs(ctx)
+	v, err := q.Status(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "batchagent status:", err)
 		return exitFailed
-	}
-	workers, err := q.Workers(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent status:", err)
-		return exitFailed
-	}
-	now := time.Now()
-	v := queueStatusJSON{Redis: queue.RedactURL(url), Runs: []queueRunJSON{}, Workers: []queueWorkerJSON{}}
-	for _, r := range runs {
-		j := queueRunJSON{ID: r.ID, Job: r.JobPath, Created: r.Created, Enqueued: r.Enqueued, Done: r.Done, Finished: r.Finished}
-		if r.Total >= 0 {
-			j.Total = &r.Total
-		}
-		if !r.Coordinator.IsZero() {
-			beat, age := r.Coordinator, now.Sub(r.Coordinator).Seconds()
-			j.Beat, j.BeatAge = &beat, &age
-		}
-		v.Runs = append(v.Runs, j)
-	}
-	for _, w := range workers {
-		v.Workers = append(v.Workers, queueWorkerJSON{ID: w.ID, Alive: w.Alive, Held: w.Held, Beat: w.Beat, BeatAge: now.Sub(w.Beat).Seconds()})
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

@@ -13,11 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
-	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
-	"github.com/batchagent/batchagent/sched"
 )
 
 // workerFlags are the flags of `batchagent worker`.
@@ -124,7 +121,7 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 // as the coordinator read them, parsed with relative paths resolved
 // against the coordinator's job directory, and its backend and tools
 // opened as `batchagent run` opens them, its limits shared in Redis (see
-// shareLimits).
+// queue.Client.ShareLimits).
 func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) func(context.Context, queue.RunStatus) (queue.Job, error) {
 	return func(ctx context.Context, st queue.RunStatus) (queue.Job, error) {
 		cj, err := config.Parse(st.Job, st.JobPath, filepath.Dir(st.JobPath))
@@ -152,84 +149,15 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		if err != nil {
 			return queue.Job{}, err
 		}
-		slots := &runSlots{}
-		shareLimits(q, visibility, logger, &cfg, cj, model, slots)
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: backendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
 		spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 		if err != nil {
 			return queue.Job{}, err
 		}
 		ok = true
 		return queue.Job{Config: cfg, Spec: spec, Close: func() error {
-			slots.close()
+			limits.Close()
 			return rn.tools.close()
 		}}, nil
-	}
-}
-
-// runSlots are the shared slot limits a run's engine made (one per
-// backend, as it first calls it): closed once the engine is shut down, so
-// that their lease renewers stop.
-type runSlots struct {
-	mu    sync.Mutex // protects slots
-	slots []*queue.SharedSlots
-}
-
-func (r *runSlots) add(s *queue.SharedSlots) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.slots = append(r.slots, s)
-}
-
-// close closes the slot limits; their leases still held lapse.
-func (r *runSlots) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.slots {
-		s.Close()
-	}
-	r.slots = nil
-}
-
-// shareLimits makes the job's limits (cj's) one limit in Redis for every
-// worker that calls the same backend address and model, rather than one
-// per worker: rpm and tpm one budget (queue.SharedRate), so that the
-// account's limit stays one limit however many workers run, and
-// max_inflight, when the job sets it, one adaptive limit on the calls in
-// flight (queue.SharedSlots), so that a server sized for N sequences gets
-// at most N. Only the job's own backend, model, shares: fallback tiers
-// keep per-process limits. The shared slot limits made are added to
-// slots.
-func shareLimits(q *queue.Client, visibility time.Duration, logger *slog.Logger, cfg *batchagent.Config, cj *config.Job, model llm.Model, slots *runSlots) {
-	addr := backendAddr(cj.Backend)
-	if adm := cfg.Admission; adm.MaxInflight > 0 {
-		cfg.Admission.SharedInflight = func(b batchagent.Backend) (sched.SharedSlots, error) {
-			if b.Model != model {
-				return nil, nil
-			}
-			// A dead worker's slots come back no later than its tasks:
-			// within the visibility timeout.
-			sl, err := queue.NewSharedSlots(q.Redis(), q.Key("slots", addr, b.Name), queue.SharedSlotsConfig{
-				Max: adm.MaxInflight, LeaseTTL: min(queue.DefaultLeaseTTL, visibility), Logger: logger})
-			if err != nil {
-				return nil, err // not a nil *SharedSlots in a non-nil interface
-			}
-			slots.add(sl)
-			return sl, nil
-		}
-	}
-	rl := cfg.Admission.RateLimit
-	if rl.RPM <= 0 && rl.TPM <= 0 {
-		return
-	}
-	cfg.Admission.RateLimit.Shared = func(b batchagent.Backend) (sched.Shared, error) {
-		if b.Model != model {
-			return nil, nil
-		}
-		key := q.Key("rate", addr, b.Name)
-		sr, err := queue.NewSharedRate(q.Redis(), key, queue.SharedRateConfig{RPM: rl.RPM, TPM: rl.TPM, Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		return sr, nil
 	}
 }

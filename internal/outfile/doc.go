@@ -28,6 +28,12 @@
 // its first Load, the states of changed inputs are forgotten, and the
 // first failed save is kept for the run's message.
 //
+// A run over Redis (`run --redis`) writes its lines in completion order
+// and keeps no checkpoint store beside its output: [OpenRun] truncates
+// the output of a new run, or keeps the complete lines of a resumed one
+// (less those of failed results run again) and says which indexes they
+// hold.
+//
 // # Status
 //
 // [WriteStatusJSON] writes `batchagent status --json` from the store's
