@@ -19,7 +19,11 @@
 // [Sampler] recorded while the run went (without them, throughput is
 // derived from the agents' end times and the limit is "not recorded").
 // A [Sampler] reads an engine's counters once a second; [Live] serves its
-// samples and results as a page updated by server-sent events.
+// samples and results as a page updated by server-sent events. A
+// [Monitor] is what a run needs of both: it binds the live view's address
+// before the run ([Listen]), samples the engine while it runs, recording
+// the samples where the run has a state file, serves the page, and stops
+// the sampling and the server when told.
 //
 // # Test hooks
 //
