@@ -10,7 +10,8 @@
 // limit and the throttled answers (429s) over time, histograms of the time
 // to first token and of the turn latency, failures by kind, tool counters
 // and cost. The page embeds its styles and has no external reference, so
-// it opens offline from file://.
+// it opens offline from file://. [Write] writes the page and [WriteFile]
+// a report file, atomically.
 //
 // # Data
 //
