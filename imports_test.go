@@ -64,7 +64,7 @@ func TestImportRules(t *testing.T) {
 			"internal/outfile", "job", "llm", "schema", "server", "tool", "tool/filetool"},
 		// The results file: writing, locks, reconciliation on resume with the
 		// checkpoint store, status JSON.
-		"internal/outfile": {"", "agent", "checkpoint", "input", "llm"},
+		"internal/outfile": {"", "agent", "checkpoint", "input", "internal/progress", "llm"},
 		// One progress display (run, the coordinator, the OpenAI-batch mode).
 		"internal/progress": {"llm"},
 		// `run --openai-batch`: a job's requests through the Batch API.

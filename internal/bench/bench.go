@@ -3,6 +3,8 @@
 // baseline, on the simulator, and reports wall time against the scenario's
 // physical limit (ideal_s), throughput, tool executions, model calls, peak
 // RSS and CPU time, as ../shared/BENCHMARKS.md defines them.
+// [StartProfiles] writes the CPU profile and execution trace that the
+// command's --cpuprofile and --trace ask for.
 package bench
 
 import (

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/batchagent/batchagent/internal/bench"
+	"github.com/batchagent/batchagent/llm"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -59,4 +61,33 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace to this file")
 	return cmd
+}
+
+// benchFlags are the flags of `batchagent bench`.
+type benchFlags struct {
+	opt                   bench.Options
+	cpuProfile, traceFile string
+}
+
+// benchCmd runs a bench scenario: `batchagent bench fair --json`.
+func benchCmd(ctx context.Context, scenario string, f benchFlags, stdout, stderr io.Writer) int {
+	opt := f.opt
+	cpuProfile, traceFile := f.cpuProfile, f.traceFile
+	if opt.Backend != "" {
+		opt.APIKey = llm.Secret(environ("OPENAI_API_KEY"))
+	}
+	stopProfiles, err := bench.StartProfiles(cpuProfile, traceFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent bench:", err)
+		return exitUsage
+	}
+	defer stopProfiles()
+	if _, err := bench.Run(ctx, scenario, opt, stdout); err != nil {
+		fmt.Fprintln(stderr, "batchagent bench:", err)
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitUsage
+	}
+	return exitOK
 }

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,28 +88,9 @@ func reportCmd(ctx context.Context, path string, f reportFlags, stdout, stderr i
 	if out == "" {
 		out = reportPath(path)
 	}
-	if err := writeFileAtomic(out, func(w io.Writer) error { return report.Write(w, d) }); err != nil {
+	if err := report.WriteFile(out, d); err != nil {
 		return fail(exitFailed, err)
 	}
 	fmt.Fprintf(stderr, "batchagent report: wrote %s (%d agents)\n", out, len(d.Agents))
 	return exitOK
-}
-
-// writeFileAtomic writes path through a temporary file beside it renamed
-// into place, so a reader never sees half a file.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	err = write(tmp)
-	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name()) // best effort: the write failed already
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

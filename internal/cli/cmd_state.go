@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/outfile"
 )
 
 // statusFlags are the flags of `batchagent status`.
@@ -98,4 +103,152 @@ read-only.`,
 	fl.StringVar(&f.out, "out", "", "output file (default: stdout)")
 	fl.StringVar(&f.job, "job", "", "job to export (default: the store's only job)")
 	return cmd
+}
+
+// openState opens an existing checkpoint store read-only: status and
+// export never change it, and work on a file they cannot write.
+func openState(path string) (*checkpoint.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return checkpoint.OpenReadOnly(path)
+}
+
+// pickJob returns id, or, when id is empty, the store's only job.
+func pickJob(ctx context.Context, store *checkpoint.Store, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	jobs, err := store.Jobs(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(jobs) != 1 {
+		return "", fmt.Errorf("the store holds jobs %v: name one with --job", jobs)
+	}
+	return jobs[0], nil
+}
+
+// statusCmd prints the counts of a checkpointed run: `batchagent status
+// run.db`; with --agent N, the state of one agent, conversation included.
+func statusCmd(ctx context.Context, path string, f statusFlags, stdout, stderr io.Writer) int {
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
+	}
+	defer store.Close()
+	if f.agent >= 0 {
+		return agentState(ctx, store, f.job, f.agent, stdout, stderr)
+	}
+	jobs, err := store.Jobs(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitFailed
+	}
+	if f.job != "" {
+		jobs = []string{f.job}
+	}
+	sums := make([]checkpoint.Summary, 0, len(jobs))
+	for _, id := range jobs {
+		s, err := store.Summary(ctx, id)
+		if err != nil {
+			fmt.Fprintln(stderr, "batchagent status:", err)
+			if errors.Is(err, checkpoint.ErrUnknownJob) {
+				return exitUsage
+			}
+			return exitFailed
+		}
+		sums = append(sums, s)
+	}
+	if f.json {
+		if err := outfile.WriteStatusJSON(stdout, path, sums); err != nil {
+			fmt.Fprintln(stderr, "batchagent status:", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	for _, s := range sums {
+		outfile.WriteStatus(stdout, s)
+	}
+	return exitOK
+}
+
+// agentState prints the saved state of agent idx of job id as indented
+// JSON.
+func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int, stdout, stderr io.Writer) int {
+	id, err := pickJob(ctx, store, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitUsage
+	}
+	st, err := store.State(ctx, id, idx)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		if errors.Is(err, checkpoint.ErrNoState) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	if err := outfile.WriteAgentState(stdout, st); err != nil {
+		fmt.Fprintln(stderr, "batchagent status:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// exportCmd writes a checkpointed run's results in input order:
+// `batchagent export run.db --out results.jsonl`.
+func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
+	if f.out != "" && f.out != "-" {
+		reads := []runFile{{object: "the state file", path: path}, {object: "the state file's write-ahead log", path: path + "-wal"}}
+		if err := checkRunFiles([]runFile{outputFile(f.out, true)}, reads); err != nil {
+			fmt.Fprintln(stderr, "batchagent export:", err)
+			return exitUsage
+		}
+	}
+	store, err := openState(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
+	}
+	defer store.Close()
+	id, err := pickJob(ctx, store, f.job)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitUsage
+	}
+	states, err := store.Load(ctx, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitFailed
+	}
+	var (
+		w  io.Writer = stdout
+		of *os.File
+	)
+	if f.out != "" && f.out != "-" {
+		if of, err = os.Create(f.out); err != nil {
+			fmt.Fprintln(stderr, "batchagent export:", err)
+			return exitUsage
+		}
+		w = of
+	}
+	written, unfinished, err := outfile.Export(w, id, states)
+	if of != nil {
+		// The file's close error (a write that failed late) counts too.
+		if cerr := of.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent export:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "batchagent export: %d results of job %s", written, id)
+	if unfinished > 0 {
+		fmt.Fprintf(stderr, " (%d agents unfinished: resume the run to finish them)", unfinished)
+	}
+	fmt.Fprintln(stderr)
+	return exitOK
 }

@@ -3,14 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -18,9 +15,6 @@ import (
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/report"
 )
-
-// uiStopTimeout bounds the live view's shutdown once the run is over.
-const uiStopTimeout = 5 * time.Second
 
 // uiFlags are the live view's flags of `batchagent run`.
 type uiFlags struct {
@@ -68,106 +62,61 @@ func isLoopback(host string) bool {
 }
 
 // runUI is a run's sampler (recording into the state file, where there is
-// one) and its live view (--ui). Its zero parts are off.
+// one) and its live view (--ui): a report.Monitor and the flags that
+// asked for it.
 type runUI struct {
-	f  uiFlags
-	ln net.Listener // bound by startUI; nil without --ui
-
-	sampler    *report.Sampler
-	cancel     context.CancelFunc // stops the sampler
-	sampled    chan error         // the sampler's Run result, once it returns
-	srv        *http.Server
-	served     chan struct{}      // closed when the server's goroutine returns
-	cancelBase context.CancelFunc // ends the open event streams
-	stopOnce   sync.Once
+	f uiFlags
+	m *report.Monitor
 }
 
 // startUI binds the live view's address, so that a bad one fails before
 // the run opens anything. The caller must call stop.
 func startUI(ctx context.Context, f uiFlags) (*runUI, error) {
-	u := &runUI{f: f}
-	if f.addr == "" {
-		return u, nil
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", f.addr)
+	m, err := report.Listen(ctx, f.addr)
 	if err != nil {
 		return nil, fmt.Errorf("--ui: %w", err)
 	}
-	u.ln = ln
-	return u, nil
+	return &runUI{f: f, m: m}, nil
 }
 
-// onResult is the engine's OnResult part of the live view: each result
-// drawn on the timeline. The sampler it feeds is made by start, before the
-// engine runs.
-func (u *runUI) onResult() batchagent.OnResultFunc {
-	if u.ln == nil {
-		return nil
-	}
-	return func(r batchagent.Result) { u.sampler.Result(r) }
-}
+// onResult is the engine's OnResult part of the live view; nil without
+// --ui.
+func (u *runUI) onResult() batchagent.OnResultFunc { return u.m.OnResult() }
 
 // start samples r's engine while it runs, recording the samples into r's
 // state file, where it has one, and serves the live view, where --ui asks
 // for it. It does nothing with neither.
 func (u *runUI) start(ctx context.Context, r *runner, quiet bool, stderr io.Writer) error {
-	persist := r.samplePersist()
-	if u.ln == nil && persist == nil {
-		return nil
-	}
 	info := report.Info{Job: r.name, Model: r.price.Model}
 	if r.price.Known {
 		p := r.price.Price
 		info.Price, info.PriceSource = &p, r.price.Source
 	}
-	s, err := report.NewSampler(report.SamplerConfig{Stats: r.engine.Stats, Info: info, Inputs: r.total, Persist: persist})
-	if err != nil {
+	cfg := report.SamplerConfig{Stats: r.engine.Stats, Info: info, Inputs: r.total, Persist: r.samplePersist()}
+	if err := u.m.Start(ctx, cfg); err != nil {
 		return err
 	}
-	u.sampler = s
-	sctx, cancel := context.WithCancel(ctx)
-	u.cancel, u.sampled = cancel, make(chan error, 1) // buffered: Run's one result
-	go func() { u.sampled <- s.Run(sctx) }()          // owned by u: stopSampling waits for it
-	r.onEnd = func() {
-		if err := u.stopSampling(); err != nil {
-			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+	if u.m.Sampling() {
+		r.onEnd = func() {
+			if err := u.m.StopSampling(); err != nil {
+				fmt.Fprintln(stderr, "batchagent run: warning:", err)
+			}
 		}
 	}
-	if u.ln == nil {
-		return nil
+	if u.m.Serving() {
+		fmt.Fprintf(stderr, "batchagent run: live view at http://%s/\n", u.m.Addr())
 	}
-	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
-	u.cancelBase = cancelBase
-	u.srv = &http.Server{Handler: report.NewLive(s), ReadHeaderTimeout: 5 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return base }}
-	u.served = make(chan struct{})
-	go func() { // owned by u: stop waits for it
-		defer close(u.served)
-		_ = u.srv.Serve(u.ln) // ErrServerClosed once stop shuts it down
-	}()
-	fmt.Fprintf(stderr, "batchagent run: live view at http://%s/\n", u.ln.Addr())
 	return nil
 }
 
 // stopSampling takes the last sample, records it and waits for the
 // sampler; it returns what recording the samples met. Once is enough.
-func (u *runUI) stopSampling() error {
-	var err error
-	u.stopOnce.Do(func() {
-		if u.cancel == nil {
-			return
-		}
-		u.cancel()
-		err = <-u.sampled
-	})
-	return err
-}
+func (u *runUI) stopSampling() error { return u.m.StopSampling() }
 
 // linger keeps the live view up after the run: for --ui-linger, else
 // until SIGINT or SIGTERM (or ctx ends).
 func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
-	if u.srv == nil {
+	if !u.m.Serving() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -180,33 +129,17 @@ func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
 		ctx, cancel = context.WithTimeout(ctx, u.f.linger)
 		defer cancel()
 		if !quiet {
-			fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ for %s\n", u.ln.Addr(), u.f.linger)
+			fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ for %s\n", u.m.Addr(), u.f.linger)
 		}
 	} else if !quiet {
-		fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ until interrupted (Ctrl-C)\n", u.ln.Addr())
+		fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ until interrupted (Ctrl-C)\n", u.m.Addr())
 	}
 	<-ctx.Done()
 }
 
-// stop stops the sampler, if still running, and the live view's server.
-// Errors are warnings: the run's results are written by then.
-func (u *runUI) stop() error {
-	var errs []error
-	if u.srv != nil {
-		u.cancelBase() // ends the event streams, so Shutdown need not wait for them
-		ctx, cancel := context.WithTimeout(context.Background(), uiStopTimeout)
-		defer cancel()
-		if err := u.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("live view: %w", err))
-		}
-		<-u.served
-	} else if u.ln != nil {
-		if err := u.ln.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("live view: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
+// stop stops the live view's server. Errors are warnings: the run's
+// results are written by then.
+func (u *runUI) stop() error { return u.m.Stop() }
 
 // chainResults returns an OnResult calling each of fs that is not nil, in
 // order; nil when all are.

@@ -9,11 +9,12 @@
 // each with a low-high range, from the sizes of the answers the output
 // schema allows (answer_size.go). [Job.Sample] instead runs a few inputs
 // for real, and [Report.FromSample] scales their measured figures to all
-// the inputs.
+// the inputs. [Report.WriteTable] prints a report as the dry run's
+// table and [Stats.WriteBad] the bad inputs a scan found.
 //
 // [Price] is the price a job's cost is reported at (the job file's
 // pricing, else the built-in table's), with the cost lines a run prints.
 //
 // The package reads files and runs engines it is given; flags, opening
-// backends and tools, and printing belong to internal/cli.
+// backends and tools, and printing JSON and errors belong to internal/cli.
 package estimate

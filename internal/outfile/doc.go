@@ -6,7 +6,7 @@
 // A [Writer] writes each result as one line as it completes, in
 // completion order or, buffered, in input order, with its cost where the
 // job has a price; [AppendCost] prices a line written elsewhere (a
-// worker's). The export of a state file writes through it too.
+// worker's).
 //
 // # Before the run
 //
@@ -36,8 +36,15 @@
 //
 // # Status
 //
-// [WriteStatusJSON] writes `batchagent status --json` from the store's
-// summaries.
+// [WriteStatus] writes `batchagent status` from a job's summary in the
+// store, [WriteStatusJSON] `status --json` from the summaries of all
+// jobs, and [WriteAgentState] `status --agent N`: one agent's saved state
+// with its timings and spans in seconds, as result lines have them.
+//
+// # Export
+//
+// [Export] writes `batchagent export`: the result lines of a job's
+// finished states, in input order, through a [Writer].
 //
 // Flags, the choice of paths and the printing of messages belong to
 // internal/cli.

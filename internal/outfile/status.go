@@ -2,11 +2,18 @@ package outfile
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/batchagent/batchagent"
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -90,3 +97,86 @@ func WriteStatusJSON(w io.Writer, path string, sums []checkpoint.Summary) error 
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
+
+// WriteStatus writes `batchagent status` for one job to w: its summary
+// s as text (counts by status, failures by kind, calls, turns, tokens and
+// the pace of the run).
+func WriteStatus(stdout io.Writer, s checkpoint.Summary) {
+	fmt.Fprintf(stdout, "job %s: ", s.JobID)
+	if s.Inputs >= 0 {
+		fmt.Fprintf(stdout, "%d inputs · pending %d · ", s.Inputs, s.Pending())
+	}
+	fmt.Fprintf(stdout, "done %d · failed %d · running %d\n",
+		s.ByStatus[agent.StatusDone], s.ByStatus[agent.StatusFailed], s.ByStatus[agent.StatusRunning])
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, s.ByKind[k]))
+	}
+	if len(kinds) > 0 {
+		fmt.Fprintf(stdout, "  failed by kind: %s\n", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(stdout, "  model calls %d · turns %d · tokens: prompt %s (cached %s) · completion %s\n",
+		s.ModelCalls, s.Turns, progress.Count(s.Usage.PromptTokens), progress.Count(s.Usage.CachedTokens), progress.Count(s.Usage.CompletionTokens))
+	if span := s.Last.Sub(s.First); span > 0 {
+		fmt.Fprintf(stdout, "  %s to %s (%.1f agents/s)\n", s.First.Format(time.DateTime), s.Last.Format(time.DateTime),
+			float64(s.ByStatus[agent.StatusDone]+s.ByStatus[agent.StatusFailed])/span.Seconds())
+	}
+}
+
+// WriteAgentState writes `batchagent status --agent` to w: the saved
+// state st of one agent as indented JSON, conversation included, with its
+// timings and its turns' spans in seconds as result lines have them.
+func WriteAgentState(w io.Writer, st agent.State) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(stateView{State: st, Timings: timingsOf(st.Timings), Spans: spansOf(st.Spans)})
+}
+
+// stateView is an agent's state as `status --agent` prints it: its
+// timings and its turns' spans in seconds, as result lines have them
+// (queue_s, ...), not in the nanoseconds of the state file.
+type stateView struct {
+	agent.State
+	Timings timingsView `json:"timings"`         // hides State.Timings
+	Spans   []spanView  `json:"spans,omitempty"` // hides State.Spans
+}
+
+// spanView is one turn's span in seconds.
+type spanView struct {
+	Turn      int       `json:"turn"`
+	Start     time.Time `json:"start"`
+	Queue     float64   `json:"queue_s"`
+	Inference float64   `json:"inference_s"`
+	TTFT      float64   `json:"ttft_s,omitempty"`
+	Backoff   float64   `json:"backoff_s,omitempty"`
+	Tools     float64   `json:"tools_s,omitempty"`
+	Tier      int       `json:"tier,omitempty"`
+}
+
+func spansOf(spans []batchagent.Span) []spanView {
+	var out []spanView
+	for _, sp := range spans {
+		out = append(out, spanView{Turn: sp.Turn, Start: sp.Start, Queue: secs(sp.Queue), Inference: secs(sp.Inference),
+			TTFT: secs(sp.TTFT), Backoff: secs(sp.Backoff), Tools: secs(sp.Tools), Tier: sp.Tier})
+	}
+	return out
+}
+
+// timingsView are agent timings in seconds, keyed as in result lines.
+type timingsView struct {
+	Queue     float64 `json:"queue_s"`
+	Inference float64 `json:"inference_s"`
+	Tools     float64 `json:"tools_s"`
+	Backoff   float64 `json:"backoff_s,omitempty"`
+	TTFT      float64 `json:"ttft_s"`
+	Total     float64 `json:"total_s,omitempty"`
+}
+
+func timingsOf(t agent.Timings) timingsView {
+	return timingsView{Queue: secs(t.Queue), Inference: secs(t.Inference), Tools: secs(t.Tools),
+		Backoff: secs(t.Backoff), TTFT: secs(t.TTFT), Total: secs(t.Total)}
+}
+
+// secs rounds d to microseconds, in seconds, as result lines do.
+func secs(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }

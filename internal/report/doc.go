@@ -10,7 +10,8 @@
 // limit and the throttled answers (429s) over time, histograms of the time
 // to first token and of the turn latency, failures by kind, tool counters
 // and cost. The page embeds its styles and has no external reference, so
-// it opens offline from file://.
+// it opens offline from file://. [Write] writes the page and [WriteFile]
+// a report file, atomically.
 //
 // # Data
 //
@@ -19,7 +20,11 @@
 // [Sampler] recorded while the run went (without them, throughput is
 // derived from the agents' end times and the limit is "not recorded").
 // A [Sampler] reads an engine's counters once a second; [Live] serves its
-// samples and results as a page updated by server-sent events.
+// samples and results as a page updated by server-sent events. A
+// [Monitor] is what a run needs of both: it binds the live view's address
+// before the run ([Listen]), samples the engine while it runs, recording
+// the samples where the run has a state file, serves the page, and stops
+// the sampling and the server when told.
 //
 // # Test hooks
 //
