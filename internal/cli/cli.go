@@ -1,6 +1,16 @@
-// Package cli implements the batchagent command on spf13/cobra: run,
-// status, export, bench, sim serve, version, completion and help. Flags are
-// GNU-style (--json, -n N) and may follow positional arguments.
+// Package cli is the batchagent command on spf13/cobra: run, serve,
+// worker, status, export, report, bench, sim serve, version, completion
+// and help. It holds only the commands: the cobra tree and flags (GNU-style,
+// --json, -n N, which may follow positional arguments), checks of
+// contradictory flags, opening the backends and tools a job file names,
+// signals, and wiring a command's output. Each command reads its flags,
+// calls the package that owns its concept and prints: the engine
+// (package batchagent), internal/config (job and serve files), queue
+// (Worker, Coordinator), internal/outfile (the results file, status,
+// export), internal/estimate (the dry run), internal/progress (the
+// progress line), internal/report (report and live view), server and
+// server/batchapi (the gateway), internal/openaibatch and internal/bench.
+// Only cmd/batchagent imports it (TestOnlyMainImportsCLI).
 package cli
 
 import (
