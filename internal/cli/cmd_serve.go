@@ -200,7 +200,7 @@ func openGateway(ctx context.Context, sc *config.Serve, store *batchapi.Store, l
 	backends := map[string]batchagent.Backend{}
 	admission := map[batchagent.Backend]batchagent.Admission{}
 	for _, b := range sc.Backends {
-		m, err := openBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv)
+		m, err := config.OpenBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
 		}
@@ -226,7 +226,7 @@ func openGateway(ctx context.Context, sc *config.Serve, store *batchapi.Store, l
 				return o.m, nil
 			}
 		}
-		m, err := openBackend(ctx, url, model, keyEnv, getenv)
+		m, err := config.OpenBackend(ctx, url, model, keyEnv, getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -101,7 +101,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 			if strings.HasPrefix(m, server.AgentPrefix) {
 				return fail(exitUsage, "model %q: agents need --config", m)
 			}
-			model, err := openBackend(ctx, f.backend, m, "", environ)
+			model, err := config.OpenBackend(ctx, f.backend, m, "", environ)
 			if err != nil {
 				return fail(exitUsage, "%v", err)
 			}

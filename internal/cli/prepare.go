@@ -121,8 +121,8 @@ func (r *runner) openModel(ctx context.Context, cj *config.Job, flag string) (st
 	if flag != "" {
 		backend = flag
 	}
-	r.backendAddr = backendAddr(backend)
-	model, err := openBackend(ctx, backend, cj.Def.ModelName, cj.APIKeyEnv, environ)
+	r.backendAddr = config.BackendAddr(backend)
+	model, err := config.OpenBackend(ctx, backend, cj.Def.ModelName, cj.APIKeyEnv, environ)
 	if err != nil {
 		return "", nil, err
 	}
@@ -163,7 +163,7 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 	def.ToolPool.Shared = r.sharedTools // a worker's: tool results shared through Redis
 	tableWindow(&def)
 	var err error
-	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
+	if def.Fallbacks, err = config.OpenFallbacks(ctx, cj.Fallbacks, environ); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if def.Budget == 0 {

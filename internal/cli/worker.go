@@ -149,7 +149,7 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		if err != nil {
 			return queue.Job{}, err
 		}
-		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: backendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: config.BackendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
 		spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 		if err != nil {
 			return queue.Job{}, err
