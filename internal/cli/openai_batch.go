@@ -89,12 +89,12 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		if err != nil {
 			return fail(exitUsage, "%v", err)
 		}
-		g, err := openGateway(ctx, sc, store, logger, environ)
+		g, err := sc.Open(ctx, store, logger, environ)
 		if err != nil {
 			return fail(exitUsage, "%s: %v", f.config, err)
 		}
-		defer g.close()
-		srv = g.srv
+		defer g.Close()
+		srv = g.Server
 	} else {
 		backends := map[string]batchagent.Backend{}
 		for _, m := range in.Models {
