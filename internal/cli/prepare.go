@@ -85,7 +85,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.engine, err = batchagent.New(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.limitSource = concurrencySource(backend, model, cfg.Admission.MaxInflight)
+	r.limitSource = config.ConcurrencySource(backend, model, cfg.Admission.MaxInflight)
 
 	// Nothing but the output can fail from here: record the run.
 	resumed, err := r.beginRun(ctx, backend, f.force)
