@@ -71,8 +71,7 @@ func TestImportRules(t *testing.T) {
 		"internal/openaibatch": {"server"},
 		// The dry run: a job's calls, tokens and cost over its inputs.
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
-		"internal/config": {"", "job", "llm", "reduce", "schema", "tool", "tool/filetool", "tool/httptool",
-			"tool/mcptool", "tool/sqltool"},
+		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		"internal/cli": {"", "server/batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
 			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
 			"internal/outfile", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},

@@ -3,6 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -86,4 +90,52 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.DurationVar(&f.cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every request (same as --log-level debug)")
 	return cmd
+}
+
+// simFlags are the flags of `batchagent sim serve`.
+type simFlags struct {
+	cfg       simhttp.Config
+	addr      string
+	toolTurns int
+	apiKeyEnv string
+	fault     string
+	verbose   bool
+}
+
+// simServe serves the HTTP simulator until ctx is done: `batchagent sim
+// serve`. logger is the global one; --v lowers its level to Debug.
+func simServe(ctx context.Context, f simFlags, logger *slog.Logger, stderr io.Writer) int {
+	cfg, addr, toolTurns, apiKeyEnv, fault := f.cfg, f.addr, f.toolTurns, f.apiKeyEnv, f.fault
+	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+		fmt.Fprintf(stderr, "batchagent sim serve: --addr %q: want HOST:PORT\n", addr)
+		return exitUsage
+	}
+	cfg.Model.ToolTurns = toolTurns
+	if toolTurns == 0 {
+		cfg.Model.ToolTurns = -1 // an explicit 0: never call tools
+	}
+	cfg.Fault = simhttp.Fault(fault)
+	if apiKeyEnv != "" {
+		if cfg.APIKey = os.Getenv(apiKeyEnv); cfg.APIKey == "" {
+			fmt.Fprintf(stderr, "batchagent sim serve: --api-key-env %s: the variable is empty or unset\n", apiKeyEnv)
+			return exitUsage
+		}
+	}
+	cfg.Logger = logger
+	s, err := simhttp.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent sim serve:", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent sim serve:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
+	if err := simhttp.Serve(ctx, s, ln); err != nil {
+		fmt.Fprintln(stderr, "batchagent sim serve:", err)
+		return exitFailed
+	}
+	return exitOK
 }

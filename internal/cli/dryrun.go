@@ -159,7 +159,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 	if _, d.model, err = d.r.openModel(ctx, cj, f.backend); err != nil {
 		return d, err
 	}
-	if d.r.tools, err = buildTools(ctx, cj); err != nil {
+	if d.r.tools, err = cj.OpenTools(ctx); err != nil {
 		return d, err
 	}
 	if d.r.spec, err = d.r.buildSpec(ctx, path, cj, d.model); err != nil {

@@ -89,19 +89,19 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		if err != nil {
 			return fail(exitUsage, "%v", err)
 		}
-		g, err := openGateway(ctx, sc, store, logger, environ)
+		g, err := sc.Open(ctx, store, logger, environ)
 		if err != nil {
 			return fail(exitUsage, "%s: %v", f.config, err)
 		}
-		defer g.close()
-		srv = g.srv
+		defer g.Close()
+		srv = g.Server
 	} else {
 		backends := map[string]batchagent.Backend{}
 		for _, m := range in.Models {
 			if strings.HasPrefix(m, server.AgentPrefix) {
 				return fail(exitUsage, "model %q: agents need --config", m)
 			}
-			model, err := openBackend(ctx, f.backend, m, "", environ)
+			model, err := config.OpenBackend(ctx, f.backend, m, "", environ)
 			if err != nil {
 				return fail(exitUsage, "%v", err)
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/outfile"
-	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -51,7 +50,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	if r.tools, err = buildTools(ctx, cj); err != nil {
+	if r.tools, err = cj.OpenTools(ctx); err != nil {
 		return nil, err
 	}
 	cfg, err := engineConfig(cj, model, f.logger)
@@ -86,7 +85,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	if r.engine, err = batchagent.New(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.limitSource = concurrencySource(backend, model, cfg.Admission.MaxInflight)
+	r.limitSource = config.ConcurrencySource(backend, model, cfg.Admission.MaxInflight)
 
 	// Nothing but the output can fail from here: record the run.
 	resumed, err := r.beginRun(ctx, backend, f.force)
@@ -121,8 +120,8 @@ func (r *runner) openModel(ctx context.Context, cj *config.Job, flag string) (st
 	if flag != "" {
 		backend = flag
 	}
-	r.backendAddr = backendAddr(backend)
-	model, err := openBackend(ctx, backend, cj.Def.ModelName, cj.APIKeyEnv, environ)
+	r.backendAddr = config.BackendAddr(backend)
+	model, err := config.OpenBackend(ctx, backend, cj.Def.ModelName, cj.APIKeyEnv, environ)
 	if err != nil {
 		return "", nil, err
 	}
@@ -158,12 +157,12 @@ func engineConfig(cj *config.Job, model llm.Model, logger *slog.Logger) (batchag
 // the job file at path.
 func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, model llm.Model) (*batchagent.Spec, error) {
 	def := cj.Def
-	def.ID, def.Model, def.Tools = r.name, model, r.tools.tools
-	def.ToolPool.Policies = r.tools.policies
+	def.ID, def.Model, def.Tools = r.name, model, r.tools.Tools
+	def.ToolPool.Policies = r.tools.Policies
 	def.ToolPool.Shared = r.sharedTools // a worker's: tool results shared through Redis
-	tableWindow(&def)
+	config.TableWindow(&def)
 	var err error
-	if def.Fallbacks, err = openFallbacks(ctx, cj.Fallbacks, environ); err != nil {
+	if def.Fallbacks, err = config.OpenFallbacks(ctx, cj.Fallbacks, environ); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if def.Budget == 0 {
@@ -178,12 +177,4 @@ func (r *runner) buildSpec(ctx context.Context, path string, cj *config.Job, mod
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return spec, nil
-}
-
-// tableWindow gives def the built-in table's context window for its model
-// (as of prices.Dated) when the job file sets none.
-func tableWindow(def *batchagent.Def) {
-	if w, ok := prices.ContextWindow(def.ModelName); ok && def.ContextWindow == 0 {
-		def.ContextWindow = w
-	}
 }

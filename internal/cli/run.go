@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
@@ -86,9 +87,9 @@ type runner struct {
 	total   int // inputs expected, 0 if unknown
 	out     *outfile.Writer
 	outPath string
-	closers []namedCloser // closed in order by close
-	locks   []namedCloser // the output's and state file's locks, released after closers
-	tools   *builtTools   // closed with the runner
+	closers []namedCloser   // closed in order by close
+	locks   []namedCloser   // the output's and state file's locks, released after closers
+	tools   *config.ToolSet // closed with the runner
 	// sharedTools, when set, is the cache of tool results the job's tool
 	// pool shares with other processes (a worker's, in Redis); nil: none.
 	sharedTools tool.Cache
@@ -141,7 +142,7 @@ func (r *runner) close() error {
 	r.locks = nil
 	if r.tools != nil {
 		// Not the run's failure: its results are written by now.
-		r.toolsErr = r.tools.close()
+		r.toolsErr = r.tools.Close()
 		r.tools = nil
 	}
 	return errors.Join(errs...)

@@ -38,19 +38,19 @@ func TestRunnerCloseLabelsErrors(t *testing.T) {
 // what the runner closes, and that a tool's close error is kept as a
 // warning, not the run's error.
 func TestToolsClosedWithTheRunner(t *testing.T) {
-	b, err := buildTools(t.Context(), &config.Job{Tools: []config.Tool{{Name: "read_file", Settings: &filetool.ReadFileConfig{Roots: []string{t.TempDir()}}}}})
+	b, err := (&config.Job{Tools: []config.Tool{{Name: "read_file", Settings: &filetool.ReadFileConfig{Roots: []string{t.TempDir()}}}}}).OpenTools(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.closers) != 1 {
-		t.Fatalf("%d closers for one read_file tool, want its roots", len(b.closers))
+	if len(b.Closers) != 1 {
+		t.Fatalf("%d closers for one read_file tool, want its roots", len(b.Closers))
 	}
-	b.closers = append(b.closers, closeFunc(func() error { return errors.New("server exited with status 1") }))
+	b.Closers = append(b.Closers, closeFunc(func() error { return errors.New("server exited with status 1") }))
 	r := &runner{tools: b}
 	if err := r.close(); err != nil || r.toolsErr == nil || !strings.Contains(r.toolsErr.Error(), "status 1") {
 		t.Errorf("close() = %v, tools error %v; want nil and the server's status", err, r.toolsErr)
 	}
-	if _, err := b.tools[0].Call(t.Context(), json.RawMessage(`{"path":"x"}`)); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, err := b.Tools[0].Call(t.Context(), json.RawMessage(`{"path":"x"}`)); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("read_file after close: %v, want a closed error", err)
 	}
 }

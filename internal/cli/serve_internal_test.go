@@ -3,82 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/batchagent/batchagent/internal/config"
 )
-
-// chatCompletion posts a non-streamed chat completion for model to url
-// and returns the status and the decoded answer.
-func chatCompletion(t *testing.T, url, model, text string) (int, map[string]any) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": text}}})
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatalf("%s: decode: %v", model, err)
-	}
-	return resp.StatusCode, out
-}
-
-// TestServeExample opens examples/serve/serve.yaml and asks its backend
-// and its agent.
-func TestServeExample(t *testing.T) {
-	sc, err := config.LoadServe(filepath.Join("..", "..", "examples", "serve", "serve.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := openGateway(t.Context(), sc, nil, nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatalf("openGateway: %v", err)
-	}
-	defer g.close()
-	hs := httptest.NewServer(g.srv)
-	defer hs.Close()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := g.srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	}()
-	if status, out := chatCompletion(t, hs.URL, "sim", "Say hello."); status != 200 {
-		t.Errorf("sim: status %d %v, want 200", status, out)
-	}
-	status, out := chatCompletion(t, hs.URL, "agent:reviewer", "cache.go")
-	if status != 200 {
-		t.Fatalf("agent:reviewer: status %d %v, want 200", status, out)
-	}
-	msg := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
-	var findings struct {
-		Risk     string
-		Findings []any
-	}
-	if err := json.Unmarshal([]byte(msg["content"].(string)), &findings); err != nil || findings.Risk == "" {
-		t.Errorf("agent:reviewer content %v, want the findings JSON (%v)", msg["content"], err)
-	}
-	if cost, _ := out["usage"].(map[string]any)["cost"].(float64); cost <= 0 {
-		t.Errorf("agent:reviewer usage %v, want a cost (the example prices the agent)", out["usage"])
-	}
-	if events, _ := msg["batchagent_events"].([]any); len(events) < 3 {
-		t.Errorf("agent:reviewer events %v, want turns and the read_file call", msg["batchagent_events"])
-	}
-}
 
 // TestServeCommand runs `batchagent serve --config examples/serve/serve.yaml
 // --addr 127.0.0.1:0`, asks it for its models, and stops it.

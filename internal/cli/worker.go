@@ -136,20 +136,20 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		if err != nil {
 			return queue.Job{}, err
 		}
-		if rn.tools, err = buildTools(ctx, cj); err != nil {
+		if rn.tools, err = cj.OpenTools(ctx); err != nil {
 			return queue.Job{}, err
 		}
 		ok := false
 		defer func() {
 			if !ok {
-				_ = rn.tools.close() // the setup error is the one to report
+				_ = rn.tools.Close() // the setup error is the one to report
 			}
 		}()
 		cfg, err := engineConfig(cj, model, logger)
 		if err != nil {
 			return queue.Job{}, err
 		}
-		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: backendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: config.BackendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
 		spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
 		if err != nil {
 			return queue.Job{}, err
@@ -157,7 +157,7 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		ok = true
 		return queue.Job{Config: cfg, Spec: spec, Close: func() error {
 			limits.Close()
-			return rn.tools.close()
+			return rn.tools.Close()
 		}}, nil
 	}
 }

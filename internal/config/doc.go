@@ -1,5 +1,13 @@
 // Package config owns the job file format of the batchagent CLI: the YAML
-// read by "batchagent run JOB.yaml".
+// read by "batchagent run JOB.yaml", and the serve config file of
+// "batchagent serve".
+//
+// It also opens what a file names: a backend URL into an llm.Model
+// ([OpenBackend], each fallback tier's with [OpenFallbacks]), a job's
+// tools and MCP servers into a [ToolSet] ([Job.OpenTools]), and a serve
+// config into a [Gateway] on a new engine, with its agents, keys, prices,
+// metrics and tracing ([Serve.Open]). The CLI reads flags, calls these
+// and prints.
 //
 // # Format
 //
@@ -99,7 +107,7 @@
 //
 // What has no key is what a file cannot hold: functions (Def.Check, a
 // Go function tier of Def.Fallbacks, OnResult, RateLimit.CountTokens), the
-// models (the CLI resolves backend and each fallback's backend),
+// models (OpenBackend and OpenFallbacks open backend and each fallback's backend),
 // the logger, and the checkpoint store and resume options, which are
 // flags of "batchagent run".
 //

@@ -1,11 +1,10 @@
-package cli
+package config
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/batchagent/batchagent"
@@ -13,16 +12,17 @@ import (
 	"github.com/batchagent/batchagent/backend/bedrock"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
-	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/llm"
 )
 
-// openBackend resolves a backend URL into a Model. Each scheme maps to its
-// constructor here, explicitly: no registry filled from init. keyEnv names
-// the environment variable of the API key; empty means the backend's
-// usual one. getenv reads the environment.
-func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(string) string) (llm.Model, error) {
+// OpenBackend resolves a backend URL into a Model for model (the name a
+// URL without one is given). Each scheme maps to its constructor here,
+// explicitly: no registry filled from init. keyEnv names the environment
+// variable of the API key; empty means the backend's usual one. getenv
+// reads the environment. An error never holds the URL's path, query or
+// user info, where a key may be.
+func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(string) string) (llm.Model, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// Not the URL itself: its query may hold a key.
@@ -95,15 +95,15 @@ func openBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 	}
 }
 
-// openFallbacks opens the backend of each fallback tier of a job file
-// with openBackend, as the job's own backend is opened (its model, its
+// OpenFallbacks opens the backend of each fallback tier of a job file
+// with OpenBackend, as the job's own backend is opened (its model, its
 // api_key_env, getenv), into the fallbacks of the job's Def, in order. An
 // error names the tier as the file does, "fallbacks[N]", and, like
-// openBackend's, never the URL's path or query, where a key may be.
-func openFallbacks(ctx context.Context, fbs []config.FallbackBackend, getenv func(string) string) ([]batchagent.Fallback, error) {
+// OpenBackend's, never the URL's path or query, where a key may be.
+func OpenFallbacks(ctx context.Context, fbs []FallbackBackend, getenv func(string) string) ([]batchagent.Fallback, error) {
 	var out []batchagent.Fallback
 	for i, f := range fbs {
-		m, err := openBackend(ctx, f.Backend, f.Model, f.APIKeyEnv, getenv)
+		m, err := OpenBackend(ctx, f.Backend, f.Model, f.APIKeyEnv, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("fallbacks[%d]: %w", i, err)
 		}
@@ -115,12 +115,9 @@ func openFallbacks(ctx context.Context, fbs []config.FallbackBackend, getenv fun
 // schemes lists the backend URL schemes, for messages.
 var schemes = []string{"sim", "sim+http", "openai", "openai+http", "openai+https", "vllm", "sglang", "llamacpp", "ollama", "anthropic", "anthropic+http", "anthropic+https", "bedrock"}
 
-// environ reads the process environment.
-var environ = os.Getenv
-
-// backendAddr returns a backend URL as scheme://host:port, without its
-// path, query or user info, which may hold secrets.
-func backendAddr(raw string) string {
+// BackendAddr returns a backend URL as scheme://host:port, without its
+// path, query or user info, which may hold secrets: for messages.
+func BackendAddr(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(backend URL that does not parse)"
