@@ -44,7 +44,7 @@ func runCounters(st batchagent.Stats, total int, price estimate.Price) progress.
 
 // writeSummary prints the end-of-run summary.
 // limitSource says where the limit on model calls in flight comes from
-// (concurrencySource).
+// (config.ConcurrencySource).
 func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath, limitSource string) {
 	// Agents this run finished: the agents stopped mid-flight by an
 	// interrupt are delivered (canceled) but did not finish.

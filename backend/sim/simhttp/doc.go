@@ -13,5 +13,6 @@
 // [Config.Model]; this package adds only the wire format (the types of
 // internal/oaiwire, with a chunk writer of its own for the streams'
 // hot path), the timing model of [Server] and the injected faults
-// ([Fault]).
+// ([Fault]). [Serve] serves a Server on a listener until its context
+// ends, then shuts down gracefully (`batchagent sim serve`).
 package simhttp
