@@ -201,8 +201,8 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 // `batchagent export run.db --out results.jsonl`.
 func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
 	if f.out != "" && f.out != "-" {
-		reads := []runFile{{object: "the state file", path: path}, {object: "the state file's write-ahead log", path: path + "-wal"}}
-		if err := checkRunFiles([]runFile{outputFile(f.out, true)}, reads); err != nil {
+		reads := []outfile.File{{Object: "the state file", Path: path}, {Object: "the state file's write-ahead log", Path: path + "-wal"}}
+		if err := outfile.CheckFiles([]outfile.File{outputFile(f.out, true)}, reads); err != nil {
 			fmt.Fprintln(stderr, "batchagent export:", err)
 			return exitUsage
 		}

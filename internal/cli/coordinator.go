@@ -122,7 +122,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if inPath, err = filepath.Abs(inPath); err != nil {
 		return fail(exitUsage, err)
 	}
-	if err := checkRunFiles([]runFile{outputFile(outPath, f.out != "")}, jobReads(path, cj, inPath)); err != nil {
+	if err := outfile.CheckFiles([]outfile.File{outputFile(outPath, f.out != "")}, jobReads(path, cj, inPath)); err != nil {
 		return fail(exitUsage, err)
 	}
 	format, err := inputFormatOf(inPath)

@@ -47,8 +47,8 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 	if f.out == "" || f.out == "-" {
 		return fail(exitUsage, "--out FILE is required")
 	}
-	reads := []runFile{{object: "the --openai-batch file", path: f.input}, {object: "the --config file", path: f.config}}
-	if err := checkRunFiles([]runFile{outputFile(f.out, true)}, reads); err != nil {
+	reads := []outfile.File{{Object: "the --openai-batch file", Path: f.input}, {Object: "the --config file", Path: f.config}}
+	if err := outfile.CheckFiles([]outfile.File{outputFile(f.out, true)}, reads); err != nil {
 		return fail(exitUsage, "%v", err)
 	}
 	if (f.backend == "") == (f.config == "") {

@@ -36,17 +36,17 @@ func (r *runner) chooseOutputs(cj *config.Job, out string) {
 	}
 }
 
-// writes returns the files the run writes, for checkRunFiles: its output
+// writes returns the files the run writes, for outfile.CheckFiles: its output
 // (the --out flag's, else the job file's), its state file at statePath
 // and its reduce output, those it has.
-func (r *runner) writes(f runFlags, statePath string) []runFile {
+func (r *runner) writes(f runFlags, statePath string) []outfile.File {
 	out := outputFile(r.outPath, f.out != "")
-	state := runFile{subject: "--state", object: "the state file", path: statePath, fix: "pick another --state"}
+	state := outfile.File{Subject: "--state", Object: "the state file", Path: statePath, Fix: "pick another --state"}
 	if f.state == "" {
-		state.subject, state.fix = "state file", "pass --state with another name"
+		state.Subject, state.Fix = "state file", "pass --state with another name"
 	}
-	reduce := runFile{subject: "reduce output", object: "the reduce output", path: r.reduceOut, fix: "change the reduce step's output: in the job file"}
-	return []runFile{out, state, reduce}
+	reduce := outfile.File{Subject: "reduce output", Object: "the reduce output", Path: r.reduceOut, Fix: "change the reduce step's output: in the job file"}
+	return []outfile.File{out, state, reduce}
 }
 
 // planOutput loads the run's saved states, where it has a checkpoint

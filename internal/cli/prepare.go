@@ -33,7 +33,7 @@ func prepare(ctx context.Context, path string, f runFlags, stdout io.Writer) (*r
 	inPath := inputsPathOf(cj, f.inputs)
 	statePath := stateFileOf(f, r.outPath)
 	// Before anything is opened, for writing or not.
-	if err := checkRunFiles(r.writes(f, statePath), jobReads(path, cj, inPath)); err != nil {
+	if err := outfile.CheckFiles(r.writes(f, statePath), jobReads(path, cj, inPath)); err != nil {
 		return nil, err
 	}
 	ok := false
