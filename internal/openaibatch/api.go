@@ -37,7 +37,9 @@ func findOrCreate(api http.Handler, in Input) (Batch, error) {
 	defer f.Close()
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
-	go func() { // owned by the upload below, which reads the pipe to its end
+	uploaded := make(chan struct{})
+	go func() { // owned by this call: it waits for the goroutine before f closes
+		defer close(uploaded)
 		err := mw.WriteField("purpose", "batch")
 		if err == nil {
 			var part io.Writer
@@ -51,7 +53,8 @@ func findOrCreate(api http.Handler, in Input) (Batch, error) {
 	}()
 	var file struct{ ID string }
 	err = callJSON(api, http.MethodPost, "/v1/files", mw.FormDataContentType(), pr, &file)
-	pr.CloseWithError(errors.New("upload done"))
+	pr.CloseWithError(errors.New("upload done")) // ends the writer's copy, if the upload stopped early
+	<-uploaded
 	if err != nil {
 		return Batch{}, err
 	}
