@@ -72,9 +72,15 @@ func TestImportRules(t *testing.T) {
 		// The dry run: a job's calls, tokens and cost over its inputs.
 		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
-		"internal/cli": {"", "server/batchapi", "agent", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim",
-			"backend/sim/simhttp", "checkpoint", "input", "internal/bench", "internal/config", "internal/estimate", "internal/openaibatch", "internal/progress",
-			"internal/outfile", "internal/prices", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "queue", "reduce", "sched", "server", "tool", "tool/mcptool"},
+		// The run of a job file (`batchagent run` without its flags):
+		// open the job, inputs, output and state; stream, summarise.
+		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/outfile",
+			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool"},
+		// Commands and flags: each reads its flags, calls one package and
+		// prints.
+		"internal/cli": {"", "server/batchapi", "backend/sim", "backend/sim/simhttp", "checkpoint", "internal/bench", "internal/config",
+			"internal/estimate", "internal/jobrun", "internal/openaibatch", "internal/progress", "internal/outfile", "internal/report",
+			"internal/telemetry", "llm", "queue", "server"},
 		"cmd/batchagent": {"internal/cli"},
 
 		// The simulator's HTTP server wraps the in-process model; the value

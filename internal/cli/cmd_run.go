@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/jobrun"
+	"github.com/batchagent/batchagent/internal/telemetry"
 )
 
 func (a *app) runCommand() *cobra.Command {
@@ -78,7 +79,7 @@ again.
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
 			if f.dryRun {
-				f.logger = a.logger
+				f.Logger = a.logger
 				return withSignals(cmd.Context(), func(ctx context.Context) int { return runDryRun(ctx, args[0], f, a.stdout, a.stderr) })
 			}
 			if err := checkRedisFlags(rf, cmd.Flags().Changed); err != nil {
@@ -96,11 +97,11 @@ again.
 				return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--ui and %s contradict each other (the live view draws a job run in this process): drop one", other)}
 			}
 			if rf.url != "" {
-				f.logger = a.logger
+				f.Logger = a.logger
 				return exitWith(runCoordinator(cmd.Context(), args[0], f, rf, a.stderr))
 			}
 			if bf.input != "" {
-				bf.out, bf.backend, bf.quiet = f.out, f.backend, f.quiet
+				bf.out, bf.backend, bf.quiet = f.Out, f.Backend, f.quiet
 				return withSignals(cmd.Context(), func(ctx context.Context) int {
 					return runOpenAIBatch(ctx, bf, a.logger, a.stderr)
 				})
@@ -108,22 +109,22 @@ again.
 			if err := f.check(cmd.Flags().Changed("state")); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
-			f.logger = a.logger
+			f.Logger = a.logger
 			// run stops in two phases and handles its signals itself.
 			return exitWith(runJob(cmd.Context(), args[0], f, a.stdout, a.stderr))
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
-	fl.StringVar(&f.out, "out", "", "output file for JSONL results (default: the job's output, else stdout; - for stdout)")
-	fl.StringVar(&f.backend, "backend", "", "backend URL, e.g. sim://?latency=60ms or openai+http://host:8000/v1?model=m; overrides the job's backend")
-	fl.BoolVar(&f.ordered, "ordered", false, "write results in input order (buffers results that finish early)")
+	fl.StringVar(&f.Inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
+	fl.StringVar(&f.Out, "out", "", "output file for JSONL results (default: the job's output, else stdout; - for stdout)")
+	fl.StringVar(&f.Backend, "backend", "", "backend URL, e.g. sim://?latency=60ms or openai+http://host:8000/v1?model=m; overrides the job's backend")
+	fl.BoolVar(&f.Ordered, "ordered", false, "write results in input order (buffers results that finish early)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")
-	fl.StringVar(&f.state, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
-	fl.BoolVar(&f.noState, "no-state", false, "no checkpoint store (no resume)")
-	fl.BoolVar(&f.force, "force", false, "resume even though the job, its backend URL or its inputs changed since the state was written: the results of the old job and of changed inputs run again")
-	fl.BoolVar(&f.retryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
-	fl.BoolVar(&f.restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
+	fl.StringVar(&f.State, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
+	fl.BoolVar(&f.NoState, "no-state", false, "no checkpoint store (no resume)")
+	fl.BoolVar(&f.Force, "force", false, "resume even though the job, its backend URL or its inputs changed since the state was written: the results of the old job and of changed inputs run again")
+	fl.BoolVar(&f.RetryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
+	fl.BoolVar(&f.Restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
 	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
 	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
@@ -141,32 +142,29 @@ again.
 	return cmd
 }
 
-// runFlags are the flags of `batchagent run`.
+// runFlags are the flags of `batchagent run`: the run's Options and the
+// command's own.
 type runFlags struct {
-	inputs, out, backend, state string
-	ordered, quiet              bool
-	force, retryFailed, noState bool
-	restart                     bool                    // --restart: move the output and state aside and run afresh
-	logger                      *slog.Logger            // the engine's; nil: silent
-	metricsAddr                 string                  // --metrics-addr: where to serve /metrics; "": nowhere
-	traceContent                bool                    // --trace-content: prompt and answer text in spans
-	onResult                    batchagent.OnResultFunc // the engine's OnResult: the run's metrics; nil: none
-	ui                          uiFlags                 // --ui, --ui-public, --ui-linger: the live view
-	dryRun, jsonOut             bool                    // --dry-run, --json: estimate, run nothing (dryrun.go)
-	sample                      int                     // --sample K: with --dry-run, inputs run for real
+	jobrun.Options
+	quiet           bool
+	metricsAddr     string  // --metrics-addr: where to serve /metrics; "": nowhere
+	traceContent    bool    // --trace-content: prompt and answer text in spans
+	ui              uiFlags // --ui, --ui-public, --ui-linger: the live view
+	dryRun, jsonOut bool    // --dry-run, --json: estimate, run nothing (dryrun.go)
+	sample          int     // --sample K: with --dry-run, inputs run for real
 }
 
 // checkRestart rejects --restart with a flag it contradicts, naming both:
 // a fresh run does not resume (--force, --retry-failed), and a dry run, a
 // run over Redis or an OpenAI batch file keep no output of this kind.
 func checkRestart(f runFlags, rf redisFlags, bf batchFlags) error {
-	if !f.restart {
+	if !f.Restart {
 		return nil
 	}
 	switch {
-	case f.force:
+	case f.Force:
 		return errors.New("--restart and --force contradict each other (--force resumes the run, rerunning the results that changed; --restart starts a fresh one): drop one")
-	case f.retryFailed:
+	case f.RetryFailed:
 		return errors.New("--restart and --retry-failed contradict each other (--retry-failed resumes the run, rerunning its failures; --restart runs every input afresh): drop one")
 	case f.dryRun:
 		return errors.New("--dry-run and --restart contradict each other: a dry run writes no output or state and runs nothing; drop one")
@@ -181,16 +179,76 @@ func checkRestart(f runFlags, rf redisFlags, bf batchFlags) error {
 // check rejects contradictory flags, naming both. stateSet says whether
 // --state was given (even as an empty string).
 func (f runFlags) check(stateSet bool) error {
-	if !f.noState {
+	if !f.NoState {
 		return nil
 	}
 	switch {
 	case stateSet:
-		return fmt.Errorf("--state %q and --no-state contradict each other: drop one", f.state)
-	case f.retryFailed:
+		return fmt.Errorf("--state %q and --no-state contradict each other: drop one", f.State)
+	case f.RetryFailed:
 		return fmt.Errorf("--retry-failed needs a state file to find the failed inputs, and --no-state turns it off: drop one")
-	case f.force:
+	case f.Force:
 		return fmt.Errorf("--force resumes from a state file, and --no-state turns it off: drop one")
 	}
 	return nil
+}
+
+// runJob runs the job file at path with the flags f: `batchagent run`.
+func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
+	tel, err := telemetry.StartRun(ctx, telemetry.RunOptions{MetricsAddr: f.metricsAddr, TraceContent: f.traceContent})
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := tel.Stop(ctx); err != nil {
+			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+		}
+	}()
+	ui, err := startUI(ctx, f.ui) // --ui and the samples of the state file: see ui.go
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := ui.stop(); err != nil {
+			fmt.Fprintln(stderr, "batchagent run: warning:", err)
+		}
+	}()
+	f.OnResult = chainResults(tel.OnResult(), ui.onResult())
+	r, err := jobrun.Open(ctx, path, f.Options, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitUsage
+	}
+	defer func() { _ = r.Close() }() // a no-op once run has closed and reported
+	for _, m := range r.Moved() {
+		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.From, m.To)
+	}
+	if err := tel.WatchCost(r.Name(), r.Cost()); err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	runCtx, err := tel.Serve(ctx, r.Name(), r.Engine())
+	if err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	if a := tel.MetricsAddr(); a != nil && !f.quiet {
+		fmt.Fprintf(stderr, "batchagent run: metrics at http://%s/metrics\n", a)
+	}
+	if err := ui.start(ctx, r, f.quiet, stderr); err != nil {
+		fmt.Fprintln(stderr, "batchagent run:", err)
+		return exitFailed
+	}
+	code := r.Run(runCtx, f.quiet, stderr)
+	// The last sample, where the run ended before its results (a no-op
+	// once run has taken it), while the state file is open.
+	if err := ui.stopSampling(); err != nil {
+		fmt.Fprintln(stderr, "batchagent run: warning:", err)
+	}
+	if code != jobrun.Interrupted { // an interrupt stops the live view too
+		ui.linger(ctx, f.quiet, stderr)
+	}
+	return int(code)
 }

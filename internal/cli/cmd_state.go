@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/internal/outfile"
 )
 
@@ -202,7 +203,7 @@ func agentState(ctx context.Context, store *checkpoint.Store, id string, idx int
 func exportCmd(ctx context.Context, path string, f exportFlags, stdout, stderr io.Writer) int {
 	if f.out != "" && f.out != "-" {
 		reads := []outfile.File{{Object: "the state file", Path: path}, {Object: "the state file's write-ahead log", Path: path + "-wal"}}
-		if err := outfile.CheckFiles([]outfile.File{outputFile(f.out, true)}, reads); err != nil {
+		if err := outfile.CheckFiles([]outfile.File{jobrun.OutputFile(f.out, true)}, reads); err != nil {
 			fmt.Fprintln(stderr, "batchagent export:", err)
 			return exitUsage
 		}

@@ -3,11 +3,12 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/queue"
 )
 
 func (a *app) workerCommand() *cobra.Command {
-	f := workerFlags{maxActive: queue.DefaultMaxActive, visibility: queue.DefaultVisibility, grace: gracePeriod}
+	f := workerFlags{maxActive: queue.DefaultMaxActive, visibility: queue.DefaultVisibility, grace: jobrun.GracePeriod}
 	cmd := &cobra.Command{
 		Use:   "worker --redis URL [flags]",
 		Short: "Run the agents of any run queued in Redis",

@@ -61,6 +61,6 @@ func writeCoordSummary(w io.Writer, name string, wall time.Duration, s queue.Coo
 		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls %d · tokens: prompt %s · completion %s\n", s.ModelCalls, s.Turns, s.ToolCalls, count(s.Usage.PromptTokens), count(s.Usage.CompletionTokens))
+	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls %d · tokens: prompt %s · completion %s\n", s.ModelCalls, s.Turns, s.ToolCalls, progress.Count(s.Usage.PromptTokens), progress.Count(s.Usage.CompletionTokens))
 	fmt.Fprintf(w, "  results: %s\n", outPath)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
@@ -103,8 +104,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("%s: a job with pack: does not run with --redis (workers run each input on its own): drop pack: or --redis", path))
 	}
 	outPath := cj.Output
-	if f.out != "" {
-		outPath = f.out
+	if f.Out != "" {
+		outPath = f.Out
 	}
 	if outPath == "" || outPath == "-" {
 		return fail(exitUsage, errors.New("--redis needs an output file (--out FILE, or output: in the job file): it is what a restarted coordinator resumes from"))
@@ -113,8 +114,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, err)
 	}
 	inPath := cj.Inputs
-	if f.inputs != "" {
-		inPath = f.inputs
+	if f.Inputs != "" {
+		inPath = f.Inputs
 	}
 	if inPath == "" {
 		return fail(exitUsage, fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", path))
@@ -122,14 +123,14 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if inPath, err = filepath.Abs(inPath); err != nil {
 		return fail(exitUsage, err)
 	}
-	if err := outfile.CheckFiles([]outfile.File{outputFile(outPath, f.out != "")}, jobReads(path, cj, inPath)); err != nil {
+	if err := outfile.CheckFiles([]outfile.File{jobrun.OutputFile(outPath, f.Out != "")}, jobrun.Reads(path, cj, inPath)); err != nil {
 		return fail(exitUsage, err)
 	}
-	format, err := inputFormatOf(inPath)
+	format, err := jobrun.InputFormatOf(inPath)
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	if err := checkPlaceholders(path, cj.Def.Task, inPath); err != nil {
+	if err := jobrun.CheckPlaceholders(path, cj.Def.Task, inPath); err != nil {
 		return fail(exitUsage, err)
 	}
 	// One read of the inputs counts them and digests them for the run ID.
@@ -140,7 +141,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	defer in.Close()
 	price := estimate.PriceOf(cj) // before the count named estimate hides the package
 	digest := sha256.New()
-	estimate, err := format.count(io.TeeReader(in, digest))
+	estimate, err := format.Count(io.TeeReader(in, digest))
 	if err == nil {
 		_, err = io.Copy(digest, in) // what count left unread
 	}
@@ -157,12 +158,12 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	}
 	defer lock.Close()
 
-	q, err := queue.Open(ctx, rf.url, queue.Options{Logger: f.logger})
+	q, err := queue.Open(ctx, rf.url, queue.Options{Logger: f.Logger})
 	if err != nil {
 		return fail(exitFailed, err)
 	}
 	defer q.Close()
-	name := jobName(path, cj)
+	name := jobrun.Name(path, cj)
 	written := &queue.IndexSet{}
 	restored := 0                              // the results in the output before this run
 	var w *bufio.Writer                        // the output's, once open
@@ -175,7 +176,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			if _, err := in.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("inputs: %w", err)
 			}
-			return format.decode(in, filepath.Base(inPath)), nil
+			return format.Decode(in, filepath.Base(inPath)), nil
 		},
 		Sink: func(batch []queue.Collected) error {
 			for _, r := range batch {
@@ -212,7 +213,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	// coordinator killed between the two finds the failures in Redis
 	// again, or writes their lines again without the flag).
 	var retry map[int]string
-	if f.retryFailed && existed {
+	if f.RetryFailed && existed {
 		if retry, err = c.Failed(ctx); err != nil {
 			return fail(exitFailed, err)
 		}
@@ -232,7 +233,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		if existed {
 			verb = fmt.Sprintf("resuming (%d results in the output, %d inputs enqueued before)", written.Len(), st.Enqueued)
 		}
-		if f.retryFailed && existed {
+		if f.RetryFailed && existed {
 			verb += fmt.Sprintf("; %d failed inputs enqueued again (--retry-failed)", retried)
 		}
 		fmt.Fprintf(stderr, "batchagent: %s: run %s on %s: %s; start workers with: batchagent worker --redis URL\n", name, id, queue.RedactURL(rf.url), verb)

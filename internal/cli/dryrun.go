@@ -12,7 +12,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
-	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/internal/jobrun"
 )
 
 // dryRunHelp is the run command's help on --dry-run.
@@ -72,7 +72,7 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	d, err := prepareDryRun(ctx, path, f)
 	if d != nil {
 		defer func() {
-			if err := d.r.close(); err != nil {
+			if err := d.job.Close(); err != nil {
 				fmt.Fprintln(stderr, "batchagent run: warning:", err)
 			}
 		}()
@@ -96,7 +96,7 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if f.sample > 0 && st.OK > 0 {
 		// f.sample valid inputs, evenly spread over the file, run through the
 		// real engine and backend, with no checkpoint store and no output.
-		cfg, err := engineConfig(d.cj, d.model, f.logger)
+		cfg, err := d.job.EngineConfig(f.Logger)
 		var results []batchagent.Result
 		if err == nil {
 			results, err = d.est.Sample(ctx, cfg, st, f.sample)
@@ -111,7 +111,7 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 				code = exitFailed
 			}
 		}
-		rep.FromSample(results, d.r.price)
+		rep.FromSample(results, d.job.Price)
 	}
 	if f.jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -138,48 +138,40 @@ func failedOrInterrupted(ctx context.Context) int {
 // dryRun is a prepared dry run: the job, its backend's client and the
 // estimate of its inputs.
 type dryRun struct {
-	r      *runner // the job's name, spec, tools and price; no engine, store or output
-	cj     *config.Job
-	model  llm.Model
+	job    *jobrun.Job // no engine, store or output
 	est    *estimate.Job
 	inPath string
 }
 
-// prepareDryRun loads the job file as run does (the same errors), builds
-// its spec and tools and checks its inputs' placeholders; it opens no
+// prepareDryRun loads the job file as run does (the same errors), opens
+// it as a run does and checks its inputs' placeholders; it opens no
 // state, output or lock. The backend's client is built, as run builds it,
-// but not called. The caller closes the returned dryRun's runner, also on
-// error.
+// but not called. The caller closes the returned dryRun's job, where it
+// is set, also on error.
 func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error) {
 	cj, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	d := &dryRun{cj: cj, r: &runner{name: jobName(path, cj), price: estimate.PriceOf(cj)}}
-	if _, d.model, err = d.r.openModel(ctx, cj, f.backend); err != nil {
-		return d, err
-	}
-	if d.r.tools, err = cj.OpenTools(ctx); err != nil {
-		return d, err
-	}
-	if d.r.spec, err = d.r.buildSpec(ctx, path, cj, d.model); err != nil {
-		return d, err
+	d := &dryRun{}
+	if d.job, err = jobrun.OpenJob(ctx, path, cj, jobrun.JobOptions{Backend: f.Backend}); err != nil {
+		return nil, err
 	}
 	d.inPath = cj.Inputs
-	if f.inputs != "" {
-		d.inPath = f.inputs
+	if f.Inputs != "" {
+		d.inPath = f.Inputs
 	}
 	if d.inPath == "" {
 		return d, fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", path)
 	}
-	if _, err = inputFormatOf(d.inPath); err != nil {
+	if _, err = jobrun.InputFormatOf(d.inPath); err != nil {
 		return d, err
 	}
-	if err := checkPlaceholders(path, cj.Def.Task, d.inPath); err != nil {
+	if err := jobrun.CheckPlaceholders(path, cj.Def.Task, d.inPath); err != nil {
 		return d, err
 	}
 	d.est, err = estimate.New(estimate.Config{
-		Name: d.r.name, Path: path, Spec: d.r.spec, Model: d.model, Price: d.r.price, Inputs: d.inPath,
+		Name: d.job.Name, Path: path, Spec: d.job.Spec, Model: d.job.Model, Price: d.job.Price, Inputs: d.inPath,
 	})
 	return d, err
 }

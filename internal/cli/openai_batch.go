@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
@@ -48,7 +49,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		return fail(exitUsage, "--out FILE is required")
 	}
 	reads := []outfile.File{{Object: "the --openai-batch file", Path: f.input}, {Object: "the --config file", Path: f.config}}
-	if err := outfile.CheckFiles([]outfile.File{outputFile(f.out, true)}, reads); err != nil {
+	if err := outfile.CheckFiles([]outfile.File{jobrun.OutputFile(f.out, true)}, reads); err != nil {
 		return fail(exitUsage, "%v", err)
 	}
 	if (f.backend == "") == (f.config == "") {

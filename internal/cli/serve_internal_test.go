@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,4 +90,22 @@ func TestServeDataDirLocked(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("first serve ended with %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers and the test.
+type syncBuffer struct {
+	mu sync.Mutex // protects b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
-	"github.com/batchagent/batchagent/checkpoint"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/internal/report"
 )
 
@@ -86,22 +85,23 @@ func (u *runUI) onResult() batchagent.OnResultFunc { return u.m.OnResult() }
 // start samples r's engine while it runs, recording the samples into r's
 // state file, where it has one, and serves the live view, where --ui asks
 // for it. It does nothing with neither.
-func (u *runUI) start(ctx context.Context, r *runner, quiet bool, stderr io.Writer) error {
-	info := report.Info{Job: r.name, Model: r.price.Model}
-	if r.price.Known {
-		p := r.price.Price
-		info.Price, info.PriceSource = &p, r.price.Source
+func (u *runUI) start(ctx context.Context, r *jobrun.Run, quiet bool, stderr io.Writer) error {
+	price := r.Price()
+	info := report.Info{Job: r.Name(), Model: price.Model}
+	if price.Known {
+		p := price.Price
+		info.Price, info.PriceSource = &p, price.Source
 	}
-	cfg := report.SamplerConfig{Stats: r.engine.Stats, Info: info, Inputs: r.total, Persist: r.samplePersist()}
+	cfg := report.SamplerConfig{Stats: r.Engine().Stats, Info: info, Inputs: r.Total(), Persist: r.SamplePersist()}
 	if err := u.m.Start(ctx, cfg); err != nil {
 		return err
 	}
 	if u.m.Sampling() {
-		r.onEnd = func() {
+		r.OnEnd(func() {
 			if err := u.m.StopSampling(); err != nil {
 				fmt.Fprintln(stderr, "batchagent run: warning:", err)
 			}
-		}
+		})
 	}
 	if u.m.Serving() {
 		fmt.Fprintf(stderr, "batchagent run: live view at http://%s/\n", u.m.Addr())
@@ -160,17 +160,5 @@ func chainResults(fs ...batchagent.OnResultFunc) batchagent.OnResultFunc {
 		for _, f := range set {
 			f(r)
 		}
-	}
-}
-
-// samplePersist returns the sampler's PersistFunc recording into r's state
-// file; nil without one.
-func (r *runner) samplePersist() report.PersistFunc {
-	if r.saved == nil {
-		return nil
-	}
-	id := r.spec.ID()
-	return func(ctx context.Context, at time.Time, data json.RawMessage) error {
-		return r.saved.AddSample(ctx, id, checkpoint.Sample{At: at, Data: data})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -131,33 +132,19 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		// The run's cacheable tool results are shared by its workers: under
 		// the run's ID, since the same tool call may read other files in
 		// another run's job directory.
-		rn := &runner{name: st.ID, sharedTools: queue.NewToolCache(q.Redis(), q.Key("tool", st.ID)+":")}
-		_, model, err := rn.openModel(ctx, cj, "")
+		j, err := jobrun.OpenJob(ctx, st.JobPath, cj, jobrun.JobOptions{Name: st.ID, SharedTools: queue.NewToolCache(q.Redis(), q.Key("tool", st.ID)+":")})
 		if err != nil {
 			return queue.Job{}, err
 		}
-		if rn.tools, err = cj.OpenTools(ctx); err != nil {
-			return queue.Job{}, err
-		}
-		ok := false
-		defer func() {
-			if !ok {
-				_ = rn.tools.Close() // the setup error is the one to report
-			}
-		}()
-		cfg, err := engineConfig(cj, model, logger)
+		cfg, err := j.EngineConfig(logger)
 		if err != nil {
+			_ = j.Close() // the setup error is the one to report
 			return queue.Job{}, err
 		}
-		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: config.BackendAddr(cj.Backend), Model: model, Visibility: visibility, Logger: logger})
-		spec, err := rn.buildSpec(ctx, st.JobPath, cj, model)
-		if err != nil {
-			return queue.Job{}, err
-		}
-		ok = true
-		return queue.Job{Config: cfg, Spec: spec, Close: func() error {
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger})
+		return queue.Job{Config: cfg, Spec: j.Spec, Close: func() error {
 			limits.Close()
-			return rn.tools.Close()
+			return j.Close()
 		}}, nil
 	}
 }

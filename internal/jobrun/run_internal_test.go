@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"encoding/json"
@@ -24,12 +24,12 @@ func TestRunnerCloseLabelsErrors(t *testing.T) {
 	fail := func(msg string) closeFunc {
 		return func() error { closed++; return errors.New(msg) }
 	}
-	r := &runner{closers: []namedCloser{{"inputs", ok}, {"state", fail("commit failed")}, {"output", fail("quota exceeded")}}}
-	err := r.close()
+	r := &Run{closers: []namedCloser{{"inputs", ok}, {"state", fail("commit failed")}, {"output", fail("quota exceeded")}}}
+	err := r.Close()
 	if want := "state: commit failed\noutput: quota exceeded"; err == nil || err.Error() != want {
 		t.Errorf("close() = %v, want %q", err, want)
 	}
-	if err := r.close(); err != nil || closed != 3 {
+	if err := r.Close(); err != nil || closed != 3 {
 		t.Errorf("second close() = %v after %d closes, want nil after 3", err, closed)
 	}
 }
@@ -46,8 +46,8 @@ func TestToolsClosedWithTheRunner(t *testing.T) {
 		t.Fatalf("%d closers for one read_file tool, want its roots", len(b.Closers))
 	}
 	b.Closers = append(b.Closers, closeFunc(func() error { return errors.New("server exited with status 1") }))
-	r := &runner{tools: b}
-	if err := r.close(); err != nil || r.toolsErr == nil || !strings.Contains(r.toolsErr.Error(), "status 1") {
+	r := &Run{tools: b}
+	if err := r.Close(); err != nil || r.toolsErr == nil || !strings.Contains(r.toolsErr.Error(), "status 1") {
 		t.Errorf("close() = %v, tools error %v; want nil and the server's status", err, r.toolsErr)
 	}
 	if _, err := b.Tools[0].Call(t.Context(), json.RawMessage(`{"path":"x"}`)); err == nil || !strings.Contains(err.Error(), "closed") {

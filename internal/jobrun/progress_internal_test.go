@@ -1,33 +1,14 @@
-package cli
+package jobrun
 
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and the test.
-type syncBuffer struct {
-	mu sync.Mutex // protects b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestProgressShowsRunCounts: a run's progress line shows agents admitted
 // and model calls in flight, with the limit and the calls waiting. (How

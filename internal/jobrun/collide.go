@@ -1,23 +1,23 @@
-package cli
+package jobrun
 
 import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/outfile"
 )
 
-// outputFile is the output of a run as outfile.CheckFiles takes it: path,
+// OutputFile is the output of a run as outfile.CheckFiles takes it: path,
 // the --out flag's file (flag set) or the job file's output.
-func outputFile(path string, flag bool) outfile.File {
+func OutputFile(path string, flag bool) outfile.File {
 	if flag {
 		return outfile.File{Subject: "--out", Object: "the --out file", Path: path, Fix: "pick another --out"}
 	}
 	return outfile.File{Subject: "output", Object: "the output file", Path: path, Fix: "change output: in the job file, or pass --out"}
 }
 
-// jobReads returns the files a run of the job file at path reads: the job
+// Reads returns the files a run of the job file at path reads: the job
 // file, the inputs at inPath, the output schema files and the SQLite
 // databases of its tools. Empty paths are left out.
-func jobReads(path string, cj *config.Job, inPath string) []outfile.File {
+func Reads(path string, cj *config.Job, inPath string) []outfile.File {
 	reads := []outfile.File{
 		{Object: "the job file", Path: path},
 		{Object: "the inputs file", Path: inPath},

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -10,77 +10,19 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
+	"github.com/batchagent/batchagent/internal/report"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/reduce"
-	"github.com/batchagent/batchagent/tool"
 )
 
-// runJob runs the job file at path with the flags f: `batchagent run`.
-func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
-	tel, err := telemetry.StartRun(ctx, telemetry.RunOptions{MetricsAddr: f.metricsAddr, TraceContent: f.traceContent})
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitUsage
-	}
-	defer func() {
-		if err := tel.Stop(ctx); err != nil {
-			fmt.Fprintln(stderr, "batchagent run: warning:", err)
-		}
-	}()
-	ui, err := startUI(ctx, f.ui) // --ui and the samples of the state file: see ui.go
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitUsage
-	}
-	defer func() {
-		if err := ui.stop(); err != nil {
-			fmt.Fprintln(stderr, "batchagent run: warning:", err)
-		}
-	}()
-	f.onResult = chainResults(tel.OnResult(), ui.onResult())
-	r, err := prepare(ctx, path, f, stdout)
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitUsage
-	}
-	defer func() { _ = r.close() }() // a no-op once run has closed and reported
-	for _, m := range r.moved {
-		fmt.Fprintf(stderr, "batchagent run: --restart: moved %s to %s\n", m.From, m.To)
-	}
-	if err := tel.WatchCost(r.name, r.cost()); err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitFailed
-	}
-	runCtx, err := tel.Serve(ctx, r.name, r.engine)
-	if err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitFailed
-	}
-	if a := tel.MetricsAddr(); a != nil && !f.quiet {
-		fmt.Fprintf(stderr, "batchagent run: metrics at http://%s/metrics\n", a)
-	}
-	if err := ui.start(ctx, r, f.quiet, stderr); err != nil {
-		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitFailed
-	}
-	code := r.run(runCtx, f.quiet, stderr)
-	// The last sample, where the run ended before its results (a no-op
-	// once run has taken it), while the state file is open.
-	if err := ui.stopSampling(); err != nil {
-		fmt.Fprintln(stderr, "batchagent run: warning:", err)
-	}
-	if code != exitInterrupted { // an interrupt stops the live view too
-		ui.linger(ctx, f.quiet, stderr)
-	}
-	return code
-}
-
-// runner is a prepared `batchagent run`: engine, inputs and output.
-type runner struct {
+// Run is a prepared run of a job file, `batchagent run`: engine, inputs
+// and output, opened by Open. Run runs it once.
+type Run struct {
 	name    string
 	engine  *batchagent.Engine
 	inputs  batchagent.Inputs
@@ -89,10 +31,7 @@ type runner struct {
 	outPath string
 	closers []namedCloser   // closed in order by close
 	locks   []namedCloser   // the output's and state file's locks, released after closers
-	tools   *config.ToolSet // closed with the runner
-	// sharedTools, when set, is the cache of tool results the job's tool
-	// pool shares with other processes (a worker's, in Redis); nil: none.
-	sharedTools tool.Cache
+	tools   *config.ToolSet // closed with the run
 	// toolsErr is what closing the tools reported (an MCP server's exit
 	// status, say): a warning, not the run's failure.
 	toolsErr error
@@ -103,7 +42,7 @@ type runner struct {
 	resumedLines int             // result lines kept in the output on resume
 	moved        []outfile.Aside // the files of an earlier run that --restart moved aside
 
-	spec      *batchagent.Spec // the job; the runner holds it while the engine runs it
+	spec      *batchagent.Spec // the job; the run holds it while the engine runs it
 	reduce    *reduce.Config   // nil: no reduce step
 	reduceOut string           // where the reduce output goes; "" for stdout
 	stdout    io.Writer
@@ -118,15 +57,16 @@ type runner struct {
 	onEnd func()
 }
 
-// namedCloser is a file the runner closes, with what it is for errors.
+// namedCloser is a file the run closes, with what it is for errors.
 type namedCloser struct {
 	name string // "inputs", "state", "output"
 	c    io.Closer
 }
 
-// close closes what the runner opened, once, and returns the errors met,
-// each labelled with what failed.
-func (r *runner) close() error {
+// Close closes what the run opened, once, and returns the errors met,
+// each labelled with what failed. Run closes the run; Close is for one
+// that is not run, and a no-op after Run.
+func (r *Run) Close() error {
 	var errs []error
 	for _, nc := range r.closers {
 		if err := nc.c.Close(); err != nil {
@@ -148,8 +88,20 @@ func (r *runner) close() error {
 	return errors.Join(errs...)
 }
 
-// run streams results to the output and reports progress and a summary.
-func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
+// Status is how a run ended: the exit status of `batchagent run`.
+type Status int
+
+const (
+	OK          Status = 0   // every input has a result, and none failed
+	Failed      Status = 1   // inputs failed, an I/O failure, or the backend never answered
+	Interrupted Status = 130 // stopped by a signal or ctx; run again to resume
+)
+
+// Run streams the results to the output and, unless quiet, reports
+// progress and a summary on stderr; the first SIGINT or SIGTERM finishes
+// the turns in flight and stops, a second stops at once. It closes the
+// run.
+func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	start := time.Now()
 	var rep *progress.Display
 	if !quiet {
@@ -169,7 +121,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	if err != nil {
 		stopSignals()
 		fmt.Fprintln(stderr, "batchagent run:", err)
-		return exitFailed
+		return Failed
 	}
 	for res := range results {
 		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
@@ -213,7 +165,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
 	}
 	stopSignals()
-	if err := r.close(); err != nil && writeErr == nil {
+	if err := r.Close(); err != nil && writeErr == nil {
 		writeErr = err
 	}
 	if r.toolsErr != nil {
@@ -237,7 +189,7 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 	switch {
 	case writeErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", writeErr)
-		return exitFailed
+		return Failed
 	case unavailable != nil:
 		pending := max(r.total-r.resumedLines-r.out.Written(), notWritten)
 		next := "run again to resume"
@@ -245,29 +197,60 @@ func (r *runner) run(ctx context.Context, quiet bool, stderr io.Writer) int {
 			next = "no state file: run again to run them"
 		}
 		fmt.Fprintf(stderr, "batchagent run: backend unreachable: %s: %v (%d inputs left pending; %s)\n", r.backendAddr, unavailable, pending, next)
-		return exitFailed
+		return Failed
 	case reduceErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", reduceErr)
 		if ctx.Err() != nil || interrupted.Load() {
-			return exitInterrupted
+			return Interrupted
 		}
-		return exitFailed
+		return Failed
 	case ctx.Err() != nil || interrupted.Load():
-		return exitInterrupted
+		return Interrupted
 	case st.Failed > 0:
-		return exitFailed
+		return Failed
 	}
-	return exitOK
+	return OK
 }
 
-// cost reads the cost of the run so far and its projection, as the
+// Cost reads the cost of the run so far and its projection, as the
 // progress line shows them; nil when the job's price is not known.
-func (r *runner) cost() func() telemetry.Cost {
+func (r *Run) Cost() func() telemetry.Cost {
 	if !r.price.Known {
 		return nil
 	}
 	return func() telemetry.Cost {
 		spent, projected, ok := r.price.Projection(r.engine.Stats(), r.total)
 		return telemetry.Cost{Spent: spent, Projected: projected, Projecting: ok}
+	}
+}
+
+// Name is the job's name.
+func (r *Run) Name() string { return r.name }
+
+// Engine is the engine that runs the job.
+func (r *Run) Engine() *batchagent.Engine { return r.engine }
+
+// Total is the number of inputs, 0 if unknown.
+func (r *Run) Total() int { return r.total }
+
+// Price is what the job's tokens cost.
+func (r *Run) Price() estimate.Price { return r.price }
+
+// Moved is the files of an earlier run that Options.Restart moved aside.
+func (r *Run) Moved() []outfile.Aside { return r.moved }
+
+// OnEnd sets f to be called once every result is in, before the state
+// file closes (the live view's last sample). Set it before Run.
+func (r *Run) OnEnd(f func()) { r.onEnd = f }
+
+// SamplePersist returns the live view's sampler's PersistFunc, recording
+// into the run's state file; nil without one.
+func (r *Run) SamplePersist() report.PersistFunc {
+	if r.saved == nil {
+		return nil
+	}
+	id := r.spec.ID()
+	return func(ctx context.Context, at time.Time, data json.RawMessage) error {
+		return r.saved.AddSample(ctx, id, checkpoint.Sample{At: at, Data: data})
 	}
 }

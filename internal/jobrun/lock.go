@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 
 // lockRun takes the locks of the run's output file and state file, those
 // that are set; r closes them after everything else.
-func (r *runner) lockRun(jobPath, statePath string) error {
+func (r *Run) lockRun(jobPath, statePath string) error {
 	holder := outfile.Holder(jobPath, r.outPath)
 	for _, t := range []struct{ path, what string }{{statePath, "state file"}, {r.outPath, "output"}} {
 		if t.path == "" {

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func inputsPathOf(cj *config.Job, flag string) string {
 // openJobInputs opens the run's inputs at inPath (see inputsPathOf) and
 // checks that they have the fields the task's placeholders name. Errors
 // name the job file at jobPath.
-func (r *runner) openJobInputs(jobPath string, cj *config.Job, inPath string) error {
+func (r *Run) openJobInputs(jobPath string, cj *config.Job, inPath string) error {
 	if inPath == "" {
 		return fmt.Errorf("%s: no inputs: set inputs: in the job file or pass --inputs FILE", jobPath)
 	}
@@ -32,13 +32,13 @@ func (r *runner) openJobInputs(jobPath string, cj *config.Job, inPath string) er
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return err
 	}
-	return checkPlaceholders(jobPath, cj.Def.Task, inPath)
+	return CheckPlaceholders(jobPath, cj.Def.Task, inPath)
 }
 
 // openInputs opens an input file, choosing the format by its extension,
 // and counts its inputs for the progress estimate.
-func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
-	format, err := inputFormatOf(path)
+func (r *Run) openInputs(path string) (batchagent.Inputs, int, error) {
+	format, err := InputFormatOf(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -47,30 +47,30 @@ func (r *runner) openInputs(path string) (batchagent.Inputs, int, error) {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
 	r.closers = append(r.closers, namedCloser{"inputs", in})
-	total, err := format.count(in)
+	total, err := format.Count(in)
 	if err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
 		return nil, 0, fmt.Errorf("inputs: %w", err)
 	}
-	return format.decode(in, filepath.Base(path)), total, nil
+	return format.Decode(in, filepath.Base(path)), total, nil
 }
 
-// inputFormat is how an input file is read.
-type inputFormat struct {
-	decode func(io.Reader, string) batchagent.Inputs
-	count  func(io.Reader) (int, error)
+// InputFormat is how an input file is read.
+type InputFormat struct {
+	Decode func(io.Reader, string) batchagent.Inputs // the inputs of a reader, named for errors
+	Count  func(io.Reader) (int, error)              // how many inputs a reader holds
 }
 
-// inputFormatOf chooses the format of the input file at path by its
+// InputFormatOf chooses the format of the input file at path by its
 // extension.
-func inputFormatOf(path string) (inputFormat, error) {
+func InputFormatOf(path string) (InputFormat, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
-		return inputFormat{batchagent.JSONL, input.CountJSONL}, nil
+		return InputFormat{batchagent.JSONL, input.CountJSONL}, nil
 	case ".csv":
-		return inputFormat{batchagent.CSV, input.CountCSV}, nil
+		return InputFormat{batchagent.CSV, input.CountCSV}, nil
 	}
-	return inputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
+	return InputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file", path)
 }

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 // stateFileOf returns the run's checkpoint store: the --state flag's file,
 // else OUT.state.db beside an output file OUT unless --no-state; "" for
 // none.
-func stateFileOf(f runFlags, outPath string) string {
-	statePath := f.state
-	if statePath == "" && outPath != "" && !f.noState {
+func stateFileOf(o Options, outPath string) string {
+	statePath := o.State
+	if statePath == "" && outPath != "" && !o.NoState {
 		statePath = outPath + ".state.db"
 	}
 	return statePath
@@ -27,7 +27,7 @@ func stateFileOf(f runFlags, outPath string) string {
 // openStore opens the checkpoint store at statePath, where it is set, and
 // has the engine whose settings are cfg save to it (retryFailed: run the
 // failed inputs again). r closes it.
-func (r *runner) openStore(statePath string, retryFailed bool, cfg *batchagent.Config) error {
+func (r *Run) openStore(statePath string, retryFailed bool, cfg *batchagent.Config) error {
 	if statePath == "" {
 		return nil
 	}
@@ -46,7 +46,7 @@ func (r *runner) openStore(statePath string, retryFailed bool, cfg *batchagent.C
 // the fingerprint of the job and of the backend URL, and the number of
 // inputs where known. It reports whether the run resumes one recorded
 // before; force resumes even though the job changed.
-func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool, error) {
+func (r *Run) beginRun(ctx context.Context, backend string, force bool) (bool, error) {
 	if r.saved == nil {
 		return false, nil
 	}
@@ -77,7 +77,7 @@ func (r *runner) beginRun(ctx context.Context, backend string, force bool) (bool
 // changedHint is the end of the message refusing a run whose job or
 // inputs changed since its state was saved: the two ways on, --force
 // (which does what force says) and --restart.
-func (r *runner) changedHint(force string) string {
+func (r *Run) changedHint(force string) string {
 	out := "the output"
 	if r.outPath != "" {
 		out = r.outPath
@@ -96,13 +96,13 @@ func removeState(path string) {
 // saveFailed reports whether a checkpoint save of the run failed: the
 // engine is stopping (Job.StopOnCheckpointError), and the agents it stops
 // are not results.
-func (r *runner) saveFailed() bool {
+func (r *Run) saveFailed() bool {
 	return r.engine.Stats().CheckpointErrors > 0
 }
 
 // saveError returns the run's error when checkpoint saves failed: the run
 // stopped, and the results not saved were not written.
-func (r *runner) saveError() error {
+func (r *Run) saveError() error {
 	n := r.engine.Stats().CheckpointErrors
 	if n == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // runReduce reduces the outputs and writes the final output.
-func (r *runner) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
+func (r *Run) runReduce(ctx context.Context, outputs []json.RawMessage, quiet bool, stderr io.Writer) error {
 	start := time.Now()
 	rr, err := reduce.Outputs(ctx, r.engine, r.spec, outputs, *r.reduce)
 	if err != nil {

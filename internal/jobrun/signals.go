@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// gracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns
+// GracePeriod bounds how long a first SIGINT/SIGTERM waits for the turns
 // in flight before stopping at once.
-const gracePeriod = 30 * time.Second
+const GracePeriod = 30 * time.Second
 
 // handleSignals stops the run in two phases with [batchagent.Engine.Shutdown]:
 // the first SIGINT or SIGTERM shuts the engine down (no new inputs;
@@ -22,7 +22,7 @@ const gracePeriod = 30 * time.Second
 // context that ends at the second signal or at the end of the grace
 // period, when Shutdown cancels what is left at once. The returned
 // function stops the handler and waits for its goroutines.
-func (r *runner) handleSignals(interrupted *atomic.Bool, stderr io.Writer) func() {
+func (r *Run) handleSignals(interrupted *atomic.Bool, stderr io.Writer) func() {
 	sigs := make(chan os.Signal, 2) // a signal may arrive while the handler prints
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -34,8 +34,8 @@ func (r *runner) handleSignals(interrupted *atomic.Bool, stderr io.Writer) func(
 			return
 		}
 		interrupted.Store(true)
-		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once)\n", gracePeriod)
-		ctx, stop := context.WithTimeout(context.Background(), gracePeriod)
+		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once)\n", GracePeriod)
+		ctx, stop := context.WithTimeout(context.Background(), GracePeriod)
 		defer stop()
 		shut := make(chan struct{})
 		wg.Go(func() { // ends the grace at a second signal

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"fmt"
@@ -11,13 +11,13 @@ import (
 	"github.com/batchagent/batchagent/job"
 )
 
-// checkPlaceholders reports, before any agent runs, the placeholders of the
+// CheckPlaceholders reports, before any agent runs, the placeholders of the
 // task template whose fields the inputs at inPath lack: the names of a CSV
 // file's header, or the keys of the first object of a JSONL file. Without
 // it, a misspelt placeholder fails every input with the same template
 // error. It reopens the file and reads only as far as it needs. An input
 // file it cannot read or decode passes: the run reports that as it reads.
-func checkPlaceholders(jobPath, task, inPath string) error {
+func CheckPlaceholders(jobPath, task, inPath string) error {
 	tmpl, err := job.ParseTemplate(task)
 	if err != nil || len(tmpl.Fields()) == 0 {
 		return nil // the job file's check reports a bad template

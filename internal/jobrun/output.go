@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // the job file's; "" or "-" for stdout. Where the job has a reduce step, it
 // sets where that step's output goes too: the job file's reduce output,
 // else beside the results file as NAME.reduce.json, else stdout.
-func (r *runner) chooseOutputs(cj *config.Job, out string) {
+func (r *Run) chooseOutputs(cj *config.Job, out string) {
 	r.outPath = cj.Output
 	if out != "" {
 		r.outPath = out
@@ -39,10 +39,10 @@ func (r *runner) chooseOutputs(cj *config.Job, out string) {
 // writes returns the files the run writes, for outfile.CheckFiles: its output
 // (the --out flag's, else the job file's), its state file at statePath
 // and its reduce output, those it has.
-func (r *runner) writes(f runFlags, statePath string) []outfile.File {
-	out := outputFile(r.outPath, f.out != "")
+func (r *Run) writes(o Options, statePath string) []outfile.File {
+	out := OutputFile(r.outPath, o.Out != "")
 	state := outfile.File{Subject: "--state", Object: "the state file", Path: statePath, Fix: "pick another --state"}
-	if f.state == "" {
+	if o.State == "" {
 		state.Subject, state.Fix = "state file", "pass --state with another name"
 	}
 	reduce := outfile.File{Subject: "reduce output", Object: "the reduce output", Path: r.reduceOut, Fix: "change the reduce step's output: in the job file"}
@@ -53,7 +53,7 @@ func (r *runner) writes(f runFlags, statePath string) []outfile.File {
 // store, and, for a resumed run, checks the inputs at inPath against them
 // and returns which lines of the output stay. Changed inputs are an error
 // unless --force. A fresh run has no plan: nil.
-func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f runFlags) (*outfile.Plan, error) {
+func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Options) (*outfile.Plan, error) {
 	var states []agent.State
 	if r.saved != nil {
 		var err error
@@ -70,15 +70,15 @@ func (r *runner) planOutput(ctx context.Context, inPath string, resumed bool, f 
 	}
 	chk := outfile.CheckInputs(in, states)
 	closer.Close()
-	if chk.Changed() && !f.force {
+	if chk.Changed() && !o.Force {
 		return nil, chk.Err(inPath, r.statePath, r.changedHint("run the changed inputs again, replacing their results"))
 	}
-	return outfile.NewPlan(states, chk, f.ordered, f.retryFailed), nil
+	return outfile.NewPlan(states, chk, o.Ordered, o.RetryFailed), nil
 }
 
 // readInputs opens the inputs at path, in the format openInputs reads.
 func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
-	format, err := inputFormatOf(path)
+	format, err := InputFormatOf(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,14 +86,14 @@ func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputs: %w", err)
 	}
-	return format.decode(f, filepath.Base(path)), f, nil
+	return format.Decode(f, filepath.Base(path)), f, nil
 }
 
 // openResults opens where the results go, the output file (see
 // [outfile.Open]; plan is a resumed run's) or else stdout, discards the saved
 // states of the inputs whose lines plan drops, and sets up r's results
 // sink to skip the lines kept.
-func (r *runner) openResults(ctx context.Context, plan *outfile.Plan, ordered bool) error {
+func (r *Run) openResults(ctx context.Context, plan *outfile.Plan, ordered bool) error {
 	var (
 		w       io.Writer = r.stdout
 		written map[int]bool

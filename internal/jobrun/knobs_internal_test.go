@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"os"
@@ -48,11 +48,11 @@ tools:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := prepare(t.Context(), path, runFlags{noState: true}, &strings.Builder{})
+	r, err := Open(t.Context(), path, Options{NoState: true}, &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	got := r.spec.Def()
 	want := batchagent.Def{
 		ID:             "knobs",

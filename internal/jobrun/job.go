@@ -1,0 +1,122 @@
+package jobrun
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/tokens"
+	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool"
+)
+
+// Job is a job file opened as a run opens it: its backend's model, its
+// tools and the Spec the engine runs. A run, a dry run and a worker all
+// open their job with OpenJob, so that the three agree on what a job
+// file means. Close closes its tools.
+type Job struct {
+	Name    string      // the job's name: see Name
+	File    *config.Job // the parsed job file
+	Backend string      // the backend URL the model was opened from
+	Addr    string      // the backend as scheme://host:port, for messages
+	Model   llm.Model
+	Tools   *config.ToolSet
+	Spec    *batchagent.Spec
+	Price   estimate.Price // what the job's tokens cost
+}
+
+// JobOptions are what OpenJob takes beyond the job file.
+type JobOptions struct {
+	// Name names the job; "": Name(path, file).
+	Name string
+	// Backend replaces the job file's backend URL (the --backend flag);
+	// "": the file's. Fallback tiers keep their own backends.
+	Backend string
+	// SharedTools, when set, is the cache of tool results the job's tool
+	// pool shares with other processes (a worker's, in Redis).
+	SharedTools tool.Cache
+}
+
+// Name names the job of the file at path: the file's id, else the file's
+// name without its extension.
+func Name(path string, cj *config.Job) string {
+	if cj.Def.ID != "" {
+		return cj.Def.ID
+	}
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+// OpenJob opens the job file cj, read from path, for a run: its backend's
+// model, its tools and its Spec, with what the file cannot hold added: the
+// job's name, the models of its fallback tiers (each backend opened as the
+// job's own), the context window of a well-known model from the built-in
+// table when the file sets none, the tools with their policies, and the
+// budget of a job that sets none: BATCHAGENT_BUDGET's when set (the
+// file's limits.budget wins over it; the engine's default applies without
+// either). Errors name the job file at path. On error, what was opened is
+// closed.
+func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ *Job, err error) {
+	j := &Job{Name: o.Name, File: cj, Backend: cj.Backend, Price: estimate.PriceOf(cj)}
+	if j.Name == "" {
+		j.Name = Name(path, cj)
+	}
+	if o.Backend != "" {
+		j.Backend = o.Backend
+	}
+	j.Addr = config.BackendAddr(j.Backend)
+	if j.Model, err = config.OpenBackend(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv); err != nil {
+		return nil, err
+	}
+	if j.Tools, err = cj.OpenTools(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = j.Tools.Close() // the setup error is the one to report
+		}
+	}()
+	def := cj.Def
+	def.ID, def.Model, def.Tools = j.Name, j.Model, j.Tools.Tools
+	def.ToolPool.Policies = j.Tools.Policies
+	def.ToolPool.Shared = o.SharedTools
+	config.TableWindow(&def)
+	if def.Fallbacks, err = config.OpenFallbacks(ctx, cj.Fallbacks, os.Getenv); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if def.Budget == 0 {
+		if def.Budget, err = batchagent.BudgetFrom(os.Getenv); err != nil {
+			return nil, err
+		}
+	}
+	if j.Spec, err = batchagent.NewSpec(def); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return j, nil
+}
+
+// EngineConfig returns the engine's settings from the job file, with what
+// the file cannot hold added: logger and, where token pacing (configured,
+// or learnt from a hosted backend's headers) needs them, real token
+// counts for the job's model. A run adds its checkpoint store.
+func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
+	cfg := j.File.Engine
+	cfg.Logger = logger
+	if _, hosted := j.Model.(llm.Capable); hosted || cfg.Admission.RateLimit.TPM > 0 {
+		counter, err := tokens.New(j.File.Def.ModelName)
+		if err != nil {
+			return batchagent.Config{}, err
+		}
+		cfg.Admission.RateLimit.CountTokens = counter.Count
+	}
+	return cfg, nil
+}
+
+// Close closes the job's tools (an MCP server's exit status is what it
+// may report).
+func (j *Job) Close() error { return j.Tools.Close() }
