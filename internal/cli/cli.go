@@ -5,7 +5,8 @@
 // contradictory flags, opening the backends and tools a job file names,
 // signals, and wiring a command's output. Each command reads its flags,
 // calls the package that owns its concept and prints: the engine
-// (package batchagent), internal/config (job and serve files), queue
+// (package batchagent), internal/jobrun (the run of a job file),
+// internal/config (job and serve files), queue
 // (Worker, Coordinator), internal/outfile (the results file, status,
 // export), internal/estimate (the dry run), internal/progress (the
 // progress line), internal/report (report and live view), server and
