@@ -20,6 +20,11 @@ type Data struct {
 	Totals Totals
 	// Agents are the agents with a state, by index.
 	Agents []Agent
+	// Results is the results table; nil: the page has none.
+	Results *Results
+	// Runs are the runs of the job the data covers, oldest first, when
+	// the samples recorded them; empty when unknown.
+	Runs []Run
 	// Samples are the run's counters over time, oldest first; empty when
 	// none were recorded.
 	Samples []Sample

@@ -5,19 +5,25 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+
+	"github.com/batchagent/batchagent"
 )
 
 // Live serves a run's live page from its [Sampler]: GET / is the page
-// (the same charts and counters as the report), GET /events a stream of
-// server-sent events, "sample" after each sample and "done" once the run
-// has ended, each a JSON frame of the counters and the charts, which the
-// page's script swaps in. After the run it goes on serving the final
+// (the same charts and counters as the report, and a results table),
+// GET /events a stream of server-sent events, "sample" after each sample
+// and "done" once the run has ended, each a JSON frame of the counters
+// and the charts, which the page's script swaps in, and GET /results the
+// results table's rows as JSON ([Results]): the latest MaxLiveRows
+// failures and the latest MaxLiveRows other results, which the page
+// fetches after each event. After the run it goes on serving the final
 // state. A slow client never holds the run up: it gets the latest frame
 // when it is ready for one, and misses those in between. Each event
 // stream ends when its client leaves, when the server's base context
 // ends, or after the "done" event. Live is safe for concurrent use.
 type Live struct {
-	s *Sampler
+	s      *Sampler
+	recent *recent // the results table's rows; nil: results the Sampler saw are not kept
 
 	mu sync.Mutex // protects the cache below
 	// frameOf is the channel Changed returned when frame was rendered:
@@ -26,8 +32,13 @@ type Live struct {
 	frame   []byte
 }
 
-// NewLive returns the live page of s.
-func NewLive(s *Sampler) *Live { return &Live{s: s} }
+// NewLive returns the live page of s. Its results table shows the results
+// handed to [Live.Result].
+func NewLive(s *Sampler) *Live { return &Live{s: s, recent: &recent{price: s.cfg.Info.Price}} }
+
+// Result records a finished agent for the results table. The engine's
+// OnResult calls it (see [Monitor.OnResult]).
+func (l *Live) Result(r *batchagent.Result) { l.recent.add(r) }
 
 // frame is one event's data.
 type frame struct {
@@ -69,8 +80,14 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		p := newPage(l.s.Data(), true)
+		d := l.s.Data()
+		d.Results = l.recent.results()
+		p := newPage(d, true)
 		_ = p.writeTo(w) // the client left
+	case "/results":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(l.recent.results()) // the client left
 	case "/events":
 		l.events(w, r)
 	default:

@@ -9,6 +9,7 @@ import (
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/tool"
 )
 
 // Load reads the run of jobID from store: the agents' final and running
@@ -62,6 +63,7 @@ func Load(ctx context.Context, store *checkpoint.Store, jobID string) (*Data, er
 	if err := d.addSamples(recs); err != nil {
 		return nil, fmt.Errorf("report: job %s: %w", jobID, err)
 	}
+	d.Results = resultsOfStates(states, d.Info.Price)
 	// Without turn times or samples (a state file of an older batchagent),
 	// the run spans its record's first and last saves.
 	if d.Start.IsZero() {
@@ -79,9 +81,21 @@ type storedSample struct {
 	Data json.RawMessage
 }
 
+// Run is one run of a job, as its samples recorded it: a resumed job
+// has one per `batchagent run` that worked on it.
+type Run struct {
+	// Start and End are the run's first and last samples.
+	Start, End time.Time
+}
+
 // addSamples decodes the stored samples into d: the run's Info from the
-// first that has one, the tool counters from the last, and the samples,
-// timed from d.Start and thinned to DefaultMaxSamples.
+// first that has one, the tool counters each run ended with (summed), the runs (each
+// run's first sample carries its Info), and the samples, timed from
+// d.Start and thinned to DefaultMaxSamples. The samples cover the whole
+// job: a later run's tokens, cost and throttled answers, which its engine
+// counts from zero, are added to those of the runs before it, and its
+// results so far (counted again as it restores them) never fall below
+// those its earlier runs reached.
 func (d *Data) addSamples(recs []storedSample) error {
 	if len(recs) == 0 {
 		return nil
@@ -89,26 +103,50 @@ func (d *Data) addSamples(recs []storedSample) error {
 	if d.Start.IsZero() || recs[0].At.Before(d.Start) {
 		d.Start = recs[0].At
 	}
-	var info *Info
+	var (
+		info       *Info
+		last, base Sample // the latest sample, whole-job; the earlier runs' sums
+		// runTools are the tool counters of the latest run so far, and
+		// baseTools those the runs before it ended with.
+		runTools, baseTools []tool.Stats
+	)
 	for i, r := range recs {
 		var p persisted
 		if err := json.Unmarshal(r.Data, &p); err != nil {
 			return fmt.Errorf("sample %d of %d (at %s): %w", i+1, len(recs), r.At.Format(time.RFC3339), err)
 		}
-		if info == nil && p.Info != nil {
-			info = p.Info
+		if p.Info != nil || i == 0 {
+			if info == nil {
+				info = p.Info
+			}
+			if i > 0 {
+				base = last
+				baseTools = append(baseTools, runTools...)
+				runTools = nil
+			}
+			d.Runs = append(d.Runs, Run{Start: r.At, End: r.At})
 		}
+		d.Runs[len(d.Runs)-1].End = r.At
 		if p.Tools != nil {
-			d.Tools = p.Tools
+			runTools = p.Tools
 		}
-		p.Sample.T = r.At.Sub(d.Start).Seconds()
-		d.Samples = append(d.Samples, p.Sample)
+		s := p.Sample
+		s.Tokens += base.Tokens
+		s.Cost += base.Cost
+		s.Throttles += base.Throttles
+		s.Done, s.OK, s.Failed = max(s.Done, base.Done), max(s.OK, base.OK), max(s.Failed, base.Failed)
+		s.T = r.At.Sub(d.Start).Seconds()
+		last = s
+		d.Samples = append(d.Samples, s)
 		if len(d.Samples) > 2*DefaultMaxSamples {
 			d.Samples = thin(d.Samples)
 		}
 		if r.At.After(d.End) {
 			d.End = r.At
 		}
+	}
+	if len(runTools)+len(baseTools) > 0 {
+		d.Tools = toolsByName(append(baseTools, runTools...))
 	}
 	if info != nil {
 		d.Info = *info

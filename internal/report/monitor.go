@@ -25,6 +25,7 @@ type Monitor struct {
 	ln net.Listener // bound by Listen; nil without an address
 
 	sampler    *Sampler
+	live       *Live              // the live view; nil without an address
 	cancel     context.CancelFunc // stops the sampler
 	sampled    chan error         // the sampler's Run result, once it returns
 	srv        *http.Server
@@ -59,13 +60,16 @@ func (m *Monitor) Addr() net.Addr {
 }
 
 // OnResult is the engine's OnResult part of the live view: each result
-// drawn on the timeline. It is nil without a live view. The sampler it
+// drawn on the timeline and kept for the results table. It is nil without a live view. The sampler it
 // feeds is made by Start, before the engine runs.
 func (m *Monitor) OnResult() batchagent.OnResultFunc {
 	if m.ln == nil {
 		return nil
 	}
-	return func(r batchagent.Result) { m.sampler.Result(r) }
+	return func(r batchagent.Result) {
+		m.sampler.Result(r)
+		m.live.Result(&r)
+	}
 }
 
 // Start samples the run's engine as cfg says while it runs, recording the
@@ -89,7 +93,8 @@ func (m *Monitor) Start(ctx context.Context, cfg SamplerConfig) error {
 	}
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancelBase = cancelBase
-	m.srv = &http.Server{Handler: NewLive(s), ReadHeaderTimeout: 5 * time.Second,
+	m.live = NewLive(s)
+	m.srv = &http.Server{Handler: m.live, ReadHeaderTimeout: 5 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	m.served = make(chan struct{})
 	go func() { // owned by m: Stop waits for it

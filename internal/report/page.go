@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"html/template"
 	"io"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ func counters(d *Data) []counter {
 		n("model-calls", "model calls", d.Totals.ModelCalls),
 		n("tokens", "tokens", d.Totals.Usage.Total()),
 	}
+	cs = append(cs, progress(d)...)
 	cost := counter{"cost", "cost", "", "unknown"}
 	if c, ok := d.Cost(); ok {
 		cost = counter{"cost", "cost", fmt.Sprintf("%.6f", c), fmt.Sprintf("$%.4f", c)}
@@ -48,9 +50,11 @@ type page struct {
 	Title    string
 	Info     Info
 	Start    string
+	Runs     string // which runs the page covers; "" for one or unknown
 	Counters []counter
 	Charts   []chart
-	Live     bool // the live page: the events script, the running state
+	Results  template.HTML // the results table's section; "" for none
+	Live     bool          // the live page: the events script, the running state
 	State    string
 }
 
@@ -68,11 +72,14 @@ func newPage(d *Data, live bool) page {
 	if !d.Start.IsZero() {
 		start = d.Start.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
-	return page{Title: title, Info: d.Info, Start: start, Counters: counters(d), Charts: charts(d), Live: live, State: state}
+	return page{Title: title, Info: d.Info, Start: start, Runs: runsText(d.Runs), Counters: counters(d), Charts: charts(d),
+		Results: resultsSection(d.Results), Live: live, State: state}
 }
 
 // Write writes the report of d to w: one self-contained HTML document
-// (styles inline, no script, no external reference) that opens offline.
+// (styles and scripts inline, no external reference) that opens offline;
+// its one script draws the results table (d.Results) with search, a
+// filter by error kind and paging.
 // Text from d (the job's name, error kinds, tool names) is escaped. It
 // returns w's error.
 func Write(w io.Writer, d *Data) error {
@@ -108,8 +115,9 @@ func (p *page) writeTo(w io.Writer) error {
 	text := func(s string) { _, _ = htmlEscaper.WriteString(bw, s) }
 	raw := func(s string) { _, _ = bw.WriteString(s) }
 	raw(pageHead)
+	raw(" script-src 'unsafe-inline';")
 	if p.Live {
-		raw(" script-src 'unsafe-inline'; connect-src 'self';")
+		raw(" connect-src 'self';")
 	}
 	raw("\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>")
 	text(p.Title)
@@ -132,7 +140,13 @@ func (p *page) writeTo(w io.Writer) error {
 	}
 	raw("<span class=\"state\" id=\"state\">")
 	text(p.State)
-	raw("</span></p>\n<div class=\"counters\">")
+	raw("</span></p>\n")
+	if p.Runs != "" {
+		raw("<p class=\"meta\" id=\"runs\">")
+		text(p.Runs)
+		raw("</p>\n")
+	}
+	raw("<div class=\"counters\">")
 	for _, c := range p.Counters {
 		raw("\n<div class=\"counter\"><span class=\"v\" id=\"")
 		text(c.ID)
@@ -155,6 +169,12 @@ func (p *page) writeTo(w io.Writer) error {
 		raw("</div></figure>")
 	}
 	raw("\n</div>")
+	if p.Results != "" {
+		raw("\n")
+		raw(string(p.Results)) // built by resultsSection from escaped text
+		raw("\n")
+		raw(resultsScript)
+	}
 	if p.Live {
 		raw("\n")
 		raw(liveScript)
@@ -200,11 +220,25 @@ polyline { stroke-width: 2; }
 .s-rate { stroke: #3d7ee0; fill: #3d7ee0; } .s-active { stroke: #37a76b; fill: #37a76b; }
 .s-limit { stroke: #1d2330; fill: #1d2330; } polyline.s-limit { stroke-dasharray: 6 3; } .s-inflight { stroke: #3d7ee0; fill: #3d7ee0; } .s-throttles { stroke: #d9534f; fill: #d9534f; }
 .s-cost { stroke: #8f6ad8; fill: #8f6ad8; }
+.results { margin: 16px 0 0; background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 12px; }
+.results h2 { font-size: 16px; margin: 0 0 4px; }
+.controls { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0; }
+.controls input { flex: 1 1 260px; padding: 4px 8px; }
+#results-table { width: 100%; border-collapse: collapse; table-layout: fixed; font-size: 12px; }
+#results-table th { text-align: left; border-bottom: 1px solid #9aa2b1; padding: 4px; }
+#results-table th:nth-child(1) { width: 64px; } #results-table th:nth-child(2) { width: 96px; }
+#results-table th:nth-child(n+6) { width: 72px; }
+#results-table td { border-bottom: 1px solid #eceef2; padding: 4px; vertical-align: top; overflow: hidden; }
+#results-table td.text { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; max-height: 4.2em; display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical; cursor: pointer; }
+#results-table td.text.open { max-height: none; display: table-cell; }
+#results-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#results-table tr[data-status=failed] td.status, #results-table td.err { color: #b52b27; }
 polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }
 </style>`
 
 // liveScript is the live page's script: it swaps in each event's counters
-// and charts, and marks the page done after the "done" event.
+// and charts, fetches the results table's latest rows (GET results) after
+// each, and marks the page done after the "done" event.
 const liveScript = `<script>
 "use strict";
 (function () {
@@ -218,10 +252,21 @@ const liveScript = `<script>
       if (el) { el.innerHTML = ch.body; }
     }
   }
+  let fetching = false;
+  function results() {
+    if (fetching || !window.batchagentResults) return;
+    fetching = true;
+    fetch("results").then(function (r) { return r.json(); })
+      .then(function (d) { window.batchagentResults(d); })
+      .catch(function () {})
+      .finally(function () { fetching = false; });
+  }
   const events = new EventSource("events");
-  events.addEventListener("sample", function (e) { apply(JSON.parse(e.data)); });
+  events.addEventListener("sample", function (e) { apply(JSON.parse(e.data)); results(); });
   events.addEventListener("done", function (e) {
     apply(JSON.parse(e.data));
+    fetching = false;
+    results();
     events.close();
     document.body.dataset.state = "done";
     document.getElementById("state").textContent = "done";

@@ -75,6 +75,10 @@ func TestPageMatchesTemplate(t *testing.T) {
 	}
 	hostileRun := finishedRun(9, hostile, hostile, hostile, hostile)
 	hostileRun.Info.PriceSource = hostile
+	hostileRun.Runs = []Run{{Start: hostileRun.Start, End: hostileRun.Start.Add(time.Minute)},
+		{Start: hostileRun.Start.Add(time.Hour), End: hostileRun.Start.Add(2 * time.Hour)}}
+	hostileRun.Results = &Results{Rows: []Row{{Index: 1, Status: "failed", Kind: hostile, Error: hostile, Input: hostile, Cost: -1}},
+		Total: 9, Failed: 3, Chosen: hostile}
 	unknown := finishedRun(4, "no price", "", "rate_limited", "fetch")
 	unknown.Info.Price = nil
 	unknown.Totals.Inputs = -1
@@ -122,15 +126,17 @@ func FuzzPageMatchesTemplate(f *testing.F) {
 // reference writeTo must match byte for byte. It lives in a test file: outside tests nothing executes a
 // template, which keeps text/template's evaluator out of the binary.
 var oldPageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	// The style sheet and the live script are static text, the same
-	// constants writeTo writes.
-	"style":  func() template.HTML { return template.HTML(pageStyle) },
-	"script": func() template.HTML { return template.HTML(liveScript) },
+	// The style sheet and the scripts are static text, the same
+	// constants writeTo writes; the results section is trusted HTML that
+	// resultsSection builds from escaped text.
+	"style":   func() template.HTML { return template.HTML(pageStyle) },
+	"script":  func() template.HTML { return template.HTML(liveScript) },
+	"results": func() template.HTML { return template.HTML(resultsScript) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;{{if .Live}} script-src 'unsafe-inline'; connect-src 'self';{{end}}">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'unsafe-inline';{{if .Live}} connect-src 'self';{{end}}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,">
 <title>{{.Title}}</title>
@@ -139,7 +145,8 @@ var oldPageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <body data-state="{{.State}}">
 <h1>{{.Info.Job}}</h1>
 <p class="meta">{{if .Info.Model}}model {{.Info.Model}} · {{end}}{{if .Start}}started {{.Start}} · {{end}}<span class="state" id="state">{{.State}}</span></p>
-<div class="counters">
+{{if .Runs}}<p class="meta" id="runs">{{.Runs}}</p>
+{{end}}<div class="counters">
 {{- range .Counters}}
 <div class="counter"><span class="v" id="{{.ID}}" data-value="{{.Value}}">{{.Text}}</span><span class="l">{{.Label}}</span></div>
 {{- end}}
@@ -149,6 +156,10 @@ var oldPageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <figure data-chart="{{.ID}}"><figcaption>{{.Title}}</figcaption><div class="body">{{.Body}}</div></figure>
 {{- end}}
 </div>
+{{- if .Results}}
+{{.Results}}
+{{results}}
+{{- end}}
 {{- if .Live}}
 {{script}}
 {{- end}}
