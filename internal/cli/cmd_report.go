@@ -23,7 +23,9 @@ func (a *app) reportCommand() *cobra.Command {
 		Use:   "report STATE.db [flags]",
 		Short: "Write a checkpointed run's report: one self-contained HTML page of charts",
 		Long: `Write the report of the run in a state file as one HTML page that opens
-offline (styles inline, no script, nothing loaded from the network): an agent
+offline (styles and scripts inline, nothing loaded from the network): the
+run's progress (done %, ETA), a results table (input, output, error, turns,
+tokens, cost; search, filter by result or error kind, pages of 50), an agent
 timeline (per turn: queue wait, backoff, inference, tool wait; 300 agents
 sampled evenly by index when there are more), throughput and agents in flight
 over time, the adaptive limit and throttled answers (429s) over time,
@@ -33,6 +35,12 @@ kind, tool calls (requested, executed, coalesced, cache hits) and cost.
 The limit, throttle, tool and cost charts come from the samples that
 'batchagent run' records in the state file once a second; a state file
 without them still gives a report, its throughput from the agents' end times.
+A resumed job's report covers all its runs: their tokens and cost add up, and
+the page names each run.
+
+The results table holds every result of a run of up to 5,000; past that, the
+failures first (up to 2,500, by index), then the other results sampled evenly
+by index, each cell cut at 1 KB; the page says how many of how many it shows.
 
 --out defaults to the state file's name with .db replaced by .report.html
 (results.jsonl.state.db gives results.jsonl.state.report.html); - writes to
@@ -91,6 +99,6 @@ func reportCmd(ctx context.Context, path string, f reportFlags, stdout, stderr i
 	if err := report.WriteFile(out, d); err != nil {
 		return fail(exitFailed, err)
 	}
-	fmt.Fprintf(stderr, "batchagent report: wrote %s (%d agents)\n", out, len(d.Agents))
+	fmt.Fprintf(stderr, "batchagent report: wrote %s (%d agents; results table: %s)\n", out, len(d.Agents), d.Results.Chosen)
 	return exitOK
 }

@@ -38,7 +38,7 @@ func TestReportWritesBesideTheStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v; stderr:\n%s", err, stderr)
 	}
-	if stdout != "" || !strings.Contains(stderr, "wrote "+want+" (3 agents)") {
+	if stdout != "" || !strings.Contains(stderr, "wrote "+want+" (3 agents; results table: all 3 results)") {
 		t.Errorf("stdout %q, stderr %q: want nothing and the path written", stdout, stderr)
 	}
 	for _, w := range []string{`<span class="v" id="done" data-value="3">`, `data-chart="timeline"`, `data-rows="3"`, `data-tool="read_file"`} {
