@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,5 +177,64 @@ func TestLoadBadSample(t *testing.T) {
 	_, err = report.Load(t.Context(), store, "j")
 	if err == nil || !strings.Contains(err.Error(), "report: job j: sample 1 of 1") {
 		t.Errorf("Load = %v, want an error naming the job and the sample", err)
+	}
+}
+
+func TestLoadResumedJobCoversAllRuns(t *testing.T) {
+	t.Parallel()
+	path := writeStore(t,
+		agent.State{Index: 0, Status: agent.StatusDone, Input: job.Input{"q": "a"}, Output: []byte(`{"a":1}`), Usage: llm.Usage{PromptTokens: 20}},
+		agent.State{Index: 1, Status: agent.StatusFailed, Input: job.Input{"q": "b"}, Failure: &job.Failure{Kind: "tool", Op: "tool",
+			Cause: []job.Link{{Message: "lookup: 404"}}}, Usage: llm.Usage{PromptTokens: 10}},
+	)
+	st, err := checkpoint.Open(path, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	// Run 1 did 3 results and 300 tokens; run 2, resumed an hour later,
+	// restored them (its results start at 0 and reach 5) and spent 200
+	// tokens of its own.
+	for i, s := range []string{
+		`{"t":0,"done":0,"tokens":0,"info":{"job":"j"}}`, `{"t":1,"done":3,"tokens":300}`,
+		`{"t":0,"done":0,"tokens":0,"throttles":0,"info":{"job":"j"}}`, `{"t":1,"done":5,"tokens":200,"throttles":2}`,
+	} {
+		at := start.Add(time.Duration(i/2)*time.Hour + time.Duration(i%2)*time.Second)
+		if err := st.AddSample(t.Context(), "j", checkpoint.Sample{At: at, Data: []byte(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := checkpoint.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	d, err := report.Load(t.Context(), ro, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Runs) != 2 || !d.Runs[1].Start.Equal(start.Add(time.Hour)) || !d.Runs[1].End.Equal(start.Add(time.Hour+time.Second)) {
+		t.Fatalf("Load: runs %v, want two, the second from %v for 1s", d.Runs, start.Add(time.Hour))
+	}
+	var got []string
+	for _, s := range d.Samples {
+		got = append(got, fmt.Sprintf("done %d tokens %d throttles %d", s.Done, s.Tokens, s.Throttles))
+	}
+	want := []string{"done 0 tokens 0 throttles 0", "done 3 tokens 300 throttles 0", "done 3 tokens 300 throttles 0", "done 5 tokens 500 throttles 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load: samples (-want +got):\n%s", diff)
+	}
+	wantRows := []report.Row{
+		{Index: 1, Status: "failed", Kind: "tool", Error: "tool: lookup: 404", Input: `{"q":"b"}`, Tokens: 10, Cost: -1},
+		{Index: 0, Status: "done", Input: `{"q":"a"}`, Output: `{"a":1}`, Tokens: 20, Cost: -1},
+	}
+	if diff := cmp.Diff(wantRows, d.Results.Rows); diff != "" {
+		t.Errorf("Load: results (-want +got):\n%s", diff)
+	}
+	if d.Results.Chosen != "all 2 results" || d.Results.Total != 2 || d.Results.Failed != 1 {
+		t.Errorf("Load: results %q total %d failed %d, want %q 2 1", d.Results.Chosen, d.Results.Total, d.Results.Failed, "all 2 results")
 	}
 }
