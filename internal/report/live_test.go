@@ -16,6 +16,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/report"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // event is one server-sent event.
@@ -245,5 +246,50 @@ func TestLiveStreamsEndOnServerShutdown(t *testing.T) {
 	case <-s.Done():
 		t.Error("the run ended first")
 	default:
+	}
+}
+
+func TestLiveServesLatestResults(t *testing.T) {
+	t.Parallel()
+	e := new(fakeEngine)
+	s, err := report.NewSampler(report.SamplerConfig{Stats: e.stats, Info: report.Info{Job: "live", Price: &llm.Price{Input: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := report.NewLive(s)
+	l.Result(&batchagent.Result{Index: 4, Input: job.Input{"q": "<b>"}, Output: []byte(`{"a":1}`), Turns: 2,
+		Usage: llm.Usage{PromptTokens: 1_000_000}})
+	l.Result(&batchagent.Result{Index: 7, Input: job.Input{"q": "x"}, Err: &job.AgentError{Agent: 7, Op: "tool", Kind: job.KindTool, Err: errors.New("boom")}})
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/results", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got report.Results
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatalf("GET /results: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK || got.Total != 2 || got.Failed != 1 || len(got.Rows) != 2 {
+		t.Fatalf("GET /results = %d %+v, want 200, 2 results, 1 failed", resp.StatusCode, got)
+	}
+	if r := got.Rows[0]; r.Index != 7 || r.Status != "failed" || r.Kind != "tool" || r.Error != "tool: boom" {
+		t.Errorf("first row %+v, want agent 7's tool failure", r)
+	}
+	if r := got.Rows[1]; r.Index != 4 || r.Input != `{"q":"\u003cb\u003e"}` && r.Input != `{"q":"<b>"}` || r.Output != `{"a":1}` || r.Cost != 1 || r.Turns != 2 {
+		t.Errorf("second row %+v, want agent 4's output, cost 1", r)
+	}
+	// The page embeds the same rows for its table.
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/", nil)
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	page, _ := io.ReadAll(resp2.Body)
+	if !strings.Contains(string(page), `id="results-data"`) || !strings.Contains(string(page), "boom") {
+		t.Errorf("the live page has no results table holding the failure")
 	}
 }

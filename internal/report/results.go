@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -135,7 +136,11 @@ func rowOfResult(r *batchagent.Result, price *llm.Price) Row {
 		Tokens: r.Usage.Total(), Cost: costOf(price, r.Usage)}
 	if r.Err != nil {
 		row.Status, row.Kind = "failed", string(job.KindOf(r.Err))
-		row.Error = cut(r.Err.Error(), MaxCellBytes)
+		msg := r.Err.Error()
+		if ae, ok := errors.AsType[*job.AgentError](r.Err); ok && ae.Err != nil {
+			msg = ae.Op + ": " + ae.Err.Error() // as failureText: the step and the cause
+		}
+		row.Error = cut(msg, MaxCellBytes)
 	} else {
 		row.Output = cut(string(r.Output), MaxCellBytes)
 	}
