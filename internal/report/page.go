@@ -229,8 +229,9 @@ polyline { stroke-width: 2; }
 #results-table th:nth-child(1) { width: 64px; } #results-table th:nth-child(2) { width: 96px; }
 #results-table th:nth-child(n+6) { width: 72px; }
 #results-table td { border-bottom: 1px solid #eceef2; padding: 4px; vertical-align: top; overflow: hidden; }
-#results-table td.text { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; max-height: 4.2em; display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical; cursor: pointer; }
-#results-table td.text.open { max-height: none; display: table-cell; }
+#results-table td.text { font-family: ui-monospace, monospace; cursor: pointer; }
+#results-table td.text .clip { white-space: pre-wrap; word-break: break-all; max-height: 4.2em; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical; }
+#results-table td.text.open .clip { max-height: none; display: block; }
 #results-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #results-table tr[data-status=failed] td.status, #results-table td.err { color: #b52b27; }
 polyline.s-rate, polyline.s-active, polyline.s-limit, polyline.s-inflight, polyline.s-throttles, polyline.s-cost { fill: none; }

@@ -149,8 +149,15 @@ const resultsScript = `<script>
   }
   function cell(tr, text, cls) {
     const td = document.createElement("td");
-    td.textContent = text;
-    if (cls) td.className = cls;
+    td.className = cls;
+    if (cls.startsWith("text")) {
+      const clip = document.createElement("div");
+      clip.className = "clip";
+      clip.textContent = text;
+      td.appendChild(clip);
+    } else {
+      td.textContent = text;
+    }
     tr.appendChild(td);
   }
   function render() {
@@ -185,7 +192,8 @@ const resultsScript = `<script>
   $("results-prev").addEventListener("click", function () { page--; render(); });
   $("results-next").addEventListener("click", function () { page++; render(); });
   $("results-body").addEventListener("click", function (e) {
-    if (e.target.classList && e.target.classList.contains("text")) e.target.classList.toggle("open");
+    const td = e.target.closest && e.target.closest("td.text");
+    if (td) td.classList.toggle("open");
   });
   window.batchagentResults = function (d) { data = d; kinds(); filter(); render(); };
   kinds(); filter(); render();
