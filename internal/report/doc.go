@@ -9,13 +9,19 @@
 // tool wait), throughput and agents in flight over time, the adaptive
 // limit and the throttled answers (429s) over time, histograms of the time
 // to first token and of the turn latency, failures by kind, tool counters
-// and cost. The page embeds its styles and has no external reference, so
-// it opens offline from file://. [Write] writes the page and [WriteFile]
+// and cost. Below them, a results table: input, output, error, turns,
+// tokens and cost of each result, with search, a filter by status and
+// error kind and pages of 50, drawn by a small inline script; a large
+// run's page holds its failures first, then an even sample of the rest
+// ([Results] says which rows and why), so its size stays bounded (about
+// 1 MB for 100,000 inputs). The page embeds its styles and script and has
+// no external reference, so it opens offline from file://. [Write] writes the page and [WriteFile]
 // a report file, atomically.
 //
 // # Data
 //
-// [Data] is the picture of one run. [Load] builds it from a checkpoint
+// [Data] is the picture of one job: a resumed job's runs are summed into
+// one picture, and Data.Runs names each. [Load] builds it from a checkpoint
 // store: the agents' final and running states, and the samples a
 // [Sampler] recorded while the run went (without them, throughput is
 // derived from the agents' end times and the limit is "not recorded").
@@ -31,5 +37,10 @@
 // Each chart is an element with a data-chart attribute (timeline,
 // throughput, limit, ttft, latency, errors, tools, cost); bars carry
 // data-value; counters are elements with an id (done, ok, failed, ...) and
-// a data-value. Tests and scripts may rely on them.
+// a data-value, among them progress and eta. The results table is
+// #results; its pager #results-page carries data-page, data-pages and
+// data-rows, each row data-index, data-status and data-kind, and the body
+// gets data-results=ready once the table is drawn. The live view serves
+// the table's rows as JSON at GET /results. Tests and scripts may rely on
+// them.
 package report
