@@ -88,7 +88,6 @@ again.
 			if err := f.ui.check(cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
-			f.ui.lingerSet = cmd.Flags().Changed("ui-linger")
 			if f.ui.addr != "" && (rf.url != "" || bf.input != "") {
 				other := "--redis"
 				if bf.input != "" {
@@ -126,9 +125,9 @@ again.
 	fl.BoolVar(&f.RetryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
 	fl.BoolVar(&f.Restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
-	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
+	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run at http://ADDR/, e.g. 127.0.0.1:8080; it ends with the run (see --ui-linger)")
 	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
-	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: serve the live view this long after the run ends, then exit (0: exit at once; default: until SIGINT/SIGTERM)")
+	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: keep the live view up this long after the run ends, e.g. 30s (default 0: exit with the run)")
 	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
 	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
 	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
