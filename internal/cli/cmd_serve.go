@@ -40,8 +40,9 @@ engine's admission in the interactive class; a request for "agent:NAME" runs
 that agent, streaming its progress as reasoning events. It also serves
 OpenAI's Batch API (/v1/files, /v1/batches): each line of a batch runs in the
 batch class, below interactive requests; files and batches are kept in
---data-dir, and a server restarted on it resumes its unfinished batches. It
-runs until SIGINT or SIGTERM, then drains: /health and /ready answer 503 at
+--data-dir, and a server restarted on it resumes its unfinished batches. On
+start it prints its address, then each model and agent it serves, one a line,
+with its backend as scheme://host:port. It runs until SIGINT or SIGTERM, then drains: /health and /ready answer 503 at
 once, so that a load balancer stops sending; new requests, and those whose
 answer has not begun (waiting for admission or for the backend's first
 token), are answered 503 with Retry-After; those begun have shutdown_grace
