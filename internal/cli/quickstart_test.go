@@ -158,6 +158,11 @@ func TestReadmeQuickstart(t *testing.T) {
 	if !strings.Contains(text, fmt.Sprintf("\n%d results.jsonl", inputs)) {
 		t.Errorf("wc -l does not print %d, as the README says:\n%s", inputs, text)
 	}
+	for _, c := range cmds { // the count the README promises is the inputs'
+		if strings.HasPrefix(c, "wc -l") && !strings.Contains(c, fmt.Sprintf("# %d:", inputs)) {
+			t.Errorf("README's %q does not promise %d lines (reviews.csv's inputs)", c, inputs)
+		}
+	}
 	if fi, err := os.Stat(filepath.Join(dir, "report.html")); err != nil || fi.Size() == 0 {
 		t.Errorf("report.html: %v, want a page", err)
 	}
