@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,52 +20,17 @@ func (a *app) runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run JOB.yaml [flags]",
 		Short: "Run one agent per input of a job file",
-		Long: `Run the job file JOB.yaml: one agent per input (a .jsonl file with one JSON
-object per line, or a .csv file with a header row), one JSON result per line
-on --out (default: the job's output, else stdout), a progress display and a
-summary on stderr.
-
-With an output file, progress is checkpointed in a SQLite state file
-(OUT.state.db unless --state names another): running the same command again
-resumes, keeping the finished inputs and continuing the unfinished agents.
-A resume whose job (model, system, task, schema, tools, sampling), backend
-URL or inputs changed is refused: --force runs again every result made by
-the old job or from a changed input (a new backend URL alone keeps them),
-and --restart starts a fresh run, moving the old output and state file
-aside to OUT.1 and STATE.1 (the next free number). --out and --state may not name a file the run reads (inputs, job
-file, schema file) or each other.
-The first SIGINT or SIGTERM finishes the turns in flight and stops; a second
-stops at once.
-
-With a known price (the job file's pricing, else the built-in table) the
-progress line shows the cost so far and, once results come in, the
-projected total: the cost so far per result times the inputs to run.
---metrics-addr serves Prometheus metrics while the job runs, the cost as
-batchagent_cost_dollars and batchagent_cost_projected_dollars. Traces go to an
-OpenTelemetry collector when the standard OTEL_* variables name one
-(OTEL_EXPORTER_OTLP_ENDPOINT): the run, each turn, model call and tool call.
-
---ui ADDR serves a live view of the run at http://ADDR/: the charts of
-'batchagent report' and the counters, updated every second by server-sent
-events. It stays up after the run, showing the final state, until SIGINT or
-SIGTERM (or for --ui-linger). ADDR must be a loopback address unless
---ui-public is given. With a state file, the run records its counters there
-once a second, for the report's charts over time.
-
-With --redis URL the process is the coordinator of a run spread over the
-workers ('batchagent worker') reading that Redis: it enqueues the inputs (at
-most --window without a result) and writes each recorded result into the
-output once; the same command run again resumes. The checkpoints are kept
-in Redis, so --state, --no-state, --force, --restart, --ordered and
---backend do not apply; --retry-failed runs the failures recorded in Redis
-again.
-` + dryRunHelp,
-		Example: `  batchagent run examples/review/job.yaml
-  batchagent run job.yaml --inputs items.jsonl --out results.jsonl --backend 'sim://?latency=60ms'
-  batchagent run job.yaml --out results.jsonl --retry-failed
-  batchagent run job.yaml --dry-run --sample 5
-  batchagent run job.yaml --inputs items.jsonl --out results.jsonl --redis redis://127.0.0.1:6379
-  batchagent run --openai-batch requests.jsonl --out results.jsonl --backend 'sim://?latency=60ms'`,
+		Long: `Run one agent per input of JOB.yaml (inputs .jsonl or .csv); write one JSON
+result per line to --out (default: the job's output, else stdout) and show
+progress and a summary on stderr. With --out FILE the run is checkpointed
+(FILE.state.db): the same command run again resumes where it stopped.
+Ctrl-C finishes the turns in flight and stops (exit 130); a second stops
+at once. Exit status: 0 all ok, 1 some failed, 2 bad job or flags.
+Details of every flag: docs/cli.md; of --dry-run: 'batchagent help dry-run'.`,
+		Example: `  batchagent run examples/review/job.yaml --out /tmp/review.jsonl
+  batchagent run job.yaml --inputs items.csv --out results.jsonl
+  batchagent run job.yaml --dry-run
+  batchagent run job.yaml --out results.jsonl --retry-failed`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if bf.input != "" {
 				return exactArgs(0, "no job file with --openai-batch")(cmd, args)
@@ -88,7 +54,6 @@ again.
 			if err := f.ui.check(cmd.Flags().Changed); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
-			f.ui.lingerSet = cmd.Flags().Changed("ui-linger")
 			if f.ui.addr != "" && (rf.url != "" || bf.input != "") {
 				other := "--redis"
 				if bf.input != "" {
@@ -115,30 +80,30 @@ again.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Inputs, "inputs", "", "input file, .jsonl (one JSON object per line) or .csv (header row); overrides the job's inputs")
-	fl.StringVar(&f.Out, "out", "", "output file for JSONL results (default: the job's output, else stdout; - for stdout)")
-	fl.StringVar(&f.Backend, "backend", "", "backend URL, e.g. sim://?latency=60ms or openai+http://host:8000/v1?model=m; overrides the job's backend")
-	fl.BoolVar(&f.Ordered, "ordered", false, "write results in input order (buffers results that finish early)")
+	fl.StringVar(&f.Inputs, "inputs", "", "input `FILE`, .jsonl or .csv (overrides the job's)")
+	fl.StringVar(&f.Out, "out", "", "results `FILE` (JSONL; default: job's, else stdout)")
+	fl.StringVar(&f.Backend, "backend", "", "backend `URL`, e.g. sim://?latency=60ms")
+	fl.BoolVar(&f.Ordered, "ordered", false, "write results in input order")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")
-	fl.StringVar(&f.State, "state", "", "checkpoint store (SQLite); default OUT.state.db when --out is a file. Re-running resumes: finished inputs are kept, unfinished agents continue")
-	fl.BoolVar(&f.NoState, "no-state", false, "no checkpoint store (no resume)")
-	fl.BoolVar(&f.Force, "force", false, "resume even though the job, its backend URL or its inputs changed since the state was written: the results of the old job and of changed inputs run again")
-	fl.BoolVar(&f.RetryFailed, "retry-failed", false, "on resume, run the inputs that failed again, replacing their lines in the output")
-	fl.BoolVar(&f.Restart, "restart", false, "start a fresh run on the same output: the output and the state file (and the reduce output) are first moved aside to OUT.1, STATE.1 (the next free number), never deleted")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, e.g. 127.0.0.1:9464 (keep it on loopback)")
-	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view of the run (charts and counters, updated every second) at http://ADDR/, e.g. 127.0.0.1:8080; it stays up after the run until SIGINT/SIGTERM")
-	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback (:8080, 0.0.0.0:8080, a LAN IP)")
-	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: serve the live view this long after the run ends, then exit (0: exit at once; default: until SIGINT/SIGTERM)")
-	fl.BoolVar(&f.traceContent, "trace-content", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set), record prompts, answers and tool arguments in spans, 4 KiB each at most")
-	fl.StringVar(&bf.input, "openai-batch", "", "run a file in OpenAI's batch format (custom_id, method, url, body per line) instead of a job: every line's result on --out in OpenAI's output line format, input order; models through --backend, or the backends and agents of --config; resumable (state in --batch-state, default OUT.batch)")
-	fl.StringVar(&bf.config, "config", "", "with --openai-batch: a serve config file whose backends and agents answer the lines' models")
-	fl.StringVar(&bf.state, "batch-state", "", "with --openai-batch: the batch's store directory (default OUT.batch)")
-	fl.StringVar(&rf.url, "redis", "", "spread the run over the workers reading this Redis (redis://[:password@]host:port[/db] or rediss://): this process enqueues the inputs and writes the results; resumable")
-	fl.StringVar(&rf.runID, "run-id", "", "with --redis: the run's ID (default: derived from the job file's path and content, the inputs' path and the output's)")
-	fl.IntVar(&rf.window, "window", rf.window, "with --redis: inputs enqueued without a result at most")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "run nothing: check every input line, count the prompts' tokens and estimate the calls, tokens and cost (see above)")
-	fl.IntVar(&f.sample, "sample", 0, "with --dry-run: run K inputs, evenly spread, for real (nothing written) and scale their calls, tokens and cost")
-	fl.BoolVar(&f.jsonOut, "json", false, "with --dry-run: print the estimate as one JSON object")
+	fl.StringVar(&f.State, "state", "", "checkpoint `FILE` (default OUT.state.db)")
+	fl.BoolVar(&f.NoState, "no-state", false, "no checkpoint (no resume)")
+	fl.BoolVar(&f.Force, "force", false, "resume though the job or inputs changed")
+	fl.BoolVar(&f.RetryFailed, "retry-failed", false, "on resume, run the failed inputs again")
+	fl.BoolVar(&f.Restart, "restart", false, "start afresh, moving OUT and state to OUT.1")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view at http://`ADDR`/ during the run")
+	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback")
+	fl.DurationVar(&f.ui.linger, "ui-linger", 0, "with --ui: keep the view up this long after the run")
+	fl.BoolVar(&f.traceContent, "trace-content", false, "record prompts and answers in trace spans")
+	fl.StringVar(&bf.input, "openai-batch", "", "run an OpenAI Batch API input `FILE` instead")
+	fl.StringVar(&bf.config, "config", "", "with --openai-batch: serve config for its models")
+	fl.StringVar(&bf.state, "batch-state", "", "with --openai-batch: store `DIR` (default OUT.batch)")
+	fl.StringVar(&rf.url, "redis", "", "spread the run over the workers of this Redis `URL`")
+	fl.StringVar(&rf.runID, "run-id", "", "with --redis: the run's ID (default: derived)")
+	fl.IntVar(&rf.window, "window", rf.window, "with --redis: most inputs in flight")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "estimate calls, tokens and cost; run nothing")
+	fl.IntVar(&f.sample, "sample", 0, "with --dry-run: run `K` inputs for real and scale")
+	fl.BoolVar(&f.jsonOut, "json", false, "with --dry-run: print the estimate as JSON")
 	return cmd
 }
 
@@ -251,4 +216,15 @@ func runJob(ctx context.Context, path string, f runFlags, stdout, stderr io.Writ
 		ui.linger(ctx, f.quiet, stderr)
 	}
 	return int(code)
+}
+
+// dryRunTopic is `batchagent help dry-run`: a help topic (no command of
+// its own) holding what --dry-run counts and how, which would not fit on
+// the screen of `run --help`.
+func dryRunTopic() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dry-run",
+		Short: "What 'run --dry-run' counts, and how it estimates",
+		Long:  strings.TrimPrefix(dryRunHelp, "\n"),
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,8 +40,9 @@ engine's admission in the interactive class; a request for "agent:NAME" runs
 that agent, streaming its progress as reasoning events. It also serves
 OpenAI's Batch API (/v1/files, /v1/batches): each line of a batch runs in the
 batch class, below interactive requests; files and batches are kept in
---data-dir, and a server restarted on it resumes its unfinished batches. It
-runs until SIGINT or SIGTERM, then drains: /health and /ready answer 503 at
+--data-dir, and a server restarted on it resumes its unfinished batches. On
+start it prints its address, then each model and agent it serves, one a line,
+with its backend as scheme://host:port. It runs until SIGINT or SIGTERM, then drains: /health and /ready answer 503 at
 once, so that a load balancer stops sending; new requests, and those whose
 answer has not begun (waiting for admission or for the backend's first
 token), are answered 503 with Retry-After; those begun have shutdown_grace
@@ -62,6 +64,40 @@ token), are answered 503 with Retry-After; those begun have shutdown_grace
 	fl.StringVar(&f.addr, "addr", "", "address to listen on, overriding the config's addr (port 0: any free port)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the Batch API's files and batches (SQLite); unfinished batches resume from it (default: batchagent-data next to the config file)")
 	return cmd
+}
+
+// writeServed prints what the gateway of sc serves, one line each: every
+// backend model and agent by the name clients ask for, with its backend as
+// scheme://host:port (never a path, query or key), then the Batch API's
+// data directory.
+func writeServed(w io.Writer, sc *config.Serve, dataDir string) {
+	for _, b := range sc.Backends {
+		fmt.Fprintf(w, "  model %q: passthrough to %s%s\n", b.Name, config.BackendAddr(b.URL), upstreamModel(b.Model))
+	}
+	for _, a := range sc.Agents {
+		var tools []string
+		for _, t := range a.Job.Tools {
+			tools = append(tools, t.Name)
+		}
+		for _, m := range a.Job.MCP {
+			tools = append(tools, "mcp:"+m.Server.Name)
+		}
+		line := fmt.Sprintf("  model %q: agent on %s%s", "agent:"+a.Name, config.BackendAddr(a.Job.Backend), upstreamModel(a.Job.Def.ModelName))
+		if len(tools) > 0 {
+			line += ", tools " + strings.Join(tools, ", ")
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "  batch API: /v1/files, /v1/batches (data in %s)\n", dataDir)
+}
+
+// upstreamModel is the " model M" part of a served line, empty when no
+// model name is sent upstream.
+func upstreamModel(m string) string {
+	if m == "" {
+		return ""
+	}
+	return fmt.Sprintf(" model %q", m)
 }
 
 // serveGateway serves the gateway of f's config until ctx is done.
@@ -118,6 +154,7 @@ func serveGateway(ctx context.Context, f serveFlags, logger *slog.Logger, stderr
 		return exitFailed
 	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
+	writeServed(stderr, sc, dataDir)
 	served := make(chan error, 1) // Serve's result
 	go func() { served <- g.Server.Serve(ln) }()
 	var serveErr error

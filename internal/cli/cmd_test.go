@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
@@ -72,7 +73,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"worker", "-h"}, []string{"batchagent worker --redis URL [flags]", "--max-active", "--visibility", "--grace", "SIGTERM"}},
 		{[]string{"export", "-h"}, []string{"batchagent export STATE.db [flags]", "--out"}},
 		{[]string{"help"}, []string{"run", "status", "export", "bench", "sim", "worker", "version", "completion"}},
-		{[]string{"--help"}, []string{"Available Commands"}},
+		{[]string{"--help"}, []string{"Available Commands", "dry-run"}},
+		{[]string{"help", "dry-run"}, []string{"--dry-run reads the job", "--sample K"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -86,6 +88,26 @@ func TestHelp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunHelpFitsAScreen: `run --help` fits one screen of 80 columns:
+// at most 50 lines, and no line of the command's own (its global flags
+// aside) wider than 80, so that none wraps.
+func TestRunHelpFitsAScreen(t *testing.T) {
+	code, stdout, stderr := run(t, t.Context(), "run", "--help")
+	if code != 0 {
+		t.Fatalf("run --help: exit %d, stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	if len(lines) > 50 {
+		t.Errorf("run --help has %d lines, want 50 at most:\n%s", len(lines), stdout)
+	}
+	own, _, _ := strings.Cut(stdout, "Global Flags:")
+	for _, l := range strings.Split(own, "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("run --help line is %d columns, want 80 at most: %q", n, l)
+		}
 	}
 }
 

@@ -189,19 +189,33 @@ func TestRunUILingers(t *testing.T) {
 	}
 }
 
-// TestRunUILingerZero: an explicit --ui-linger 0s ends the process with
-// the run, where leaving the flag out waits for a signal (a run would
-// otherwise hang here until the test's deadline).
-func TestRunUILingerZero(t *testing.T) {
-	dir, job := newJob(t, "")
-	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	code, _, stderr := run(t, ctx, "run", job, "--inputs", in, "--out", filepath.Join(dir, "out.jsonl"), "--ui", "127.0.0.1:0", "--ui-linger", "0s")
-	if code != 0 || ctx.Err() != nil {
-		t.Fatalf("run --ui --ui-linger 0s: exit %d (context: %v), stderr:\n%s", code, ctx.Err(), stderr)
-	}
-	if strings.Contains(stderr, "stays at") {
-		t.Errorf("stderr says the view stays after the run:\n%s", stderr)
+// TestRunUIEndsWithRun: without --ui-linger (and with --ui-linger 0s) the
+// live view ends with the run and so does the process; before, leaving the
+// flag out waited for a signal (a run would hang here until the deadline).
+func TestRunUIEndsWithRun(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		extra []string
+	}{
+		{"no linger", nil},
+		{"linger 0s", []string{"--ui-linger", "0s"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, job := newJob(t, "")
+			in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			args := append([]string{"run", job, "--inputs", in, "--out", filepath.Join(dir, "out.jsonl"), "--ui", "127.0.0.1:0"}, tt.extra...)
+			code, _, stderr := run(t, ctx, args...)
+			if code != 0 || ctx.Err() != nil {
+				t.Fatalf("run --ui %v: exit %d (context: %v), stderr:\n%s", tt.extra, code, ctx.Err(), stderr)
+			}
+			if !liveAddr.MatchString(stderr) {
+				t.Errorf("stderr names no live view:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "stays at") {
+				t.Errorf("stderr says the view stays after the run:\n%s", stderr)
+			}
+		})
 	}
 }

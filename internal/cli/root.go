@@ -70,6 +70,7 @@ failure), 2 a usage error (flags, arguments, job file), 130 interrupted.`,
 		a.serveCommand(),
 		a.workerCommand(),
 		a.versionCommand(),
+		dryRunTopic(),
 	)
 	return root
 }

@@ -52,6 +52,20 @@ func TestServeCommand(t *testing.T) {
 	if !strings.Contains(string(b), `"agent:reviewer"`) || !strings.Contains(string(b), `"sim"`) {
 		t.Errorf("models = %s, want sim and agent:reviewer", b)
 	}
+	// What it serves is on stderr before the first request is answered:
+	// one line each, the backend as scheme://host:port (no query).
+	for _, want := range []string{
+		"  model \"sim\": passthrough to sim://\n",
+		"  model \"agent:reviewer\": agent on sim://, tools read_file\n",
+		"  batch API: /v1/files, /v1/batches (data in " + dataDir + ")\n",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "latency=") {
+		t.Errorf("stderr shows a backend URL's query:\n%s", stderr.String())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve ended with %v (stderr %q), want a clean stop", err, stderr.String())

@@ -20,9 +20,6 @@ type uiFlags struct {
 	addr   string        // --ui: where to serve the live page; "": nowhere
 	public bool          // --ui-public: allow an address beyond loopback
 	linger time.Duration // --ui-linger: serve this long after the run (0: not at all)
-	// lingerSet says whether --ui-linger was given; without it the view
-	// stays until SIGINT/SIGTERM.
-	lingerSet bool
 }
 
 // check rejects --ui-public and --ui-linger without --ui, naming both, a
@@ -113,26 +110,19 @@ func (u *runUI) start(ctx context.Context, r *jobrun.Run, quiet bool, stderr io.
 // sampler; it returns what recording the samples met. Once is enough.
 func (u *runUI) stopSampling() error { return u.m.StopSampling() }
 
-// linger keeps the live view up after the run: for --ui-linger, else
-// until SIGINT or SIGTERM (or ctx ends).
+// linger keeps the live view up after the run for --ui-linger (or until
+// SIGINT, SIGTERM or ctx ends, whichever is first). Without --ui-linger it
+// returns at once: the live view ends with the run.
 func (u *runUI) linger(ctx context.Context, quiet bool, stderr io.Writer) {
-	if !u.m.Serving() {
+	if !u.m.Serving() || u.f.linger == 0 {
 		return
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if u.f.lingerSet {
-		if u.f.linger == 0 {
-			return
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, u.f.linger)
-		defer cancel()
-		if !quiet {
-			fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ for %s\n", u.m.Addr(), u.f.linger)
-		}
-	} else if !quiet {
-		fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ until interrupted (Ctrl-C)\n", u.m.Addr())
+	ctx, cancel := context.WithTimeout(ctx, u.f.linger)
+	defer cancel()
+	if !quiet {
+		fmt.Fprintf(stderr, "batchagent run: the live view stays at http://%s/ for %s (Ctrl-C ends it)\n", u.m.Addr(), u.f.linger)
 	}
 	<-ctx.Done()
 }
