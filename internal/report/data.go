@@ -80,8 +80,12 @@ type Agent struct {
 	Started time.Time
 	// Total is the agent's wall time; zero while it runs or when unknown.
 	Total time.Duration
-	// TTFT is the agent's time to its first token; zero when unknown.
+	// TTFT is the agent's time to its first token, from the sending of its
+	// first answered model call; zero when unknown.
 	TTFT time.Duration
+	// Queue is the agent's time waiting for a slot (admission to its
+	// model calls), all turns together; zero when unknown or none.
+	Queue time.Duration
 	// Spans are the agent's turns, oldest first; empty when not recorded.
 	Spans []Span
 	// Usage sums the tokens of the agent's model calls.
@@ -96,8 +100,8 @@ type Span struct {
 	// Start is when the turn began waiting for a slot.
 	Start time.Time
 	// Queue, Inference, TTFT, Backoff and Tools are the turn's slot wait,
-	// model call time, time to first token, wait before retries and tool
-	// wait.
+	// model call time, time to first token (from the request's sending:
+	// the slot wait is not in it), wait before retries and tool wait.
 	Queue, Inference, TTFT, Backoff, Tools time.Duration
 	// Tier is the tier that answered the turn.
 	Tier int

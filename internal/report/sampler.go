@@ -227,7 +227,7 @@ func (s *Sampler) Result(r batchagent.Result) {
 // agentOfResult returns the agent of a result that arrived at now.
 func agentOfResult(r batchagent.Result, now time.Time) Agent {
 	a := Agent{Index: r.Index, Status: "done", Tier: r.Tier, Started: r.Started, Total: r.Timings.Total,
-		TTFT: r.Timings.TTFT, Usage: r.Usage, Spans: spansOf(r.Spans)}
+		TTFT: r.Timings.TTFT, Queue: r.Timings.Queue, Usage: r.Usage, Spans: spansOf(r.Spans)}
 	if r.Err != nil {
 		a.Status, a.Kind = "failed", string(batchagent.KindOf(r.Err))
 	}
