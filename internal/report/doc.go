@@ -6,10 +6,12 @@
 //
 // Every chart is plain SVG generated in Go: an agent timeline (a row per
 // agent, a segment per part of each turn: queue wait, backoff, inference,
-// tool wait), throughput and agents in flight over time, the adaptive
-// limit and the throttled answers (429s) over time, histograms of the time
-// to first token and of the turn latency, failures by kind, tool counters
-// and cost. The page embeds its styles and has no external reference, so
+// tool wait), throughput and agents running over time, the agents
+// running split by what they do (in a model call, in a tool, waiting for
+// a slot, other) over time, the adaptive limit and the throttled answers
+// (429s) over time, histograms of the time to first token (from the
+// request's sending), of the queue wait for a slot and of the turn
+// latency, failures by kind, tool counters (errors included) and cost. The page embeds its styles and has no external reference, so
 // it opens offline from file://. [Write] writes the page and [WriteFile]
 // a report file, atomically.
 //
@@ -29,7 +31,7 @@
 // # Test hooks
 //
 // Each chart is an element with a data-chart attribute (timeline,
-// throughput, limit, ttft, latency, errors, tools, cost); bars carry
+// throughput, agents, limit, ttft, queue, latency, errors, tools, cost); bars carry
 // data-value; counters are elements with an id (done, ok, failed, ...) and
 // a data-value. Tests and scripts may rely on them.
 package report
