@@ -462,6 +462,9 @@ func TestPackCorruptEntriesEachEndValid(t *testing.T) {
 	if st.PackAlone == 0 || st.Packed+st.PackAlone != 300 {
 		t.Errorf("stats: %d packed, %d alone; want some alone and 300 in all", st.Packed, st.PackAlone)
 	}
+	if st.AgentsCalling != 0 || st.AgentsInTools != 0 || st.AgentsWaiting != 0 {
+		t.Errorf("after the run: %d agents calling, %d in tools, %d waiting; want none", st.AgentsCalling, st.AgentsInTools, st.AgentsWaiting)
+	}
 }
 
 // TestTierAndPackSurviveCheckpoint: a resumed run reports the tier and

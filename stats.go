@@ -41,6 +41,11 @@ type Stats struct {
 	ToolCalls int64
 	// ToolExecuted counts tool executions (after coalescing and caching).
 	ToolExecuted int64
+	// ToolErrors counts the tool calls that returned an error (malformed
+	// arguments, the tool's failure, the caller leaving): the sum of the
+	// Errors of Tools. The model is shown each one and the agent goes on,
+	// so they fail no result by themselves.
+	ToolErrors int64
 	// Tools has the per-tool counters of the specs' pools: first the sums,
 	// by tool name, of the specs no longer in use (garbage), then those of
 	// each live spec.
@@ -48,8 +53,25 @@ type Stats struct {
 	// Usage sums the tokens of this engine's model calls, packed calls
 	// included (packed results carry none of their own).
 	Usage llm.Usage
-	// Inflight, Waiting, Throttles and Pauses sum those of Backends;
-	// Limit sums their limits, and is zero (unlimited) when one is.
+	// AgentsCalling, AgentsInTools and AgentsWaiting count the agents
+	// running now by what each is doing: in a model call (from its
+	// admission until its answer has ended), executing the tool calls of
+	// a turn, and waiting for a slot (admission to a model call, the rate
+	// limits and pauses of the backend's admission included; an agent of
+	// a job that packs, from joining a pack until the pack's call has its
+	// slot). An agent is in at most one; the others running, Started less
+	// Done less these three, are between them: rendering its task,
+	// waiting out a back-off before a retry, validating or repairing its
+	// answer, being checkpointed or delivered. Each is read apart, so the
+	// sum may briefly be off by an agent or two. See [agent.Gauges].
+	AgentsCalling, AgentsInTools, AgentsWaiting int64
+	// Inflight and Waiting count model calls, not agents: those holding a
+	// slot of a backend's admission and those waiting for one, of every
+	// kind (agents' calls, packed calls that answer several agents at
+	// once, and the gateway's [Engine.Call]s), summed over Backends.
+	// Calls to a backend without admission are not counted.
+	// Throttles and Pauses sum those of Backends; Limit sums their
+	// limits, and is zero (unlimited) when one is.
 	Inflight, Waiting int
 	Limit             int
 	Throttles, Pauses int64
@@ -82,9 +104,11 @@ func (e *Engine) Stats() Stats {
 		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Unanswered: c.Unanswered, Turns: c.Turns, ToolCalls: c.ToolCalls,
 		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone,
 		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
+		AgentsCalling: c.AgentsCalling, AgentsInTools: c.AgentsInTools, AgentsWaiting: c.AgentsWaiting,
 	}
 	for _, t := range s.Tools {
 		s.ToolExecuted += t.Executed
+		s.ToolErrors += t.Errors
 	}
 	s.ByTier, s.BreakerChanges = e.core.ByTier()
 	unlimited := false

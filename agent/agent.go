@@ -147,6 +147,9 @@ type Config struct {
 	ContextWindow int
 	// Gate admits model calls. Nil means no bound.
 	Gate Gate
+	// Gauges, if set, counts the agents by what they are doing now (see
+	// [Gauges]). Nil means they are not counted.
+	Gauges *Gauges
 	// Backoff spaces retries. The zero value uses retry's defaults.
 	Backoff retry.Policy
 	// OnTurn, if set, is called after every completed turn, except one
@@ -610,6 +613,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 	start := time.Since(sp.Start)
 	queued(st, sp, start-ready)
 	st.ModelCalls++
+	r.cfg.Gauges.add(calling, 1)
 	var (
 		resp  *llm.Response
 		first time.Time
@@ -625,6 +629,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 		first = time.Now()
 	}
 	end := time.Since(sp.Start)
+	r.cfg.Gauges.add(calling, -1)
 	if permit != nil {
 		permit.Release(resp, err)
 	}
@@ -632,10 +637,12 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 	if err != nil {
 		return nil, err
 	}
+	// From the request's sending, not the turn's readiness: the wait for
+	// the slot is Queue's, and the back-off before a retry Backoff's.
+	sp.TTFT = max(first.Sub(sp.Start)-start, 0)
 	if st.Timings.TTFT == 0 {
-		st.Timings.TTFT = first.Sub(sp.Start) - ready
+		st.Timings.TTFT = sp.TTFT
 	}
-	sp.TTFT = first.Sub(sp.Start)
 	st.Usage = st.Usage.Add(resp.Usage)
 	return resp, nil
 }
@@ -660,7 +667,10 @@ func (r *Runner) admit(ctx context.Context, st *State, req *llm.Request, sp *job
 	var permit Permit
 	if r.cfg.Gate != nil {
 		var err error
-		if permit, err = r.cfg.Gate.Acquire(ctx, st.Turns, req); err != nil {
+		r.cfg.Gauges.add(waiting, 1)
+		permit, err = r.cfg.Gate.Acquire(ctx, st.Turns, req)
+		r.cfg.Gauges.add(waiting, -1)
+		if err != nil {
 			queued(st, sp, time.Since(sp.Start)-ready)
 			return nil, err
 		}
@@ -765,9 +775,11 @@ func (r *Runner) runTools(ctx context.Context, st *State, calls []llm.ToolCall, 
 	st.ToolCalls += len(calls)
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
+	r.cfg.Gauges.add(inTools, 1)
 	tools.settle(calls)
 	end := r.execCalls(ctx, st.Turns-1, calls, results, errs, tools)
 	tools.wait()
+	r.cfg.Gauges.add(inTools, -1)
 	return toolsDone(ctx, st, results, errs, span, tools, start, end)
 }
 

@@ -101,8 +101,8 @@ func TestSpansOfToolTurns(t *testing.T) {
 			if sp.Inference < latency {
 				t.Errorf("span %d: Inference %v, want at least the model's latency %v", i, sp.Inference, latency)
 			}
-			if sp.TTFT != queue+latency {
-				t.Errorf("span %d: TTFT %v, want slot wait plus latency %v", i, sp.TTFT, queue+latency)
+			if sp.TTFT != latency {
+				t.Errorf("span %d: TTFT %v, want the model's latency %v (from the sending, the slot wait not included)", i, sp.TTFT, latency)
 			}
 			wantTools := tools
 			if i == 2 {
@@ -127,8 +127,9 @@ func TestSpansOfToolTurns(t *testing.T) {
 }
 
 // TestSpanOfRetriedAndFailedTurns: a turn retried after a 429 holds its
-// back-off and both calls' time, its TTFT counted from the first call's
-// readiness; a turn whose call fails for good still gets its span.
+// back-off and both calls' time, its TTFT counted from the sending of the
+// call that was answered; a turn whose call fails for good still gets its
+// span.
 func TestSpanOfRetriedAndFailedTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		limited := &llm.APIError{Backend: "x", StatusCode: 429, RetryAfter: 2 * time.Second, Err: llm.ErrRateLimited}
@@ -149,8 +150,8 @@ func TestSpanOfRetriedAndFailedTurns(t *testing.T) {
 			t.Errorf("retried turn: Start +%v Queue %v Backoff %v; want +0s, 2s (two slot waits), the Retry-After 2s plus jitter",
 				first.Start.Sub(begin), first.Queue, first.Backoff)
 		}
-		if want := first.Queue + first.Backoff; first.TTFT != want {
-			t.Errorf("retried turn: TTFT %v, want %v (both slot waits and the back-off)", first.TTFT, want)
+		if first.TTFT != 0 {
+			t.Errorf("retried turn: TTFT %v, want 0: the scripted model answers the moment it is sent, and neither the slot waits nor the back-off count", first.TTFT)
 		}
 		if failed.Turn != 1 || failed.Queue != time.Second || failed.TTFT != 0 || !failed.Start.Equal(first.End()) {
 			t.Errorf("failed turn: %+v, want turn 1, a 1s slot wait, no TTFT, starting at %v", failed, first.End())

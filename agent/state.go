@@ -98,8 +98,8 @@ type Timings struct {
 	Tools time.Duration `json:"tools"`
 	// Backoff is time spent waiting before retries.
 	Backoff time.Duration `json:"backoff"`
-	// TTFT is the time from being ready for the first model call (slot
-	// wait included) to its first token.
+	// TTFT is the time from the sending of the first answered model call
+	// (after its slot wait, which is Queue's) to its first token.
 	TTFT time.Duration `json:"ttft"`
 	// Total is the agent's wall time in the run that finished it, set by
 	// the engine with its final state. Zero while the agent runs.

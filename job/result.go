@@ -76,8 +76,8 @@ type Timings struct {
 	Tools time.Duration
 	// Backoff is time spent waiting before retries.
 	Backoff time.Duration
-	// TTFT is the time from being ready for the first model call, slot wait
-	// included, to its first token.
+	// TTFT is the time from the sending of the first answered model call
+	// to its first token; its wait for a slot is Queue's, not TTFT's.
 	TTFT time.Duration
 	// Total is the agent's wall time.
 	Total time.Duration

@@ -20,8 +20,9 @@ type Span struct {
 	// Inference is the time spent in the turn's model calls with the slot
 	// held, retries included.
 	Inference time.Duration `json:"inference"`
-	// TTFT is the time from Start to the first token of the answer that
-	// counted; zero when none came.
+	// TTFT is the time from the sending of the model call that counted
+	// (after its wait for a slot and any back-off before it) to the first
+	// token of its answer; zero when none came.
 	TTFT time.Duration `json:"ttft,omitempty"`
 	// Backoff is the time spent waiting before retried calls of the turn.
 	Backoff time.Duration `json:"backoff,omitempty"`

@@ -51,7 +51,7 @@ const factsJS = `(() => {
     Kinds: kinds, Tools: tools, LimitCaption: document.querySelector('[data-chart=limit] .caption').textContent};
 })()`
 
-var allCharts = []string{"timeline", "throughput", "limit", "ttft", "latency", "errors", "tools", "cost"}
+var allCharts = []string{"timeline", "throughput", "agents", "limit", "ttft", "queue", "latency", "errors", "tools", "cost"}
 
 // reviewInputs writes n inputs for the review example: its files, round
 // robin.

@@ -19,6 +19,10 @@ type Counts struct {
 	PackCalls, Packed, PackAlone        int64
 	Usage                               llm.Usage
 	ByKind                              map[job.Kind]int64
+	// AgentsWaiting, AgentsCalling and AgentsInTools are the engine's
+	// agent.Gauges: agents waiting for a slot, in a model call, and
+	// executing tool calls.
+	AgentsWaiting, AgentsCalling, AgentsInTools int64
 }
 
 // counters accumulates delivered results.
@@ -91,6 +95,9 @@ func (e *Engine) Counts() Counts {
 		PackAlone:        c.packAlone.Load(),
 		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
 		ByKind:           map[job.Kind]int64{},
+		AgentsWaiting:    max(e.gauges.Waiting.Load(), 0),
+		AgentsCalling:    max(e.gauges.Calling.Load(), 0),
+		AgentsInTools:    max(e.gauges.Tools.Load(), 0),
 	}
 	s.Failed = s.Done - s.OK
 	for i, k := range job.Kinds {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/batchagent/batchagent/admission"
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
@@ -122,6 +123,7 @@ type Engine struct {
 	retiredTools []tool.Stats // the tool counters of retired runners, by name
 
 	stats          counters
+	gauges         agent.Gauges  // the agents by what they do now, shared by every runner
 	breakerChanges atomic.Int64  // state changes of the backends' circuit breakers
 	breakers       sync.Map      // backendKey → *gobreaker.TwoStepCircuitBreaker
 	seq            atomic.Int64  // Submit's sequence numbers

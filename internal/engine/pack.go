@@ -76,6 +76,37 @@ type packItem struct {
 	// its wait there, for a pack to fill and get its slot, is a wait for
 	// admission and does not count against its timeout.
 	resume func()
+	// phase is where the agent is counted in the engine's gauges: waiting
+	// in pending, calling once its pack is taken, done once it stopped
+	// waiting for the answer (set by answer, which may race a call).
+	phase atomic.Int32
+}
+
+// The phases of a packItem.
+const (
+	phaseWaiting int32 = iota
+	phaseCalling
+	phaseDone
+)
+
+// move moves it from phase from to phase to, and its count in the
+// engine's gauges with it; nothing when it is no longer in from.
+func (p *packer) move(it *packItem, from, to int32) {
+	if !it.phase.CompareAndSwap(from, to) {
+		return
+	}
+	p.gauge(from, -1)
+	p.gauge(to, 1)
+}
+
+// gauge adds d to the engine's gauge of phase.
+func (p *packer) gauge(phase int32, d int64) {
+	switch phase {
+	case phaseWaiting:
+		p.e.gauges.Waiting.Add(d)
+	case phaseCalling:
+		p.e.gauges.Calling.Add(d)
+	}
 }
 
 // A packAnswer is what a packed call gives one agent: its output, or why
@@ -133,7 +164,9 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error
 		p.e.stats.packAlone.Add(1)
 		return 0, nil // too large to share a call
 	}
+	p.gauge(phaseWaiting, 1)
 	p.add(it)
+	defer func() { p.gauge(it.phase.Swap(phaseDone), -1) }()
 	select {
 	case a := <-it.done:
 		if a.out == nil {
@@ -187,6 +220,7 @@ func (p *packer) requeue(items []*packItem) {
 	for _, it := range items {
 		it.stop = context.AfterFunc(it.ctx, p.reap)
 		it.resume = pauseWork(it.ctx)
+		p.move(it, phaseCalling, phaseWaiting)
 	}
 	p.mu.Lock()
 	p.pending = append(p.pending, items...)
@@ -336,6 +370,7 @@ func (p *packer) take() []*packItem {
 	for _, it := range items {
 		it.stop()
 		it.resume()
+		p.move(it, phaseWaiting, phaseCalling)
 	}
 	return items
 }
@@ -440,7 +475,7 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 			return
 		}
 		enq := items[i].enqueued
-		t := job.Timings{Queue: start.Sub(enq), Inference: time.Since(start), TTFT: first.Sub(enq)}
+		t := job.Timings{Queue: start.Sub(enq), Inference: time.Since(start), TTFT: first.Sub(start)}
 		items[i].done <- packAnswer{out: out, packed: n, timings: t}
 	}
 	feed := func(text string) {

@@ -77,6 +77,7 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 		Seed:           d.Seed,
 		StopSequences:  d.Stop,
 		OutageBudget:   budget,
+		Gauges:         &e.gauges,
 	}
 	if g.gated {
 		cfg.Gate = &classGate{g: g, class: sched.Class(d.Priority)}

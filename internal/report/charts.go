@@ -36,9 +36,11 @@ func charts(d *Data) []chart {
 	samples, recorded := d.timeline()
 	return []chart{
 		{"timeline", "Agent timeline", timelineChart(d)},
-		{"throughput", "Throughput and agents in flight", throughputChart(d, samples)},
+		{"throughput", "Throughput and agents running", throughputChart(d, samples)},
+		{"agents", "Agents: model call / in a tool / waiting for a slot", agentsChart(samples, recorded)},
 		{"limit", "Adaptive limit and throttled answers", limitChart(samples, recorded)},
 		{"ttft", "Time to first token", ttftChart(d)},
+		{"queue", "Queue wait for a slot", queueChart(d)},
 		{"latency", "Turn latency", histogramChart("turn latency", latencyValues(d), "turns (queue wait + backoff + inference + tool wait)")},
 		{"errors", "Failures by kind", errorsChart(d)},
 		{"tools", "Tool calls", toolsChart(d)},
@@ -150,8 +152,8 @@ func throughputChart(d *Data, samples []Sample) template.HTML {
 		maxRate, maxActive = max(maxRate, rate[i]), max(maxActive, active[i])
 	}
 	p := newPlot("throughput", chartWidth, 260, 0, last, 0, maxRate, max(maxActive, 1))
-	p.legend(legendItem{"results/s", "s-rate"}, legendItem{"agents in flight (right axis)", "s-active"})
-	p.axes("time since start", "results/s", "agents in flight", fmtSeconds, fmtNum)
+	p.legend(legendItem{"results/s", "s-rate"}, legendItem{"agents running (right axis)", "s-active"})
+	p.axes("time since start", "results/s", "agents running", fmtSeconds, fmtNum)
 	p.line("s-rate", "rate", xs, rate, false, false)
 	p.line("s-active", "active", xs, active, true, true)
 	done := samples[len(samples)-1].Done
@@ -160,6 +162,57 @@ func throughputChart(d *Data, samples []Sample) template.HTML {
 		caption += fmt.Sprintf(" in %s: %.2f/s on average", fmtSeconds(math.Round(last)), float64(done)/last)
 	}
 	return body(p.end(), caption)
+}
+
+// agentSeries are the series of the agents chart: the agents running split
+// by what they do, with their labels and classes.
+var agentSeries = []struct {
+	label, class, series string
+	value                func(Sample) int64
+}{
+	{"in a model call", "s-calling", "calling", func(s Sample) int64 { return s.AgentsCalling }},
+	{"in a tool", "s-tools", "tools", func(s Sample) int64 { return s.AgentsInTools }},
+	{"waiting for a slot", "s-waiting", "waiting", func(s Sample) int64 { return s.AgentsWaitingForSlot }},
+	{"other (rendering, back-off, validating, saving)", "s-other", "other", Sample.AgentsOther},
+}
+
+// agentsChart draws the agents running over time, split by what they do:
+// in a model call, executing tool calls, waiting for a slot, and the rest.
+func agentsChart(samples []Sample, recorded bool) template.HTML {
+	if !recorded {
+		p := newPlot("agents by state", chartWidth, 260, 0, 1, 0, 1, 0)
+		p.axes("time since start", "agents", "", fmtSeconds, fmtNum)
+		p.note("not recorded")
+		return body(p.end(), "not recorded: this run's state file holds no samples of what its agents did (they are recorded by batchagent run with a state file)")
+	}
+	xs := make([]float64, len(samples))
+	ys := make([][]float64, len(agentSeries))
+	var top int64
+	peak := make([]int64, len(agentSeries))
+	for i := range ys {
+		ys[i] = make([]float64, len(samples))
+	}
+	for j, s := range samples {
+		xs[j] = s.T
+		for i, a := range agentSeries {
+			v := a.value(s)
+			ys[i][j] = float64(v)
+			peak[i] = max(peak[i], v)
+			top = max(top, v)
+		}
+	}
+	p := newPlot("agents by state", chartWidth, 260, 0, xs[len(xs)-1], 0, max(float64(top), 1), 0)
+	items := make([]legendItem, len(agentSeries))
+	for i, a := range agentSeries {
+		items[i] = legendItem{a.label, a.class}
+	}
+	p.legend(items...)
+	p.axes("time since start", "agents", "", fmtSeconds, fmtNum)
+	for i, a := range agentSeries {
+		p.line(a.class, a.series, xs, ys[i], false, true)
+	}
+	return body(p.end(), fmt.Sprintf("at most %d agents in a model call, %d in a tool, %d waiting for a slot (admission to a model call), %d doing something else at once",
+		peak[0], peak[1], peak[2], peak[3]))
 }
 
 // limitChart draws the adaptive limit and the model calls in flight, and
@@ -215,11 +268,38 @@ func ttftChart(d *Data) template.HTML {
 			}
 		}
 	}
-	per := "agents' first model calls (slot wait included)"
+	per := "agents' first answered model calls (from the request's sending; the slot wait is the queue wait's)"
 	if perTurn {
-		per = "turns (from ready for the model call, slot wait included)"
+		per = "turns (from the request's sending; the slot wait is the queue wait's)"
 	}
 	return histogramChart("time to first token", v, per)
+}
+
+// queueChart draws the distribution of the waits for a slot (admission to
+// a model call): per turn where turns are recorded, else per agent (its
+// whole wait).
+func queueChart(d *Data) template.HTML {
+	var v []float64
+	perTurn := false
+	for _, a := range d.Agents {
+		perTurn = perTurn || len(a.Spans) > 0
+		if len(a.Spans) == 0 {
+			if a.Queue > 0 {
+				v = append(v, a.Queue.Seconds())
+			}
+			continue
+		}
+		for _, s := range a.Spans {
+			if s.Queue > 0 {
+				v = append(v, s.Queue.Seconds())
+			}
+		}
+	}
+	per := "agents that waited for a slot (all their turns' waits)"
+	if perTurn {
+		per = "turns that waited for a slot before their model call"
+	}
+	return histogramChart("queue wait", v, per)
 }
 
 // latencyValues returns the turns' latencies (queue wait, backoff,
@@ -297,47 +377,52 @@ func errorsChart(d *Data) template.HTML {
 // toolStats are the tool counters the tools chart draws, with their labels.
 var toolStats = []struct{ key, label string }{
 	{"requested", "requested"}, {"executed", "executed"}, {"coalesced", "coalesced"}, {"cached", "cache hits"},
+	{"errors", "errors"},
 }
 
 // toolsChart draws, per tool, the calls requested, executed, coalesced
-// into another's execution, and answered from the cache.
+// into another's execution, answered from the cache, and that returned an
+// error.
 func toolsChart(d *Data) template.HTML {
 	var top int64
 	for _, t := range d.Tools {
-		top = max(top, t.Requested, t.Executed)
+		top = max(top, t.Requested, t.Executed, t.Errors)
 	}
-	h := 40 + 4*16*float64(max(len(d.Tools), 1)) + 12*float64(len(d.Tools))
+	n := float64(len(toolStats))
+	h := 40 + n*16*float64(max(len(d.Tools), 1)) + 12*float64(len(d.Tools))
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %g" width="%d" height="%g" role="img" aria-label="tool calls">`, chartWidth, h, chartWidth, h)
 	if len(d.Tools) == 0 {
 		b.WriteString(`<text class="note" x="20" y="36">no tools</text></svg>`)
 		return body(b.String(), "the job has no tools, or their counters were not recorded")
 	}
-	var requested, executed int64
+	var requested, executed, errs int64
 	y := 12.0
 	for _, t := range d.Tools {
 		requested += t.Requested
 		executed += t.Executed
+		errs += t.Errors
 		fmt.Fprintf(&b, `<g class="tool" data-tool="%s"><text class="label" x="8" y="%.1f">%s</text>`, esc(t.Name), y+24, esc(t.Name))
-		for i, v := range []int64{t.Requested, t.Executed, t.Coalesced, t.CacheHits} {
+		for i, v := range []int64{t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors} {
 			yy := y + float64(i)*16
 			w := 0.0
 			if top > 0 {
 				w = float64(v) / float64(top) * (chartWidth - 340)
 			}
 			fmt.Fprintf(&b, `<text x="250" y="%.1f" text-anchor="end">%s</text>`, yy+12, toolStats[i].label)
-			fmt.Fprintf(&b, `<rect class="bar t-%s" data-stat="%s" data-value="%d" x="260" y="%.1f" width="%.1f" height="13"/>`,
-				toolStats[i].key, toolStats[i].key, v, yy, max(w, 0.5))
+			fmt.Fprintf(&b, `<rect class="bar t-%s"%s data-stat="%s" data-value="%d" x="260" y="%.1f" width="%.1f" height="13"/>`,
+				toolStats[i].key, color("fill", "t-"+toolStats[i].key), toolStats[i].key, v, yy, max(w, 0.5))
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%d</text>`, 266+w, yy+12, v)
 		}
 		b.WriteString(`</g>`)
-		y += 4*16 + 12
+		y += n*16 + 12
 	}
 	b.WriteString(`</svg>`)
 	caption := fmt.Sprintf("%d calls requested, %d executed", requested, executed)
 	if requested > 0 {
 		caption += fmt.Sprintf(" (%.0f%% saved by coalescing and the cache)", 100*float64(requested-min(executed, requested))/float64(requested))
 	}
+	caption += fmt.Sprintf("; %d returned an error (shown to the model, which went on)", errs)
 	return body(b.String(), caption)
 }
 

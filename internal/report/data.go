@@ -55,6 +55,14 @@ type Totals struct {
 	Done, OK, Failed int64
 	// Running counts the agents with a state that have not finished.
 	Running int64
+	// AgentsCalling, AgentsInTools and AgentsWaitingForSlot split the
+	// agents running by what they do now: in a model call, executing tool
+	// calls, waiting for a slot (admission to a model call). The rest of
+	// Running ([Totals.AgentsOther]) are between them. All three are zero
+	// when the run has ended, or for a run read from its state file.
+	AgentsCalling, AgentsInTools, AgentsWaitingForSlot int64
+	// ToolErrors counts the tool calls that returned an error so far.
+	ToolErrors int64
 	// ByKind counts the failures by error kind.
 	ByKind map[string]int64
 	// ModelCalls counts model calls, retries included.
@@ -77,8 +85,12 @@ type Agent struct {
 	Started time.Time
 	// Total is the agent's wall time; zero while it runs or when unknown.
 	Total time.Duration
-	// TTFT is the agent's time to its first token; zero when unknown.
+	// TTFT is the agent's time to its first token, from the sending of its
+	// first answered model call; zero when unknown.
 	TTFT time.Duration
+	// Queue is the agent's time waiting for a slot (admission to its
+	// model calls), all turns together; zero when unknown or none.
+	Queue time.Duration
 	// Spans are the agent's turns, oldest first; empty when not recorded.
 	Spans []Span
 	// Usage sums the tokens of the agent's model calls.
@@ -93,8 +105,8 @@ type Span struct {
 	// Start is when the turn began waiting for a slot.
 	Start time.Time
 	// Queue, Inference, TTFT, Backoff and Tools are the turn's slot wait,
-	// model call time, time to first token, wait before retries and tool
-	// wait.
+	// model call time, time to first token (from the request's sending:
+	// the slot wait is not in it), wait before retries and tool wait.
 	Queue, Inference, TTFT, Backoff, Tools time.Duration
 	// Tier is the tier that answered the turn.
 	Tier int
@@ -110,7 +122,16 @@ type Sample struct {
 	Failed int64 `json:"failed"`
 	// Active counts the agents started and not finished.
 	Active int64 `json:"active"`
-	// Inflight counts the model calls in flight.
+	// AgentsCalling, AgentsInTools and AgentsWaitingForSlot split Active
+	// by what the agents do: in a model call, executing tool calls,
+	// waiting for a slot (admission to a model call); the rest
+	// ([Sample.AgentsOther]) are between them. Zero in samples recorded
+	// before they were.
+	AgentsCalling        int64 `json:"agents_calling,omitempty"`
+	AgentsInTools        int64 `json:"agents_in_tools,omitempty"`
+	AgentsWaitingForSlot int64 `json:"agents_waiting_for_slot,omitempty"`
+	// Inflight counts the model calls holding a slot (a packed call,
+	// which answers several agents, counts once).
 	Inflight int `json:"inflight"`
 	// Limit is the adaptive limit on model calls in flight; 0: none.
 	Limit int `json:"limit"`
@@ -118,8 +139,19 @@ type Sample struct {
 	Throttles int64 `json:"throttles"`
 	// Tokens counts the tokens so far.
 	Tokens int64 `json:"tokens"`
+	// ToolErrors counts the tool calls that returned an error so far.
+	ToolErrors int64 `json:"tool_errors,omitempty"`
 	// Cost is the cost so far; 0 when the price is unknown.
 	Cost float64 `json:"cost,omitempty"`
+}
+
+// AgentsOther returns the agents running that are neither in a model
+// call, nor executing tool calls, nor waiting for a slot: rendering their
+// task, waiting out a back-off before a retry, validating their answer,
+// being checkpointed or delivered. The gauges are read one by one, so it
+// is never below zero but may be off by an agent or two.
+func (t Totals) AgentsOther() int64 {
+	return max(t.Running-t.AgentsCalling-t.AgentsInTools-t.AgentsWaitingForSlot, 0)
 }
 
 // Cost returns the run's cost and whether it is known: the price applied
@@ -138,6 +170,29 @@ func (d *Data) Duration() time.Duration {
 		return 0
 	}
 	return d.End.Sub(d.Start)
+}
+
+// AgentsOther returns the agents of Active that are neither in a model
+// call, nor executing tool calls, nor waiting for a slot; never below
+// zero.
+func (s Sample) AgentsOther() int64 {
+	return max(s.Active-s.AgentsCalling-s.AgentsInTools-s.AgentsWaitingForSlot, 0)
+}
+
+// ToolErrors returns the tool calls that returned an error: the sum of
+// the per-tool counters, else, when none were recorded, the last sample's.
+func (d *Data) ToolErrors() int64 {
+	if len(d.Tools) > 0 {
+		var n int64
+		for _, t := range d.Tools {
+			n += t.Errors
+		}
+		return n
+	}
+	if len(d.Samples) > 0 {
+		return d.Samples[len(d.Samples)-1].ToolErrors
+	}
+	return d.Totals.ToolErrors
 }
 
 // end returns when a finished agent ended; zero when unknown or running.

@@ -6,16 +6,19 @@
 //
 // Every chart is plain SVG generated in Go: an agent timeline (a row per
 // agent, a segment per part of each turn: queue wait, backoff, inference,
-// tool wait), throughput and agents in flight over time, the adaptive
-// limit and the throttled answers (429s) over time, histograms of the time
-// to first token and of the turn latency, failures by kind, tool counters
-// and cost. Below them, a results table: input, output, error, turns,
-// tokens and cost of each result, with search, a filter by status and
-// error kind and pages of 50, drawn by a small inline script; a large
-// run's page holds its failures first, then an even sample of the rest
-// ([Results] says which rows and why), so its size stays bounded (about
-// 1 MB for 100,000 inputs). The page embeds its styles and script and has
-// no external reference, so it opens offline from file://. [Write] writes the page and [WriteFile]
+// tool wait), throughput and agents running over time, the agents
+// running split by what they do (in a model call, in a tool, waiting for
+// a slot, other) over time, the adaptive limit and the throttled answers
+// (429s) over time, histograms of the time to first token (from the
+// request's sending), of the queue wait for a slot and of the turn
+// latency, failures by kind, tool counters (errors included) and cost.
+// Below them, a results table: input, output, error, turns, tokens and
+// cost of each result, with search, a filter by status and error kind and
+// pages of 50, drawn by a small inline script; a large run's page holds
+// its failures first, then an even sample of the rest ([Results] says
+// which rows and why), so its size stays bounded (about 1 MB for 100,000
+// inputs). The page embeds its styles and script and has no external
+// reference, so it opens offline from file://. [Write] writes the page and [WriteFile]
 // a report file, atomically.
 //
 // # Data
@@ -35,7 +38,7 @@
 // # Test hooks
 //
 // Each chart is an element with a data-chart attribute (timeline,
-// throughput, limit, ttft, latency, errors, tools, cost); bars carry
+// throughput, agents, limit, ttft, queue, latency, errors, tools, cost); bars carry
 // data-value; counters are elements with an id (done, ok, failed, ...) and
 // a data-value, among them progress and eta. The results table is
 // #results; its pager #results-page carries data-page, data-pages and

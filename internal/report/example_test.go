@@ -36,6 +36,6 @@ func ExampleWrite() {
 	fmt.Println(strings.Join(charts, " "))
 	fmt.Println(regexp.MustCompile(`id="done" data-value="\d+"`).FindString(b.String()))
 	// Output:
-	// timeline throughput limit ttft latency errors tools cost
+	// timeline throughput agents limit ttft queue latency errors tools cost
 	// id="done" data-value="2"
 }

@@ -104,12 +104,31 @@ type legendItem struct {
 	label, class string
 }
 
+// colors are the colours of the series and bars drawn with presentation
+// attributes, by class: the page's style sheet, which wins over them, may
+// name them too.
+var colors = map[string]string{
+	"s-calling": "#3d7ee0", "s-tools": "#37a76b", "s-waiting": "#c9a227", "s-other": "#9aa2b1",
+	"t-errors": "#d9534f",
+}
+
+// color returns the presentation attribute of class's colour for
+// property (fill or stroke), with a leading space; "" when the style sheet
+// alone colours it.
+func color(property, class string) string {
+	c, ok := colors[class]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(` %s="%s"`, property, c)
+}
+
 // legend draws the entries in a row above the plot area.
 func (p *plot) legend(items ...legendItem) {
 	x := p.left
 	p.b.WriteString(`<g class="legend">`)
 	for _, it := range items {
-		fmt.Fprintf(&p.b, `<rect class="%s" x="%.1f" y="8" width="10" height="10"/>`, it.class, x)
+		fmt.Fprintf(&p.b, `<rect class="%s"%s x="%.1f" y="8" width="10" height="10"/>`, it.class, color("fill", it.class), x)
 		fmt.Fprintf(&p.b, `<text x="%.1f" y="17">%s</text>`, x+14, esc(it.label))
 		x += 24 + 6.5*float64(len(it.label))
 	}
@@ -128,7 +147,7 @@ func (p *plot) line(class, series string, xs, ys []float64, right, step bool) {
 	if len(xs) == 0 {
 		return
 	}
-	fmt.Fprintf(&p.b, `<polyline class="%s" data-series="%s" fill="none" points="`, class, esc(series))
+	fmt.Fprintf(&p.b, `<polyline class="%s" data-series="%s" fill="none"%s points="`, class, esc(series), color("stroke", class))
 	y := p.Y
 	if right {
 		y = p.Y2

@@ -150,9 +150,10 @@ func (s *Sampler) sample(ctx context.Context, last bool) {
 	smp := Sample{
 		T:    now.Sub(s.start).Seconds(),
 		Done: st.Done, OK: st.OK, Failed: st.Failed,
-		Active:   max(st.Started-st.Done, 0),
+		Active:        max(st.Started-st.Done, 0),
+		AgentsCalling: st.AgentsCalling, AgentsInTools: st.AgentsInTools, AgentsWaitingForSlot: st.AgentsWaiting,
 		Inflight: st.Inflight, Limit: st.Limit, Throttles: st.Throttles,
-		Tokens: st.Usage.Total(),
+		Tokens: st.Usage.Total(), ToolErrors: st.ToolErrors,
 	}
 	if p := s.cfg.Info.Price; p != nil {
 		smp.Cost = p.Cost(st.Usage)
@@ -226,7 +227,7 @@ func (s *Sampler) Result(r batchagent.Result) {
 // agentOfResult returns the agent of a result that arrived at now.
 func agentOfResult(r batchagent.Result, now time.Time) Agent {
 	a := Agent{Index: r.Index, Status: "done", Tier: r.Tier, Started: r.Started, Total: r.Timings.Total,
-		TTFT: r.Timings.TTFT, Usage: r.Usage, Spans: spansOf(r.Spans)}
+		TTFT: r.Timings.TTFT, Queue: r.Timings.Queue, Usage: r.Usage, Spans: spansOf(r.Spans)}
 	if r.Err != nil {
 		a.Status, a.Kind = "failed", string(batchagent.KindOf(r.Err))
 	}
@@ -264,7 +265,9 @@ func (s *Sampler) Data() *Data {
 		Totals: Totals{
 			Inputs: s.cfg.Inputs, Done: st.Done, OK: st.OK, Failed: st.Failed,
 			Running: max(st.Started-st.Done, 0), ModelCalls: st.ModelCalls, Usage: st.Usage,
-			ByKind: make(map[string]int64, len(st.ByKind)),
+			AgentsCalling: st.AgentsCalling, AgentsInTools: st.AgentsInTools, AgentsWaitingForSlot: st.AgentsWaiting,
+			ToolErrors: st.ToolErrors,
+			ByKind:     make(map[string]int64, len(st.ByKind)),
 		},
 		Agents:  slices.Clone(s.agents),
 		Samples: slices.Clone(s.samples),
