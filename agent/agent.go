@@ -836,6 +836,11 @@ func toolsDone(ctx context.Context, st *State, results []llm.Message, errs []err
 		return err
 	}
 	for _, err := range errs {
+		if err != nil {
+			st.ToolErrors++
+		}
+	}
+	for _, err := range errs {
 		if errors.Is(err, tool.ErrFatal) {
 			return err
 		}

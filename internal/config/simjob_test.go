@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/batchagent/batchagent"
@@ -95,8 +96,8 @@ func TestSimToolArgsFromInput(t *testing.T) {
 		t.Errorf("read_file stats = %+v, want 20 requested, executed, 0 errors", got)
 	}
 	for _, r := range res {
-		if r.Err != nil || r.ToolCalls != 1 {
-			t.Errorf("result %d = err %v, %d tool calls, want ok after 1", r.Index, r.Err, r.ToolCalls)
+		if r.Err != nil || r.ToolCalls != 1 || r.ToolErrors != 0 {
+			t.Errorf("result %d = err %v, %d tool calls, %d tool errors, want ok after 1 call, 0 errors", r.Index, r.Err, r.ToolCalls, r.ToolErrors)
 		}
 	}
 }
@@ -104,7 +105,7 @@ func TestSimToolArgsFromInput(t *testing.T) {
 // TestSimToolErrorsCounted runs a job file whose 20 inputs name a file
 // that does not exist: each agent's read_file call fails, goes back to the
 // model as an error result (the agent still answers), and the engine's
-// stats count the 20 tool errors.
+// stats count the 20 tool errors, and so does each result.
 func TestSimToolErrorsCounted(t *testing.T) {
 	t.Parallel()
 	inputs := make([]batchagent.Input, 20)
@@ -120,8 +121,16 @@ func TestSimToolErrorsCounted(t *testing.T) {
 		t.Errorf("Stats = %d tool calls, %d ok, want 20 and 20", st.ToolCalls, st.OK)
 	}
 	for _, r := range res {
-		if r.Err != nil || r.ToolCalls != 1 {
-			t.Errorf("result %d = err %v, %d tool calls, want ok after 1", r.Index, r.Err, r.ToolCalls)
+		if r.Err != nil || r.ToolCalls != 1 || r.ToolErrors != 1 {
+			t.Errorf("result %d = err %v, %d tool calls, %d tool errors, want ok after 1 call, 1 error", r.Index, r.Err, r.ToolCalls, r.ToolErrors)
 		}
+	}
+	// The result line says so too.
+	line, err := res[0].AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"tool_calls":1,"tool_errors":1,`) {
+		t.Errorf("result line = %s, want \"tool_calls\":1,\"tool_errors\":1", line)
 	}
 }
