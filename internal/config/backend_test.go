@@ -125,3 +125,19 @@ func TestOpenBackendBadURL(t *testing.T) {
 		})
 	}
 }
+
+// TestParsePlainHTTPBackend checks that a job file may name its backend
+// with a plain http(s):// URL.
+func TestParsePlainHTTPBackend(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://localhost:8000/v1", "https://api.example.com/v1"} {
+		in := "task: x\nmodel: m\nbackend: " + u + "\n"
+		j, err := config.Parse([]byte(in), "job.yaml", t.TempDir())
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v, want no error", in, err)
+		}
+		if j.Backend != u {
+			t.Errorf("Parse(%q) backend = %q, want %q", in, j.Backend, u)
+		}
+	}
+}
