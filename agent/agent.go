@@ -551,10 +551,11 @@ func (r *Runner) retry(ctx context.Context, st *State, req *llm.Request, sp *job
 // Request returns the request the agent's next turn sends for st: the
 // shared prefix (the system prompt with the output schema's instructions
 // appended), then st's messages, with the tool definitions, the output
-// spec, the token cap and the sampling settings. For a fresh agent, whose
-// st holds one user message (its task), it is the agent's first request;
-// for the zero State it holds the shared prefix alone, which is what every
-// agent of the job sends first (a dry run counts its tokens once).
+// spec, the token cap, the sampling settings and st's input. For a fresh
+// agent, whose st holds one user message (its task), it is the agent's
+// first request; for the zero State it holds the shared prefix alone,
+// which is what every agent of the job sends first (a dry run counts its
+// tokens once).
 //
 // The request shares its tools, output spec and prefix with r: the caller
 // must not modify it. Request makes no model call and is safe for
@@ -571,6 +572,7 @@ func (r *Runner) Request(st *State) *llm.Request {
 		TopP:        r.cfg.TopP,
 		Seed:        r.cfg.Seed,
 		Stop:        r.cfg.StopSequences,
+		Input:       st.Input,
 	}
 }
 
@@ -844,6 +846,11 @@ func toolsDone(ctx context.Context, st *State, results []llm.Message, errs []err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			st.ToolErrors++
+		}
 	}
 	for _, err := range errs {
 		if errors.Is(err, tool.ErrFatal) {

@@ -39,6 +39,9 @@ type State struct {
 	Corrections int `json:"corrections"`
 	// ToolCalls counts tool calls requested by the model.
 	ToolCalls int `json:"tool_calls"`
+	// ToolErrors counts the tool calls that returned an error: each went
+	// back to the model as an error result, unless it was fatal.
+	ToolErrors int `json:"tool_errors,omitempty"`
 	// Repairs counts fixes made to broken JSON answers (a trailing comma,
 	// a fence, brackets left open by a cut-off answer).
 	Repairs int `json:"repairs,omitempty"`
@@ -139,7 +142,7 @@ func (st *State) Result(jobID string) job.Result {
 	t := st.Timings
 	r := job.Result{
 		Index: st.Index, Input: st.Input, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
-		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
+		ToolCalls: st.ToolCalls, ToolErrors: st.ToolErrors, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 		Started: st.Started, Spans: st.Spans, Tier: st.Tier, Packed: st.Packed,
 	}

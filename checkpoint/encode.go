@@ -123,6 +123,9 @@ func appendCounters(dst []byte, st *agent.State) []byte {
 	dst = appendIntField(dst, `,"retries":`, int64(st.Retries))
 	dst = appendIntField(dst, `,"corrections":`, int64(st.Corrections))
 	dst = appendIntField(dst, `,"tool_calls":`, int64(st.ToolCalls))
+	if st.ToolErrors != 0 {
+		dst = appendIntField(dst, `,"tool_errors":`, int64(st.ToolErrors))
+	}
 	if st.Repairs != 0 {
 		dst = appendIntField(dst, `,"repairs":`, int64(st.Repairs))
 	}

@@ -32,6 +32,9 @@ type Result struct {
 	Turns int
 	// ToolCalls counts tool calls the model requested.
 	ToolCalls int
+	// ToolErrors counts the tool calls that returned an error (sent back
+	// to the model as an error result, or, fatal, ending the agent).
+	ToolErrors int
 	// Repairs counts fixes made to broken JSON in the model's answers.
 	Repairs int
 	// Truncations counts answers cut off at the token cap (finish reason

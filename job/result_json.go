@@ -22,6 +22,7 @@ type resultJSON struct {
 	ModelCalls int             `json:"model_calls"`
 	Turns      int             `json:"turns"`
 	ToolCalls  int             `json:"tool_calls"`
+	ToolErrors int             `json:"tool_errors,omitempty"`
 	Repairs    int             `json:"repairs,omitempty"`
 	Truncated  int             `json:"truncations,omitempty"`
 	Compacted  int             `json:"compactions,omitempty"`
@@ -85,6 +86,7 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 	out = strconv.AppendInt(append(out, `,"model_calls":`...), int64(r.ModelCalls), 10)
 	out = strconv.AppendInt(append(out, `,"turns":`...), int64(r.Turns), 10)
 	out = strconv.AppendInt(append(out, `,"tool_calls":`...), int64(r.ToolCalls), 10)
+	out = appendOptInt(out, `,"tool_errors":`, r.ToolErrors)
 	out = appendOptInt(out, `,"repairs":`, r.Repairs)
 	out = appendOptInt(out, `,"truncations":`, r.Truncations)
 	out = appendOptInt(out, `,"compactions":`, r.Compactions)
@@ -112,7 +114,7 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 func (r *Result) jsonValue() *resultJSON {
 	v := &resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
-		Turns: r.Turns, ToolCalls: r.ToolCalls, Repairs: r.Repairs, Truncated: r.Truncations, Compacted: r.Compactions,
+		Turns: r.Turns, ToolCalls: r.ToolCalls, ToolErrors: r.ToolErrors, Repairs: r.Repairs, Truncated: r.Truncations, Compacted: r.Compactions,
 		Usage: r.Usage, Tier: r.Tier, Packed: r.Packed,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),

@@ -154,6 +154,13 @@ type Request struct {
 	// one; the sequence is not part of the answer. Empty means none beyond
 	// the backend's own. Backends limit their number (OpenAI: 4).
 	Stop []string `json:"stop,omitempty"`
+	// Input is the input the agent's task was rendered from (its fields by
+	// name), for a model that plays a real one: backend/sim takes tool
+	// arguments from it, as a model copies a path from its task. Real
+	// backends do not send it, and it is not part of the request's JSON.
+	// Nil means none (a packed call, a gateway request). The caller must
+	// not modify it.
+	Input map[string]any `json:"-"`
 }
 
 // FinishReason says why a generation stopped.

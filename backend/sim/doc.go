@@ -8,10 +8,20 @@
 // On the first [Config.ToolTurns] turns of a conversation the simulated
 // model calls the request's tools (all of them, or those named in
 // [Config.Tools]) with arguments generated from each tool's parameter
-// schema. A string argument whose name appears in the user's message as
-// "name: value" or "name=value" takes that value, the way a real model
-// copies a path or an ID from its task; otherwise enum, const, default and
-// examples are honoured, and anything else is generated.
+// schema, the way a real model copies a path or an ID from its task: an
+// argument takes the value of a field of the agent's input
+// ([llm.Request.Input], the row its task was rendered from) or of its task
+// text ("name: value", "name=value", a quoted value whole, the members of
+// a JSON object written in the task) when the parameter's name matches the
+// field's — the same name, in any case, or the same words in another
+// spelling (file_path, filePath, file-path) — or, failing that, when the
+// parameter's description mentions the field: read_file's path, "the file
+// to read", takes the input's file. Among equal matches the input's fields
+// come first (in key order), then the task's (in the order written), and
+// for descriptions the earliest mention; a value is taken only when it
+// fits the parameter's type and enum (an integer parameter takes 7 or
+// "7"). Otherwise enum, const, default and examples are honoured, and
+// anything else is generated.
 //
 // A task (the first user message) that contains "sim_tool_turns=N"
 // ([TaskToolTurns]) gets N tool turns instead, so one simulator can script

@@ -424,7 +424,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		toolTurns = n
 	}
 	if toolTurns > 0 && turn < toolTurns && !feedback {
-		calls, err := m.toolCalls(req.Tools, task, turn, &r)
+		calls, err := m.toolCalls(req.Tools, &gen.Given{Input: req.Input, Task: task}, turn, &r)
 		if err != nil {
 			return nil, err
 		}
@@ -487,7 +487,10 @@ const BytesPerToken = 4
 // BytesPerToken bytes a token, rounded up, and at least 1.
 func Tokens(n int) int { return max(1, (n+BytesPerToken-1)/BytesPerToken) }
 
-func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *gen.RNG) ([]llm.ToolCall, error) {
+// toolCalls returns the calls of a tool turn: one per tool of defs that
+// the model calls, with arguments generated from its parameter schema and
+// taken from gv where a parameter matches one of its fields.
+func (m *Model) toolCalls(defs []llm.ToolDef, gv *gen.Given, turn int, r *gen.RNG) ([]llm.ToolCall, error) {
 	calls := make([]llm.ToolCall, 0, len(defs))
 	for _, d := range defs {
 		if m.tools != nil && !m.tools[d.Name] {
@@ -500,7 +503,7 @@ func (m *Model) toolCalls(defs []llm.ToolDef, task string, turn int, r *gen.RNG)
 		calls = append(calls, llm.ToolCall{
 			ID:        "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(len(calls)),
 			Name:      d.Name,
-			Arguments: g.AppendValue(make([]byte, 0, 64), r, task),
+			Arguments: g.AppendValue(make([]byte, 0, 64), r, gv),
 		})
 	}
 	return calls, nil
@@ -540,7 +543,7 @@ func (m *Model) appendAnswer(buf []byte, g *gen.Generator, r *gen.RNG, invalid b
 	if invalid {
 		return g.AppendInvalid(buf, r)
 	}
-	return g.AppendValue(buf, r, "")
+	return g.AppendValue(buf, r, nil)
 }
 
 // answerBufs holds the buffers answers are generated in.

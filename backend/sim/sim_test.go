@@ -89,7 +89,7 @@ func TestToolArgsFromTask(t *testing.T) {
 		{"Review path: src/main.go please", "src/main.go"},
 		{"Review path=src/main.go.", "src/main.go"},
 		{"path:docs/a.md, then stop", "docs/a.md"},
-		{`Open path: "notes/b c.txt"`, "notes/b"},
+		{`Open path: "notes/b c.txt"`, "notes/b c.txt"},
 		{"Open path: 'quoted.txt';", "quoted.txt"},
 		{"first filepath: nope, then path: yes.txt", "yes.txt"},
 		{"Line one\npath:\tnext.go", "next.go"},
@@ -122,6 +122,133 @@ func TestToolArgsFromTask(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolArgsFromInput checks that a tool's arguments take the values of
+// the input's fields (llm.Request.Input) and of the task's text where a
+// parameter's name or description matches a field, the way a user means
+// it: by the same name in any case or spelling, or a description that
+// mentions the field; and that a value is taken only where it fits the
+// parameter.
+func TestToolArgsFromInput(t *testing.T) {
+	t.Parallel()
+	param := func(name, typ, desc string) llm.ToolDef {
+		p := map[string]any{"type": typ}
+		if desc != "" {
+			p["description"] = desc
+		}
+		b, err := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{name: p}, "required": []string{name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return llm.ToolDef{Name: "tool", Parameters: b}
+	}
+	enumTool := llm.ToolDef{Name: "tool", Parameters: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string","enum":["fast","slow"]}},"required":["mode"]}`)}
+	tests := []struct {
+		name  string
+		tool  llm.ToolDef
+		input map[string]any
+		task  string
+		want  any // the argument; nil means generated, not from the input
+	}{
+		{"description mentions field", param("path", "string", "the file to read"), map[string]any{"file": "a.go"}, "Summarise {file}", "a.go"},
+		{"same name", param("path", "string", ""), map[string]any{"path": "b.go", "file": "no"}, "x", "b.go"},
+		{"other case", param("Path", "string", ""), map[string]any{"path": "c.go"}, "x", "c.go"},
+		{"camel for snake", param("filePath", "string", ""), map[string]any{"file_path": "d.go"}, "x", "d.go"},
+		{"snake for camel", param("file_path", "string", ""), map[string]any{"FilePath": "e.go"}, "x", "e.go"},
+		{"kebab", param("file_path", "string", ""), map[string]any{"file-path": "f.go"}, "x", "f.go"},
+		{"name beats description", param("path", "string", "the file to read"), map[string]any{"file": "no.go", "PATH": "g.go"}, "x", "g.go"},
+		{"earliest mention wins", param("q", "string", "the user's query, or the topic"), map[string]any{"topic": "no", "query": "h"}, "x", "h"},
+		{"two-word field mentioned", param("p", "string", "path of the file name"), map[string]any{"file_name": "i.txt"}, "x", "i.txt"},
+		{"run-together mention", param("p", "string", "the filename"), map[string]any{"file_name": "j.txt"}, "x", "j.txt"},
+		{"word inside another is no mention", param("p", "string", "the profile"), map[string]any{"file": "no"}, "x", nil},
+		{"no match", param("path", "string", "where to look"), map[string]any{"file": "no"}, "x", nil},
+		{"number as string", param("id", "string", ""), map[string]any{"id": 42.0}, "x", "42"},
+		{"integer", param("line", "integer", ""), map[string]any{"line": 7.0}, "x", 7.0},
+		{"integer from text", param("line", "integer", ""), map[string]any{"line": "12"}, "x", 12.0},
+		{"integer not whole", param("line", "integer", ""), map[string]any{"line": 1.5}, "x", nil},
+		{"number", param("score", "number", ""), map[string]any{"score": 0.25}, "x", 0.25},
+		{"boolean", param("strict", "boolean", ""), map[string]any{"strict": true}, "x", true},
+		{"boolean from text", param("strict", "boolean", ""), map[string]any{"strict": "false"}, "x", false},
+		{"object value does not fit a string", param("path", "string", ""), map[string]any{"path": map[string]any{"a": 1.0}}, "x", nil},
+		{"input beats task", param("path", "string", ""), map[string]any{"path": "k.go"}, "path: task.go", "k.go"},
+		{"task exact beats input description", param("path", "string", "the file"), map[string]any{"file": "no.go"}, "path: l.go", "l.go"},
+		{"task text field by description", param("path", "string", "the file to read"), nil, "Read file: m.go now", "m.go"},
+		{"task JSON object", param("path", "string", "the file to read"), nil, `Input: {"file": "n.go", "n": 1}`, "n.go"},
+		{"task JSON object camel", param("file_path", "string", ""), nil, `row {"filePath":"o.go"} end`, "o.go"},
+		{"task quoted value keeps spaces", param("title", "string", ""), nil, `title: "Dune Messiah" by Herbert`, "Dune Messiah"},
+		{"task value with = ", param("user_id", "string", ""), nil, "userId=u-17, then stop", "u-17"},
+		{"task broken JSON", param("path", "string", ""), nil, `{"path": "p.go"`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := newModel(t, sim.Config{})
+			req := &llm.Request{Messages: user(tt.task), Tools: []llm.ToolDef{tt.tool}, Input: tt.input}
+			resp := generate(t, t.Context(), m, req)
+			if len(resp.Message.ToolCalls) != 1 {
+				t.Fatalf("Generate = %d tool calls, want 1", len(resp.Message.ToolCalls))
+			}
+			args := decodeArgs(t, resp.Message.ToolCalls[0])
+			if len(args) != 1 {
+				t.Fatalf("arguments = %s, want one", resp.Message.ToolCalls[0].Arguments)
+			}
+			var got any
+			for _, v := range args {
+				got = v
+			}
+			if tt.want == nil {
+				// Generated: a value of the simulator's, none from the input.
+				for _, v := range tt.input {
+					if s, ok := got.(string); ok && (s == v || s == fmt.Sprint(v)) {
+						t.Errorf("Generate(input %v, task %q) argument = %v, want a generated one", tt.input, tt.task, got)
+					}
+				}
+				if s, ok := got.(string); ok && strings.HasSuffix(s, ".go") {
+					t.Errorf("Generate(input %v, task %q) argument = %q, want a generated one", tt.input, tt.task, s)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Errorf("Generate(input %v, task %q) argument = %#v, want %#v", tt.input, tt.task, got, tt.want)
+			}
+		})
+	}
+	t.Run("enum", func(t *testing.T) {
+		t.Parallel()
+		m := newModel(t, sim.Config{})
+		for _, in := range []struct {
+			mode string
+			ok   bool
+		}{{"slow", true}, {"fast", true}, {"medium", false}} {
+			resp := generate(t, t.Context(), m, &llm.Request{Messages: user("x"), Tools: []llm.ToolDef{enumTool}, Input: map[string]any{"mode": in.mode}})
+			got := decodeArgs(t, resp.Message.ToolCalls[0])["mode"]
+			if in.ok && got != in.mode || !in.ok && got != "fast" && got != "slow" {
+				t.Errorf("Generate(mode %q) mode = %v, want %q or an enum value", in.mode, got, in.mode)
+			}
+		}
+	})
+	t.Run("deterministic", func(t *testing.T) {
+		t.Parallel()
+		tool := param("path", "string", "the file or the dir")
+		in := map[string]any{"dir": "d", "file": "f", "zeta": "z"}
+		var first string
+		for i := range 20 {
+			m := newModel(t, sim.Config{})
+			resp := generate(t, t.Context(), m, &llm.Request{Messages: user("x"), Tools: []llm.ToolDef{tool}, Input: in})
+			got := string(resp.Message.ToolCalls[0].Arguments)
+			if i == 0 {
+				first = got
+				continue
+			}
+			if got != first {
+				t.Fatalf("Generate run %d arguments = %s, want %s as the first run", i, got, first)
+			}
+		}
+		if first != `{"path":"f"}` {
+			t.Errorf("Generate arguments = %s, want {\"path\":\"f\"}", first)
+		}
+	})
 }
 
 func TestToolsFilter(t *testing.T) {

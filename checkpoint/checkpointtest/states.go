@@ -68,6 +68,7 @@ func runningState(jobID string, idx int) agent.State {
 		Retries:     1,
 		Corrections: 1,
 		ToolCalls:   3,
+		ToolErrors:  1,
 		Repairs:     1,
 		Truncations: 1,
 		Compactions: 2,

@@ -22,12 +22,25 @@ import (
 // variable of the API key; empty means the backend's usual one. getenv
 // reads the environment. An error never holds the URL's path, query or
 // user info, where a key may be.
+//
+// A plain http:// or https:// URL (http://localhost:8000/v1) is an
+// OpenAI-compatible server, as openai+http:// and openai+https:// are. A
+// scheme that is none of the supported ones is an error that suggests the
+// nearest one ("opneai://": did you mean "openai"?), or a scheme for a URL
+// that has none ("localhost:8000/v1").
 func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(string) string) (llm.Model, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, fmt.Errorf("backend: empty URL (supported schemes: %s)", strings.Join(schemes, ", "))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// Not the URL itself: its query may hold a key.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
+		}
+		if !strings.Contains(raw, "://") {
+			return nil, fmt.Errorf("backend: invalid URL: %w (a URL starts with its scheme, as in http://HOST:PORT/v1 or sim://)", err)
 		}
 		return nil, fmt.Errorf("backend: invalid URL: %w", err)
 	}
@@ -40,7 +53,15 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 	// shown names the backend in errors by scheme and host alone: the
 	// URL's path, query or user info may hold a key.
 	shown := u.Scheme + "://" + u.Host
-	switch scheme := u.Scheme; scheme {
+	scheme := u.Scheme
+	if scheme == "http" || scheme == "https" {
+		// An OpenAI-compatible server, named as people write its address.
+		if u.Host == "" || u.Opaque != "" {
+			return nil, fmt.Errorf("backend %s: no host: write %s://HOST:PORT/v1", scheme+"://", scheme)
+		}
+		raw, scheme = "openai+"+raw, "openai+"+scheme
+	}
+	switch scheme {
 	case "sim":
 		cfg, err := sim.ParseURL(raw)
 		if err != nil {
@@ -90,9 +111,35 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		}
 		return bedrock.New(ctx, cfg) // credentials: the AWS default chain
 	default:
-		// Not the URL itself: its query may hold a key.
-		return nil, fmt.Errorf("backend: unsupported scheme %q (supported: %s)", scheme, strings.Join(schemes, ", "))
+		return nil, unsupported(u)
 	}
+}
+
+// unsupported returns the error for the URL u, whose scheme is none of
+// schemes: with the nearest scheme for a misspelt one, or a complete URL
+// for an address written without a scheme ("localhost:8000/v1",
+// "//host:8000"). It names the scheme and the host alone, never the URL's
+// path, query or user info, where a key may be.
+func unsupported(u *url.URL) error {
+	supported := strings.Join(schemes, ", ")
+	switch {
+	case u.Scheme == "" && u.Host != "":
+		return fmt.Errorf("backend: URL has no scheme (did you mean %q?; supported: %s)", "http://"+u.Host+"/v1", supported)
+	case u.Scheme == "":
+		return fmt.Errorf("backend: URL has no scheme, as in http://localhost:8000/v1 or sim:// (supported: %s)", supported)
+	case u.Host == "" && u.Opaque != "" && u.Opaque[0] >= '0' && u.Opaque[0] <= '9':
+		// "localhost:8000/v1": url.Parse reads the host as the scheme.
+		port, _, _ := strings.Cut(u.Opaque, "/")
+		port, _, _ = strings.Cut(port, "?")
+		if strings.Trim(port, "0123456789") == "" {
+			return fmt.Errorf("backend: URL has no scheme (did you mean %q?; supported: %s)", "http://"+u.Scheme+":"+port+"/v1", supported)
+		}
+	}
+	msg := fmt.Sprintf("backend: unsupported scheme %q", u.Scheme)
+	if s := suggest(u.Scheme, schemes); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return fmt.Errorf("%s (supported: %s)", msg, supported)
 }
 
 // OpenFallbacks opens the backend of each fallback tier of a job file
@@ -113,7 +160,7 @@ func OpenFallbacks(ctx context.Context, fbs []FallbackBackend, getenv func(strin
 }
 
 // schemes lists the backend URL schemes, for messages.
-var schemes = []string{"sim", "sim+http", "openai", "openai+http", "openai+https", "vllm", "sglang", "llamacpp", "ollama", "anthropic", "anthropic+http", "anthropic+https", "bedrock"}
+var schemes = []string{"sim", "sim+http", "http", "https", "openai", "openai+http", "openai+https", "vllm", "sglang", "llamacpp", "ollama", "anthropic", "anthropic+http", "anthropic+https", "bedrock"}
 
 // BackendAddr returns a backend URL as scheme://host:port, without its
 // path, query or user info, which may hold secrets: for messages.

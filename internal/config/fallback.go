@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 )
 
 // FallbackBackend is one fallback tier of a job file: a backend the CLI
@@ -60,12 +62,17 @@ func (d *decoder) validateFallbacks(j *Job) {
 	}
 }
 
-// checkBackendURL reports at path a backend URL that does not parse or
-// has no scheme.
+// checkBackendURL reports at path a backend URL that does not parse, has
+// no scheme, or has one OpenBackend does not know (with the nearest one
+// for a misspelling). No report holds the URL's user info or query.
 func (d *decoder) checkBackendURL(path, raw string) {
 	if u, err := url.Parse(raw); err != nil {
 		d.report(d.at(path), path, "invalid backend URL: %v", errors.Unwrap(err))
 	} else if u.Scheme == "" {
-		d.report(d.at(path), path, "backend URL %s has no scheme (for example \"sim://\" or \"openai://\")", quote(raw))
+		// Without its user info, query or fragment, where a key may be.
+		shown := (&url.URL{Host: u.Host, Path: u.Path}).String()
+		d.report(d.at(path), path, "backend URL %s has no scheme (for example \"sim://\" or \"openai://\")", quote(shown))
+	} else if !slices.Contains(schemes, u.Scheme) {
+		d.report(d.at(path), path, "%s", strings.TrimPrefix(unsupported(u).Error(), "backend: "))
 	}
 }

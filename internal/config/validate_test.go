@@ -87,6 +87,21 @@ func TestParseSemanticProblems(t *testing.T) {
 			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: `backend URL "localhost" has no scheme (for example "sim://" or "openai://")`}},
 		},
 		{
+			name: "backend without scheme, with a key",
+			in:   "task: x\nbackend: '//user:sk-1@gpu:8000/v1?key=sk-2'\n",
+			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: `backend URL "//gpu:8000/v1" has no scheme (for example "sim://" or "openai://")`}},
+		},
+		{
+			name: "backend with a misspelt scheme",
+			in:   "task: x\nbackend: 'opneai://?key=sk-2'\n",
+			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: `unsupported scheme "opneai" (did you mean "openai"?) (supported: sim, sim+http, http, https, openai, openai+http, openai+https, vllm, sglang, llamacpp, ollama, anthropic, anthropic+http, anthropic+https, bedrock)`}},
+		},
+		{
+			name: "backend host:port without scheme",
+			in:   "task: x\nbackend: localhost:8000/v1\n",
+			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: `URL has no scheme (did you mean "http://localhost:8000/v1"?; supported: sim, sim+http, http, https, openai, openai+http, openai+https, vllm, sglang, llamacpp, ollama, anthropic, anthropic+http, anthropic+https, bedrock)`}},
+		},
+		{
 			name: "backend that does not parse",
 			in:   "task: x\nbackend: '://x'\n",
 			want: []config.Problem{{Line: 2, Col: 10, Path: "backend", Msg: "invalid backend URL: missing protocol scheme"}},

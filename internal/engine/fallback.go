@@ -397,6 +397,7 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 			r.ModelCalls += ts.ModelCalls
 			r.Turns += ts.Turns
 			r.ToolCalls += ts.ToolCalls
+			r.ToolErrors += ts.ToolErrors
 			r.Repairs += ts.Repairs
 			r.Truncations += ts.Truncations
 			r.Compactions += ts.Compactions
@@ -405,7 +406,7 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 			r.Usage.CachedTokens += ts.Usage.CachedTokens
 			r.Output = ts.Output
 			st.Output, st.Raw = ts.Output, ts.Raw
-			st.ModelCalls, st.Turns, st.ToolCalls, st.Usage = r.ModelCalls, r.Turns, r.ToolCalls, r.Usage
+			st.ModelCalls, st.Turns, st.ToolCalls, st.ToolErrors, st.Usage = r.ModelCalls, r.Turns, r.ToolCalls, r.ToolErrors, r.Usage
 			err, cause = terr, nil
 		}
 	}

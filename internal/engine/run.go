@@ -479,7 +479,7 @@ func resultOf(i int, in job.Input, st *agent.State) job.Result {
 	t := st.Timings
 	return job.Result{
 		Index: i, Input: in, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
-		ToolCalls: st.ToolCalls, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
+		ToolCalls: st.ToolCalls, ToolErrors: st.ToolErrors, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 		Started: st.Started, Spans: st.Spans,
 	}

@@ -97,7 +97,9 @@ type Generator struct {
 
 type prop struct {
 	name     string
-	quoted   []byte // the name as a JSON string followed by ':'
+	norm     string   // the name's words run together: see Given
+	desc     []string // the words of its description
+	quoted   []byte   // the name as a JSON string followed by ':'
 	required bool
 	gen      *Generator
 }
@@ -509,12 +511,16 @@ func (c *compiler) object(n map[string]any, depth int) (*Generator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("property %q: %w", name, err)
 		}
-		g.props = append(g.props, newProp(name, required[name], pg))
+		desc := ""
+		if sm, ok := s.(map[string]any); ok {
+			desc, _ = sm["description"].(string)
+		}
+		g.props = append(g.props, newProp(name, required[name], pg, desc))
 	}
 	for name := range required {
 		if _, ok := props[name]; !ok {
 			// Required but not described: any value will do.
-			g.props = append(g.props, newProp(name, true, &Generator{kind: kindAny}))
+			g.props = append(g.props, newProp(name, true, &Generator{kind: kindAny}, ""))
 		}
 	}
 	// Sorted, as encoding/json orders map keys, so output is stable.
@@ -553,9 +559,9 @@ func (c *compiler) object(n map[string]any, depth int) (*Generator, error) {
 	return g, nil
 }
 
-func newProp(name string, required bool, g *Generator) prop {
+func newProp(name string, required bool, g *Generator, desc string) prop {
 	q := AppendJSONString(nil, name)
-	return prop{name: name, quoted: append(q, ':'), required: required, gen: g}
+	return prop{name: name, norm: strings.Join(nameWords(name), ""), desc: descWords(desc), quoted: append(q, ':'), required: required, gen: g}
 }
 
 func resolveRef(ref string, root any) (any, error) {
@@ -607,35 +613,38 @@ func (g *Generator) resolve() *Generator {
 	return g
 }
 
-// AppendValue appends a valid value. task is the user's message: string
-// properties named in it as "name: value" or "name=value" take that value.
-func (g *Generator) AppendValue(buf []byte, r *RNG, task string) []byte {
-	return g.gen(buf, r, task, "", 0)
+// AppendValue appends a valid value. Properties of scalar type take the
+// values gv gives them (see [Given]); gv may be nil.
+func (g *Generator) AppendValue(buf []byte, r *RNG, gv *Given) []byte {
+	return g.gen(buf, r, gv, nil, 0)
 }
 
-func (g *Generator) gen(buf []byte, r *RNG, task, name string, depth int) []byte {
+// gen appends a value; p is the property it is the value of, nil if none.
+func (g *Generator) gen(buf []byte, r *RNG, gv *Given, p *prop, depth int) []byte {
 	if depth > maxGenDepth {
 		return append(buf, "null"...)
 	}
 	if g.alias != nil {
 		g = g.resolve()
 	}
+	if p != nil && gv != nil && g.kind != kindObject && g.kind != kindArray && g.kind != kindNull {
+		for v := range gv.lookup(p) {
+			if out, ok := g.appendGiven(buf, v); ok {
+				return out
+			}
+		}
+	}
 	if len(g.fixed) > 0 {
 		return append(buf, g.fixed[r.intN(len(g.fixed))]...)
-	}
-	if g.kind == kindString && name != "" && task != "" {
-		if v, ok := lookup(task, name); ok {
-			return AppendJSONString(buf, v)
-		}
 	}
 	if g.hint != nil {
 		return append(buf, g.hint...)
 	}
 	switch g.kind {
 	case kindObject:
-		return g.object(buf, r, task, depth, -1, "")
+		return g.object(buf, r, gv, depth, -1, "")
 	case kindArray:
-		return g.array(buf, r, task, depth)
+		return g.array(buf, r, gv, depth)
 	case kindString:
 		return g.str(buf, r)
 	case kindInteger:
@@ -658,7 +667,7 @@ func (g *Generator) gen(buf []byte, r *RNG, task, name string, depth int) []byte
 
 // object appends an object. The property at index skip (if any) is left
 // out, or given the JSON text bad when that is not empty.
-func (g *Generator) object(buf []byte, r *RNG, task string, depth, skip int, bad string) []byte {
+func (g *Generator) object(buf []byte, r *RNG, gv *Given, depth, skip int, bad string) []byte {
 	buf = append(buf, '{')
 	first := true
 	for i := range g.props {
@@ -679,12 +688,12 @@ func (g *Generator) object(buf []byte, r *RNG, task string, depth, skip int, bad
 			buf = append(buf, bad...)
 			continue
 		}
-		buf = p.gen.gen(buf, r, task, p.name, depth+1)
+		buf = p.gen.gen(buf, r, gv, p, depth+1)
 	}
 	return append(buf, '}')
 }
 
-func (g *Generator) array(buf []byte, r *RNG, task string, depth int) []byte {
+func (g *Generator) array(buf []byte, r *RNG, gv *Given, depth int) []byte {
 	lo := g.minPref
 	if depth >= fillDepth {
 		lo = g.minItems // keeps recursive schemas finite
@@ -712,7 +721,7 @@ func (g *Generator) array(buf []byte, r *RNG, task string, depth int) []byte {
 		start := len(buf)
 		kept := true
 		for try := 0; ; try++ {
-			buf = g.item(buf[:start], r, task, depth, i)
+			buf = g.item(buf[:start], r, gv, depth, i)
 			if !g.unique || !duplicate(buf, starts, start) {
 				break
 			}
@@ -734,12 +743,12 @@ func (g *Generator) array(buf []byte, r *RNG, task string, depth int) []byte {
 	return append(buf, ']')
 }
 
-func (g *Generator) item(buf []byte, r *RNG, task string, depth, i int) []byte {
+func (g *Generator) item(buf []byte, r *RNG, gv *Given, depth, i int) []byte {
 	switch {
 	case i < len(g.prefix):
-		return g.prefix[i].gen(buf, r, task, "", depth+1)
+		return g.prefix[i].gen(buf, r, gv, nil, depth+1)
 	case g.items != nil:
-		return g.items.gen(buf, r, task, "", depth+1)
+		return g.items.gen(buf, r, gv, nil, depth+1)
 	default:
 		return strconv.AppendInt(buf, int64(r.intN(100)), 10)
 	}
@@ -893,7 +902,7 @@ func (g *Generator) AppendInvalid(buf []byte, r *RNG) []byte {
 	}
 	for i, p := range g.props {
 		if p.required {
-			return g.object(buf, r, "", 0, i, "")
+			return g.object(buf, r, nil, 0, i, "")
 		}
 	}
 	for i, p := range g.props {
@@ -908,7 +917,7 @@ func (g *Generator) AppendInvalid(buf []byte, r *RNG) []byte {
 		default:
 			continue
 		}
-		return g.object(buf, r, "", 0, i, bad)
+		return g.object(buf, r, nil, 0, i, bad)
 	}
 	return append(buf, `["not","an","object"]`...)
 }
@@ -926,39 +935,8 @@ func AppendJSONString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// lookup finds "name: value" or "name=value" in text and returns value up
-// to the next whitespace (quotes and a trailing period, comma or
-// semicolon are trimmed).
-func lookup(text, name string) (string, bool) {
-	for i := 0; i < len(text); {
-		j := strings.Index(text[i:], name)
-		if j < 0 {
-			return "", false
-		}
-		start := i + j
-		end := start + len(name)
-		i = end
-		if start > 0 && isWordByte(text[start-1]) {
-			continue
-		}
-		rest := text[end:]
-		if !strings.HasPrefix(rest, ":") && !strings.HasPrefix(rest, "=") {
-			continue
-		}
-		rest = strings.TrimLeft(rest[1:], " \t")
-		k := strings.IndexAny(rest, " \t\r\n")
-		if k >= 0 {
-			rest = rest[:k]
-		}
-		rest = strings.TrimRight(strings.Trim(rest, "\"'`"), ".,;")
-		rest = strings.Trim(rest, "\"'`")
-		if rest != "" {
-			return rest, true
-		}
-	}
-	return "", false
-}
-
+// isWordByte reports whether c may be part of a field's name in a task's
+// text.
 func isWordByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
