@@ -172,6 +172,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 	}
 	d.est, err = estimate.New(estimate.Config{
 		Name: d.job.Name, Path: path, Spec: d.job.Spec, Model: d.job.Model, Price: d.job.Price, Inputs: d.inPath,
+		Backend: d.job.Backend,
 	})
 	return d, err
 }

@@ -26,6 +26,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, "method: output schema, no model call: answers of %s-%s tokens, %s\n", thousands(rep.AnswerTokens.Low), thousands(rep.AnswerTokens.High), how)
 	}
+	if rep.Tokenizer != "" {
+		fmt.Fprintf(w, "tokens counted by: %s\n", rep.Tokenizer)
+	}
 	fmt.Fprintln(w)
 	row := func(name string, s Span) {
 		fmt.Fprintf(w, "%-22s %14s %14s %14s\n", name, thousands(s.Estimate), thousands(s.Low), thousands(s.High))
@@ -44,6 +47,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "%-22s %14s %14s %14s\n", "cost", dollars(rep.Cost.Estimate), dollars(rep.Cost.Low), dollars(rep.Cost.High))
 	}
 	fmt.Fprintln(w)
+	if rep.Method != "sample" {
+		fmt.Fprintln(w, "low and high bound the run from its shortest to its longest answers and conversations; the estimate is the typical run")
+	}
 	if rep.Price == nil {
 		fmt.Fprintln(w, rep.UnknownPrice)
 		return
