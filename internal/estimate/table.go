@@ -19,6 +19,8 @@ func (rep *Report) WriteTable(w io.Writer) {
 	default:
 		how := "1 call per agent"
 		switch {
+		case rep.Tools && rep.CallsPerAgent.Low == rep.CallsPerAgent.High:
+			how = fmt.Sprintf("%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.MaxTurns)
 		case rep.Tools:
 			how = fmt.Sprintf("%d-%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.CallsPerAgent.High, rep.MaxTurns)
 		case rep.Pack:
@@ -48,7 +50,8 @@ func (rep *Report) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if rep.Method != "sample" {
-		fmt.Fprintln(w, "low and high bound the run from its shortest to its longest answers and conversations; the estimate is the typical run")
+		fmt.Fprintln(w, "low, high: the run with the shortest and with the longest answers and")
+		fmt.Fprintln(w, "conversations; estimate: a typical run (see run --help)")
 	}
 	if rep.Price == nil {
 		fmt.Fprintln(w, rep.UnknownPrice)
