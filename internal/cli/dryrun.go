@@ -28,7 +28,10 @@ every bad input line as FILE:LINE on stderr (the first 20, then a count;
 exit status 1) and prints the estimated model calls, prompt tokens (of
 which the shared prefix), completion tokens and cost of the other inputs:
 an estimate (a typical run) and a low-high range that bounds the run from
-its shortest answers and conversations to its longest. Without --sample
+its shortest answers and conversations to its longest (the low cost with
+every token sent again, such as the shared prefix, at the cached price, as
+a backend's prefix cache may serve it, except on sim://, which caches
+nothing; the others without a cache). Without --sample
 the answers come from the output schema (low: required properties,
 minItems, short strings; typical: every property, a few items, strings of
 a sentence; high: every property, maxItems or 5 items, maxLength or

@@ -44,6 +44,13 @@ var examplesOnSim = []exampleJob{
 		// cost what they used).
 		return withBackend(t, copyDir(t, "../../examples/review"), "sim://?tool_turns=2&invalid=0.3&seed=7")
 	}},
+	{"review-sim+http", func(t *testing.T) string {
+		// The review against the simulator's HTTP server: its prompt
+		// counted in the server's chat template, its tool turns unknown
+		// to the dry run (2 calls to max_turns).
+		_, addr := startModelServer(t, 1)
+		return withBackend(t, copyDir(t, "../../examples/review"), "sim+http://"+addr)
+	}},
 	{"npc-planner", func(t *testing.T) string {
 		dir := t.TempDir()
 		writeFile(t, dir, "job.yaml", `name: npc-plan
@@ -112,7 +119,7 @@ func TestDryRunRangeHoldsOnExamples(t *testing.T) {
 				t.Fatalf("dry run: exit %d, stderr:\n%s", code, stderr)
 			}
 			rep := readDryReport(t, stdout)
-			if !strings.HasPrefix(rep.Tokenizer, "sim ") {
+			if !strings.HasPrefix(rep.Tokenizer, "sim ") && !strings.HasPrefix(rep.Tokenizer, "sim+http ") {
 				t.Errorf("tokenizer %q, want the simulator's own", rep.Tokenizer)
 			}
 			if rep.Cost == nil {

@@ -289,7 +289,8 @@ func (j *Job) Report(st *Stats) *Report {
 	n, prefix, tasks := int64(st.OK), int64(st.Prefix), st.TaskSum
 	// lo, est and hi are the run's usage at the low end, the point
 	// estimate and the high end; calls and pref (the shared prefix's
-	// part of the prompt) likewise.
+	// part of the prompt) likewise. Only the low end counts cached
+	// tokens: every token sent again, where the backend caches prefixes.
 	var lo, est, hi llm.Usage
 	var calls, pref Span
 	switch {
@@ -305,6 +306,9 @@ func (j *Job) Report(st *Stats) *Report {
 			}
 		}
 		lo = usage(c.Low, call.Low, result.Low, ans.Low)
+		// At the low end a prefix cache serves all but each agent's task
+		// and tool results: what no earlier call sent.
+		lo.CachedTokens = lo.PromptTokens - tasks - n*(c.Low-1)*result.Low
 		est = usage(c.Estimate, call.Estimate, result.Estimate, ans.Estimate)
 		hi = usage(c.High, call.High, result.High, ans.High)
 		calls = Span{Estimate: n * c.Estimate, Low: n * c.Low, High: n * c.High}
@@ -326,6 +330,12 @@ func (j *Job) Report(st *Stats) *Report {
 		}
 		lo, est, hi = usage(c.Low, ans.Low), usage(c.Estimate, ans.Estimate), usage(c.High, ans.High)
 		pref = Span{Estimate: c.Estimate * n * prefix, Low: c.Low * n * prefix, High: c.High * n * prefix}
+	}
+	if !rep.Tools {
+		lo.CachedTokens = lo.PromptTokens - tasks // all but the tasks
+	}
+	if j.counter.sim != nil {
+		lo.CachedTokens = 0 // the in-process simulator caches nothing
 	}
 	if rep.Pack {
 		lo.CompletionTokens, est.CompletionTokens, hi.CompletionTokens = n*ans.Low, n*ans.Estimate, n*ans.High
