@@ -21,24 +21,33 @@ const dryRunHelp = `
 model call, no state file, no output. It renders each input's first request
 as the agents build it (system prompt with the output schema's
 instructions, tool definitions, the task) and counts its tokens offline
-(the shared prefix once, each input's task), reports every bad input line
-as FILE:LINE on stderr (the first 20, then a count; exit status 1), and
-prints the estimated model calls, prompt tokens (of which the shared
-prefix), completion tokens and cost of the other inputs, each with a
-low-high range. Without --sample the answers come from the output schema
-(a short answer: required properties, minItems, short strings; a long one:
-every property, maxItems or 5 items, maxLength or 200-character strings;
-20-300 tokens without a schema), one call per agent without tools; with
-tools, 2 calls (a tool turn, then the answer) to max_turns calls, each
-tool turn costing 40 completion tokens and growing the conversation that
-the next call sends again by 40 tokens plus a tool result of 100 (low) to
-1000 (high) tokens. Packing jobs make ceil(inputs / pack.max_agents) calls,
-each sending the shared prefix once. --sample K instead runs K inputs,
-evenly spread over the file, for real (their results are not written) and
-scales their measured calls and tokens per agent (median; low and high
-from the smallest and largest) to all the inputs. --json prints the
-estimate as one JSON object. Exit status 1 when a line is bad or a sampled
-agent failed.`
+with the backend's own tokenizer: the simulator's count on sim:// and
+sim+http://, tiktoken's vocabulary for OpenAI models, o200k_base standing
+in for other models (the "tokens counted by" line names it). It reports
+every bad input line as FILE:LINE on stderr (the first 20, then a count;
+exit status 1) and prints the estimated model calls, prompt tokens (of
+which the shared prefix), completion tokens and cost of the other inputs:
+an estimate (a typical run) and a low-high range that bounds the run from
+its shortest answers and conversations to its longest (the low cost with
+every token sent again, such as the shared prefix, at the cached price, as
+a backend's prefix cache may serve it, except on sim://, which caches
+nothing; the others without a cache). Without --sample
+the answers come from the output schema (low: required properties,
+minItems, short strings; typical: every property, a few items, strings of
+a sentence; high: every property, maxItems or 5 items, maxLength or
+200-character strings; 10-300 tokens without a schema). An agent without
+tools makes one call; with tools, 2 calls (a tool turn, then the answer)
+to max_turns calls, each tool turn costing its calls' names and arguments
+(from each tool's parameter schema) and growing the conversation that the
+next call sends again by those and a tool result of 10 (low), 200
+(estimate) or 1000 (high) tokens. On sim:// the simulator's own behaviour
+is used: tool_turns tool turns, each calling every tool it may, then the
+answer. Packing jobs make ceil(inputs / pack.max_agents) calls, each
+sending the shared prefix once. --sample K instead runs K inputs, evenly
+spread over the file, for real (their results are not written) and scales
+their measured calls and tokens per agent (median; low and high from the
+smallest and largest) to all the inputs. --json prints the estimate as one
+JSON object. Exit status 1 when a line is bad or a sampled agent failed.`
 
 // dryRunContradictions are the run flags that only make sense for a real
 // run: --dry-run refuses them.
@@ -172,6 +181,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 	}
 	d.est, err = estimate.New(estimate.Config{
 		Name: d.job.Name, Path: path, Spec: d.job.Spec, Model: d.job.Model, Price: d.job.Price, Inputs: d.inPath,
+		Backend: d.job.Backend,
 	})
 	return d, err
 }

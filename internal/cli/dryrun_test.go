@@ -20,6 +20,7 @@ type dryReport struct {
 	InputsBad          int    `json:"inputs_bad"`
 	Method             string `json:"method"`
 	Sampled            int    `json:"sampled"`
+	Tokenizer          string `json:"tokenizer"`
 	SharedPrefixTokens int64  `json:"shared_prefix_tokens"`
 	TaskTokens         struct {
 		Min, Median, Max int64
@@ -188,7 +189,8 @@ func TestDryRunBadLines(t *testing.T) {
 // TestDryRunSchemaEstimate: from a flat and a nested output schema, the
 // answers' tokens are a range with low <= high, both above zero; the
 // prompt is the shared prefix and the task of every input; and the cost
-// is the tokens at the file's price.
+// is the tokens at the file's price (the low end's shared prefix at the
+// cached price), the estimate (a typical answer's) within the range.
 func TestDryRunSchemaEstimate(t *testing.T) {
 	_, addr := startModelServer(t, 0)
 	for _, tc := range []struct{ name, schema string }{{"flat", flatSchema}, {"nested", nestedSchema}} {
@@ -221,10 +223,16 @@ func TestDryRunSchemaEstimate(t *testing.T) {
 				t.Fatalf("price %+v from %q, cost %+v: want the file's", rep.Price, rep.PriceSource, rep.Cost)
 			}
 			// The file's prices: $2.5 a million prompt tokens, $10 completion.
-			lo := float64(rep.PromptTokens.Low)*2.5/1e6 + float64(rep.CompletionTokens.Low)*10/1e6
+			// The low cost has the shared prefix at the cached price ($1.25).
+			cached := float64(rep.SharedPrefix.Low)
+			lo := (float64(rep.PromptTokens.Low)-cached)*2.5/1e6 + cached*1.25/1e6 + float64(rep.CompletionTokens.Low)*10/1e6
 			hi := float64(rep.PromptTokens.High)*2.5/1e6 + float64(rep.CompletionTokens.High)*10/1e6
-			if !near(rep.Cost.Low, lo) || !near(rep.Cost.High, hi) || !near(rep.Cost.Estimate, (lo+hi)/2) {
-				t.Errorf("cost %+v, want low %v, high %v, estimate their middle", *rep.Cost, lo, hi)
+			est := float64(rep.PromptTokens.Estimate)*2.5/1e6 + float64(rep.CompletionTokens.Estimate)*10/1e6
+			if !near(rep.Cost.Low, lo) || !near(rep.Cost.High, hi) || !near(rep.Cost.Estimate, est) {
+				t.Errorf("cost %+v, want low %v, high %v, estimate %v (the tokens at the file's price)", *rep.Cost, lo, hi, est)
+			}
+			if a.Estimate < a.Low || a.Estimate > a.High || est < lo || est > hi {
+				t.Errorf("answer tokens %+v, cost %+v: want each estimate within its range", *a, *rep.Cost)
 			}
 		})
 	}

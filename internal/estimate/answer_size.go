@@ -29,7 +29,7 @@ const (
 	maxAnswer = 64 << 10
 	// freeTextLow and freeTextHigh are the tokens of an answer without an
 	// output schema.
-	freeTextLow  = 20
+	freeTextLow  = 10
 	freeTextHigh = 300
 )
 
@@ -74,10 +74,45 @@ func schemaAnswers(raw json.RawMessage) (short, long string, err error) {
 	return string(s), string(l), nil
 }
 
+// schemaTypical returns a typical JSON answer of the output schema raw,
+// the dry run's point estimate: the long answer's shape (every property,
+// the longest branch) with strings of typicalString characters (within
+// minLength and maxLength) and arrays of typicalItems items.
+func schemaTypical(raw json.RawMessage, typicalString int) (string, error) {
+	var root any
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return "", err
+	}
+	g := answerGen{root: root, size: new(int), typical: typicalString}
+	b, err := json.Marshal(g.value(root, true, 0))
+	return string(b), err
+}
+
+// typicalItems is the items of a typical answer's array: the middle
+// between minItems (at least 1) and maxItems (3 without it), at least
+// minItems and at most maxArray.
+func typicalItems(m map[string]any) int {
+	lo := min(intKey(m, "minItems", 0), maxArray)
+	hi := min(intKey(m, "maxItems", max(lo, 3)), maxArray)
+	return max(lo, (max(lo, min(1, hi))+hi+1)/2)
+}
+
 // answerGen builds the answers of one schema document.
 type answerGen struct {
 	root any  // the document, for "$ref"
 	size *int // the answer's size so far, roughly in bytes
+	// typical, when above 0, makes the long answer a typical one: strings
+	// of typical characters, arrays of typicalItems.
+	typical int
+}
+
+// untyped returns the long (or typical) answer of a schema that names no
+// type: a string.
+func (g answerGen) untyped() string {
+	if g.typical > 0 {
+		return words(g.typical)
+	}
+	return words(longString)
 }
 
 // full reports whether the answer reached maxAnswer.
@@ -89,7 +124,7 @@ func (g answerGen) value(s any, long bool, depth int) any {
 	m, ok := s.(map[string]any)
 	if !ok || depth > maxDepth {
 		if b, isBool := s.(bool); isBool && b && long {
-			return words(longString)
+			return g.untyped()
 		}
 		return nil
 	}
@@ -149,7 +184,7 @@ func (g answerGen) value(s any, long bool, depth int) any {
 	case m["items"] != nil || m["prefixItems"] != nil:
 		return g.typed(m, "array", long, depth)
 	case long:
-		return words(longString)
+		return g.untyped()
 	}
 	return nil
 }
@@ -204,6 +239,9 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		n := lo
 		if long {
 			n = max(min(intKey(m, "maxItems", longArray), maxArray), lo)
+			if g.typical > 0 {
+				n = typicalItems(m)
+			}
 		}
 		prefix, _ := m["prefixItems"].([]any)
 		items := make([]any, 0, n)
@@ -230,7 +268,10 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		lo := min(intKey(m, "minLength", 0), maxString)
 		hi := intKey(m, "maxLength", -1)
 		n := max(lo, shortString)
-		if long {
+		switch {
+		case long && g.typical > 0:
+			n = max(lo, g.typical)
+		case long:
 			n = max(lo, longString)
 			if hi >= 0 {
 				n = max(lo, hi)

@@ -13,19 +13,17 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/input"
-	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 )
 
 // What a dry run assumes of tool turns: see the run command's help.
 const (
-	// toolTurnTokens is the completion tokens of a turn that calls a tool
-	// (its name and arguments).
-	toolTurnTokens = 40
-	// toolResultLow and toolResultHigh are the tokens a tool's result adds
-	// to the conversation in the low and the high estimate.
-	toolResultLow  = 100
-	toolResultHigh = 1000
+	// toolResultLow, toolResultTypical and toolResultHigh are the tokens
+	// a tool's result adds to the conversation in the low estimate (a
+	// short answer or an error), the point estimate and the high one.
+	toolResultLow     = 10
+	toolResultTypical = 200
+	toolResultHigh    = 1000
 	// BadShown caps the bad lines a dry run keeps ([Stats.Shown]).
 	BadShown = 20
 )
@@ -45,6 +43,10 @@ type Config struct {
 	// Inputs is the input file: CSV when its name ends in .csv, else
 	// JSON lines. The caller has checked its format and placeholders.
 	Inputs string
+	// Backend is the URL of the backend the job runs on, whose tokenizer
+	// the dry run counts with: the simulator's own on sim:// and
+	// sim+http://, else tiktoken's for the job's model. "": tiktoken's.
+	Backend string
 }
 
 // Job is a prepared dry run: a job, its first request's layout and its
@@ -52,7 +54,7 @@ type Config struct {
 type Job struct {
 	cfg     Config
 	layout  *agent.Runner // builds the agents' requests; never runs
-	counter *tokens.Counter
+	counter tokenizer
 	// prefixLen is the messages of the shared prefix, before an agent's
 	// own in each request.
 	prefixLen int
@@ -74,8 +76,8 @@ func New(cfg Config) (*Job, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Path, err)
 	}
-	if j.counter, err = tokens.New(def.ModelName); err != nil {
-		return nil, err
+	if j.counter, err = tokenizerFor(cfg.Backend, def.ModelName); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	j.prefixLen = len(j.layout.Request(&agent.State{}).Messages)
 	return j, nil
@@ -155,12 +157,24 @@ func (j *Job) Scan(ctx context.Context) (*Stats, error) {
 			}
 			continue
 		}
-		n := j.counter.Count(&llm.Request{Messages: msgs})
+		n := j.ownTokens(msgs, st.Prefix)
 		st.OK++
 		st.TaskSum += int64(n)
 		st.tasks[n]++
 	}
 	return st, j.findLines(st)
+}
+
+// ownTokens returns the tokens an input's own first messages msgs add to
+// the shared prefix of prefix tokens: counted alone where counts add up,
+// else the whole first request's count less the prefix's.
+func (j *Job) ownTokens(msgs []llm.Message, prefix int) int {
+	if j.counter.additive() {
+		return j.counter.Count(&llm.Request{Messages: msgs})
+	}
+	req := j.layout.Request(&agent.State{})
+	req.Messages = append(slices.Clip(req.Messages), msgs...)
+	return j.counter.Count(req) - prefix
 }
 
 // badLineOf returns the bad input i that failed with err: a read or decode
@@ -256,7 +270,7 @@ func (j *Job) Report(st *Stats) *Report {
 	spec, price := j.cfg.Spec, j.cfg.Price
 	def := spec.Def()
 	rep := &Report{
-		Job: j.cfg.Name, Inputs: j.cfg.Inputs, InputsOK: st.OK, InputsBad: st.Bad, Method: "schema",
+		Job: j.cfg.Name, Inputs: j.cfg.Inputs, InputsOK: st.OK, InputsBad: st.Bad, Method: "schema", Tokenizer: j.counter.name,
 		SharedPrefixTokens: st.Prefix, TaskTokens: st.spread(), Model: def.ModelName,
 		MaxTurns: def.MaxTurns, Tools: spec.Pool() != nil, Pack: spec.Pack().On(), PackSize: spec.Pack().MaxAgents,
 	}
@@ -273,61 +287,172 @@ func (j *Job) Report(st *Stats) *Report {
 	ans := j.answerTokens()
 	rep.AnswerTokens = &ans
 	n, prefix, tasks := int64(st.OK), int64(st.Prefix), st.TaskSum
-	var lo, hi llm.Usage
-	var prefLo, prefHi int64
+	// lo, est and hi are the run's usage at the low end, the point
+	// estimate and the high end; calls and pref (the shared prefix's
+	// part of the prompt) likewise. Only the low end counts cached
+	// tokens: every token sent again, where the backend caches prefixes.
+	var lo, est, hi llm.Usage
+	var calls, pref Span
 	switch {
 	case rep.Tools:
-		cLo, cHi := int64(min(2, rep.MaxTurns)), int64(rep.MaxTurns)
-		rep.CallsPerAgent = mid(cLo, cHi)
+		c, call, result := j.toolTurns(rep.MaxTurns)
+		rep.CallsPerAgent = c
 		// Call k (0-based) sends the first request again and k tool turns
-		// of growth.
-		grown := func(c, growth int64) int64 { return c*(n*prefix+tasks) + n*growth*c*(c-1)/2 }
-		lo.PromptTokens = grown(cLo, toolTurnTokens+toolResultLow)
-		hi.PromptTokens = grown(cHi, toolTurnTokens+toolResultHigh)
-		lo.CompletionTokens = n * ((cLo-1)*toolTurnTokens + ans.Low)
-		hi.CompletionTokens = n * ((cHi-1)*toolTurnTokens + ans.High)
-		prefLo, prefHi = cLo*n*prefix, cHi*n*prefix
-		rep.Calls = mid(n*cLo, n*cHi)
+		// of growth: the turn's calls and their results.
+		usage := func(c, call, result, ans int64) llm.Usage {
+			return llm.Usage{
+				PromptTokens:     c*(n*prefix+tasks) + n*(call+result)*c*(c-1)/2,
+				CompletionTokens: n * ((c-1)*call + ans),
+			}
+		}
+		lo = usage(c.Low, call.Low, result.Low, ans.Low)
+		// At the low end a prefix cache serves all but each agent's task
+		// and tool results: what no earlier call sent.
+		lo.CachedTokens = lo.PromptTokens - tasks - n*(c.Low-1)*result.Low
+		est = usage(c.Estimate, call.Estimate, result.Estimate, ans.Estimate)
+		hi = usage(c.High, call.High, result.High, ans.High)
+		calls = Span{Estimate: n * c.Estimate, Low: n * c.Low, High: n * c.High}
+		pref = Span{Estimate: c.Estimate * n * prefix, Low: c.Low * n * prefix, High: c.High * n * prefix}
 	case rep.Pack:
-		calls := (n + int64(def.Pack.MaxAgents) - 1) / int64(def.Pack.MaxAgents)
+		k := (n + int64(def.Pack.MaxAgents) - 1) / int64(def.Pack.MaxAgents)
 		rep.CallsPerAgent = mid(1, 1)
-		rep.Calls = mid(calls, calls)
-		lo.PromptTokens, hi.PromptTokens = calls*prefix+tasks, calls*prefix+tasks
-		lo.CompletionTokens, hi.CompletionTokens = n*ans.Low, n*ans.High
-		prefLo, prefHi = calls*prefix, calls*prefix
+		calls = mid(k, k)
+		lo.PromptTokens, est.PromptTokens, hi.PromptTokens = k*prefix+tasks, k*prefix+tasks, k*prefix+tasks
+		pref = mid(k*prefix, k*prefix)
 	default:
-		rep.CallsPerAgent = mid(1, 1)
-		rep.Calls = mid(n, n)
-		lo.PromptTokens, hi.PromptTokens = n*prefix+tasks, n*prefix+tasks
-		lo.CompletionTokens, hi.CompletionTokens = n*ans.Low, n*ans.High
-		prefLo, prefHi = n*prefix, n*prefix
+		c := j.answerCalls(rep.MaxTurns)
+		rep.CallsPerAgent = c
+		calls = Span{Estimate: n * c.Estimate, Low: n * c.Low, High: n * c.High}
+		// A repair turn sends the conversation again with the answer and
+		// the schema's complaint (about as long as the answer) added.
+		usage := func(c, ans int64) llm.Usage {
+			return llm.Usage{PromptTokens: c*(n*prefix+tasks) + n*2*ans*c*(c-1)/2, CompletionTokens: n * c * ans}
+		}
+		lo, est, hi = usage(c.Low, ans.Low), usage(c.Estimate, ans.Estimate), usage(c.High, ans.High)
+		pref = Span{Estimate: c.Estimate * n * prefix, Low: c.Low * n * prefix, High: c.High * n * prefix}
 	}
-	rep.PromptTokens = mid(lo.PromptTokens, hi.PromptTokens)
-	shared := mid(prefLo, prefHi)
-	rep.SharedPrefix = &shared
-	rep.CompletionTokens = mid(lo.CompletionTokens, hi.CompletionTokens)
+	if !rep.Tools {
+		lo.CachedTokens = lo.PromptTokens - tasks // all but the tasks
+	}
+	if j.counter.sim != nil {
+		lo.CachedTokens = 0 // the in-process simulator caches nothing
+	}
+	if rep.Pack {
+		lo.CompletionTokens, est.CompletionTokens, hi.CompletionTokens = n*ans.Low, n*ans.Estimate, n*ans.High
+	}
+	rep.Calls = calls
+	rep.PromptTokens = Span{Estimate: est.PromptTokens, Low: lo.PromptTokens, High: hi.PromptTokens}
+	rep.SharedPrefix = &pref
+	rep.CompletionTokens = Span{Estimate: est.CompletionTokens, Low: lo.CompletionTokens, High: hi.CompletionTokens}
 	if rep.Price != nil {
-		c := CostSpan{Low: rep.Price.cost(lo), High: rep.Price.cost(hi)}
-		c.Estimate = (c.Low + c.High) / 2
-		rep.Cost = &c
+		rep.Cost = &CostSpan{Estimate: rep.Price.cost(est), Low: rep.Price.cost(lo), High: rep.Price.cost(hi)}
 	}
 	return rep
 }
 
 // answerTokens returns the tokens of an agent's final answer: the output
-// schema's short and long answer (schemaAnswers), else freeTextLow to
-// freeTextHigh; at most the job's max_tokens.
+// schema's short, typical and long answer (schemaAnswers, schemaTypical),
+// else freeTextLow to freeTextHigh around the backend's typical free
+// text; at most the job's max_tokens.
 func (j *Job) answerTokens() Span {
-	lo, hi := int64(freeTextLow), int64(freeTextHigh)
+	p := j.counter.profile()
+	lo, typ, hi := int64(freeTextLow), int64(p.freeText), int64(freeTextHigh)
 	if s := j.cfg.Spec.Schema(); s != nil {
 		if short, long, err := schemaAnswers(s.Raw()); err == nil {
 			lo, hi = int64(j.counter.Text(short)), int64(j.counter.Text(long))
+			typ = (lo + hi) / 2
+			if t, err := schemaTypical(s.Raw(), p.typicalString); err == nil {
+				typ = int64(j.counter.Text(t))
+			}
 		}
 	}
 	if mt := int64(j.cfg.Spec.Def().MaxTokens); mt > 0 {
-		lo, hi = min(lo, mt), min(hi, mt)
+		lo, typ, hi = min(lo, mt), min(typ, mt), min(hi, mt)
 	}
-	return mid(max(lo, 1), max(hi, 1))
+	lo, hi = max(lo, 1), max(hi, 1)
+	return Span{Estimate: min(max(typ, lo), hi), Low: lo, High: hi}
+}
+
+// answerCalls returns the calls of an agent without tools: one, and on
+// the simulator with an invalid rate up to max_turns (repair turns).
+func (j *Job) answerCalls(maxTurns int) Span {
+	if c := j.counter.sim; c != nil && c.InvalidRate > 0 {
+		return Span{Estimate: 1, Low: 1, High: int64(max(1, maxTurns))}
+	}
+	return mid(1, 1)
+}
+
+// toolTurns returns what an agent with tools does: its model calls, and
+// per tool turn the completion tokens of its tool calls and the tokens of
+// their results.
+//
+// On sim:// the simulator's own behaviour is known: each of its tool
+// turns (tool_turns, within max_turns) calls every tool it may (its
+// tools parameter), then it answers; repair turns only when its invalid
+// rate is above 0. Elsewhere an agent makes 2 calls (a tool turn, then
+// the answer) to max_turns calls, a turn calling the cheapest tool once
+// in the low estimate and every tool at once in the high one.
+//
+// A call costs its tool's name and arguments: the arguments of the
+// tool's parameter schema's short, typical and long answer. A result adds
+// toolResultLow, toolResultTypical or toolResultHigh tokens.
+func (j *Job) toolTurns(maxTurns int) (calls, call, result Span) {
+	defs := j.layout.Request(&agent.State{}).Tools
+	maxTurns = max(1, maxTurns)
+	args := make([]Span, 0, len(defs))
+	p := j.counter.profile()
+	simCfg := j.counter.sim
+	if simCfg != nil && strings.Contains(j.cfg.Spec.Def().Task, "sim_tool_turns=") {
+		simCfg = nil // the inputs set their own tool turns
+	}
+	for _, d := range defs {
+		if simCfg != nil && len(simCfg.Tools) > 0 && !slices.Contains(simCfg.Tools, d.Name) {
+			continue
+		}
+		a := mid(int64(j.counter.Text(d.Name+"{}")), int64(j.counter.Text(d.Name+words(longString))))
+		if short, long, err := schemaAnswers(d.Parameters); err == nil {
+			a.Low, a.High = int64(j.counter.Text(d.Name+short)), int64(j.counter.Text(d.Name+long))
+			a.Estimate = (a.Low + a.High) / 2
+			if t, err := schemaTypical(d.Parameters, p.typicalString); err == nil {
+				a.Estimate = int64(j.counter.Text(d.Name + t))
+			}
+		}
+		args = append(args, a)
+	}
+	if simCfg != nil {
+		turns := simCfg.ToolTurns
+		if turns == 0 {
+			turns = 1 // sim.DefaultToolTurns
+		}
+		c := int64(min(max(turns, 0), maxTurns-1) + 1)
+		if len(args) == 0 {
+			c = 1 // no tool it may call: it answers at once
+		}
+		calls = Span{Estimate: c, Low: c, High: c}
+		if simCfg.InvalidRate > 0 {
+			calls.High = max(c, int64(maxTurns))
+		}
+		k := int64(len(args))
+		for _, a := range args {
+			call.Low, call.Estimate, call.High = call.Low+a.Low, call.Estimate+a.Estimate, call.High+a.High
+		}
+		result = Span{Estimate: k * toolResultTypical, Low: k * toolResultLow, High: k * toolResultHigh}
+		return calls, call, result
+	}
+	cLo, cHi := int64(min(2, maxTurns)), int64(maxTurns)
+	calls = mid(cLo, cHi)
+	if len(args) == 0 {
+		return calls, call, result
+	}
+	call.Low = args[0].Low
+	for _, a := range args {
+		call.Low = min(call.Low, a.Low)
+		call.Estimate += a.Estimate
+		call.High += a.High
+	}
+	call.Estimate /= int64(len(args)) // one call of a typical tool
+	result = Span{Estimate: toolResultTypical, Low: toolResultLow, High: int64(len(args)) * toolResultHigh}
+	return calls, call, result
 }
 
 // mid returns the span from lo to hi with their midpoint as estimate.

@@ -43,6 +43,10 @@ type Report struct {
 	// model call) or "sample" (Sampled inputs run for real).
 	Method  string `json:"method"`
 	Sampled int    `json:"sampled,omitempty"`
+	// Tokenizer names what counted the tokens: the simulator's own count
+	// on sim:// and sim+http://, else a tiktoken vocabulary (the model's
+	// own, or o200k_base standing in for an unknown model's).
+	Tokenizer string `json:"tokenizer"`
 	// SharedPrefixTokens is the tokens every call sends first (system
 	// prompt, schema instructions, tool definitions); TaskTokens the
 	// tokens of each input's own task in its first request.

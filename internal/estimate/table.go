@@ -19,12 +19,17 @@ func (rep *Report) WriteTable(w io.Writer) {
 	default:
 		how := "1 call per agent"
 		switch {
+		case rep.Tools && rep.CallsPerAgent.Low == rep.CallsPerAgent.High:
+			how = fmt.Sprintf("%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.MaxTurns)
 		case rep.Tools:
 			how = fmt.Sprintf("%d-%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.CallsPerAgent.High, rep.MaxTurns)
 		case rep.Pack:
 			how = fmt.Sprintf("packed calls of up to %d agents, each sending the shared prefix once", rep.PackSize)
 		}
 		fmt.Fprintf(w, "method: output schema, no model call: answers of %s-%s tokens, %s\n", thousands(rep.AnswerTokens.Low), thousands(rep.AnswerTokens.High), how)
+	}
+	if rep.Tokenizer != "" {
+		fmt.Fprintf(w, "tokens counted by: %s\n", rep.Tokenizer)
 	}
 	fmt.Fprintln(w)
 	row := func(name string, s Span) {
@@ -44,6 +49,10 @@ func (rep *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "%-22s %14s %14s %14s\n", "cost", dollars(rep.Cost.Estimate), dollars(rep.Cost.Low), dollars(rep.Cost.High))
 	}
 	fmt.Fprintln(w)
+	if rep.Method != "sample" {
+		fmt.Fprintln(w, "low, high: the run with the shortest and with the longest answers and")
+		fmt.Fprintln(w, "conversations; estimate: a typical run (see run --help)")
+	}
 	if rep.Price == nil {
 		fmt.Fprintln(w, rep.UnknownPrice)
 		return

@@ -19,6 +19,7 @@ const perMessage = 4
 // Counter counts a request's prompt tokens. It is safe for concurrent use.
 type Counter struct {
 	codec tokenizer.Codec
+	known bool // the tokenizer knows the model: codec is its own vocabulary
 }
 
 // New returns a Counter for model: its own vocabulary when the tokenizer
@@ -26,13 +27,21 @@ type Counter struct {
 // other modern models whose exact count the backend reports afterwards.
 func New(model string) (*Counter, error) {
 	codec, err := tokenizer.ForModel(tokenizer.Model(model))
-	if err != nil {
-		if codec, err = tokenizer.Get(tokenizer.O200kBase); err != nil {
-			return nil, fmt.Errorf("tokens: %w", err)
-		}
+	if err == nil {
+		return &Counter{codec: codec, known: true}, nil
+	}
+	if codec, err = tokenizer.Get(tokenizer.O200kBase); err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	return &Counter{codec: codec}, nil
 }
+
+// Encoding names the vocabulary c counts with, such as "o200k_base".
+func (c *Counter) Encoding() string { return c.codec.GetName() }
+
+// Known reports whether the vocabulary is the model's own (an OpenAI
+// model the tokenizer knows) rather than o200k_base standing in for it.
+func (c *Counter) Known() bool { return c.known }
 
 // Count returns the prompt tokens of req: every message's text and tool
 // calls, the tool definitions, and a small framing overhead per message.

@@ -58,3 +58,24 @@ func TestUnknownModelFallsBack(t *testing.T) {
 		t.Errorf("Count(100 sentences) = %d, want %d", got, want)
 	}
 }
+
+// TestEncoding: a known model counts with its own vocabulary, another with
+// o200k_base standing in, and Encoding and Known say which.
+func TestEncoding(t *testing.T) {
+	for _, tt := range []struct {
+		model, encoding string
+		known           bool
+	}{
+		{"gpt-4o", "o200k_base", true},
+		{"gpt-4", "cl100k_base", true},
+		{"llama-3.1-8b", "o200k_base", false},
+	} {
+		c, err := tokens.New(tt.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Encoding() != tt.encoding || c.Known() != tt.known {
+			t.Errorf("New(%q): Encoding %q, Known %v; want %q, %v", tt.model, c.Encoding(), c.Known(), tt.encoding, tt.known)
+		}
+	}
+}
