@@ -26,10 +26,18 @@ type Config struct {
 	// Defaults to DefaultEvery.
 	Every time.Duration
 	// LogEvery is how often a display off a terminal prints a line (each
-	// ending with a newline). Defaults to 0: none, the caller's summary
-	// alone is printed.
+	// ending with a newline, with no carriage return or escape sequence).
+	// Defaults to 0: none, the caller's summary alone is printed.
 	LogEvery time.Duration
+	// LogFirst is when a display off a terminal prints its first line, so
+	// that a short run's log shows it started. Defaults to
+	// DefaultLogFirst, or LogEvery when that is shorter.
+	LogFirst time.Duration
 }
+
+// DefaultLogFirst is when a display off a terminal prints its first line
+// (Config.LogFirst).
+const DefaultLogFirst = 3 * time.Second
 
 // Display draws a run's progress from Start to Stop: a live line on a
 // terminal, or periodic lines elsewhere. It owns its goroutines (and
@@ -68,16 +76,20 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 	begin := time.Now()
 	if live == nil {
 		if c.LogEvery > 0 {
+			if c.LogFirst <= 0 {
+				c.LogFirst = min(DefaultLogFirst, c.LogEvery)
+			}
 			d.wg.Go(func() {
-				tick := time.NewTicker(c.LogEvery)
-				defer tick.Stop()
+				next := time.NewTimer(c.LogFirst)
+				defer next.Stop()
 				for {
 					select {
 					case <-d.done:
 						return
-					case <-tick.C:
+					case <-next.C:
 					}
 					fmt.Fprintln(w, c.Source().Line(time.Since(begin)))
+					next.Reset(c.LogEvery)
 				}
 			})
 		}
@@ -92,16 +104,18 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 	}
 	d.p = mpb.New(opts...)
 	var snap atomic.Pointer[Counters]
-	text := decor.Any(func(decor.Statistics) string { return snap.Load().Line(time.Since(begin)) })
+	// The line, bar included, is the one decorator's: fitted to the
+	// terminal's width as read at each redraw, one column spare so that
+	// no terminal wraps it.
+	text := decor.Any(func(st decor.Statistics) string {
+		return snap.Load().Fit(time.Since(begin), max(st.AvailableWidth-1, 1))
+	})
 	// Made with no total, the bar never completes by itself (Stop removes
-	// it); its total, once known, only sizes the filler.
-	d.bar = d.p.New(0, barIfTotal{mpb.BarStyle().Build()}, mpb.AppendDecorators(text), mpb.BarWidth(24))
+	// it).
+	d.bar = d.p.New(0, mpb.NopStyle(), mpb.AppendDecorators(text), mpb.BarFillerTrim())
 	set := func(cs Counters) {
 		snap.Store(&cs)
-		if cs.Total > 0 {
-			d.bar.SetTotal(cs.Total, false)
-		}
-		d.bar.SetCurrent(cs.Done)
+		d.bar.SetCurrent(cs.Done) // a change to redraw
 	}
 	set(c.Source())
 	if rw, ok := w.(*Writer); ok {
@@ -141,18 +155,4 @@ func (d *Display) Stop() {
 			d.p.Wait()
 		}
 	})
-}
-
-// barIfTotal draws its bar only once the total is known.
-type barIfTotal struct{ bar mpb.BarFiller }
-
-// Build returns b: it is its own mpb.BarFillerBuilder.
-func (b barIfTotal) Build() mpb.BarFiller { return b }
-
-// Fill draws the bar when st has a total, else nothing.
-func (b barIfTotal) Fill(w io.Writer, st decor.Statistics) error {
-	if st.Total <= 0 {
-		return nil
-	}
-	return b.bar.Fill(w, st)
 }
