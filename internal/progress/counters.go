@@ -59,8 +59,8 @@ func (c Counters) Line(elapsed time.Duration) string {
 // first, then the failed ones and the cost, then the run's internals and
 // the tokens while the width allows. When the full line is too wide it
 // narrows step by step: the tokens and the internals go first (the last
-// first), then the label; the cost and the rate are abbreviated; the bar
-// shrinks, then goes; the rate, the cost, the failed count and done of
+// first), then the label; the cost and the rate are abbreviated (the
+// cost to the amount spent); the bar shrinks, then goes; the rate, the cost, the failed count and done of
 // total go last.
 // The percentage and the ETA stay while any room is left: the result is
 // never wider than width (truncated with "…" when even they do not fit).
@@ -102,8 +102,8 @@ var narrowings = []func(l *layout){
 	func(l *layout) { l.shortCost = true },
 	func(l *layout) { l.shortRate = true },
 	func(l *layout) { l.failedIf = true },
-	func(l *layout) { l.noBar = true },
 	func(l *layout) { l.bareCost = true },
+	func(l *layout) { l.noBar = true },
 	func(l *layout) { l.noRate = true },
 	func(l *layout) { l.noCost = true },
 	func(l *layout) { l.noFailed = true },

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,8 @@ type Display struct {
 	routed *Writer // the Writer whose writes go through p; nil: none
 	done   chan struct{}
 	wg     sync.WaitGroup
-	once   sync.Once
+	once   sync.Once // ends the live line once
+	stop   sync.Once // stops once
 }
 
 // Start draws c's counters on w until Stop. When w (or, w being a Writer,
@@ -122,6 +124,19 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 		rw.route(d.p)
 		d.routed = rw
 	}
+	// Ctrl-C ends the live line at once, before the command's own handler
+	// prints that it stops: the terminal echoes "^C" and drops what it had
+	// not yet drawn of the line, which a redraw would leave in pieces.
+	sigs := make(chan os.Signal, 1) // one is enough: the line ends at the first
+	signal.Notify(sigs, os.Interrupt)
+	d.wg.Go(func() {
+		defer signal.Stop(sigs)
+		select {
+		case <-d.done:
+		case <-sigs:
+			d.end(live)
+		}
+	})
 	d.wg.Go(func() {
 		tick := time.NewTicker(c.Every)
 		defer tick.Stop()
@@ -140,19 +155,36 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 // Live reports whether d draws a live line (its stream is a terminal).
 func (d *Display) Live() bool { return d.p != nil }
 
-// Stop ends d's goroutines and removes the live line; writes to the
-// Writer go to the stream again. It prints no last line: the caller
-// prints its summary. Calls after the first do nothing.
+// Stop ends d's goroutines and removes the live line (a SIGINT removes it
+// sooner); writes to the Writer go to the stream again. It prints no last
+// line: the caller prints its summary. Calls after the first do nothing.
 func (d *Display) Stop() {
-	d.once.Do(func() {
-		if d.routed != nil {
-			d.routed.route(nil)
-		}
+	d.stop.Do(func() {
 		close(d.done)
 		d.wg.Wait()
-		if d.p != nil {
-			d.bar.Abort(true)
-			d.p.Wait()
+		d.end(nil)
+	})
+}
+
+// end removes the live line (if any) and sends the Writer's writes to the
+// stream again; then, with live not nil, clears the line the cursor is on
+// (where the terminal echoed "^C"). The writes to the Writer meanwhile
+// wait. Calls after the first do nothing.
+func (d *Display) end(live io.Writer) {
+	d.once.Do(func() {
+		remove := func() {
+			if d.p != nil {
+				d.bar.Abort(true)
+				d.p.Wait()
+			}
+			if live != nil {
+				_, _ = io.WriteString(live, "\r\x1b[K")
+			}
 		}
+		if d.routed != nil {
+			d.routed.unrouteAfter(remove)
+			return
+		}
+		remove()
 	})
 }
