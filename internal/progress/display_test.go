@@ -254,3 +254,21 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressFirstLineSoon: off a terminal, the first plain line comes
+// at LogFirst, long before LogEvery, so that a short run's log shows it
+// started.
+func TestProgressFirstLineSoon(t *testing.T) {
+	var out syncBuffer
+	d := Start(&out, Config{LogEvery: time.Hour, LogFirst: 10 * time.Millisecond, Source: func() Counters {
+		return Counters{Done: 5, Total: 10, Unit: "agents"}
+	}})
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.Stop()
+	if got := out.String(); !strings.HasPrefix(got, "50% 5/10 · ") || strings.Count(got, "\n") != 1 {
+		t.Errorf("output = %q, want one plain line with the percentage", got)
+	}
+}
