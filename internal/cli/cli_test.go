@@ -100,7 +100,7 @@ func TestRunExample(t *testing.T) {
 	if len(lines) != 6 || len(seen) != 6 {
 		t.Errorf("got %d lines for %d distinct inputs, want 6 and 6", len(lines), len(seen))
 	}
-	for _, want := range []string{"6 results", "ok 6 · failed 0", "tool calls requested 6, executed 6", "6 lines"} {
+	for _, want := range []string{"6 results", "ok 6 · failed 0", "tool calls: requested 6, executed 6", "6 lines"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr)
 		}

@@ -42,25 +42,35 @@ func coordCounters(ctx context.Context, q *queue.Client, name string, s queue.Co
 		Total: int64(total), Unit: "agents", Usage: s.Usage, HasUsage: true,
 		Parts: []string{fmt.Sprintf("enqueued %d", s.Enqueued), fmt.Sprintf("workers %d alive, %d agents held", alive, held)}}
 	if price.Known {
-		c.Cost = fmt.Sprintf("$%.4f", price.Price.Cost(s.Usage)) // the lines written this time
+		c.Cost, c.CostKnown = price.Price.Cost(s.Usage), true // the lines written this time
 	}
 	return c
 }
 
 // writeCoordSummary prints the summary of the results a coordinator collected
-// (s) in wall; the output at outPath holds s.Written lines.
-func writeCoordSummary(w io.Writer, name string, wall time.Duration, s queue.CoordinatorStats, outPath string) {
+// (s) in wall, as a table (progress.Table) fitted to w's width when w is a
+// terminal; the output at outPath holds s.Written lines; cost is the cost
+// row's value.
+func writeCoordSummary(w io.Writer, name string, wall time.Duration, s queue.CoordinatorStats, outPath, cost string) {
 	n := s.OK + s.Failed
-	fmt.Fprintf(w, "batchagent: %s: %d results collected in %s (%.1f agents/s); %d in the output\n", name, n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), s.Written)
-	fmt.Fprintf(w, "  ok %d · failed %d", s.OK, s.Failed)
+	heading := fmt.Sprintf("batchagent: %s: %d results collected in %s (%.1f agents/s); %d in the output", name, n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), s.Written)
+	var t progress.Table
+	agents := fmt.Sprintf("ok %d · failed %d", s.OK, s.Failed)
 	if len(s.FailedByKind) > 0 {
 		var kinds []string
 		for _, k := range slices.Sorted(maps.Keys(s.FailedByKind)) {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.FailedByKind[k]))
 		}
-		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+		agents += fmt.Sprintf(" (%s)", strings.Join(kinds, ", "))
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  model calls %d · turns %d · tool calls %d · tokens: prompt %s · completion %s\n", s.ModelCalls, s.Turns, s.ToolCalls, progress.Count(s.Usage.PromptTokens), progress.Count(s.Usage.CompletionTokens))
-	fmt.Fprintf(w, "  results: %s\n", outPath)
+	t.Add("agents", "%s", agents)
+	t.Add("model calls", "%d · turns %d", s.ModelCalls, s.Turns)
+	t.Add("tool calls", "%d", s.ToolCalls)
+	t.Add("tokens", "prompt %s · completion %s", progress.Count(s.Usage.PromptTokens), progress.Count(s.Usage.CompletionTokens))
+	if cost != "" {
+		t.Add("cost", "%s", cost)
+	}
+	t.Add("results", "%s", outPath)
+	// A summary that cannot be written has nowhere else to go.
+	_ = t.Write(w, heading, progress.Width(w))
 }

@@ -264,8 +264,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	}
 	sum := c.Stats()
 	if !f.quiet {
-		writeCoordSummary(stderr, name, time.Since(begin), sum, outPath)
-		fmt.Fprintf(stderr, "  %s\n", price.Summary(sum.Usage))
+		writeCoordSummary(stderr, name, time.Since(begin), sum, outPath, strings.TrimPrefix(price.Summary(sum.Usage), "cost: "))
 	}
 	switch {
 	case runErr != nil:

@@ -64,7 +64,7 @@ func TestRunReportsCost(t *testing.T) {
 		sum += *l.Cost
 		usage = usage.Add(l.Usage)
 	}
-	m := regexp.MustCompile(`(?m)^  cost: \$([0-9.]+) \(prices: file\)$`).FindStringSubmatch(stderr)
+	m := regexp.MustCompile(`(?m)^ +cost: \$([0-9.]+) \(prices: file\)$`).FindStringSubmatch(stderr)
 	if m == nil {
 		t.Fatalf("summary has no cost line from the file's prices:\n%s", stderr)
 	}
@@ -96,7 +96,7 @@ func TestRunCostUnknown(t *testing.T) {
 			t.Errorf("line %d has cost %v, want none: the price is unknown", l.Index, *l.Cost)
 		}
 	}
-	if want := "  cost: unknown (no price for model no-such-model)\n"; !strings.Contains(stderr, want) {
+	if want := " cost: unknown (no price for model no-such-model)\n"; !strings.Contains(stderr, want) {
 		t.Errorf("summary lacks %q:\n%s", want, stderr)
 	}
 }

@@ -134,7 +134,7 @@ tools:
 	// 40 lookups of 5 keys arriving within the batch window: far fewer
 	// executions than calls.
 	var req, exec int
-	if _, err := fmt.Sscanf(stderr[strings.Index(stderr, "tool calls requested"):], "tool calls requested %d, executed %d", &req, &exec); err != nil {
+	if _, err := fmt.Sscanf(stderr[strings.Index(stderr, "tool calls: requested"):], "tool calls: requested %d, executed %d", &req, &exec); err != nil {
 		t.Fatalf("summary: %v\n%s", err, stderr)
 	}
 	if req != 40 || exec > 3 {

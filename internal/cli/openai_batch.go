@@ -14,9 +14,11 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/batchagent/batchagent/internal/openaibatch"
 	"github.com/batchagent/batchagent/internal/outfile"
+	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/server"
 	"github.com/batchagent/batchagent/server/batchapi"
@@ -136,7 +138,7 @@ func runOpenAIBatch(ctx context.Context, f batchFlags, logger *slog.Logger, stde
 		return fail(exitFailed, "%v", err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(stderr, "batch %s %s: %d completed, %d failed of %d\n", b.ID, b.Status, b.RequestCounts.Completed, b.RequestCounts.Failed, b.RequestCounts.Total)
+		writeBatchSummary(stderr, b, in.Models, f.out)
 	}
 	if b.Status == "failed" {
 		for _, e := range b.Errors.Data {
@@ -203,4 +205,29 @@ func (s *batchShown) stop() {
 	if s != nil {
 		s.d.Stop()
 	}
+}
+
+// writeBatchSummary prints the summary of the ended batch b, run over the
+// requests naming models, whose results are at outPath: its counts, then
+// a table (progress.Table) of its tokens and their cost at the built-in
+// table's price of its model, fitted to w's width when w is a terminal.
+func writeBatchSummary(w io.Writer, b openaibatch.Batch, models []string, outPath string) {
+	rc := b.RequestCounts
+	heading := fmt.Sprintf("batch %s %s: %d completed, %d failed of %d", b.ID, b.Status, rc.Completed, rc.Failed, rc.Total)
+	var t progress.Table
+	if b.Usage != nil {
+		u := b.Usage.LLM()
+		t.Add("tokens", "prompt %s (cached %s) · completion %s", progress.Count(u.PromptTokens), progress.Count(u.CachedTokens), progress.Count(u.CompletionTokens))
+		switch p, ok := prices.Lookup(b.Model); {
+		case len(models) > 1:
+			t.Add("cost", "unknown (the requests name %d models; the results' usage has each line's tokens)", len(models))
+		case ok:
+			t.Add("cost", "%s", strings.TrimPrefix(estimate.Price{Price: p, Known: true, Source: "table dated " + prices.Dated}.Summary(u), "cost: "))
+		default:
+			t.Add("cost", "%s", strings.TrimPrefix(estimate.Price{Model: b.Model}.Summary(u), "cost: "))
+		}
+	}
+	t.Add("results", "%s", outPath)
+	// A summary that cannot be written has nowhere else to go.
+	_ = t.Write(w, heading, progress.Width(w))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,8 +110,17 @@ func TestRunOpenAIBatchLinesOffTerminal(t *testing.T) {
 			t.Errorf("line %d holds more than one report: %q", i+1, l)
 		}
 	}
-	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "batch batch_") || !strings.HasSuffix(last, fmt.Sprintf(" completed: %d completed, 0 failed of %d", n, n)) {
-		t.Errorf("last line %q, want the batch's final counts alone", last)
+	// The summary: the final counts on a line of their own, then the
+	// tokens, their cost (the model "m" has no price) and the results.
+	if len(lines) < 4 {
+		t.Fatalf("stderr = %q, want the final counts and a summary", stderr)
+	}
+	summary := lines[len(lines)-4:]
+	if h := summary[0]; !strings.HasPrefix(h, "batch batch_") || !strings.HasSuffix(h, fmt.Sprintf(" completed: %d completed, 0 failed of %d", n, n)) {
+		t.Errorf("summary heading %q, want the batch's final counts alone", h)
+	}
+	if !regexp.MustCompile(`^ +tokens: prompt [1-9][0-9.k]* \(cached [0-9.k]+\) · completion [1-9][0-9.k]*$`).MatchString(summary[1]) ||
+		summary[2] != "     cost: unknown (no price for model m)" || summary[3] != "  results: "+out {
+		t.Errorf("summary:\n%s\nwant the tokens, an unknown cost and the results file", strings.Join(summary, "\n"))
 	}
 }

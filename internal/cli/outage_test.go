@@ -252,7 +252,7 @@ func TestRunWrongBackendURLFailsFast(t *testing.T) {
 	if took > 3*time.Second {
 		t.Errorf("run took %v, want it stopped within about a second of the first refused connection", took)
 	}
-	if !strings.Contains(stderr, "model calls 0 (") || !strings.Contains(stderr, "none answered by the server") {
+	if !strings.Contains(stderr, "model calls: 0 (") || !strings.Contains(stderr, "none answered by the server") {
 		t.Errorf("summary:\n%s\nwant model calls 0, the attempts counted apart as not answered", stderr)
 	}
 }

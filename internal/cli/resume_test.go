@@ -182,7 +182,7 @@ func TestResumeRefusesChangedJob(t *testing.T) {
 	restored := fmt.Sprintf("%d results in ", resumeInputs)
 	if code != 0 || !strings.Contains(stderr, restored) ||
 		!strings.Contains(stderr, fmt.Sprintf("(%d restored from the state file; 0 run, 0.0 agents/s)", resumeInputs)) ||
-		!strings.Contains(stderr, "model calls 0 · turns 0 · tool calls requested 0, executed 0") {
+		!strings.Contains(stderr, "model calls: 0 · turns 0\n") || !strings.Contains(stderr, "tool calls: requested 0, executed 0") {
 		t.Errorf("rerun of a finished job: exit %d, summary:\n%s\nwant %d restored, 0 run, no model calls", code, stderr, resumeInputs)
 	}
 	b, _ := os.ReadFile(job)

@@ -11,22 +11,32 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/progress"
+	"github.com/batchagent/batchagent/tool"
 )
 
+// reporterLogEvery is how often a run whose stderr is not a terminal
+// prints its progress line (the first after progress.DefaultLogFirst).
+const reporterLogEvery = 10 * time.Second
+
 // startReporter draws the run's progress on w until the caller stops it:
-// a live line on a terminal only (elsewhere the summary alone is printed),
-// with the cost so far at price.
+// a live line on a terminal, elsewhere a plain line every
+// reporterLogEvery, with the cost so far at price.
 func startReporter(e *batchagent.Engine, total int, w io.Writer, price estimate.Price) *progress.Display {
-	return progress.Start(w, progress.Config{Source: func() progress.Counters { return runCounters(e.Stats(), total, price) }})
+	return progress.Start(w, progress.Config{LogEvery: reporterLogEvery, Source: func() progress.Counters { return runCounters(e.Stats(), total, price) }})
 }
 
 // runCounters is what the progress line says of an engine's stats: done
-// and failed of total (0: unknown), agents admitted, model calls in flight
-// (with the concurrency limit), tokens and the cost at price.
+// and failed of total (0: unknown), the cost at price, agents admitted,
+// model calls in flight (with the concurrency limit) and tokens.
 func runCounters(st batchagent.Stats, total int, price estimate.Price) progress.Counters {
 	c := progress.Counters{Done: st.Done, Failed: st.Failed, Restored: st.Restored, Total: int64(max(total, 0)), Unit: "agents",
-		Parts: []string{fmt.Sprintf("agents %d", st.Started-st.Done)}, Usage: st.Usage, HasUsage: true,
-		Cost: strings.TrimPrefix(price.Progress(st, total), " · ")}
+		Parts: []string{fmt.Sprintf("agents %d", st.Started-st.Done)}, Usage: st.Usage, HasUsage: true}
+	if spent, projected, ok := price.Projection(st, total); price.Known {
+		c.Cost, c.CostKnown = spent, true
+		if ok {
+			c.Projected = projected
+		}
+	}
 	// Calls in flight are counted where admission gates them (a limit,
 	// rate limits, a hosted backend); an ungated run has no such count.
 	if st.Limit > 0 || st.Inflight > 0 || st.Waiting > 0 {
@@ -42,46 +52,84 @@ func runCounters(st batchagent.Stats, total int, price estimate.Price) progress.
 	return c
 }
 
-// writeSummary prints the end-of-run summary.
-// limitSource says where the limit on model calls in flight comes from
-// (config.ConcurrencySource).
-func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Duration, notWritten, written int, outPath, limitSource string) {
+// summary is what the end-of-run summary reports.
+type summary struct {
+	name       string           // the job's
+	st         batchagent.Stats // the engine's at the end
+	wall       time.Duration    // how long the run took
+	notWritten int              // agents stopped mid-flight or unsaved: not results
+	written    int              // lines written to the output this run
+	outPath    string           // the output; "" for stdout
+	// limitSource says where the limit on model calls in flight comes
+	// from (config.ConcurrencySource).
+	limitSource string
+	cost        string // the cost row's value (estimate.Price.Summary without "cost: ")
+	state       string // the state row's value; "" for none
+}
+
+// writeSummary prints the end-of-run summary as a table (progress.Table)
+// fitted to w's width when w is a terminal.
+func writeSummary(w io.Writer, s summary) {
+	st := s.st
 	// Agents this run finished: the agents stopped mid-flight by an
 	// interrupt are delivered (canceled) but did not finish.
-	ran := st.Done - st.Restored - int64(notWritten)
-	fmt.Fprintf(w, "batchagent: %s: %d results in %s (", name, st.Done-int64(notWritten), wall.Round(time.Millisecond))
+	ran := st.Done - st.Restored - int64(s.notWritten)
+	heading := fmt.Sprintf("batchagent: %s: %d results in %s (", s.name, st.Done-int64(s.notWritten), s.wall.Round(time.Millisecond))
 	if st.Restored > 0 {
-		fmt.Fprintf(w, "%d restored from the state file; %d run, ", st.Restored, ran)
+		heading += fmt.Sprintf("%d restored from the state file; %d run, ", st.Restored, ran)
 	}
-	fmt.Fprintf(w, "%.1f agents/s)\n", float64(ran)/wall.Seconds())
-	fmt.Fprintf(w, "  ok %d · failed %d", st.OK, st.Failed-int64(notWritten))
+	heading += fmt.Sprintf("%.1f agents/s)", float64(ran)/s.wall.Seconds())
+	var t progress.Table
+	agents := fmt.Sprintf("ok %d · failed %d", st.OK, st.Failed-int64(s.notWritten))
 	var kinds []string
 	for _, k := range batchagent.Kinds {
 		n := st.ByKind[k]
 		if k == batchagent.KindCanceled {
-			n -= int64(notWritten)
+			n -= int64(s.notWritten)
 		}
 		if n > 0 {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}
 	}
 	if len(kinds) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+		agents += fmt.Sprintf(" (%s)", strings.Join(kinds, ", "))
 	}
-	fmt.Fprintln(w)
-	if notWritten > 0 {
-		fmt.Fprintf(w, "  interrupted: %d agents in flight were stopped and not written\n", notWritten)
+	t.Add("agents", "%s", agents)
+	tools := toolTotals(st)
+	var toolErrors int64
+	for _, tt := range tools {
+		toolErrors += tt.Errors
 	}
-	fmt.Fprintf(w, "  model calls %s · turns %d · tool calls requested %d, executed %d\n", modelCalls(st), st.Turns, st.ToolCalls, st.ToolExecuted)
-	if st.PackCalls > 0 || st.PackAlone > 0 {
-		fmt.Fprintf(w, "  packed: %d results from %d calls · %d ran alone\n", st.Packed, st.PackCalls, st.PackAlone)
+	if toolErrors > 0 {
+		v := fmt.Sprintf("%d of %d tool calls failed", toolErrors, st.ToolCalls)
+		if len(tools) > 1 {
+			var per []string
+			for _, tt := range tools {
+				if tt.Errors > 0 {
+					per = append(per, fmt.Sprintf("%s %d", tt.Name, tt.Errors))
+				}
+			}
+			v += fmt.Sprintf(" (%s)", strings.Join(per, ", "))
+		}
+		if s.state != "" {
+			v += "; see batchagent status --agent N"
+		}
+		t.Add("tool errors", "%s", v)
 	}
-	if len(st.Tools) > 1 {
-		for _, t := range st.Tools {
-			fmt.Fprintf(w, "    %s: requested %d, executed %d, coalesced %d, cache hits %d, errors %d\n", t.Name, t.Requested, t.Executed, t.Coalesced, t.CacheHits, t.Errors)
+	if s.notWritten > 0 {
+		t.Add("interrupted", "%d agents in flight were stopped and not written", s.notWritten)
+	}
+	t.Add("model calls", "%s · turns %d", modelCalls(st), st.Turns)
+	t.Add("tool calls", "requested %d, executed %d, errors %d", st.ToolCalls, st.ToolExecuted, toolErrors)
+	if len(tools) > 1 {
+		for _, tt := range tools {
+			t.Add(tt.Name, "requested %d, executed %d, coalesced %d, cache hits %d, errors %d", tt.Requested, tt.Executed, tt.Coalesced, tt.CacheHits, tt.Errors)
 		}
 	}
-	fmt.Fprintf(w, "  tokens: prompt %s (cached %s, %s) · completion %s\n", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
+	if st.PackCalls > 0 || st.PackAlone > 0 {
+		t.Add("packed", "%d results from %d calls · %d ran alone", st.Packed, st.PackCalls, st.PackAlone)
+	}
+	t.Add("tokens", "prompt %s (cached %s, %s) · completion %s", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
 		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
 	fellBack := false
 	for tier := range st.ByTier {
@@ -92,22 +140,53 @@ func writeSummary(w io.Writer, name string, st batchagent.Stats, wall time.Durat
 		for _, tier := range slices.Sorted(maps.Keys(st.ByTier)) {
 			tiers = append(tiers, fmt.Sprintf("tier %d: %d", tier, st.ByTier[tier]))
 		}
-		fmt.Fprintf(w, "  answered by %s · breaker changes %d\n", strings.Join(tiers, ", "), st.BreakerChanges)
+		t.Add("tiers", "answered by %s · breaker changes %d", strings.Join(tiers, ", "), st.BreakerChanges)
 	}
-	fmt.Fprintf(w, "  concurrency: %s\n", concurrencyLine(st, limitSource))
+	t.Add("concurrency", "%s", concurrencyLine(st, s.limitSource))
 	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 {
-		fmt.Fprintf(w, "  throttled calls %d · backpressure pauses %d", st.Throttles, st.Pauses)
+		v := fmt.Sprintf("%d calls · backpressure pauses %d", st.Throttles, st.Pauses)
 		if rl := st.RateLimits; rl.RPM > 0 || rl.TPM > 0 {
-			fmt.Fprintf(w, " · rate limits %d rpm, %d tpm", rl.RPM, rl.TPM)
+			v += fmt.Sprintf(" · rate limits %d rpm, %d tpm", rl.RPM, rl.TPM)
 		}
-		fmt.Fprintln(w)
+		t.Add("throttled", "%s", v)
 	}
-	if outPath != "" {
-		fmt.Fprintf(w, "  results: %s (%d lines written)\n", outPath, written)
+	if s.cost != "" {
+		t.Add("cost", "%s", s.cost)
+	}
+	if s.outPath != "" {
+		t.Add("results", "%s (%d lines written)", s.outPath, s.written)
 	}
 	if st.CheckpointErrors > 0 {
-		fmt.Fprintf(w, "  checkpoint: %d saves failed; those agents' progress may be redone on resume\n", st.CheckpointErrors)
+		t.Add("checkpoint", "%d saves failed; those agents' progress may be redone on resume", st.CheckpointErrors)
 	}
+	if s.state != "" {
+		t.Add("state", "%s", s.state)
+	}
+	// A summary that cannot be written has nowhere else to go.
+	_ = t.Write(w, heading, progress.Width(w))
+}
+
+// toolTotals sums st's per-tool counters by tool name (a name appears
+// once per live spec, and once more for the specs no longer in use), in
+// the order the names first appear.
+func toolTotals(st batchagent.Stats) []tool.Stats {
+	var out []tool.Stats
+	at := map[string]int{}
+	for _, ts := range st.Tools {
+		i, ok := at[ts.Name]
+		if !ok {
+			at[ts.Name] = len(out)
+			out = append(out, tool.Stats{Name: ts.Name})
+			i = len(out) - 1
+		}
+		o := &out[i]
+		o.Requested += ts.Requested
+		o.Executed += ts.Executed
+		o.Coalesced += ts.Coalesced
+		o.CacheHits += ts.CacheHits
+		o.Errors += ts.Errors
+	}
+	return out
 }
 
 // count renders a number compactly: 950, 12.3k, 4.5M.

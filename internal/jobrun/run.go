@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -173,18 +174,15 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	}
 	st := r.engine.Stats()
 	if !quiet {
-		writeSummary(stderr, r.name, st, time.Since(start), notWritten, r.out.Written(), r.outPath, r.limitSource)
-		fmt.Fprintf(stderr, "  %s\n", r.price.Summary(st.Usage))
-		if r.statePath != "" {
-			fmt.Fprintf(stderr, "  state: %s", r.statePath)
-			if r.resumedLines > 0 {
-				fmt.Fprintf(stderr, " (resumed: %d results were already in the output)", r.resumedLines)
-			}
-			if notWritten > 0 || ctx.Err() != nil || interrupted.Load() {
-				fmt.Fprint(stderr, "; run the same command again to resume")
-			}
-			fmt.Fprintln(stderr)
+		state := r.statePath
+		if state != "" && r.resumedLines > 0 {
+			state += fmt.Sprintf(" (resumed: %d results were already in the output)", r.resumedLines)
 		}
+		if state != "" && (notWritten > 0 || ctx.Err() != nil || interrupted.Load()) {
+			state += "; run the same command again to resume"
+		}
+		writeSummary(stderr, summary{name: r.name, st: st, wall: time.Since(start), notWritten: notWritten, written: r.out.Written(),
+			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state})
 	}
 	switch {
 	case writeErr != nil:

@@ -34,7 +34,7 @@ func (r *Run) handleSignals(interrupted *atomic.Bool, stderr io.Writer) func() {
 			return
 		}
 		interrupted.Store(true)
-		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight (up to %s; interrupt again to stop at once)\n", GracePeriod)
+		fmt.Fprintf(stderr, "\nbatchagent: stopping: finishing the turns in flight\n  (up to %s; interrupt again to stop at once)\n", GracePeriod)
 		ctx, stop := context.WithTimeout(context.Background(), GracePeriod)
 		defer stop()
 		shut := make(chan struct{})

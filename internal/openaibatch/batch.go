@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/server"
 )
 
@@ -75,10 +76,30 @@ type Batch struct {
 		Completed int64 `json:"completed"`
 		Failed    int64 `json:"failed"`
 	} `json:"request_counts"`
+	// Model is the model the requests name (the first line's).
+	Model string `json:"model"`
+	// Usage sums the tokens of the lines that succeeded; set once the
+	// batch has ended, nil before (and from an API that does not report
+	// it).
+	Usage *Usage `json:"usage"`
 	// Errors say why a failed batch failed.
 	Errors struct {
 		Data []LineError `json:"data"`
 	} `json:"errors"`
+}
+
+// Usage is a batch's token usage, as the Batch API reports it.
+type Usage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// LLM returns u as an llm.Usage.
+func (u Usage) LLM() llm.Usage {
+	return llm.Usage{PromptTokens: u.InputTokens, CachedTokens: u.InputTokensDetails.CachedTokens, CompletionTokens: u.OutputTokens}
 }
 
 // LineError is why a batch failed: what is wrong on which line of the

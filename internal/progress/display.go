@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,10 +27,18 @@ type Config struct {
 	// Defaults to DefaultEvery.
 	Every time.Duration
 	// LogEvery is how often a display off a terminal prints a line (each
-	// ending with a newline). Defaults to 0: none, the caller's summary
-	// alone is printed.
+	// ending with a newline, with no carriage return or escape sequence).
+	// Defaults to 0: none, the caller's summary alone is printed.
 	LogEvery time.Duration
+	// LogFirst is when a display off a terminal prints its first line, so
+	// that a short run's log shows it started. Defaults to
+	// DefaultLogFirst, or LogEvery when that is shorter.
+	LogFirst time.Duration
 }
+
+// DefaultLogFirst is when a display off a terminal prints its first line
+// (Config.LogFirst).
+const DefaultLogFirst = 3 * time.Second
 
 // Display draws a run's progress from Start to Stop: a live line on a
 // terminal, or periodic lines elsewhere. It owns its goroutines (and
@@ -40,7 +49,8 @@ type Display struct {
 	routed *Writer // the Writer whose writes go through p; nil: none
 	done   chan struct{}
 	wg     sync.WaitGroup
-	once   sync.Once
+	once   sync.Once // ends the live line once
+	stop   sync.Once // stops once
 }
 
 // Start draws c's counters on w until Stop. When w (or, w being a Writer,
@@ -68,16 +78,20 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 	begin := time.Now()
 	if live == nil {
 		if c.LogEvery > 0 {
+			if c.LogFirst <= 0 {
+				c.LogFirst = min(DefaultLogFirst, c.LogEvery)
+			}
 			d.wg.Go(func() {
-				tick := time.NewTicker(c.LogEvery)
-				defer tick.Stop()
+				next := time.NewTimer(c.LogFirst)
+				defer next.Stop()
 				for {
 					select {
 					case <-d.done:
 						return
-					case <-tick.C:
+					case <-next.C:
 					}
 					fmt.Fprintln(w, c.Source().Line(time.Since(begin)))
+					next.Reset(c.LogEvery)
 				}
 			})
 		}
@@ -92,22 +106,37 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 	}
 	d.p = mpb.New(opts...)
 	var snap atomic.Pointer[Counters]
-	text := decor.Any(func(decor.Statistics) string { return snap.Load().Line(time.Since(begin)) })
+	// The line, bar included, is the one decorator's: fitted to the
+	// terminal's width as read at each redraw, one column spare so that
+	// no terminal wraps it.
+	text := decor.Any(func(st decor.Statistics) string {
+		return snap.Load().Fit(time.Since(begin), max(st.AvailableWidth-1, 1))
+	})
 	// Made with no total, the bar never completes by itself (Stop removes
-	// it); its total, once known, only sizes the filler.
-	d.bar = d.p.New(0, barIfTotal{mpb.BarStyle().Build()}, mpb.AppendDecorators(text), mpb.BarWidth(24))
+	// it).
+	d.bar = d.p.New(0, mpb.NopStyle(), mpb.AppendDecorators(text), mpb.BarFillerTrim())
 	set := func(cs Counters) {
 		snap.Store(&cs)
-		if cs.Total > 0 {
-			d.bar.SetTotal(cs.Total, false)
-		}
-		d.bar.SetCurrent(cs.Done)
+		d.bar.SetCurrent(cs.Done) // a change to redraw
 	}
 	set(c.Source())
 	if rw, ok := w.(*Writer); ok {
 		rw.route(d.p)
 		d.routed = rw
 	}
+	// Ctrl-C ends the live line at once, before the command's own handler
+	// prints that it stops: the terminal echoes "^C" and drops what it had
+	// not yet drawn of the line, which a redraw would leave in pieces.
+	sigs := make(chan os.Signal, 1) // one is enough: the line ends at the first
+	signal.Notify(sigs, os.Interrupt)
+	d.wg.Go(func() {
+		defer signal.Stop(sigs)
+		select {
+		case <-d.done:
+		case <-sigs:
+			d.end(live)
+		}
+	})
 	d.wg.Go(func() {
 		tick := time.NewTicker(c.Every)
 		defer tick.Stop()
@@ -126,33 +155,36 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 // Live reports whether d draws a live line (its stream is a terminal).
 func (d *Display) Live() bool { return d.p != nil }
 
-// Stop ends d's goroutines and removes the live line; writes to the
-// Writer go to the stream again. It prints no last line: the caller
-// prints its summary. Calls after the first do nothing.
+// Stop ends d's goroutines and removes the live line (a SIGINT removes it
+// sooner); writes to the Writer go to the stream again. It prints no last
+// line: the caller prints its summary. Calls after the first do nothing.
 func (d *Display) Stop() {
-	d.once.Do(func() {
-		if d.routed != nil {
-			d.routed.route(nil)
-		}
+	d.stop.Do(func() {
 		close(d.done)
 		d.wg.Wait()
-		if d.p != nil {
-			d.bar.Abort(true)
-			d.p.Wait()
-		}
+		d.end(nil)
 	})
 }
 
-// barIfTotal draws its bar only once the total is known.
-type barIfTotal struct{ bar mpb.BarFiller }
-
-// Build returns b: it is its own mpb.BarFillerBuilder.
-func (b barIfTotal) Build() mpb.BarFiller { return b }
-
-// Fill draws the bar when st has a total, else nothing.
-func (b barIfTotal) Fill(w io.Writer, st decor.Statistics) error {
-	if st.Total <= 0 {
-		return nil
-	}
-	return b.bar.Fill(w, st)
+// end removes the live line (if any) and sends the Writer's writes to the
+// stream again; then, with live not nil, clears the line the cursor is on
+// (where the terminal echoed "^C"). The writes to the Writer meanwhile
+// wait. Calls after the first do nothing.
+func (d *Display) end(live io.Writer) {
+	d.once.Do(func() {
+		remove := func() {
+			if d.p != nil {
+				d.bar.Abort(true)
+				d.p.Wait()
+			}
+			if live != nil {
+				_, _ = io.WriteString(live, "\r\x1b[K")
+			}
+		}
+		if d.routed != nil {
+			d.routed.unrouteAfter(remove)
+			return
+		}
+		remove()
+	})
 }

@@ -73,7 +73,7 @@ func TestProgressFitsWidth(t *testing.T) {
 		if lines == 0 {
 			t.Errorf("width %d: nothing drawn", width)
 		}
-		if width >= 80 && !strings.Contains(text, "done 7/100000 · failed 1 · agents 33 · calls 12/16 (+3 waiting)") {
+		if width >= 200 && !strings.Contains(text, "failed 1 · agents 33 · calls 12/16 (+3 waiting)") {
 			t.Errorf("width %d: the line lacks its counts:\n%s", width, text)
 		}
 	}
@@ -108,7 +108,7 @@ func TestProgressLinesOffTerminal(t *testing.T) {
 		done++
 		return Counters{Label: "batch b1 in_progress", Done: done, Total: 1000, Unit: "requests"}
 	}})
-	for !strings.Contains(out.String(), "done 3/1000") {
+	for !strings.Contains(out.String(), " 3/1000 ") {
 		time.Sleep(5 * time.Millisecond)
 	}
 	d.Stop()
@@ -168,24 +168,80 @@ func TestProgressKeepsLogLines(t *testing.T) {
 	}
 }
 
-// TestLine: what a line says for each kind of run.
+// TestLine: what a plain line (off a terminal) says for each kind of
+// run: everything, no bar.
 func TestLine(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		c    Counters
 		want string
 	}{
-		{"nothing yet", Counters{}, "done 0 · failed 0 · 0.0 items/s"},
+		{"nothing yet", Counters{}, "done 0 · 0.0 items/s · failed 0"},
 		{"engine run", Counters{Done: 30, Failed: 2, Restored: 10, Total: 50, Unit: "agents", Parts: []string{"agents 4"},
-			HasUsage: true, Usage: llm.Usage{PromptTokens: 12_000, CompletionTokens: 400}, Cost: "$0.0100 so far"},
-			"done 30/50 · failed 2 · agents 4 · 2.0 agents/s · ETA 10s · tokens 12.4k · $0.0100 so far"},
+			HasUsage: true, Usage: llm.Usage{PromptTokens: 12_000, CompletionTokens: 400}, Cost: 0.01, CostKnown: true},
+			"60% 30/50 · 2.0 agents/s · ETA 10s · failed 2 · $0.0100 so far · agents 4 · tokens 12.4k"},
+		{"projected cost", Counters{Done: 10, Total: 40, Cost: 0.01, CostKnown: true, Projected: 0.04},
+			"25% 10/40 · 1.0 items/s · ETA 30s · failed 0 · $0.0100 so far · ~$0.0400 projected"},
 		{"estimated total", Counters{Label: "batchagent: job", Done: 10, Total: 40, Estimated: true},
-			"batchagent: job: done 10/~40 · failed 0 · 1.0 items/s · ETA 30s"},
+			"batchagent: job: 25% 10/~40 · 1.0 items/s · ETA 30s · failed 0"},
 		{"all done: no ETA", Counters{Label: "batch b in_progress", Done: 40, Total: 40, Unit: "requests"},
-			"batch b in_progress: done 40/40 · failed 0 · 4.0 requests/s"},
+			"batch b in_progress: 100% 40/40 · 4.0 requests/s · failed 0"},
 	} {
 		if got := tt.c.Line(10 * time.Second); got != tt.want {
 			t.Errorf("%s: Line = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestFit: the live line at 60, 80 and 200 columns (and narrower): the
+// percentage and the ETA first at every width, the cost next, the
+// internals only where they fit, never wider than the width.
+func TestFit(t *testing.T) {
+	c := Counters{Done: 4500, Failed: 3, Total: 10_000, Unit: "agents", Parts: []string{"agents 33 running", "calls 12/16 (+3 waiting)"},
+		HasUsage: true, Usage: llm.Usage{PromptTokens: 1_234_567, CompletionTokens: 45_000}, Cost: 0.1234, CostKnown: true, Projected: 0.2742}
+	const elapsed = 100 * time.Second // 45.0 agents/s, 5500 left: ETA 2m2s
+	for _, tt := range []struct {
+		width int
+		want  string
+	}{
+		{200, "[===========>----------------] 45% 4500/10000 · 45.0 agents/s · ETA 2m2s · failed 3 · $0.1234 so far · ~$0.2742 projected · agents 33 running · calls 12/16 (+3 waiting) · tokens 1.3M"},
+		{80, "[===>------] 45% 4500/10000 · 45.0/s · ETA 2m2s · failed 3 · $0.1234 (~$0.2742)"},
+		{60, "45% 4500/10000 · 45.0/s · ETA 2m2s · failed 3 · $0.1234"},
+		{40, "45% 4500/10000 · ETA 2m2s · failed 3"},
+		{30, "45% 4500/10000 · ETA 2m2s"},
+		{20, "45% · ETA 2m2s"},
+		{12, "45% · ETA 2…"},
+	} {
+		got := c.Fit(elapsed, tt.width)
+		if got != tt.want {
+			t.Errorf("Fit(%d) =\n%q\nwant\n%q", tt.width, got, tt.want)
+		}
+		if w := runewidth.StringWidth(got); w > tt.width {
+			t.Errorf("Fit(%d) is %d columns wide: %q", tt.width, w, got)
+		}
+	}
+	// Every width from 20 to 200 keeps the percentage and the ETA.
+	for width := 14; width <= 200; width++ {
+		got := c.Fit(elapsed, width)
+		if runewidth.StringWidth(got) > width || !strings.Contains(got, "45%") || !strings.Contains(got, "ETA 2m2s") {
+			t.Errorf("Fit(%d) = %q, want the percentage and the ETA within the width", width, got)
+		}
+	}
+	// An unknown total: the count and the rate, no percentage or ETA.
+	u := Counters{Done: 120, Unit: "agents", Parts: []string{"agents 4"}}
+	if got, want := u.Fit(10*time.Second, 60), "done 120 · 12.0 agents/s · failed 0 · agents 4"; got != want {
+		t.Errorf("Fit of an unknown total = %q, want %q", got, want)
+	}
+}
+
+// TestBar: the bar's filler at its ends and between.
+func TestBar(t *testing.T) {
+	for _, tt := range []struct {
+		done, total int64
+		want        string
+	}{{0, 10, "[--------]"}, {5, 10, "[===>----]"}, {10, 10, "[========]"}, {20, 10, "[========]"}} {
+		if got := Bar(tt.done, tt.total, 10); got != tt.want {
+			t.Errorf("Bar(%d, %d, 10) = %q, want %q", tt.done, tt.total, got, tt.want)
 		}
 	}
 }
@@ -196,5 +252,23 @@ func TestCount(t *testing.T) {
 		if got := Count(n); got != want {
 			t.Errorf("Count(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestProgressFirstLineSoon: off a terminal, the first plain line comes
+// at LogFirst, long before LogEvery, so that a short run's log shows it
+// started.
+func TestProgressFirstLineSoon(t *testing.T) {
+	var out syncBuffer
+	d := Start(&out, Config{LogEvery: time.Hour, LogFirst: 10 * time.Millisecond, Source: func() Counters {
+		return Counters{Done: 5, Total: 10, Unit: "agents"}
+	}})
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.Stop()
+	if got := out.String(); !strings.HasPrefix(got, "50% 5/10 · ") || strings.Count(got, "\n") != 1 {
+		t.Errorf("output = %q, want one plain line with the percentage", got)
 	}
 }

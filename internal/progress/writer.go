@@ -13,8 +13,8 @@ import (
 type Writer struct {
 	base io.Writer // the stream itself
 
-	mu  sync.Mutex // protects via
-	via io.Writer  // the live display while it is drawn; nil: base
+	mu  sync.RWMutex // protects via; held for reading while writing through it
+	via io.Writer    // the live display while it is drawn; nil: base
 }
 
 // NewWriter returns a Writer on base.
@@ -23,11 +23,10 @@ func NewWriter(base io.Writer) *Writer { return &Writer{base: base} }
 // Write writes p through the live display while there is one, else (or
 // once the display is gone) to the stream.
 func (w *Writer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	via := w.via
-	w.mu.Unlock()
-	if via != nil {
-		if n, err := via.Write(p); err == nil {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.via != nil {
+		if n, err := w.via.Write(p); err == nil {
 			return n, nil
 		}
 	}
@@ -42,6 +41,15 @@ func (w *Writer) route(via io.Writer) {
 	w.mu.Lock()
 	w.via = via
 	w.mu.Unlock()
+}
+
+// unrouteAfter holds w's writes back while it calls f, then sends them
+// to the stream again.
+func (w *Writer) unrouteAfter(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
+	w.via = nil
 }
 
 // Base returns the stream under w when w is a Writer, else w itself.
