@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +47,15 @@ func (r *Run) writes(o Options, statePath string) []outfile.File {
 		state.Subject, state.Fix = "state file", "pass --state with another name"
 	}
 	reduce := outfile.File{Subject: "reduce output", Object: "the reduce output", Path: r.reduceOut, Fix: "change the reduce step's output: in the job file"}
-	return []outfile.File{out, state, reduce}
+	files := []outfile.File{out, state, reduce}
+	if r.outPath != "" && outfile.FormatOf(r.outPath) != outfile.JSONL {
+		// A table output is written through a journal beside it.
+		journal := out
+		journal.Subject, journal.Object = out.Subject+" journal", out.Object+"'s journal"
+		journal.Path = outfile.JournalPath(r.outPath)
+		files = append(files, journal)
+	}
+	return files
 }
 
 // planOutput loads the run's saved states, where it has a checkpoint
@@ -92,13 +101,27 @@ func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
 // openResults opens where the results go, the output file (see
 // [outfile.Open]; plan is a resumed run's) or else stdout, discards the saved
 // states of the inputs whose lines plan drops, and sets up r's results
-// sink to skip the lines kept.
-func (r *Run) openResults(ctx context.Context, plan *outfile.Plan, ordered bool) error {
+// sink to skip the lines kept. An output named .csv or .parquet is a table
+// ([outfile.OpenTable]) whose output columns come from outputSchema, the
+// job's output schema: its result lines go to a journal beside it, and
+// the table is written from the journal when the run closes it.
+func (r *Run) openResults(ctx context.Context, plan *outfile.Plan, ordered bool, outputSchema json.RawMessage) error {
 	var (
 		w       io.Writer = r.stdout
 		written map[int]bool
 	)
-	if r.outPath != "" {
+	if format := outfile.FormatOf(r.outPath); r.outPath != "" && format != outfile.JSONL {
+		cols, err := outfile.Columns(outputSchema)
+		if err != nil {
+			return err
+		}
+		t, idx, err := outfile.OpenTable(r.outPath, format, cols, plan, r.total)
+		if err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		r.closers = append(r.closers, namedCloser{"output", t})
+		w, written = t, idx
+	} else if r.outPath != "" {
 		of, idx, err := outfile.Open(r.outPath, plan)
 		if err != nil {
 			return fmt.Errorf("output: %w", err)
