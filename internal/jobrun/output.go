@@ -73,7 +73,7 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 	if !resumed {
 		return nil, nil
 	}
-	in, closer, err := readInputs(inPath)
+	in, closer, err := readInputs(inPath, r.inputTypes())
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +85,14 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 	return outfile.NewPlan(states, chk, o.Ordered, o.RetryFailed), nil
 }
 
-// readInputs opens the inputs at path, in the format openInputs reads.
-func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
+// readInputs opens the inputs at path, in the format openInputs reads,
+// a CSV file's columns typed by types.
+func readInputs(path string, types map[string]string) (batchagent.Inputs, io.Closer, error) {
 	format, err := InputFormatOf(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	format = format.WithTypes(types)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputs: %w", err)

@@ -29,7 +29,7 @@ func (g orderedGroup) Fields() []parquet.Field { return g.fields }
 // cols: every column optional; index, turns and token counts int64, cost
 // double, error kind and message strings, the output's columns by their
 // type (integer int64, number double, boolean, string; JSON as a string
-// holding JSON).
+// holding compact JSON).
 func parquetSchema(cols []Column) *parquet.Schema {
 	names := header(cols)
 	nodes := map[string]parquet.Node{
@@ -61,9 +61,9 @@ func leafOf(typ string) parquet.Node {
 		return parquet.Leaf(parquet.DoubleType)
 	case TypeBoolean:
 		return parquet.Leaf(parquet.BooleanType)
-	case TypeJSON:
-		return parquet.JSON()
 	}
+	// JSON too: a string column holding JSON text, which every reader
+	// shows as text (Arrow reads the JSON logical type as bytes).
 	return parquet.String()
 }
 
