@@ -160,5 +160,5 @@ func InputFormatOf(path string) (InputFormat, error) {
 	case ".json":
 		return InputFormat{Decode: input.JSONArray, Count: input.CountJSONArray}, nil
 	}
-	return InputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl, .csv or .json (one array of objects) file", path)
+	return InputFormat{}, fmt.Errorf("inputs %s: unknown format: want a .jsonl or .csv file, or a .json file holding one array of objects", path)
 }
