@@ -298,6 +298,9 @@ func WriteTable(path string, format Format, cols []Column, journal string) (int,
 		err = fmt.Errorf("not a table format: %v", format)
 	}
 	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes 0600; a JSONL output is 0644 under the usual umask
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if err == nil {
