@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"math"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/job"
@@ -36,6 +40,27 @@ import (
 // The caller may stop the loop early. The sequence reads r as it goes and is
 // meant to be iterated once. It does not close r.
 func CSV(r io.Reader, source string) iter.Seq2[job.Input, error] {
+	return TypedCSV(r, source, nil)
+}
+
+// TypedCSV reads r as [CSV] does, but gives the values of the columns
+// named in types the JSON type given there, where the cell's text is
+// unambiguously a value of that type; every other cell stays a string.
+// The rule, applied to the cell's text exactly (no trimming):
+//
+//   - "integer": a decimal integer that fits in 64 bits, with an optional
+//     sign ("007" becomes 7, "-3" becomes -3), as a json.Number; "7.0",
+//     "1e3" and "" stay strings.
+//   - "number": a JSON number ("2.5", "-1e3"), or a decimal that is one
+//     but for leading zeros or a leading "+", as a json.Number of its
+//     value; "NaN", "Inf", "0x1F" and "" stay strings.
+//   - "boolean": "true" or "false" in any case, as a bool; "1", "yes" and
+//     "" stay strings.
+//
+// Other types in types are ignored. A nil or empty types reads as [CSV]
+// does. The map is read, not kept past the sequence, and must not change
+// while the sequence runs.
+func TypedCSV(r io.Reader, source string, types map[string]string) iter.Seq2[job.Input, error] {
 	return func(yield func(job.Input, error) bool) {
 		rs, err := newRecords(r)
 		if err != nil {
@@ -59,6 +84,11 @@ func CSV(r io.Reader, source string) iter.Seq2[job.Input, error] {
 			in := make(job.Input, len(rs.header))
 			for i, name := range rs.header {
 				in[name] = rec[i]
+				if t, ok := types[name]; ok {
+					if v, ok := typed(rec[i], t); ok {
+						in[name] = v
+					}
+				}
 			}
 			if !yield(in, nil) {
 				return
@@ -218,4 +248,37 @@ func parseError(pe *csv.ParseError) error {
 		return fmt.Errorf("invalid CSV at line %d, column %d: %w", pe.Line, pe.Column, pe.Err)
 	}
 	return fmt.Errorf("invalid CSV at column %d: %w", pe.Column, pe.Err)
+}
+
+// typed returns the value of the CSV cell s as a JSON value of type t (see
+// [TypedCSV]) and true, or false where s is not unambiguously one.
+func typed(s, t string) (any, bool) {
+	switch t {
+	case "integer":
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		return json.Number(strconv.FormatInt(i, 10)), true
+	case "number":
+		if s == "" || strings.ContainsAny(s, "xXpP_") {
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, false
+		}
+		if json.Valid([]byte(s)) {
+			return json.Number(s), true
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+	case "boolean":
+		switch strings.ToLower(s) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	return nil, false
 }

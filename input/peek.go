@@ -3,8 +3,11 @@ package input
 import (
 	"errors"
 	"io"
+	"iter"
 	"maps"
 	"slices"
+
+	"github.com/batchagent/batchagent/job"
 )
 
 // CSVHeader reads the header row of a CSV input, as [CSV] does (a byte
@@ -31,8 +34,14 @@ func CSVHeader(r io.Reader, source string) ([]string, error) {
 // is read again. If no row decodes, it returns the first *[Error] JSONL
 // yields, or an *Error for line 1 when the input holds no row at all.
 func JSONLFields(r io.Reader, source string) ([]string, error) {
+	return firstFields(JSONL(r, source), source)
+}
+
+// firstFields returns the sorted keys of the first row rows yields without
+// an error, else the first error, else an *Error for line 1.
+func firstFields(rows iter.Seq2[job.Input, error], source string) ([]string, error) {
 	var first error
-	for in, err := range JSONL(r, source) {
+	for in, err := range rows {
 		if err == nil {
 			keys := slices.AppendSeq(make([]string, 0, len(in)), maps.Keys(in))
 			slices.Sort(keys)

@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +47,15 @@ func (r *Run) writes(o Options, statePath string) []outfile.File {
 		state.Subject, state.Fix = "state file", "pass --state with another name"
 	}
 	reduce := outfile.File{Subject: "reduce output", Object: "the reduce output", Path: r.reduceOut, Fix: "change the reduce step's output: in the job file"}
-	return []outfile.File{out, state, reduce}
+	files := []outfile.File{out, state, reduce}
+	if r.outPath != "" && outfile.FormatOf(r.outPath) != outfile.JSONL {
+		// A table output is written through a journal beside it.
+		journal := out
+		journal.Subject, journal.Object = out.Subject+" journal", out.Object+"'s journal"
+		journal.Path = outfile.JournalPath(r.outPath)
+		files = append(files, journal)
+	}
+	return files
 }
 
 // planOutput loads the run's saved states, where it has a checkpoint
@@ -64,7 +73,7 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 	if !resumed {
 		return nil, nil
 	}
-	in, closer, err := readInputs(inPath)
+	in, closer, err := readInputs(inPath, r.inputTypes())
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +85,14 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 	return outfile.NewPlan(states, chk, o.Ordered, o.RetryFailed), nil
 }
 
-// readInputs opens the inputs at path, in the format openInputs reads.
-func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
+// readInputs opens the inputs at path, in the format openInputs reads,
+// a CSV file's columns typed by types.
+func readInputs(path string, types map[string]string) (batchagent.Inputs, io.Closer, error) {
 	format, err := InputFormatOf(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	format = format.WithTypes(types)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputs: %w", err)
@@ -92,13 +103,27 @@ func readInputs(path string) (batchagent.Inputs, io.Closer, error) {
 // openResults opens where the results go, the output file (see
 // [outfile.Open]; plan is a resumed run's) or else stdout, discards the saved
 // states of the inputs whose lines plan drops, and sets up r's results
-// sink to skip the lines kept.
-func (r *Run) openResults(ctx context.Context, plan *outfile.Plan, ordered bool) error {
+// sink to skip the lines kept. An output named .csv or .parquet is a table
+// ([outfile.OpenTable]) whose output columns come from outputSchema, the
+// job's output schema: its result lines go to a journal beside it, and
+// the table is written from the journal when the run closes it.
+func (r *Run) openResults(ctx context.Context, plan *outfile.Plan, ordered bool, outputSchema json.RawMessage) error {
 	var (
 		w       io.Writer = r.stdout
 		written map[int]bool
 	)
-	if r.outPath != "" {
+	if format := outfile.FormatOf(r.outPath); r.outPath != "" && format != outfile.JSONL {
+		cols, err := outfile.Columns(outputSchema)
+		if err != nil {
+			return err
+		}
+		t, idx, err := outfile.OpenTable(r.outPath, format, cols, plan, r.total)
+		if err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		r.closers = append(r.closers, namedCloser{"output", t})
+		w, written = t, idx
+	} else if r.outPath != "" {
 		of, idx, err := outfile.Open(r.outPath, plan)
 		if err != nil {
 			return fmt.Errorf("output: %w", err)

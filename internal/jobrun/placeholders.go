@@ -15,7 +15,7 @@ import (
 // task template whose fields the inputs at inPath lack: the names of a CSV
 // file's header, or the keys of the first object of a JSONL file. Without
 // it, a misspelt placeholder fails every input with the same template
-// error. It reopens the file and reads only as far as it needs. An input
+// error (or, for a .json array, the first element). It reopens the file and reads only as far as it needs. An input
 // file it cannot read or decode passes: the run reports that as it reads.
 func CheckPlaceholders(jobPath, task, inPath string) error {
 	tmpl, err := job.ParseTemplate(task)
@@ -36,6 +36,11 @@ func CheckPlaceholders(jobPath, task, inPath string) error {
 			return nil
 		}
 		where = "the header of " + name
+	case ".json":
+		if have, err = input.JSONArrayFields(f, name); err != nil {
+			return nil // no element decodes: each fails on its own
+		}
+		where = "the first element of " + name
 	default:
 		if have, err = input.JSONLFields(f, name); err != nil {
 			return nil // no object decodes: each line fails on its own

@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 	if err != nil {
 		return nil, err
 	}
-	if err := r.openResults(ctx, plan, o.Ordered); err != nil {
+	if err := r.openResults(ctx, plan, o.Ordered, cj.Def.OutputSchema); err != nil {
 		return nil, err
 	}
 	ok = true

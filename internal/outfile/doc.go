@@ -8,6 +8,16 @@
 // job has a price; [AppendCost] prices a line written elsewhere (a
 // worker's).
 //
+// # Tables
+//
+// An output named .csv or .parquet ([FormatOf]) is a [Table]: one row per
+// input, in input order, with the index, one column per top-level
+// property of the output schema ([Columns]; typed in Parquet), the error
+// kind and message, turns, token counts and cost. Its results go as
+// lines to a journal beside it ([JournalPath]), which resumes exactly as
+// a JSONL output does; [OpenTable]'s Close writes the table from the
+// journal to a temporary file renamed over it ([WriteTable]).
+//
 // # Before the run
 //
 // [CheckFiles] refuses a run whose output, state file or reduce output is

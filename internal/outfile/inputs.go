@@ -80,8 +80,11 @@ func inputLine(path string, i int) int {
 	}
 	defer f.Close()
 	lineOf := input.LineJSONL
-	if strings.ToLower(filepath.Ext(path)) == ".csv" {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv":
 		lineOf = input.LineCSV
+	case ".json":
+		lineOf = input.LineJSONArray
 	}
 	line, err := lineOf(f, i)
 	if err != nil {
