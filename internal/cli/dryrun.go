@@ -181,7 +181,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 	}
 	d.est, err = estimate.New(estimate.Config{
 		Name: d.job.Name, Path: path, Spec: d.job.Spec, Model: d.job.Model, Price: d.job.Price, Inputs: d.inPath,
-		Backend: d.job.Backend,
+		Backend: d.job.Backend, InputTypes: jobrun.InputTypes(d.job.Tools.Tools),
 	})
 	return d, err
 }

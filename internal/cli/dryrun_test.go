@@ -396,3 +396,31 @@ output_schema:
 		t.Errorf("dry run lacks %q:\n%s", want, stdout)
 	}
 }
+
+// TestDryRunJSONArrayInputs: the dry run reads a .json array of inputs as
+// the run does (it read every .json file as JSON lines, failing the whole
+// array as one bad line), and names a bad element with its line.
+func TestDryRunJSONArrayInputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.json")
+	if err := os.WriteFile(in, []byte("[\n  {\"text\": \"a\"},\n  {\"text\": \"b\"},\n  7,\n  {\"text\": \"d\"}\n]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(job, []byte("task: \"Classify {text}\"\ninputs: in.json\nbackend: sim://\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, t.Context(), "run", job, "--dry-run")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (one bad element); stderr:\n%s", code, stderr)
+	}
+	if want := "4 inputs in " + in + ": 3 ok, 1 bad"; !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	if want := in + ":4: "; !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not name the bad element's line %q:\n%s", want, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^calls +3 +3 +3$`).MatchString(stdout) {
+		t.Errorf("stdout does not estimate 3 calls:\n%s", stdout)
+	}
+}

@@ -40,9 +40,13 @@ type Config struct {
 	Model llm.Model
 	// Price is the price the cost is estimated at.
 	Price Price
-	// Inputs is the input file: CSV when its name ends in .csv, else
-	// JSON lines. The caller has checked its format and placeholders.
+	// Inputs is the input file: CSV when its name ends in .csv, one JSON
+	// array of objects when it ends in .json, else JSON lines. The caller
+	// has checked its format and placeholders.
 	Inputs string
+	// InputTypes types a CSV file's columns as the run types them (see
+	// input.TypedCSV); nil: every cell a string.
+	InputTypes map[string]string
 	// Backend is the URL of the backend the job runs on, whose tokenizer
 	// the dry run counts with: the simulator's own on sim:// and
 	// sim+http://, else tiktoken's for the job's model. "": tiktoken's.
@@ -99,8 +103,8 @@ type Stats struct {
 	tasks   map[int]int // the valid inputs by their own messages' tokens
 }
 
-// isCSV reports whether the input file is read as CSV.
-func (j *Job) isCSV() bool { return strings.EqualFold(filepath.Ext(j.cfg.Inputs), ".csv") }
+// ext is the input file's extension, in lower case: its format.
+func (j *Job) ext() string { return strings.ToLower(filepath.Ext(j.cfg.Inputs)) }
 
 // items opens the input file and returns its items; the caller closes
 // the file.
@@ -109,11 +113,17 @@ func (j *Job) items() (*os.File, batchagent.Inputs, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputs: %w", err)
 	}
-	decode := batchagent.JSONL
-	if j.isCSV() {
-		decode = batchagent.CSV
+	name := filepath.Base(j.cfg.Inputs)
+	switch j.ext() {
+	case ".csv":
+		if len(j.cfg.InputTypes) > 0 {
+			return f, input.TypedCSV(f, name, j.cfg.InputTypes), nil
+		}
+		return f, batchagent.CSV(f, name), nil
+	case ".json":
+		return f, input.JSONArray(f, name), nil
 	}
-	return f, decode(f, filepath.Base(j.cfg.Inputs)), nil
+	return f, batchagent.JSONL(f, name), nil
 }
 
 // firstMessages returns the agent's own messages of its first request for
@@ -190,8 +200,11 @@ func badLineOf(i int, err error) BadLine {
 // (their errors name no line): a read of the file up to each.
 func (j *Job) findLines(st *Stats) error {
 	lineOf := input.LineJSONL
-	if j.isCSV() {
+	switch j.ext() {
+	case ".csv":
 		lineOf = input.LineCSV
+	case ".json":
+		lineOf = input.LineJSONArray
 	}
 	for k := range st.Shown {
 		b := &st.Shown[k]
