@@ -20,10 +20,11 @@ func (a *app) runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run JOB.yaml [flags]",
 		Short: "Run one agent per input of a job file",
-		Long: `Run one agent per input of JOB.yaml (inputs .jsonl or .csv); write one JSON
-result per line to --out (default: the job's output, else stdout) and show
-progress and a summary on stderr. With --out FILE the run is checkpointed
-(FILE.state.db): the same command run again resumes where it stopped.
+		Long: `Run one agent per input of JOB.yaml (inputs .jsonl, .csv or .json); write
+one result per input to --out (.jsonl: a JSON line; .csv or .parquet: a row;
+default: the job's output, else stdout) and show progress and a summary on
+stderr. With --out FILE the run is checkpointed (FILE.state.db): the same
+command run again resumes where it stopped.
 Ctrl-C finishes the turns in flight and stops (exit 130); a second stops
 at once. Exit status: 0 all ok, 1 some failed, 2 bad job or flags.
 Details of every flag: docs/cli.md; of --dry-run: 'batchagent help dry-run'.`,
@@ -80,8 +81,8 @@ Details of every flag: docs/cli.md; of --dry-run: 'batchagent help dry-run'.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Inputs, "inputs", "", "input `FILE`, .jsonl or .csv (overrides the job's)")
-	fl.StringVar(&f.Out, "out", "", "results `FILE` (JSONL; default: job's, else stdout)")
+	fl.StringVar(&f.Inputs, "inputs", "", "inputs `FILE`: .jsonl .csv .json (default: job's)")
+	fl.StringVar(&f.Out, "out", "", "results `FILE`: .jsonl .csv .parquet (default: job's)")
 	fl.StringVar(&f.Backend, "backend", "", "backend `URL`, e.g. sim://?latency=60ms")
 	fl.BoolVar(&f.Ordered, "ordered", false, "write results in input order")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or summary on stderr")

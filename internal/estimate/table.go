@@ -51,7 +51,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w)
 	if rep.Method != "sample" {
 		fmt.Fprintln(w, "low, high: the run with the shortest and with the longest answers and")
-		fmt.Fprintln(w, "conversations; estimate: a typical run (see run --help)")
+		fmt.Fprintln(w, "conversations; estimate: a typical run (see batchagent help dry-run)")
 	}
 	if rep.Price == nil {
 		fmt.Fprintln(w, rep.UnknownPrice)
