@@ -2,14 +2,20 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/jobrun"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
 )
@@ -73,4 +79,74 @@ func writeCoordSummary(w io.Writer, name string, wall time.Duration, s queue.Coo
 	t.Add("results", "%s", outPath)
 	// A summary that cannot be written has nowhere else to go.
 	_ = t.Write(w, heading, progress.Width(w))
+}
+
+// coordOutput is where a run over Redis writes its result lines: the
+// output itself, or, for a table output (.csv, .parquet), the journal
+// beside it, from which the table is written when the coordinator stops
+// (as `run` writes one; see outfile.Table).
+type coordOutput struct {
+	path, lines string // the output; the file of result lines (path, or its journal)
+	format      outfile.Format
+	cols        []outfile.Column
+}
+
+// openCoordOutput returns the output at path of a job whose output schema
+// is schema.
+func openCoordOutput(path string, schema json.RawMessage) (*coordOutput, error) {
+	o := &coordOutput{path: path, lines: path, format: outfile.FormatOf(path)}
+	if o.format == outfile.JSONL {
+		return o, nil
+	}
+	cols, err := outfile.Columns(schema)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", path, err)
+	}
+	o.lines, o.cols = outfile.JournalPath(path), cols
+	return o, nil
+}
+
+// files returns the files the run writes, for outfile.CheckFiles; flag
+// says whether --out named the output.
+func (o *coordOutput) files(flag bool) []outfile.File {
+	out := jobrun.OutputFile(o.path, flag)
+	files := []outfile.File{out}
+	if o.lines != o.path {
+		journal := out
+		journal.Subject, journal.Object, journal.Path = out.Subject+" journal", out.Object+"'s journal", o.lines
+		files = append(files, journal)
+	}
+	return files
+}
+
+// finish writes a table output from its journal, removing the journal
+// once it holds all total inputs (a later resume rebuilds it from Redis);
+// a JSONL output is written already.
+func (o *coordOutput) finish(total int) error {
+	if o.lines == o.path {
+		return nil
+	}
+	n, err := outfile.WriteTable(o.path, o.format, o.cols, o.lines)
+	if err != nil {
+		return err
+	}
+	if total > 0 && n == total {
+		return os.Remove(o.lines)
+	}
+	return nil
+}
+
+// runIDOf derives a run's ID from what makes it this run: the job file's
+// absolute path and content, the inputs' path and content (their digest)
+// and the output's path. Running the same command again gives the same
+// ID, and so resumes; after the job or the inputs changed it is another
+// run, which starts its output afresh, so no result of the old inputs is
+// kept or written.
+func runIDOf(jobPath string, job []byte, inPath, inDigest, outPath string) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(jobPath), job, []byte(inPath), []byte(inDigest), []byte(outPath)} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

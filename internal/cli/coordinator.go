@@ -123,7 +123,11 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if inPath, err = filepath.Abs(inPath); err != nil {
 		return fail(exitUsage, err)
 	}
-	if err := outfile.CheckFiles([]outfile.File{jobrun.OutputFile(outPath, f.Out != "")}, jobrun.Reads(path, cj, inPath)); err != nil {
+	co, err := openCoordOutput(outPath, cj.Def.OutputSchema)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	if err := outfile.CheckFiles(co.files(f.Out != ""), jobrun.Reads(path, cj, inPath)); err != nil {
 		return fail(exitUsage, err)
 	}
 	format, err := jobrun.InputFormatOf(inPath)
@@ -218,7 +222,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 			return fail(exitFailed, err)
 		}
 	}
-	out, err := outfile.OpenRun(outPath, existed, retry, func(i int) { written.Add(i) })
+	out, err := outfile.OpenRun(co.lines, existed, retry, func(i int) { written.Add(i) })
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("output %s: %w", outPath, err))
 	}
@@ -262,6 +266,9 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if err := out.Sync(); err != nil && runErr == nil {
 		runErr = err
 	}
+	if err := co.finish(c.Stats().Total); err != nil && runErr == nil {
+		runErr = err
+	}
 	sum := c.Stats()
 	if !f.quiet {
 		writeCoordSummary(stderr, name, time.Since(begin), sum, outPath, strings.TrimPrefix(price.Summary(sum.Usage), "cost: "))
@@ -279,19 +286,4 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return exitFailed
 	}
 	return exitOK
-}
-
-// runIDOf derives a run's ID from what makes it this run: the job file's
-// absolute path and content, the inputs' path and content (their digest)
-// and the output's path. Running the same command again gives the same
-// ID, and so resumes; after the job or the inputs changed it is another
-// run, which starts its output afresh, so no result of the old inputs is
-// kept or written.
-func runIDOf(jobPath string, job []byte, inPath, inDigest, outPath string) string {
-	h := sha256.New()
-	for _, part := range [][]byte{[]byte(jobPath), job, []byte(inPath), []byte(inDigest), []byte(outPath)} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }

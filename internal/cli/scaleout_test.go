@@ -3,7 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/redistest"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/queue"
@@ -1171,4 +1174,46 @@ func TestScaleOutRetryFailed(t *testing.T) {
 		t.Errorf("runs after the retry = %+v, %v; want one with %d done", runs, err, n)
 	}
 	stopWorkers(t, w)
+}
+
+// TestScaleOutCSVOutput: a run over Redis with --out OUT.csv writes the
+// table from a journal of result lines when the run ends (it wrote JSON
+// lines into the .csv file), and removes the journal once it holds every
+// input.
+func TestScaleOutCSVOutput(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, redistest.Options{})
+	_, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, 20, "")
+	out := filepath.Join(dir, "out.csv")
+	w := startProc(t, dir, "worker", "worker", "--redis", rs.URL, "--id", "w1")
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", out, "--redis", rs.URL)
+	if code := coord.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("coordinator: exit %d, want 0\n%s", code, coord.stderr.String())
+	}
+	stopWorkers(t, w)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s is not CSV: %v", out, err)
+	}
+	if len(rows) != 21 {
+		t.Fatalf("%s has %d records, want a header and 20 rows", out, len(rows))
+	}
+	if want := []string{"index", "value", "error_kind"}; !slices.Equal(rows[0][:3], want) {
+		t.Errorf("header %q, want it to begin %q", rows[0], want)
+	}
+	for i, r := range rows[1:] {
+		if r[0] != strconv.Itoa(i) || r[1] == "" || r[2] != "" {
+			t.Errorf("row %d = %q, want index %d, a value and no error", i+1, r, i)
+		}
+	}
+	if _, err := os.Stat(outfile.JournalPath(out)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal %s left after a complete run: %v", outfile.JournalPath(out), err)
+	}
 }
