@@ -75,6 +75,19 @@ func progressInTmux(t *testing.T, tmux string, cols int) {
 	conf := writeFile(t, dir, "tmux.conf", "set -g remain-on-exit on\n")
 	tm("-f", conf, "new-session", "-d", "-x", fmt.Sprint(cols), "-y", "40", "sh", script)
 	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	// What the CLI writes to the terminal, escape sequences and all, as
+	// the pane received it: logged when the test fails.
+	raw := filepath.Join(dir, "pane.log")
+	tm("pipe-pane", "-t", "0", "-o", "cat >> "+raw)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(raw)
+			if i := strings.Index(string(b), "^C"); i >= 0 {
+				b = b[max(i-600, 0):min(i+400, len(b))]
+			}
+			t.Logf("%d columns: the bytes the pane received around Ctrl-C:\n%q", cols, b)
+		}
+	})
 	// screen is the pane as shown, lines wrapped by the terminal joined
 	// again (-J), so that a wrapped line reads as one wider than cols.
 	screen := func() []string {
@@ -125,10 +138,11 @@ func progressInTmux(t *testing.T, tmux string, cols int) {
 		case progressPercent.MatchString(l) || progressETA.MatchString(l) || strings.Contains(l, "agents/s ·"):
 			t.Errorf("%d columns: the progress line is left after Ctrl-C: %q\nscreen:\n%s", cols, l, text)
 		case progressBar.MatchString(l):
-			// Known, not yet fixed: when the terminal's SIGINT flush drops
-			// the rest of a frame mid-write, the frame's first columns
-			// ("[-") can stay; the rest of the line is always cleared.
-			t.Logf("%d columns: KNOWN ISSUE: the start of a frame cut by the terminal's SIGINT flush is left: %q", cols, l)
+			// The start of a frame: the terminal echoes "^C" where the
+			// cursor is, below the live line, and a redraw or erase that
+			// does not return to column 0 first leaves the line's first
+			// columns ("[-").
+			t.Errorf("%d columns: a fragment of the progress line is left after Ctrl-C: %q\nscreen:\n%s", cols, l, text)
 		}
 		if w := runewidth.StringWidth(l); w > cols {
 			t.Errorf("%d columns: a line of %d columns wraps: %q", cols, w, l)

@@ -97,7 +97,7 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 		}
 		return d
 	}
-	opts := []mpb.ContainerOption{mpb.WithOutput(live), mpb.WithRefreshRate(c.Every)}
+	opts := []mpb.ContainerOption{mpb.WithConsoleWriter(newTermWriter(live)), mpb.WithRefreshRate(c.Every)}
 	if width > 0 {
 		opts = append(opts, mpb.WithWidth(width))
 	}
@@ -125,8 +125,11 @@ func start(w io.Writer, c Config, live io.Writer, width int, refresh <-chan any)
 		d.routed = rw
 	}
 	// Ctrl-C ends the live line at once, before the command's own handler
-	// prints that it stops: the terminal echoes "^C" and drops what it had
-	// not yet drawn of the line, which a redraw would leave in pieces.
+	// prints that it stops (or, if that handler's message comes first, it
+	// is printed above the line, which then goes). The terminal echoes
+	// "^C" on the line below the live line: each redraw and the last
+	// erase begin with a carriage return (termWriter), and end clears
+	// that line.
 	sigs := make(chan os.Signal, 1) // one is enough: the line ends at the first
 	signal.Notify(sigs, os.Interrupt)
 	d.wg.Go(func() {

@@ -87,7 +87,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	text := ansi.ReplaceAllString(got.String(), "")
 	drawn := 0
 	for l := range strings.SplitSeq(text, "\n") {
-		l = strings.TrimRight(l, "\r")
+		l = strings.Trim(l, "\r") // a redraw begins with "\r" (termWriter)
 		if w := runewidth.StringWidth(l); w > cols {
 			t.Errorf("line of width %d on a terminal of %d: %q", w, cols, l)
 		}
