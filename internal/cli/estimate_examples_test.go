@@ -20,11 +20,17 @@ type exampleJob struct {
 }
 
 // examplesOnSim are the example jobs that run on the simulator: the
-// review example as shipped, and the npc-planner example's job (a library
+// quick start, the review example as shipped, and the npc-planner example's job (a library
 // program) as a job file of the same system prompt, task, schema and
 // inputs.
 var examplesOnSim = []exampleJob{
 	{"review", func(t *testing.T) string { return copyDir(t, "../../examples/review") }},
+	{"quickstart", func(t *testing.T) string {
+		// The README's quick start, at 40 ms a forward pass instead of its
+		// 400 (slow enough to interrupt by hand): the same calls and
+		// tokens.
+		return withBackend(t, copyDir(t, "../../examples/quickstart"), "sim://?latency=40ms&tool_turns=1&seed=1")
+	}},
 	{"review-free-text", func(t *testing.T) string {
 		// The review without its output schema: free-text answers.
 		dir := copyDir(t, "../../examples/review")
