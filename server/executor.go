@@ -144,7 +144,14 @@ func (x *executor) execute(ctx context.Context, m mode) error {
 }
 
 func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
-	admitted := func() { x.begin() } // a drain that stopped x first cancels it
+	// The time to first token runs from the request's sending: its
+	// admission, where the mode reports one (the slot wait is not the
+	// backend's), else the request's start.
+	var sent atomic.Int64 // the admission, in ns since start; 0: none
+	admitted := func() {
+		sent.Store(int64(max(time.Since(start), time.Nanosecond)))
+		x.begin() // a drain that stopped x first cancels it
+	}
 	for c, err := range m.chunks(ctx, admitted) {
 		// The one disconnection check.
 		select {
@@ -167,7 +174,7 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 			return errDraining
 		}
 		if x.firstByte == 0 {
-			x.firstByte = time.Since(start)
+			x.firstByte = max(time.Since(start)-time.Duration(sent.Load()), time.Nanosecond)
 		}
 		switch c.kind {
 		case chunkText:

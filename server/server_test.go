@@ -543,3 +543,59 @@ func TestDisconnect(t *testing.T) {
 		t.Errorf("engine Inflight = %d after the disconnect, want 0 (slot freed)", n)
 	}
 }
+
+// ttftRecorder is a server.Recorder that keeps each call's time to first
+// token.
+type ttftRecorder struct {
+	mu    sync.Mutex
+	ttfts []time.Duration
+}
+
+func (r *ttftRecorder) Call(model string, ttft, total time.Duration, usage llm.Usage, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ttfts = append(r.ttfts, ttft)
+}
+
+func (r *ttftRecorder) Result(string, batchagent.Result) {}
+
+// TestPassthroughTTFTExcludesSlotWait: a passthrough call's time to first
+// token runs from its admission, not from its arrival: with one slot and
+// four calls at once on a model taking 150 ms a forward pass, the last
+// waits ~450 ms for the slot, and every TTFT stays near 150 ms (it was
+// up to ~600 ms, the slot wait included).
+func TestPassthroughTTFTExcludesSlotWait(t *testing.T) {
+	const latency = 150 * time.Millisecond
+	m := newSim(t, sim.Config{Seed: 7, ToolTurns: -1, Latency: latency})
+	rec := &ttftRecorder{}
+	e, err := batchagent.New(batchagent.Config{Admission: batchagent.Admission{MaxInflight: 1, FixedInflight: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, server.Config{
+		Engine:   e,
+		Backends: map[string]batchagent.Backend{"sim": {Model: m, Name: "sim"}},
+		Keys:     []server.Key{{Name: "test", SHA256: server.HashKey(testKey)}},
+		Recorder: rec,
+	})
+	c := g.client(testKey)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := c.Chat.Completions.New(t.Context(), userParams("sim", "Say hello.")); err != nil {
+				t.Errorf("New: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.ttfts) != 4 {
+		t.Fatalf("%d calls recorded, want 4", len(rec.ttfts))
+	}
+	for i, d := range rec.ttfts {
+		if d < latency || d > latency+200*time.Millisecond {
+			t.Errorf("call %d: TTFT %v, want about %v (from its admission, not its arrival)", i, d, latency)
+		}
+	}
+}

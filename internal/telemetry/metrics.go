@@ -33,9 +33,10 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //   - http_request_duration_seconds{route,code,method}: their latency, to
 //     the end of the response body (a whole stream).
 //   - http_requests_in_flight{route}: requests being served.
-//   - ttft_seconds{source,name}: time to first token; source is "call" (a
-//     passthrough call, name its model) or "agent" (name its job, from the
-//     agent's readiness to its first token, slot wait included).
+//   - ttft_seconds{source,name}: time to first token, from the request's
+//     sending (its admission: the slot wait is not in it); source is
+//     "call" (a passthrough call, name its model) or "agent" (name its
+//     job: the first answered call's, as Result.Timings.TTFT).
 //   - call_duration_seconds{model}: passthrough calls' whole duration.
 //   - calls_total{model,result}: passthrough calls, result "ok" or "error".
 //   - tokens_total{source,name,type}: tokens of passthrough calls and
