@@ -68,9 +68,11 @@ func TestImportRules(t *testing.T) {
 		// One progress display (run, the coordinator, the OpenAI-batch mode).
 		"internal/progress": {"llm"},
 		// `run --openai-batch`: a job's requests through the Batch API.
-		"internal/openaibatch": {"server"},
+		"internal/openaibatch": {"llm", "server"},
 		// The dry run: a job's calls, tokens and cost over its inputs.
-		"internal/estimate": {"", "agent", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
+		// The simulators: a dry run on sim:// or sim+http:// counts tokens
+		// as the simulator it will run on does.
+		"internal/estimate": {"", "agent", "backend/sim", "backend/sim/simhttp", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
 		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
@@ -79,7 +81,7 @@ func TestImportRules(t *testing.T) {
 		// Commands and flags: each reads its flags, calls one package and
 		// prints.
 		"internal/cli": {"", "server/batchapi", "backend/sim", "backend/sim/simhttp", "checkpoint", "internal/bench", "internal/config",
-			"internal/estimate", "internal/jobrun", "internal/openaibatch", "internal/progress", "internal/outfile", "internal/report",
+			"internal/estimate", "internal/jobrun", "internal/openaibatch", "internal/prices", "internal/progress", "internal/outfile", "internal/report",
 			"internal/telemetry", "llm", "queue", "server"},
 		"cmd/batchagent": {"internal/cli"},
 
