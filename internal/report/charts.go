@@ -252,22 +252,7 @@ func limitChart(samples []Sample, recorded bool) template.HTML {
 // ttftChart draws the distribution of the times to first token: per turn
 // where turns are recorded, else per agent (its first call's).
 func ttftChart(d *Data) template.HTML {
-	var v []float64
-	perTurn := false
-	for _, a := range d.Agents {
-		perTurn = perTurn || len(a.Spans) > 0
-		if len(a.Spans) == 0 {
-			if a.TTFT > 0 {
-				v = append(v, a.TTFT.Seconds())
-			}
-			continue
-		}
-		for _, s := range a.Spans {
-			if s.TTFT > 0 {
-				v = append(v, s.TTFT.Seconds())
-			}
-		}
-	}
+	v, perTurn := durations(d, func(a Agent) time.Duration { return a.TTFT }, func(s Span) time.Duration { return s.TTFT })
 	per := "agents' first answered model calls (from the request's sending; the slot wait is the queue wait's)"
 	if perTurn {
 		per = "turns (from the request's sending; the slot wait is the queue wait's)"
@@ -279,27 +264,33 @@ func ttftChart(d *Data) template.HTML {
 // a model call): per turn where turns are recorded, else per agent (its
 // whole wait).
 func queueChart(d *Data) template.HTML {
-	var v []float64
-	perTurn := false
-	for _, a := range d.Agents {
-		perTurn = perTurn || len(a.Spans) > 0
-		if len(a.Spans) == 0 {
-			if a.Queue > 0 {
-				v = append(v, a.Queue.Seconds())
-			}
-			continue
-		}
-		for _, s := range a.Spans {
-			if s.Queue > 0 {
-				v = append(v, s.Queue.Seconds())
-			}
-		}
-	}
+	v, perTurn := durations(d, func(a Agent) time.Duration { return a.Queue }, func(s Span) time.Duration { return s.Queue })
 	per := "agents that waited for a slot (all their turns' waits)"
 	if perTurn {
 		per = "turns that waited for a slot before their model call"
 	}
 	return histogramChart("queue wait", v, per)
+}
+
+// durations returns, in seconds, the positive values of ofSpan over every
+// recorded turn, and of ofAgent for agents with no turns recorded; perTurn
+// says whether any turn was.
+func durations(d *Data, ofAgent func(Agent) time.Duration, ofSpan func(Span) time.Duration) (v []float64, perTurn bool) {
+	for _, a := range d.Agents {
+		perTurn = perTurn || len(a.Spans) > 0
+		if len(a.Spans) == 0 {
+			if t := ofAgent(a); t > 0 {
+				v = append(v, t.Seconds())
+			}
+			continue
+		}
+		for _, s := range a.Spans {
+			if t := ofSpan(s); t > 0 {
+				v = append(v, t.Seconds())
+			}
+		}
+	}
+	return v, perTurn
 }
 
 // latencyValues returns the turns' latencies (queue wait, backoff,
