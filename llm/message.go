@@ -205,3 +205,22 @@ func (u Usage) Add(v Usage) Usage {
 
 // Total is the number of prompt and completion tokens.
 func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// TextBytes is the size in bytes of the request's text: every message's
+// content and tool calls (name and arguments) and the tool definitions
+// (name, description, parameters). Token estimates that need no tokenizer
+// divide it (the simulator's usage, admission's token pacing without a
+// counter).
+func (r *Request) TextBytes() int {
+	n := 0
+	for _, m := range r.Messages {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range r.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n
+}

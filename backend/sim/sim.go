@@ -397,21 +397,14 @@ func (m *Model) plan(req *llm.Request) (resp *llm.Response, tm timing, err error
 
 // respond builds the deterministic answer to req.
 func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
-	turn, task, promptBytes := 0, "", 0
+	turn, task := 0, ""
 	for _, msg := range req.Messages {
-		promptBytes += len(msg.Content)
-		for _, c := range msg.ToolCalls {
-			promptBytes += len(c.Name) + len(c.Arguments)
-		}
 		switch {
 		case msg.Role == llm.RoleAssistant:
 			turn++
 		case msg.Role == llm.RoleUser && task == "":
 			task = msg.Content
 		}
-	}
-	for _, t := range req.Tools {
-		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	// Content-seeded: the same task and turn give the same answer in any run.
 	r := gen.NewRNG(m.cfg.Seed, hashString(task)^uint64(len(req.Messages)))
@@ -451,7 +444,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	for _, c := range resp.Message.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	resp.Usage = llm.Usage{PromptTokens: int64(Tokens(promptBytes)), CompletionTokens: int64(Tokens(out))}
+	resp.Usage = llm.Usage{PromptTokens: int64(PromptTokens(req)), CompletionTokens: int64(Tokens(out))}
 	return resp, nil
 }
 

@@ -8,19 +8,7 @@ import "github.com/batchagent/batchagent/llm"
 // tool definitions (name, description, parameters), at [BytesPerToken]
 // bytes a token; the output schema is not counted. A dry run counts with
 // it so that its prompt tokens on sim:// are the simulator's own.
-func PromptTokens(req *llm.Request) int {
-	n := 0
-	for _, msg := range req.Messages {
-		n += len(msg.Content)
-		for _, c := range msg.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return Tokens(n)
-}
+func PromptTokens(req *llm.Request) int { return Tokens(req.TextBytes()) }
 
 // TextTokens is the simulator's count of the completion tokens of an
 // answer whose text (or tool calls' names and arguments together) is s:

@@ -75,19 +75,7 @@ func (e *Engine) gateFor(m llm.Model, name string, own any) (*gate, error) {
 }
 
 // requestTokens counts about four bytes a token over the request's text.
-func requestTokens(req *llm.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		n += len(m.Content)
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return (n + 3) / 4
-}
+func requestTokens(req *llm.Request) int { return (req.TextBytes() + 3) / 4 }
 
 // Gates returns a snapshot of each backend's admission, in the order the
 // engine's specs first named them.
