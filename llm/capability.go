@@ -27,6 +27,9 @@ type Capabilities struct {
 	// with: low for hosted APIs, the server's slots for self-hosted ones.
 	// Zero means no opinion.
 	DefaultConcurrency int
+	// Media is the content parts the backend takes besides text; the
+	// zero value: text only.
+	Media Media
 }
 
 // Capable is implemented by Models that declare their capabilities.

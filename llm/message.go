@@ -24,6 +24,11 @@ type Message struct {
 	// Content is the text of the message. For a tool message it is the tool's
 	// result (or its error, with IsError set).
 	Content string `json:"content,omitempty"`
+	// Parts, when set, is the message's content as parts in order: text
+	// and media (images, audio, documents); Content is then empty. Only
+	// messages carrying media have parts, so text-only conversations
+	// keep their shape and cost.
+	Parts []Part `json:"parts,omitempty"`
 	// ToolCalls are the calls an assistant message asks for.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool message to the [ToolCall] it answers.
@@ -207,7 +212,7 @@ func (u Usage) Add(v Usage) Usage {
 func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }
 
 // TextBytes is the size in bytes of the request's text: every message's
-// content and tool calls (name and arguments) and the tool definitions
+// content, text parts and tool calls (name and arguments) and the tool definitions
 // (name, description, parameters). Token estimates that need no tokenizer
 // divide it (the simulator's usage, admission's token pacing without a
 // counter).
@@ -215,6 +220,9 @@ func (r *Request) TextBytes() int {
 	n := 0
 	for _, m := range r.Messages {
 		n += len(m.Content)
+		for _, p := range m.Parts {
+			n += len(p.Text)
+		}
 		for _, c := range m.ToolCalls {
 			n += len(c.Name) + len(c.Arguments)
 		}
