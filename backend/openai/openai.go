@@ -106,24 +106,40 @@ type flavorInfo struct {
 }
 
 var flavors = map[Flavor]flavorInfo{
-	FlavorOpenAI:   {caps: caps(true, 8), baseURL: "https://api.openai.com/v1", maxTokensV2: true},
-	FlavorGeneric:  {caps: caps(false, 16)},
-	FlavorVLLM:     {caps: caps(true, 64), baseURL: "http://127.0.0.1:8000/v1", metrics: true},
-	FlavorSGLang:   {caps: caps(true, 64), baseURL: "http://127.0.0.1:30000/v1", metrics: true},
-	FlavorLlamaCpp: {caps: caps(true, 8), baseURL: "http://127.0.0.1:8080/v1", metrics: true},
-	FlavorOllama:   {caps: caps(false, 4), baseURL: "http://127.0.0.1:11434/v1"},
-	FlavorSim:      {caps: caps(true, 64), metrics: true},
+	FlavorOpenAI:   {caps: caps(true, 8, mediaAll), baseURL: "https://api.openai.com/v1", maxTokensV2: true},
+	FlavorGeneric:  {caps: caps(false, 16, mediaImages)},
+	FlavorVLLM:     {caps: caps(true, 64, mediaImages), baseURL: "http://127.0.0.1:8000/v1", metrics: true},
+	FlavorSGLang:   {caps: caps(true, 64, mediaImages), baseURL: "http://127.0.0.1:30000/v1", metrics: true},
+	FlavorLlamaCpp: {caps: caps(true, 8, mediaImages), baseURL: "http://127.0.0.1:8080/v1", metrics: true},
+	FlavorOllama:   {caps: caps(false, 4, llm.Media{Image: true}), baseURL: "http://127.0.0.1:11434/v1"},
+	FlavorSim:      {caps: caps(true, 64, mediaAll), metrics: true},
 }
+
+// The content parts the flavors take besides text.
+//
+// OpenAI's API takes every part the chat wire has: image_url (https or
+// data: URL), input_audio, and file (file_data or file_id). The
+// simulator takes them all, as OpenAI does. vLLM, SGLang, llama.cpp's
+// llama-server and most other OpenAI-compatible servers take image_url,
+// by data: URL or by an http(s) URL they fetch, when the served model
+// is multimodal; their input_audio and file support varies by version
+// and model, so the backend does not claim it. Ollama's OpenAI endpoint
+// takes images only as base64 data: URLs: it fetches no URL.
+var (
+	mediaAll    = llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true}
+	mediaImages = llm.Media{Image: true, ImageURL: true}
+)
 
 // caps returns a flavor's capabilities; New sets QueueProbe from the
 // metrics URL.
-func caps(promptCaching bool, concurrency int) llm.Capabilities {
+func caps(promptCaching bool, concurrency int, media llm.Media) llm.Capabilities {
 	return llm.Capabilities{
 		Streaming:          true,
 		NativeTools:        true,
 		NativeJSONSchema:   true,
 		PromptCaching:      promptCaching,
 		DefaultConcurrency: concurrency,
+		Media:              media,
 	}
 }
 
