@@ -60,7 +60,9 @@ func TestPartsMatchSDK(t *testing.T) {
 // TestPartsRefused: a part the chat API cannot take is refused with an
 // error naming the message, the part and why.
 func TestPartsRefused(t *testing.T) {
-	user := func(p llm.Part) []llm.Message { return []llm.Message{{Role: llm.RoleUser}, {Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText}, p}}} }
+	user := func(p llm.Part) []llm.Message {
+		return []llm.Message{{Role: llm.RoleUser}, {Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText}, p}}}
+	}
 	tests := []struct {
 		msgs []llm.Message
 		want string
