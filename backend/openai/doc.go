@@ -26,6 +26,29 @@
 // and servers' prefix caches hit. Streams ask for
 // stream_options.include_usage.
 //
+// # Media
+//
+// A message with [llm.Message.Parts] is sent with content parts: text,
+// image_url (an https URL, a data: URL, or the image's bytes written as a
+// base64 data: URL; with detail when set), input_audio (base64 data with
+// format wav or mp3, from the media type) and file (file_data, the
+// document as a data: URL, with a filename, "document.pdf" when none is
+// given; or file_id). The chat API takes media only in user messages, so
+// a tool result that is media (read_file on an image or a PDF) is sent
+// as one user message right after the run of tool messages, each tool's
+// media introduced by a text part naming its call; the tool message
+// keeps its text, or says that its result is the media that follows. A
+// part the API cannot take (audio or a document by https URL, an image
+// whose data is not image/*, an unknown detail) fails the call with
+// [llm.ErrBadRequest] naming the message and the part.
+//
+// [llm.Capabilities].Media says what each flavor takes, so that a job
+// with parts a server cannot read is refused when it opens: the openai
+// and sim flavors everything; vllm, sglang, llamacpp and generic images,
+// by bytes or URL (their audio and file support varies by version and
+// model); ollama images by bytes only (its OpenAI endpoint fetches no
+// URL).
+//
 // # Responses
 //
 // Usage counts prompt, completion and cached prompt tokens
