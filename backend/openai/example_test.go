@@ -107,3 +107,39 @@ func ExampleParseURL() {
 	// llamacpp http://127.0.0.1:8080/v1 model=""
 	// sim http://127.0.0.1:7070/v1 model=""
 }
+
+// A user message with an image: Parts instead of Content. The flavor's
+// Capabilities say, before any call, whether the server takes the part.
+func ExampleModel_Generate_image() {
+	srv := cannedServer() // stands in for a vLLM server with a vision model
+	defer srv.Close()
+
+	m, err := openai.New(openai.Config{Flavor: openai.FlavorVLLM, BaseURL: srv.URL + "/v1", Model: "qwen-vl"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	photo := llm.Part{Kind: llm.PartImage, URL: "https://cdn.example.com/eiffel.jpg", Detail: "low"}
+	if err := m.Capabilities().Media.Accepts(photo); err != nil {
+		fmt.Println(err)
+		return
+	}
+	audio := llm.Part{Kind: llm.PartAudio, Data: []byte("RIFF"), MediaType: "audio/wav"}
+	fmt.Println("audio:", m.Capabilities().Media.Accepts(audio))
+
+	resp, err := m.Generate(context.Background(), &llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+			{Kind: llm.PartText, Text: "Which city is this? One word."},
+			photo,
+		}}},
+		MaxTokens: 16,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(resp.Message.Content)
+	// Output:
+	// audio: the backend takes no audio parts as bytes
+	// Paris.
+}
