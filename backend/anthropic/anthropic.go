@@ -198,6 +198,7 @@ func New(cfg Config) (*Model, error) {
 			NativeJSONSchema:   true,
 			PromptCaching:      true,
 			DefaultConcurrency: cfg.Concurrency,
+			Media:              media,
 		},
 	}, nil
 }
@@ -209,8 +210,9 @@ func (m *Model) String() string { return "anthropic.Model(" + m.baseURL + ")" }
 func (m *Model) GoString() string { return m.String() }
 
 // Capabilities reports streaming, native tools, native structured output
-// (through an output tool), prompt caching (through cache_control markers)
-// and the configured concurrency.
+// (through an output tool), prompt caching (through cache_control markers),
+// media (images and PDF documents, as bytes or by URL, documents also by
+// file id; no audio) and the configured concurrency.
 func (m *Model) Capabilities() llm.Capabilities { return m.caps }
 
 // URL parameters of [ParseURL].

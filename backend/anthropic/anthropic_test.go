@@ -117,7 +117,8 @@ func TestCapabilities(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := newModel(t, tt.cfg).Capabilities()
-			want := llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: tt.want}
+			want := llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: tt.want,
+				Media: llm.Media{Image: true, ImageURL: true, File: true, FileURL: true}}
 			if got != want {
 				t.Errorf("Capabilities() = %+v, want %+v", got, want)
 			}

@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -61,6 +62,9 @@ func fixture(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
 			_, _ = w.Write(body)
 			return
 		}
+		if backendtest.IsMedia(s) {
+			s = backendtest.Plain // answered as plain; the request was checked
+		}
 		w.Header().Set("Anthropic-Ratelimit-Requests-Limit", "50")
 		w.Header().Set("Anthropic-Ratelimit-Requests-Remaining", "49")
 		if !stream {
@@ -105,7 +109,8 @@ func served(t *testing.T, name string) []byte {
 
 // checkRequest checks the request of scenario s against
 // testdata/conformance/SCENARIO.request.json (plain.request.json for
-// scenarios that send the plain request).
+// scenarios that send the plain request); -update rewrites the files of
+// the media scenarios.
 func checkRequest(t *testing.T, s backendtest.Scenario, stream bool, r *http.Request) {
 	t.Helper()
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
@@ -139,6 +144,17 @@ func checkRequest(t *testing.T, s backendtest.Scenario, stream bool, r *http.Req
 	switch s {
 	case backendtest.ToolCall, backendtest.ToolResult, backendtest.Structured:
 		name = string(s)
+	}
+	if backendtest.IsMedia(s) {
+		name = string(s)
+		if *update {
+			var buf bytes.Buffer
+			_ = json.Indent(&buf, got, "", "  ")
+			buf.WriteByte('\n')
+			if err := os.WriteFile(filepath.Join("testdata", "conformance", name+".request.json"), buf.Bytes(), 0o644); err != nil {
+				t.Errorf("%s: %v", s, err)
+			}
+		}
 	}
 	if diff := jsonDiff(t, served(t, name+".request.json"), got); diff != "" {
 		t.Errorf("%s: request body (-want +got):\n%s", s, diff)

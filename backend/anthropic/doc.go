@@ -45,6 +45,21 @@
 // the text of an answer with structured output back until the end, since
 // the output tool's input may replace it.
 //
+// # Media
+//
+// A message's [llm.Part] values become content blocks: an image as an
+// image block with a base64 source (bytes, or a data: URL, of type
+// image/jpeg, image/png, image/gif or image/webp) or a url source (an
+// https URL Anthropic fetches); a document as a document block with a
+// base64 source (PDF bytes), a url source, or a file source (a Files API
+// id, for which the request names the files-api-2025-04-14 beta), its
+// Filename as the title. A tool message's parts go into its tool_result,
+// so a tool can show the model an image. The Messages API takes no audio:
+// [Model.Capabilities] declares none, and a request carrying a part the
+// API cannot take (audio, another image type, a data: URL that does not
+// decode) fails with [llm.ErrBadRequest], naming the message and part,
+// before anything is sent.
+//
 // # Usage and rate limits
 //
 // Anthropic's input_tokens leaves out cached tokens, so PromptTokens is

@@ -31,8 +31,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	)
 	// The body is decoded here rather than by the SDK, so that a malformed
 	// one is told apart from a connection cut while reading it.
-	_, err = m.client.Messages.New(ctx, c.params, x.option(),
-		option.WithResponseBodyInto(&body), option.WithRequestTimeout(requestTimeout))
+	_, err = m.client.Messages.New(ctx, c.params, c.options(x.option(),
+		option.WithResponseBodyInto(&body), option.WithRequestTimeout(requestTimeout))...)
 	if err != nil {
 		return nil, m.callError(ctx, &x, err)
 	}

@@ -24,11 +24,15 @@ type call struct {
 	output string
 	// wrapped says the answer is the wrapKey property of the tool's input.
 	wrapped bool
+	// files says a document refers to an uploaded file by id, which needs
+	// the Files API beta named on the request.
+	files bool
 }
 
 // translate maps req onto the Messages API. It fails, with an
-// *llm.APIError wrapping llm.ErrBadRequest, only on a schema that is not
-// JSON.
+// *llm.APIError wrapping llm.ErrBadRequest, on a schema that is not JSON
+// and on a content part the API cannot take (audio, an image type it
+// lacks, a data: URL that does not decode).
 func (m *Model) translate(req *llm.Request) (*call, error) {
 	c := &call{params: sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
@@ -50,7 +54,11 @@ func (m *Model) translate(req *llm.Request) (*call, error) {
 	if len(req.Stop) > 0 {
 		c.params.StopSequences = req.Stop
 	}
-	c.params.System, c.params.Messages = conversation(req.Messages)
+	var err error
+	c.params.System, c.params.Messages, c.files, err = conversation(req.Messages)
+	if err != nil {
+		return nil, badRequest(err.Error())
+	}
 
 	for _, t := range req.Tools {
 		schema, err := inputSchema(t.Parameters)
@@ -99,12 +107,10 @@ func (m *Model) translate(req *llm.Request) (*call, error) {
 // conversation splits messages into system blocks and turns. Consecutive
 // messages that map to the same role share one turn, so the tool results
 // answering one assistant turn form a single user turn. Empty text is left
-// out: the API refuses empty text blocks.
-func conversation(msgs []llm.Message) ([]sdk.TextBlockParam, []sdk.MessageParam) {
-	var (
-		system []sdk.TextBlockParam
-		turns  []sdk.MessageParam
-	)
+// out: the API refuses empty text blocks. files says a document refers to
+// an uploaded file. The error names the message whose part the API cannot
+// take.
+func conversation(msgs []llm.Message) (system []sdk.TextBlockParam, turns []sdk.MessageParam, files bool, err error) {
 	add := func(role sdk.MessageParamRole, blocks ...sdk.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
@@ -115,7 +121,7 @@ func conversation(msgs []llm.Message) ([]sdk.TextBlockParam, []sdk.MessageParam)
 		}
 		turns = append(turns, sdk.MessageParam{Role: role, Content: blocks})
 	}
-	for _, msg := range msgs {
+	for i, msg := range msgs {
 		switch msg.Role {
 		case llm.RoleSystem:
 			if msg.Content != "" {
@@ -137,6 +143,14 @@ func conversation(msgs []llm.Message) ([]sdk.TextBlockParam, []sdk.MessageParam)
 			if msg.Content != "" {
 				res.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
 			}
+			if len(msg.Parts) > 0 {
+				content, f, err := toolResultContent(msg.Parts)
+				if err != nil {
+					return nil, nil, false, fmt.Errorf("message %d (tool result): %w", i, err)
+				}
+				res.Content = append(res.Content, content...)
+				files = files || f
+			}
 			if msg.IsError {
 				res.IsError = param.NewOpt(true)
 			}
@@ -145,9 +159,17 @@ func conversation(msgs []llm.Message) ([]sdk.TextBlockParam, []sdk.MessageParam)
 			if msg.Content != "" {
 				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(msg.Content))
 			}
+			if len(msg.Parts) > 0 {
+				blocks, f, err := partBlocks(msg.Parts)
+				if err != nil {
+					return nil, nil, false, fmt.Errorf("message %d: %w", i, err)
+				}
+				add(sdk.MessageParamRoleUser, blocks...)
+				files = files || f
+			}
 		}
 	}
-	return system, turns
+	return system, turns, files, nil
 }
 
 // toolInput returns a tool call's arguments as the object a tool_use block

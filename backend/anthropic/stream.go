@@ -82,7 +82,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 //
 //go:noinline
 func (m *Model) open(ctx context.Context, c *call, x *exchange) *ssestream.Stream[sdk.MessageStreamEventUnion] {
-	return m.client.Messages.NewStreaming(ctx, c.params, x.option())
+	return m.client.Messages.NewStreaming(ctx, c.params, c.options(x.option())...)
 }
 
 // newEvent returns a new event on the heap: allocated in Stream's

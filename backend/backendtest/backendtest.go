@@ -208,8 +208,12 @@ type Backend struct {
 	Skip map[Scenario]string
 }
 
-// Request returns the request the suite sends for s.
+// Request returns the request the suite sends for s (see MediaScenarios
+// for the media ones).
 func Request(s Scenario) *llm.Request {
+	if req := mediaRequest(s); req != nil {
+		return req
+	}
 	req := &llm.Request{
 		Model:     ModelName,
 		MaxTokens: MaxTokens,
@@ -233,9 +237,12 @@ func Request(s Scenario) *llm.Request {
 // SDK's own retries must be off). A stream must send each tool call's
 // llm.EventToolCallDone once, before its usage and end, with the call's
 // arguments complete.
+//
+// The MediaScenarios run after Scenarios, each skipped for a backend whose
+// Capabilities().Media does not accept its parts.
 func Run(t *testing.T, b Backend) {
 	t.Helper()
-	for _, s := range Scenarios {
+	for _, s := range slices.Concat(Scenarios, MediaScenarios) {
 		for _, stream := range []bool{false, true} {
 			name := string(s) + "/generate"
 			if stream {
@@ -275,6 +282,11 @@ func runOne(t *testing.T, b Backend, s Scenario, stream bool) {
 		srv.Close() // nothing listens any more
 	}
 	checkPrint(t, m)
+	if IsMedia(s) {
+		if why := mediaSkip(m, s); why != "" {
+			t.Skip(why)
+		}
+	}
 	st, isStreamer := m.(llm.Streamer)
 	if stream && !isStreamer {
 		t.Skip("not a Streamer")
@@ -479,13 +491,13 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		return
 	}
 	switch s {
-	case Plain:
+	case Plain, MediaImage, MediaImageDataURL, MediaImageURL, MediaFile, MediaAudio, MediaToolImage:
 		want := PlainUsage
 		if b.NoCachedTokens {
 			want.CachedTokens = 0
 		}
 		if msg.Content != PlainText || resp.FinishReason != llm.FinishStop || resp.Usage != want {
-			t.Errorf("plain: content %q finish %q usage %+v; want %q, stop, %+v", msg.Content, resp.FinishReason, resp.Usage, PlainText, want)
+			t.Errorf("%s: content %q finish %q usage %+v; want %q, stop, %+v", s, msg.Content, resp.FinishReason, resp.Usage, PlainText, want)
 		}
 	case ToolCall:
 		if resp.FinishReason != llm.FinishToolCalls {
@@ -513,7 +525,7 @@ func checkGenerated(t *testing.T, s Scenario, resp *llm.Response) {
 		t.Errorf("%s: usage %+v, want prompt and completion tokens counted", s, resp.Usage)
 	}
 	switch s {
-	case Plain, ToolResult:
+	case Plain, ToolResult, MediaImage, MediaImageDataURL, MediaImageURL, MediaFile, MediaAudio, MediaToolImage:
 		if msg.Content == "" || len(msg.ToolCalls) != 0 || resp.FinishReason != llm.FinishStop {
 			t.Errorf("%s: content %q calls %v finish %q, want text and stop", s, msg.Content, msg.ToolCalls, resp.FinishReason)
 		}

@@ -320,7 +320,8 @@ func ParseURL(raw string) (Config, error) {
 }
 
 // Capabilities declares streaming, native tools, native JSON schema (an
-// output tool), prompt caching (cache points, unless disabled) and the
+// output tool), prompt caching (cache points, unless disabled), media
+// (images and documents as bytes; nothing by URL, no audio) and the
 // configured concurrency.
 func (m *Model) Capabilities() llm.Capabilities {
 	return llm.Capabilities{
@@ -329,6 +330,7 @@ func (m *Model) Capabilities() llm.Capabilities {
 		NativeJSONSchema:   true,
 		PromptCaching:      m.cachePoints,
 		DefaultConcurrency: m.concurrency,
+		Media:              media,
 	}
 }
 

@@ -46,6 +46,22 @@
 // an answer with structured output back until the end, since the output
 // tool's input may replace it.
 //
+// # Media
+//
+// A message's [llm.Part] values become Converse content blocks: an image
+// as an image block (format png, jpeg, gif or webp; its bytes, or those of
+// a data: URL), a document as a document block (pdf, and csv, html, txt,
+// md, doc, docx, xls, xlsx by media type). Converse wants each document
+// named, by letters, digits, single spaces, hyphens, parentheses and
+// square brackets, at most 200 long, and the names of one request apart:
+// the name is the part's Filename without its extension or directory,
+// other characters made spaces ("document" when none is left), and
+// " (2)", " (3)"... added to a repeated one. A tool message's parts go
+// into its toolResult. Converse takes nothing by URL and no audio:
+// [Model.Capabilities] declares images and documents as bytes, and a
+// request carrying another part fails with [llm.ErrBadRequest], naming the
+// message and part, before anything is sent.
+//
 // # Errors
 //
 // Every failure is an [*llm.APIError] with Backend "bedrock" wrapping a

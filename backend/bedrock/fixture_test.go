@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -59,10 +60,49 @@ type wireBlock struct {
 	ToolResult *struct {
 		ToolUseID string `json:"toolUseId"`
 		Content   []struct {
-			Text string `json:"text"`
+			Text     string        `json:"text"`
+			Image    *wireImage    `json:"image"`
+			Document *wireDocument `json:"document"`
 		} `json:"content"`
 		Status string `json:"status"`
 	} `json:"toolResult"`
+	Image    *wireImage    `json:"image"`
+	Document *wireDocument `json:"document"`
+}
+
+// wireImage is an image block: bytes are base64 in JSON, which
+// encoding/json decodes into a []byte.
+type wireImage struct {
+	Format string `json:"format"`
+	Source struct {
+		Bytes []byte `json:"bytes"`
+	} `json:"source"`
+}
+
+type wireDocument struct {
+	Format string `json:"format"`
+	Name   string `json:"name"`
+	Source struct {
+		Bytes []byte `json:"bytes"`
+	} `json:"source"`
+}
+
+// mediaString renders an image or document block, its bytes by the
+// fixture value they equal.
+func mediaString(img *wireImage, doc *wireDocument) string {
+	known := func(b []byte) string {
+		switch {
+		case bytes.Equal(b, backendtest.ImagePNG):
+			return "ImagePNG"
+		case bytes.Equal(b, backendtest.DocumentPDF):
+			return "DocumentPDF"
+		}
+		return fmt.Sprintf("%d unknown bytes", len(b))
+	}
+	if img != nil {
+		return "image:" + img.Format + ":" + known(img.Source.Bytes)
+	}
+	return "document:" + doc.Format + ":" + doc.Name + ":" + known(doc.Source.Bytes)
 }
 
 // blockString renders a content block for comparisons.
@@ -74,9 +114,15 @@ func blockString(b wireBlock) string {
 		return "cachePoint:" + b.CachePoint.Type
 	case b.ToolUse != nil:
 		return "toolUse:" + b.ToolUse.ToolUseID + ":" + b.ToolUse.Name + ":" + compact(b.ToolUse.Input)
+	case b.Image != nil || b.Document != nil:
+		return mediaString(b.Image, b.Document)
 	case b.ToolResult != nil:
 		var texts []string
 		for _, c := range b.ToolResult.Content {
+			if c.Image != nil || c.Document != nil {
+				texts = append(texts, mediaString(c.Image, c.Document))
+				continue
+			}
 			texts = append(texts, c.Text)
 		}
 		return "toolResult:" + b.ToolResult.ToolUseID + ":" + strings.Join(texts, "|") + ":" + b.ToolResult.Status
@@ -97,6 +143,9 @@ func compact(raw json.RawMessage) string {
 func fixture(t *testing.T, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checkRequest(t, s, stream, r)
+		if backendtest.IsMedia(s) {
+			s = backendtest.Plain // answered as plain; the request was checked
+		}
 		if status, code, msg := scenarioError(s); status != 0 {
 			writeError(w, status, code, msg)
 			return
@@ -307,12 +356,21 @@ func checkRequest(t *testing.T, s backendtest.Scenario, stream bool, r *http.Req
 		}
 	}
 	want := []string{"user text:" + backendtest.UserText}
-	if s == backendtest.ToolResult {
+	switch s {
+	case backendtest.ToolResult, backendtest.MediaToolImage:
+		result := backendtest.ToolResultText
+		if s == backendtest.MediaToolImage {
+			result += "|image:png:ImagePNG"
+		}
 		want = []string{
 			"user text:Read a.go.",
 			`assistant toolUse:call_1:read_file:{"path":"a.go"}`,
-			"user toolResult:call_1:" + backendtest.ToolResultText + ":",
+			"user toolResult:call_1:" + result + ":",
 		}
+	case backendtest.MediaImage, backendtest.MediaImageDataURL:
+		want = []string{"user text:" + backendtest.MediaText, "user image:png:ImagePNG"}
+	case backendtest.MediaFile:
+		want = []string{"user text:" + backendtest.MediaText, "user document:pdf:invoice 2026:DocumentPDF"}
 	}
 	if diff := cmp.Diff(want, messages); diff != "" {
 		t.Errorf("%s: messages (-want +got):\n%s", s, diff)
@@ -339,7 +397,7 @@ func checkRequest(t *testing.T, s backendtest.Scenario, stream bool, r *http.Req
 	var wantTools []string
 	wantChoice := ""
 	switch s {
-	case backendtest.ToolCall, backendtest.ToolResult:
+	case backendtest.ToolCall, backendtest.ToolResult, backendtest.MediaToolImage:
 		for _, d := range backendtest.ToolDefs {
 			wantTools = append(wantTools, d.Name+" "+compact(d.Parameters))
 		}

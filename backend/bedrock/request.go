@@ -38,7 +38,8 @@ type params struct {
 
 // buildParams maps req to Converse's shapes. It returns an *llm.APIError
 // wrapping llm.ErrBadRequest for a request that cannot be sent: no model,
-// or a tool or output schema that is not JSON.
+// a tool or output schema that is not JSON, or a content part Converse
+// cannot take (audio, media by URL, a media type it lacks).
 func (m *Model) buildParams(req *llm.Request) (*params, error) {
 	p := &params{modelID: req.Model}
 	if p.modelID == "" {
@@ -63,14 +64,18 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 		p.inference.StopSequences = req.Stop
 	}
 
-	for _, msg := range req.Messages {
+	var names docNames
+	for i, msg := range req.Messages {
 		if msg.Role == llm.RoleSystem {
 			if msg.Content != "" {
 				p.system = append(p.system, &types.SystemContentBlockMemberText{Value: msg.Content})
 			}
 			continue
 		}
-		role, blocks := contentBlocks(msg)
+		role, blocks, err := contentBlocks(msg, &names)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("message %d: %v", i, err))
+		}
 		if len(blocks) == 0 {
 			continue
 		}
@@ -149,22 +154,38 @@ func choosesAny(modelID string) bool {
 }
 
 // contentBlocks maps a user, assistant or tool message to its role and
-// content blocks. Blank text is left out: Bedrock rejects it.
-func contentBlocks(msg llm.Message) (types.ConversationRole, []types.ContentBlock) {
+// content blocks. Blank text is left out: Bedrock rejects it. names holds
+// the request's document names. The error says which part Converse cannot
+// take.
+func contentBlocks(msg llm.Message, names *docNames) (types.ConversationRole, []types.ContentBlock, error) {
 	switch msg.Role {
 	case llm.RoleTool:
-		text := msg.Content
-		if text == "" {
-			text = emptyToolResult
+		var content []types.ToolResultContentBlock
+		if msg.Content != "" || len(msg.Parts) == 0 {
+			text := msg.Content
+			if text == "" {
+				text = emptyToolResult
+			}
+			content = []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}}
+		}
+		if len(msg.Parts) > 0 {
+			parts, err := toolResultContent(msg.Parts, names)
+			if err != nil {
+				return "", nil, fmt.Errorf("tool result: %w", err)
+			}
+			content = append(content, parts...)
+			if len(content) == 0 {
+				content = []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: emptyToolResult}}
+			}
 		}
 		res := types.ToolResultBlock{
 			ToolUseId: aws.String(msg.ToolCallID),
-			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
+			Content:   content,
 		}
 		if msg.IsError {
 			res.Status = types.ToolResultStatusError
 		}
-		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberToolResult{Value: res}}
+		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberToolResult{Value: res}}, nil
 	case llm.RoleAssistant:
 		var blocks []types.ContentBlock
 		if msg.Content != "" {
@@ -177,12 +198,22 @@ func contentBlocks(msg llm.Message) (types.ConversationRole, []types.ContentBloc
 				Input:     toolInput(c.Arguments),
 			}})
 		}
-		return types.ConversationRoleAssistant, blocks
+		return types.ConversationRoleAssistant, blocks, nil
 	default:
-		if msg.Content == "" {
-			return types.ConversationRoleUser, nil
+		if len(msg.Parts) > 0 {
+			blocks, err := partBlocks(msg.Parts, names)
+			if err != nil {
+				return "", nil, err
+			}
+			if msg.Content != "" {
+				blocks = append([]types.ContentBlock{&types.ContentBlockMemberText{Value: msg.Content}}, blocks...)
+			}
+			return types.ConversationRoleUser, blocks, nil
 		}
-		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberText{Value: msg.Content}}
+		if msg.Content == "" {
+			return types.ConversationRoleUser, nil, nil
+		}
+		return types.ConversationRoleUser, []types.ContentBlock{&types.ContentBlockMemberText{Value: msg.Content}}, nil
 	}
 }
 
