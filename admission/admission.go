@@ -234,6 +234,7 @@ func (c Config) Gate(m llm.Model, name string) (Gate, error) {
 	cp, hosted := m.(llm.Capable)
 	if hosted {
 		caps = cp.Capabilities()
+		hosted = !caps.InProcess
 	}
 	cfg := sched.GateConfig{
 		Fixed:         c.FixedInflight,
