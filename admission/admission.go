@@ -218,7 +218,8 @@ type Gate struct {
 	Count func(*llm.Request) int
 	// Gated is whether every call goes through the gate: when c sets a
 	// limit, or when the backend declares its capabilities (a hosted or
-	// self-hosted server, not an in-process model).
+	// self-hosted server, not an in-process model: one that declares
+	// none, or declares InProcess as the simulator does).
 	Gated bool
 	// Continuation is c's Continuation window.
 	Continuation time.Duration
@@ -234,6 +235,7 @@ func (c Config) Gate(m llm.Model, name string) (Gate, error) {
 	cp, hosted := m.(llm.Capable)
 	if hosted {
 		caps = cp.Capabilities()
+		hosted = !caps.InProcess
 	}
 	cfg := sched.GateConfig{
 		Fixed:         c.FixedInflight,

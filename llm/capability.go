@@ -30,6 +30,10 @@ type Capabilities struct {
 	// Media is the content parts the backend takes besides text; the
 	// zero value: text only.
 	Media Media
+	// InProcess: the Model runs in this process (the simulator), not on
+	// a server; admission neither gates nor paces it as it does a
+	// backend that declares its capabilities.
+	InProcess bool
 }
 
 // Capable is implemented by Models that declare their capabilities.

@@ -63,11 +63,27 @@
 // calls ([Config.FailRate]) fail with a transient overload error after one
 // forward pass, as a busy server answers 503.
 //
+// # Media
+//
+// The simulator takes every kind of content part ([Model.Capabilities]):
+// images by bytes, data: URL or https URL, audio, and documents by bytes,
+// URL or file id. It fetches nothing and looks at no pixels: a message's
+// task is its text parts, and each media part adds to the usage's prompt
+// tokens what the provider chosen by [Config.MediaTokens]
+// (sim://?media_tokens=openai|anthropic; OpenAI's by default) would bill
+// for it, counted by package internal/media from the part's size, pages
+// or duration (read from its bytes where not given): OpenAI's 512-px
+// tiles (170 tokens each plus 85; 85 at detail "low"), Anthropic's
+// width×height/750, 1,500 tokens a PDF page, 10 tokens a second of audio.
+// [BilledPromptTokens] is that count, for dry runs. Text-only requests
+// cost what they always did.
+//
 // # Addressing
 //
 // [ParseURL] reads the "sim://" URL form used by jobs and the CLI, e.g.
 // "sim://?latency=60ms&tool_turns=1&fail=0.02&seed=1" (add corrupt=0.1 to
-// corrupt a tenth of packed entries).
+// corrupt a tenth of packed entries, media_tokens=anthropic to bill media
+// as Anthropic does).
 //
 // # Over HTTP
 //

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchagent/batchagent/backend/sim/internal/gen"
+	"github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/internal/pack"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -60,6 +61,10 @@ type Config struct {
 	// ?model=NAME, as every backend URL takes). It changes no behaviour.
 	// Empty means none.
 	Model string
+	// MediaTokens is the provider rule by which media parts' prompt
+	// tokens are counted (a URL's ?media_tokens=openai|anthropic).
+	// Empty means media.DefaultBilling, OpenAI's.
+	MediaTokens media.Billing
 }
 
 func (c Config) validate() error {
@@ -76,6 +81,9 @@ func (c Config) validate() error {
 		if !(p.v >= 0 && p.v <= 1) { // NaN too
 			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", p.name, p.v)
 		}
+	}
+	if _, err := media.ParseBilling(string(c.MediaTokens)); err != nil {
+		return fmt.Errorf("sim: media_tokens: %w", err)
 	}
 	return nil
 }
@@ -108,6 +116,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.ToolTurns == 0 {
 		cfg.ToolTurns = DefaultToolTurns
 	}
+	if cfg.MediaTokens == "" {
+		cfg.MediaTokens = media.DefaultBilling
+	}
 	m := &Model{cfg: cfg, gens: make(map[string]*gen.Generator)}
 	if len(cfg.Tools) > 0 {
 		m.tools = make(map[string]bool, len(cfg.Tools))
@@ -120,8 +131,9 @@ func New(cfg Config) (*Model, error) {
 
 // ParseURL parses a "sim://" backend URL into a Config. Query parameters:
 // latency and per_token (durations), jitter, fail, invalid and corrupt
-// (probabilities), tool_turns (integer), tools (comma-separated names) and
-// seed (integer). Unknown parameters are an error.
+// (probabilities), tool_turns (integer), tools (comma-separated names),
+// seed (integer), model (a name) and media_tokens (openai or anthropic:
+// [Config.MediaTokens]). Unknown parameters are an error.
 func ParseURL(raw string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -187,8 +199,14 @@ func ParseURL(raw string) (Config, error) {
 			cfg.Seed = n
 		case "model":
 			cfg.Model = v
+		case "media_tokens":
+			b, err := media.ParseBilling(v)
+			if err != nil {
+				return Config{}, fmt.Errorf("sim: parameter %s: %w", key, err)
+			}
+			cfg.MediaTokens = b
 		default:
-			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, corrupt, tool_turns, tools, seed, model)", key)
+			return Config{}, fmt.Errorf("sim: unknown parameter %q (known: latency, per_token, jitter, fail, invalid, corrupt, tool_turns, tools, seed, model, media_tokens)", key)
 		}
 	}
 	return cfg, cfg.validate()
@@ -210,6 +228,20 @@ type Stats struct {
 // Stats returns the calls made so far.
 func (m *Model) Stats() Stats {
 	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load(), Packed: m.packed.Load(), Corrupted: m.corrupted.Load()}
+}
+
+// Capabilities declares the simulator's features: it streams, takes tools
+// and output schemas natively, takes every kind of media part (images by
+// bytes or URL, audio, documents by bytes, URL or file id; none is
+// fetched, each is only counted) and runs in-process.
+func (m *Model) Capabilities() llm.Capabilities {
+	return llm.Capabilities{
+		Streaming:        true,
+		NativeTools:      true,
+		NativeJSONSchema: true,
+		InProcess:        true,
+		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true},
+	}
 }
 
 // Generate simulates one model call. It returns an *llm.APIError wrapping
@@ -404,6 +436,9 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 			turn++
 		case msg.Role == llm.RoleUser && task == "":
 			task = msg.Content
+			if task == "" && len(msg.Parts) > 0 {
+				task = partsText(msg.Parts)
+			}
 		}
 	}
 	// Content-seeded: the same task and turn give the same answer in any run.
@@ -444,7 +479,7 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	for _, c := range resp.Message.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	resp.Usage = llm.Usage{PromptTokens: int64(PromptTokens(req)), CompletionTokens: int64(Tokens(out))}
+	resp.Usage = llm.Usage{PromptTokens: int64(BilledPromptTokens(req, m.cfg.MediaTokens)), CompletionTokens: int64(Tokens(out))}
 	return resp, nil
 }
 

@@ -85,3 +85,25 @@ func BenchmarkStreamAnswer(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPromptTokens counts a request's prompt tokens: text only (the
+// path every text job takes on each call), and with a PNG's bytes.
+func BenchmarkPromptTokens(b *testing.B) {
+	text := benchAnswerRequest()
+	withImage := benchAnswerRequest()
+	withImage.Messages[1] = llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+		{Kind: llm.PartText, Text: "Classify the photo."},
+		{Kind: llm.PartImage, MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x04\x00\x00\x00\x03\x00\x08\x02\x00\x00\x00")},
+	}}
+	for _, bm := range []struct {
+		name string
+		req  *llm.Request
+	}{{"text", text}, {"image", withImage}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sim.PromptTokens(bm.req)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/internal/media"
 )
 
 func TestParseURL(t *testing.T) {
@@ -38,6 +39,8 @@ func TestParseURL(t *testing.T) {
 		{name: "model", url: "sim://?model=sim-7b&seed=3", want: sim.Config{Model: "sim-7b", Seed: 3}},
 		{name: "probability bounds", url: "sim://?jitter=1&fail=0&invalid=1&corrupt=1", want: sim.Config{Jitter: 1, InvalidRate: 1, CorruptRate: 1}},
 		{name: "zero durations", url: "sim://?latency=0s&per_token=0", want: sim.Config{}},
+		{name: "media_tokens", url: "sim://?media_tokens=anthropic", want: sim.Config{MediaTokens: media.BillingAnthropic}},
+		{name: "bad media_tokens", url: "sim://?media_tokens=gemini", wantErr: `parameter media_tokens: media: unknown billing "gemini"`},
 		{name: "max seed", url: "sim://?seed=18446744073709551615", want: sim.Config{Seed: math.MaxUint64}},
 
 		{name: "unknown parameter", url: "sim://?latncy=60ms", wantErr: `unknown parameter "latncy"`},

@@ -107,7 +107,9 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 	cfg := j.File.Engine
 	cfg.Logger = logger
-	if _, hosted := j.Model.(llm.Capable); hosted || cfg.Admission.RateLimit.TPM > 0 {
+	c, hosted := j.Model.(llm.Capable)
+	hosted = hosted && !c.Capabilities().InProcess
+	if hosted || cfg.Admission.RateLimit.TPM > 0 {
 		counter, err := tokens.New(j.File.Def.ModelName)
 		if err != nil {
 			return batchagent.Config{}, err

@@ -1,0 +1,137 @@
+package media
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A DataURL is a parsed data: URL.
+type DataURL struct {
+	// MediaType is the type the URL declares, lower case, without
+	// parameters; its bytes sniff as this type where [Sniff] knows it.
+	MediaType string
+	// Data is the decoded payload.
+	Data []byte
+	// Info is what [Sniff] read from Data; zero where Sniff does not know
+	// the type.
+	Info Info
+}
+
+// ParseDataURL parses a data: URL ("data:image/png;base64,…"). The
+// payload must be base64 (standard or URL alphabet, padding optional;
+// whitespace is ignored). The declared type must agree with the bytes:
+// where either the declared type or the sniffed one is a type [Sniff]
+// knows, they must be the same, so an image whose declared type lies is
+// an error naming both. maxBytes, when > 0, caps the decoded size (checked
+// before decoding). Errors name what is wrong; they never hold the
+// payload.
+func ParseDataURL(u string, maxBytes int64) (DataURL, error) {
+	if len(u) < 5 || !strings.EqualFold(u[:5], "data:") {
+		return DataURL{}, errors.New("media: not a data: URL")
+	}
+	head, payload, ok := strings.Cut(u[5:], ",")
+	if !ok {
+		return DataURL{}, errors.New("media: data: URL without a comma before its data")
+	}
+	params := strings.Split(head, ";")
+	typ := strings.ToLower(strings.TrimSpace(params[0]))
+	b64 := false
+	for _, p := range params[1:] {
+		if strings.EqualFold(strings.TrimSpace(p), "base64") {
+			b64 = true
+		}
+	}
+	if !b64 {
+		return DataURL{}, fmt.Errorf("media: data: URL of type %q is not base64 (want data:TYPE;base64,…)", typ)
+	}
+	if typ == "" {
+		return DataURL{}, errors.New("media: data: URL declares no media type")
+	}
+	if maxBytes > 0 && int64(base64.StdEncoding.DecodedLen(len(payload))) > maxBytes+3 {
+		return DataURL{}, fmt.Errorf("media: data: URL of type %s holds about %d bytes, over the limit of %d", typ, base64.StdEncoding.DecodedLen(len(payload)), maxBytes)
+	}
+	data, err := decodeBase64(payload)
+	if err != nil {
+		return DataURL{}, fmt.Errorf("media: data: URL of type %s: payload is not valid base64: %v", typ, err)
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return DataURL{}, fmt.Errorf("media: data: URL of type %s holds %d bytes, over the limit of %d", typ, len(data), maxBytes)
+	}
+	info, err := Check(typ, data)
+	if err != nil {
+		return DataURL{}, err
+	}
+	return DataURL{MediaType: typ, Data: data, Info: info}, nil
+}
+
+// decodeBase64 decodes s in the standard or URL alphabet, padded or not,
+// ignoring whitespace.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\r', '\n':
+			return -1
+		case '-':
+			return '+'
+		case '_':
+			return '/'
+		}
+		return r
+	}, s)
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// aliases maps media types' other spellings to the one Sniff returns.
+var aliases = map[string]string{
+	"image/jpg":      TypeJPEG,
+	"image/pjpeg":    TypeJPEG,
+	"audio/x-wav":    TypeWAV,
+	"audio/wave":     TypeWAV,
+	"audio/vnd.wave": TypeWAV,
+	"audio/mp3":      TypeMP3,
+}
+
+// Canonical returns the spelling of media type t that [Sniff] returns
+// (image/jpg → image/jpeg, audio/x-wav → audio/wav), lower case, without
+// parameters.
+func Canonical(t string) string {
+	t, _, _ = strings.Cut(t, ";")
+	t = strings.ToLower(strings.TrimSpace(t))
+	if c, ok := aliases[t]; ok {
+		return c
+	}
+	return t
+}
+
+// known reports whether Sniff recognises type t.
+func known(t string) bool {
+	switch t {
+	case TypePNG, TypeJPEG, TypeGIF, TypeWebP, TypePDF, TypeWAV, TypeMP3:
+		return true
+	}
+	return false
+}
+
+// Check sniffs data and checks it against its declared media type: where
+// either is a type [Sniff] knows, they must agree ([Canonical] spellings
+// count as one), so "image/png" over JPEG bytes is an error naming both.
+// A declared type Sniff does not know, over bytes it does not know either,
+// passes with a zero Info's type set to the declared one.
+func Check(declared string, data []byte) (Info, error) {
+	want := Canonical(declared)
+	info, err := Sniff(data)
+	switch {
+	case err != nil && errors.Is(err, ErrUnknownType):
+		if known(want) {
+			return Info{}, fmt.Errorf("media: declared type %s, but the bytes are not %s: %v", declared, want, err)
+		}
+		return Info{MediaType: want}, nil
+	case err != nil:
+		return Info{}, fmt.Errorf("declared type %s: %w", declared, err)
+	case info.MediaType != want:
+		return Info{}, fmt.Errorf("media: declared type %s, but the bytes are %s", declared, info.MediaType)
+	}
+	return info, nil
+}
