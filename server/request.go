@@ -111,7 +111,7 @@ func mediaRefused(name string, model llm.Model, msgs []llm.Message) *apiError {
 			if err := m.Accepts(p); err != nil {
 				param := fmt.Sprintf("messages[%d].content[%d]", i, j)
 				return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "unsupported_content", param: param,
-					message: fmt.Sprintf("the model %q cannot take %s (a %s part): %v", name, param, p.Kind, err)}
+					message: fmt.Sprintf("the model %q cannot take %s (its %s part): %v", name, param, p.Kind, err)}
 			}
 		}
 	}

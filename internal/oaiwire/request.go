@@ -373,9 +373,9 @@ func readPart(w *wirePart) (llm.Part, string, error) {
 			return llm.Part{}, "image_url", errors.New("an image_url part needs image_url {url, detail}")
 		}
 		switch w.ImageURL.Detail {
-		case "", "auto", "low", "high":
+		case "", "auto", "low", "high", "original":
 		default:
-			return llm.Part{}, "image_url.detail", fmt.Errorf("unknown detail %q (want auto, low or high)", w.ImageURL.Detail)
+			return llm.Part{}, "image_url.detail", fmt.Errorf("unknown detail %q (want auto, low, high or original)", w.ImageURL.Detail)
 		}
 		p := llm.Part{Kind: llm.PartImage, Detail: w.ImageURL.Detail}
 		u := w.ImageURL.URL
