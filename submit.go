@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/batchagent/batchagent/agent"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Handle is one agent started by [Engine.Submit]. Its methods are safe for
@@ -29,6 +30,18 @@ type Handle struct {
 func (e *Engine) Submit(ctx context.Context, spec *Spec, in Input) *Handle {
 	h := &Handle{done: make(chan struct{})}
 	h.cancel = e.core.Submit(ctx, spec, in, h.end)
+	return h
+}
+
+// SubmitMedia is [Engine.Submit] with media: the agent's first message
+// holds its task's text, then media (images, audio, documents as
+// [llm.Part] values), as its parts, for a model whose
+// [llm.Capabilities].Media accepts them. An agent with media is never
+// packed with others. The gateway's agent mode passes a request's media
+// to the agent this way.
+func (e *Engine) SubmitMedia(ctx context.Context, spec *Spec, in Input, media []llm.Part) *Handle {
+	h := &Handle{done: make(chan struct{})}
+	h.cancel = e.core.SubmitMedia(ctx, spec, in, media, h.end)
 	return h
 }
 

@@ -20,12 +20,29 @@
 //
 // A model named in [Config.Backends] is answered with one model call
 // through [batchagent.Engine.Call] in the interactive class. Passed on:
-// messages (string or text-part content; developer is system), tools,
+// messages (string or content parts; developer is system), tools,
 // tool_choice "none" (which withholds the tools; other choices pass the
 // tools as they are), response_format (json_schema and json_object become
 // an llm.OutputSpec), max_completion_tokens or max_tokens, temperature,
 // top_p, seed and stop. n must be 1. Unknown fields are ignored, as vLLM
 // and llama.cpp do.
+//
+// # Media
+//
+// A user message's content may carry image_url (an https URL, or a
+// base64 data: URL of a PNG, JPEG, GIF or WebP whose bytes are of the
+// type it declares; detail auto, low, high or original), input_audio
+// (base64 wav or mp3) and file (a PDF as a base64 data: URL, or a
+// provider's file_id) parts: they reach the backend as llm.Message.Parts,
+// in order with the text parts. A part the routed backend cannot take
+// (its llm.Capabilities.Media) is a 400 unsupported_content naming the
+// model and the part; a part that cannot be read is a 400 naming the
+// message, part and field (messages[0].content[1].image_url.url). The
+// gateway never fetches a URL: an https image URL goes to the provider,
+// which fetches it. In agent mode the media of the last user message
+// follow the agent's task text in its first message
+// ([batchagent.Engine.SubmitMedia]); Batch API lines are read the same
+// way.
 //
 // # Agent mode
 //

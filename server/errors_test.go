@@ -95,7 +95,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"no messages", `{"model":"sim","messages":[]}`, 400, "invalid_value"},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_value"},
 		{"unknown role", `{"model":"sim","messages":[{"role":"wizard","content":"hi"}]}`, 400, "invalid_value"},
-		{"image content", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "invalid_value"},
+		{"image URL that is not https", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "invalid_value"},
 		{"bad response format", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"yaml"}}`, 400, "invalid_value"},
 		{"unknown fields are ignored", `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"hi"}],"x":1}],"frobnicate":true}`, 200, ""},
 	} {

@@ -55,16 +55,28 @@ func (p *passthrough) chunks(ctx context.Context, admitted func()) iter.Seq2[chu
 
 // agentInput forms an agent's input from a request: the text of the last
 // user message. A text that is a JSON object gives the input its fields;
-// any other text is the input's one field "input".
-func agentInput(cr *oaiwire.Request) (batchagent.Input, *apiError) {
+// any other text is the input's one field "input". The message's media
+// (images, audio, files), in order, are returned apart: the agent's task
+// carries them after its text.
+func agentInput(cr *oaiwire.Request) (batchagent.Input, []llm.Part, *apiError) {
 	for i := len(cr.Messages) - 1; i >= 0; i-- {
 		m := &cr.Messages[i]
 		if m.Role != "user" {
 			continue
 		}
-		text, err := m.Text()
+		text, parts, err := m.Parts()
 		if err != nil {
-			return nil, badParam("messages", err.Error())
+			return nil, nil, contentError(i, err)
+		}
+		var media []llm.Part
+		if len(parts) > 0 {
+			text = partsText(parts)
+			media = make([]llm.Part, 0, len(parts))
+			for _, p := range parts {
+				if p.Kind != llm.PartText {
+					media = append(media, p)
+				}
+			}
 		}
 		if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") {
 			var in batchagent.Input
@@ -73,14 +85,25 @@ func agentInput(cr *oaiwire.Request) (batchagent.Input, *apiError) {
 				// `batchagent run` refuses to for an input line.
 				if je := oaiwire.CheckJSON([]byte(t)); je != nil {
 					param := fmt.Sprintf("messages[%d].content", i)
-					return nil, badParam(param, fmt.Sprintf("%s: the agent's input (a JSON object): %v", param, je))
+					return nil, nil, badParam(param, fmt.Sprintf("%s: the agent's input (a JSON object): %v", param, je))
 				}
-				return in, nil
+				return in, media, nil
 			}
 		}
-		return batchagent.Input{"input": text}, nil
+		return batchagent.Input{"input": text}, media, nil
 	}
-	return nil, badParam("messages", "agent mode needs a user message")
+	return nil, nil, badParam("messages", "agent mode needs a user message")
+}
+
+// partsText returns the text of parts: their text parts, joined.
+func partsText(parts []llm.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Kind == llm.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // agentRun answers with an agent's run: its progress as reasoning chunks,
@@ -90,6 +113,7 @@ type agentRun struct {
 	name     string
 	spec     *batchagent.Spec
 	input    batchagent.Input
+	media    []llm.Part     // the task's media after its text; nil: none
 	observer agent.Observer // teed with the progress observer; may be nil
 	recorder Recorder       // may be nil
 }
@@ -111,7 +135,7 @@ func (a *agentRun) chunks(ctx context.Context, _ func()) iter.Seq2[chunk, error]
 			ctx, endScope = sc.Agent(ctx, a.name, 0)
 		}
 		obs := &progress{ch: make(chan *Event, progressBuffer), done: ctx.Done(), next: a.observer}
-		h := a.engine.Submit(agent.WithObserver(ctx, obs), a.spec, a.input)
+		h := a.engine.SubmitMedia(agent.WithObserver(ctx, obs), a.spec, a.input, a.media)
 		defer func() {
 			// The handle is ours: stop the agent (cancel first, which also
 			// releases a progress send) and wait for it.

@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
@@ -19,7 +21,7 @@ func llmRequest(cr *oaiwire.Request) (*llm.Request, *apiError) {
 		return nil, badParam("n", "only n=1 is supported")
 	}
 	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed}
-	msgs, fault := cr.LLMMessages((*oaiwire.Message).Text)
+	msgs, fault := cr.LLMMessagesWithMedia()
 	if fault != nil {
 		return nil, messageError(fault)
 	}
@@ -72,7 +74,7 @@ func messageError(f *oaiwire.MessageError) *apiError {
 	i := f.Message
 	switch f.Fault {
 	case oaiwire.FaultContent:
-		return badParam(fmt.Sprintf("messages[%d].content", i), f.Err.Error())
+		return contentError(i, f.Err)
 	case oaiwire.FaultToolName:
 		return badParam(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, f.Call), "a tool call needs a function name")
 	case oaiwire.FaultToolCallID:
@@ -80,4 +82,38 @@ func messageError(f *oaiwire.MessageError) *apiError {
 	default:
 		return badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", f.Role))
 	}
+}
+
+// contentError is the answer to message i's content that cannot be read:
+// its param names the content part and field at fault.
+func contentError(i int, err error) *apiError {
+	param := fmt.Sprintf("messages[%d].content", i)
+	if pe, ok := errors.AsType[*oaiwire.PartError](err); ok {
+		param = fmt.Sprintf("%s[%d]", param, pe.Part)
+		if pe.Field != "" {
+			param += "." + pe.Field
+		}
+		return badParam(param, fmt.Sprintf("%s: %v", param, pe.Err))
+	}
+	return badParam(param, err.Error())
+}
+
+// mediaRefused returns the answer to msgs when model, whose backend
+// takes media as m says, cannot take one of their parts; nil when it
+// can take them all. name is the model the client asked for.
+func mediaRefused(name string, model llm.Model, msgs []llm.Message) *apiError {
+	var m llm.Media
+	if c, ok := model.(llm.Capable); ok {
+		m = c.Capabilities().Media
+	}
+	for i, msg := range msgs {
+		for j, p := range msg.Parts {
+			if err := m.Accepts(p); err != nil {
+				param := fmt.Sprintf("messages[%d].content[%d]", i, j)
+				return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "unsupported_content", param: param,
+					message: fmt.Sprintf("the model %q cannot take %s (its %s part): %v", name, param, p.Kind, err)}
+			}
+		}
+	}
+	return nil
 }

@@ -16,6 +16,8 @@ func FuzzChatRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}},"stop":["a","b"],"max_completion_tokens":5,"n":1}`,
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":"a","max_tokens":-1}`,
 		`{"messages":[{"role":"user","content":{"a":1}}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGODlhAQABAAAAACw=","detail":"low"}},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"file","file":{"file_id":"file-1"}}]}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!"}}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -25,7 +27,7 @@ func FuzzChatRequest(f *testing.F) {
 			return
 		}
 		_ = lastUser(&cr)
-		_, _ = agentInput(&cr)
+		_, _, _ = agentInput(&cr)
 		req, e := llmRequest(&cr)
 		if e != nil {
 			if e.status != 400 || e.message == "" {

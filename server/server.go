@@ -502,11 +502,19 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 		if cr.N != nil && *cr.N != 1 {
 			return nil, "", badParam("n", "only n=1 is supported: an agent gives one answer")
 		}
-		in, e := agentInput(cr)
+		in, media, e := agentInput(cr)
 		if e != nil {
 			return nil, "", e
 		}
-		return &agentRun{engine: s.cfg.Engine, name: name, spec: spec, input: in, observer: s.cfg.Observer, recorder: s.cfg.Recorder},
+		if len(media) > 0 {
+			model, _ := spec.Model()
+			if e := mediaRefused(cr.Model, model, []llm.Message{{Role: llm.RoleUser, Parts: media}}); e != nil {
+				// The parts' indexes are the agent's, not the request's.
+				e.param = "messages"
+				return nil, "", e
+			}
+		}
+		return &agentRun{engine: s.cfg.Engine, name: name, spec: spec, input: in, media: media, observer: s.cfg.Observer, recorder: s.cfg.Recorder},
 			lastUser(cr), nil
 	}
 	b, ok := s.cfg.Backends[cr.Model]
@@ -515,6 +523,9 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 	}
 	req, e := llmRequest(cr)
 	if e != nil {
+		return nil, "", e
+	}
+	if e := mediaRefused(cr.Model, b.Model, req.Messages); e != nil {
 		return nil, "", e
 	}
 	req.Model = b.Name
@@ -564,11 +575,15 @@ func unknownModel(name string) *apiError {
 		message: fmt.Sprintf("the model %q does not exist (GET /v1/models lists them)", name)}
 }
 
-// lastUser returns the text of the last user message, or "".
+// lastUser returns the text of the last user message (its text parts,
+// when it carries media), or "".
 func lastUser(cr *oaiwire.Request) string {
 	for i := len(cr.Messages) - 1; i >= 0; i-- {
 		if cr.Messages[i].Role == "user" {
-			text, _ := cr.Messages[i].Text()
+			text, parts, _ := cr.Messages[i].Parts()
+			if len(parts) > 0 {
+				text = partsText(parts)
+			}
 			return text
 		}
 	}

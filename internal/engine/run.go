@@ -328,6 +328,9 @@ type agentRun struct {
 	tiers []*sched.Run
 	i     int // the input's index
 	in    job.Input
+	// media are parts the agent's task carries after its text (see
+	// Engine.SubmitMedia); nil: none.
+	media []llm.Part
 	// st is the agent's state: its checkpointed last completed turn when
 	// it resumes (set before runAgent), else a fresh one.
 	st    *agent.State
@@ -408,7 +411,15 @@ func (a *agentRun) newState() error {
 	}
 	// Room for the answer too: most agents end after one call, and
 	// appending it to a full slice allocated the conversation twice.
-	msgs := append(make([]llm.Message, 0, 2), llm.Message{Role: llm.RoleUser, Content: task})
+	first := llm.Message{Role: llm.RoleUser, Content: task}
+	if len(a.media) > 0 {
+		first.Content, first.Parts = "", make([]llm.Part, 0, 1+len(a.media))
+		if task != "" {
+			first.Parts = append(first.Parts, llm.Part{Kind: llm.PartText, Text: task})
+		}
+		first.Parts = append(first.Parts, a.media...)
+	}
+	msgs := append(make([]llm.Message, 0, 2), first)
 	a.st = &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Status: agent.StatusRunning, Messages: msgs}
 	return nil
 }
@@ -465,7 +476,7 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 // starts afresh. It returns the agents of the packed call that answered
 // it, or its error; (0, nil) when the agent must run alone.
 func (a *agentRun) packed(ctx context.Context) (int, error) {
-	if a.rn.pk == nil || !a.fresh {
+	if a.rn.pk == nil || !a.fresh || len(a.media) > 0 {
 		return 0, nil
 	}
 	return a.rn.pk.answer(ctx, a.i, a.st)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Submit starts one agent of spec on in and returns at once; end is
@@ -15,6 +16,13 @@ import (
 // spec, an engine shut down). The returned function cancels the agent.
 // See batchagent.Engine.Submit.
 func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end func(job.Result)) context.CancelFunc {
+	return e.SubmitMedia(ctx, spec, in, nil, end)
+}
+
+// SubmitMedia is Submit with media: the agent's first message holds its
+// task's text, then media (images, audio, documents), as its parts. An
+// agent with media is never packed with others.
+func (e *Engine) SubmitMedia(ctx context.Context, spec *job.Spec, in job.Input, media []llm.Part, end func(job.Result)) context.CancelFunc {
 	i := int(e.seq.Add(1) - 1)
 	rn, ctx, cancel, ok := e.start(ctx, spec, i, in, "submit", end)
 	if !ok {
@@ -32,7 +40,7 @@ func (e *Engine) Submit(ctx context.Context, spec *job.Spec, in job.Input, end f
 		defer rn.gate.g.EndRun(run)
 		tiers := rn.fb.beginTiers(ctx)
 		defer rn.fb.endTiers(tiers)
-		e.runAgent(ctx, &agentRun{rn: rn, run: run, tiers: tiers, i: i, in: in, deliver: func(_ *agentRun, r job.Result) {
+		e.runAgent(ctx, &agentRun{rn: rn, run: run, tiers: tiers, i: i, in: in, media: media, deliver: func(_ *agentRun, r job.Result) {
 			e.stats.add(&outcome{Result: r})
 			end(r)
 		}})

@@ -2,8 +2,16 @@ package oaiwire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"image"
+	_ "image/gif"  // image.DecodeConfig reads a GIF's size
+	_ "image/jpeg" // and a JPEG's
+	_ "image/png"  // and a PNG's
+	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -197,14 +205,30 @@ type MessageError struct {
 // calls) and tool messages. text reads a message's content (for example
 // [Message.Text]).
 func (r *Request) LLMMessages(text func(*Message) (string, error)) ([]llm.Message, *MessageError) {
+	return r.llmMessages(func(m *Message) (string, []llm.Part, error) {
+		s, err := text(m)
+		return s, nil, err
+	})
+}
+
+// LLMMessagesWithMedia converts the request's messages as [Request.LLMMessages]
+// does, reading each message's content with [Message.Parts]: a user
+// message carrying images, audio or files gets them as llm.Message.Parts;
+// any other message keeps its text in Content. A content part that
+// cannot be read is a FaultContent whose Err is a *[PartError].
+func (r *Request) LLMMessagesWithMedia() ([]llm.Message, *MessageError) {
+	return r.llmMessages((*Message).Parts)
+}
+
+func (r *Request) llmMessages(read func(*Message) (string, []llm.Part, error)) ([]llm.Message, *MessageError) {
 	out := make([]llm.Message, 0, len(r.Messages))
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		content, err := text(m)
+		content, parts, err := read(m)
 		if err != nil {
 			return nil, &MessageError{Fault: FaultContent, Message: i, Role: m.Role, Err: err}
 		}
-		msg := llm.Message{Content: content}
+		msg := llm.Message{Content: content, Parts: parts}
 		switch m.Role {
 		case "system", "developer":
 			msg.Role = llm.RoleSystem
@@ -241,4 +265,261 @@ func (r *Request) LLMTools() (tools []llm.ToolDef, bad int) {
 		tools = append(tools, llm.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
 	return tools, -1
+}
+
+// PartError is a content part that [Message.Parts] refuses: the part's
+// index in the content array, the field at fault (relative to the part,
+// as "image_url.url"; "" for the part as a whole) and why.
+type PartError struct {
+	Part  int
+	Field string
+	Err   error
+}
+
+func (e *PartError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("content part %d: %v", e.Part, e.Err)
+	}
+	return fmt.Sprintf("content part %d: %s: %v", e.Part, e.Field, e.Err)
+}
+
+func (e *PartError) Unwrap() error { return e.Err }
+
+// wirePart is one element of a content array as chat completions sends it.
+type wirePart struct {
+	Type     string  `json:"type"`
+	Text     *string `json:"text"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+	InputAudio *struct {
+		Data   string `json:"data"`
+		Format string `json:"format"`
+	} `json:"input_audio"`
+	File *struct {
+		FileData string `json:"file_data"`
+		FileID   string `json:"file_id"`
+		Filename string `json:"filename"`
+	} `json:"file"`
+}
+
+// Parts reads a message's content: a string, or an array of content
+// parts, or null. Content that is text alone (a string, or text parts,
+// joined) is returned as text with no parts, as [Message.Text] returns
+// it: the text path is unchanged. Content that carries media is returned
+// as parts in order: text, image_url {url, detail} (an https URL, or a
+// data: URL of a PNG, JPEG, GIF or WebP image in base64 whose bytes are
+// of the type it declares), input_audio {data, format} (base64 wav or
+// mp3) and file {file_data, file_id, filename} (a PDF as a base64 data:
+// URL, or a provider's file id). Media is taken in user messages only. A
+// part that cannot be read is a *[PartError] naming its index and field.
+func (m *Message) Parts() (string, []llm.Part, error) {
+	if m.Content.IsText {
+		return m.Content.Text, nil, nil
+	}
+	raw := m.Content.Raw
+	if len(raw) == 0 {
+		return "", nil, nil
+	}
+	if raw[0] != '[' {
+		return "", nil, fmt.Errorf("content must be a string, an array of content parts or null")
+	}
+	var wire []wirePart
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return "", nil, fmt.Errorf("content parts: %w", err)
+	}
+	media := false
+	for _, w := range wire {
+		if w.Type != "text" {
+			media = true
+			break
+		}
+	}
+	if !media {
+		var b strings.Builder
+		for j, w := range wire {
+			if w.Text == nil {
+				return "", nil, &PartError{Part: j, Field: "text", Err: errors.New("a text part needs text")}
+			}
+			b.WriteString(*w.Text)
+		}
+		return b.String(), nil, nil
+	}
+	if m.Role != "user" {
+		return "", nil, fmt.Errorf("a %s message's content may hold text parts only (images, audio and files go in user messages)", m.Role)
+	}
+	parts := make([]llm.Part, 0, len(wire))
+	for j := range wire {
+		p, field, err := readPart(&wire[j])
+		if err != nil {
+			return "", nil, &PartError{Part: j, Field: field, Err: err}
+		}
+		parts = append(parts, p)
+	}
+	return "", parts, nil
+}
+
+// readPart reads one content part, or returns the field at fault and why.
+func readPart(w *wirePart) (llm.Part, string, error) {
+	switch w.Type {
+	case "text":
+		if w.Text == nil {
+			return llm.Part{}, "text", errors.New("a text part needs text")
+		}
+		return llm.Part{Kind: llm.PartText, Text: *w.Text}, "", nil
+	case "image_url":
+		if w.ImageURL == nil {
+			return llm.Part{}, "image_url", errors.New("an image_url part needs image_url {url, detail}")
+		}
+		switch w.ImageURL.Detail {
+		case "", "auto", "low", "high", "original":
+		default:
+			return llm.Part{}, "image_url.detail", fmt.Errorf("unknown detail %q (want auto, low, high or original)", w.ImageURL.Detail)
+		}
+		p := llm.Part{Kind: llm.PartImage, Detail: w.ImageURL.Detail}
+		u := w.ImageURL.URL
+		if !prefixFold(u, "data:") {
+			if err := httpsURL(u); err != nil {
+				return llm.Part{}, "image_url.url", err
+			}
+			p.URL = u
+			return p, "", nil
+		}
+		typ, data, err := readDataURL(u)
+		if err != nil {
+			return llm.Part{}, "image_url.url", err
+		}
+		if err := checkImage(typ, data, &p); err != nil {
+			return llm.Part{}, "image_url.url", err
+		}
+		p.Data, p.MediaType = data, typ
+		return p, "", nil
+	case "input_audio":
+		a := w.InputAudio
+		if a == nil {
+			return llm.Part{}, "input_audio", errors.New("an input_audio part needs input_audio {data, format}")
+		}
+		typ, ok := audioTypes[a.Format]
+		if !ok {
+			return llm.Part{}, "input_audio.format", fmt.Errorf("unknown audio format %q (want wav or mp3)", a.Format)
+		}
+		if a.Data == "" {
+			return llm.Part{}, "input_audio.data", errors.New("no audio data")
+		}
+		data, err := base64.StdEncoding.DecodeString(a.Data)
+		if err != nil {
+			return llm.Part{}, "input_audio.data", fmt.Errorf("not base64: %v", err)
+		}
+		return llm.Part{Kind: llm.PartAudio, Data: data, MediaType: typ}, "", nil
+	case "file":
+		f := w.File
+		if f == nil {
+			return llm.Part{}, "file", errors.New("a file part needs file {file_data or file_id, filename}")
+		}
+		p := llm.Part{Kind: llm.PartFile, Filename: f.Filename}
+		switch {
+		case f.FileData != "" && f.FileID != "":
+			return llm.Part{}, "file", errors.New("give file_data or file_id, not both")
+		case f.FileID != "":
+			p.FileID = f.FileID
+			return p, "", nil
+		case f.FileData == "":
+			return llm.Part{}, "file", errors.New("a file part needs file_data (a base64 data: URL) or file_id")
+		}
+		typ, data, err := readDataURL(f.FileData)
+		if err != nil {
+			return llm.Part{}, "file.file_data", err
+		}
+		if typ != "application/pdf" {
+			return llm.Part{}, "file.file_data", fmt.Errorf("media type %q is not supported (want application/pdf)", typ)
+		}
+		if !bytes.HasPrefix(data, []byte("%PDF-")) {
+			return llm.Part{}, "file.file_data", errors.New("declared application/pdf, but the data is not a PDF")
+		}
+		p.Data, p.MediaType = data, typ
+		return p, "", nil
+	case "":
+		return llm.Part{}, "type", errors.New("a content part needs a type")
+	}
+	return llm.Part{}, "type", fmt.Errorf("unknown content part type %q (want text, image_url, input_audio or file)", w.Type)
+}
+
+// audioTypes maps input_audio's formats to media types.
+var audioTypes = map[string]string{"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+// imageTypes are the image media types a data: URL may hold.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// checkImage checks that data is an image of type typ, and sets p's
+// Width and Height when its header tells them (PNG, JPEG, GIF).
+func checkImage(typ string, data []byte, p *llm.Part) error {
+	if !imageTypes[typ] {
+		return fmt.Errorf("media type %q is not supported (want image/png, image/jpeg, image/gif or image/webp)", typ)
+	}
+	if got := http.DetectContentType(data); got != typ {
+		return fmt.Errorf("declared %s, but the data is %s", typ, got)
+	}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
+		p.Width, p.Height = cfg.Width, cfg.Height
+	}
+	return nil
+}
+
+// httpsURL checks that u is an absolute https URL with a host.
+func httpsURL(u string) error {
+	pu, err := url.Parse(u)
+	switch {
+	case u == "":
+		return errors.New("no URL")
+	case err != nil:
+		return fmt.Errorf("not a URL: %v", err)
+	case !strings.EqualFold(pu.Scheme, "https") || pu.Host == "":
+		return fmt.Errorf("%q is neither an https URL nor a data: URL", clipText(u, 64))
+	}
+	return nil
+}
+
+// readDataURL reads a data: URL whose data is base64
+// ("data:image/png;base64,…"): its media type, lowercased without
+// parameters, and its bytes.
+func readDataURL(u string) (mediaType string, data []byte, err error) {
+	if !prefixFold(u, "data:") {
+		return "", nil, errors.New("not a data: URL")
+	}
+	head, payload, ok := strings.Cut(u[len("data:"):], ",")
+	if !ok {
+		return "", nil, errors.New("a data: URL needs a comma before its data")
+	}
+	params := strings.Split(head, ";")
+	if !strings.EqualFold(params[len(params)-1], "base64") || len(params) < 2 {
+		return "", nil, errors.New("a data: URL's data must be base64 (data:TYPE;base64,…)")
+	}
+	mediaType = strings.ToLower(strings.TrimSpace(params[0]))
+	if mediaType == "" {
+		return "", nil, errors.New("a data: URL needs a media type")
+	}
+	if payload == "" {
+		return "", nil, errors.New("a data: URL with no data")
+	}
+	data, err = base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return "", nil, fmt.Errorf("a data: URL's data is not base64: %v", err)
+	}
+	return mediaType, data, nil
+}
+
+func prefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// clipText returns s cut to at most n bytes, at a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
