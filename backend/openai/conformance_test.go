@@ -52,7 +52,16 @@ var errorStatus = map[backendtest.Scenario]int{
 // checks the request it receives with t.Errorf.
 func fixture(t *testing.T, flavor openai.Flavor, s backendtest.Scenario, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		checkRequest(t, flavor, s, stream, r)
+		s := s
+		if backendtest.IsMedia(s) {
+			// The media travels as content parts (their bytes are held
+			// equal to the SDK's in TestMediaBodyMatchesSDK); the answer
+			// is Plain's.
+			checkMedia(t, s, r)
+			s = backendtest.Plain
+		} else {
+			checkRequest(t, flavor, s, stream, r)
+		}
 		if s == backendtest.KeyEcho {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
@@ -231,5 +240,32 @@ func checkRequest(t *testing.T, flavor openai.Flavor, s backendtest.Scenario, st
 	}
 	if diff := cmp.Diff(wantRequest(flavor, s, stream), got, jsonTransformer); diff != "" {
 		t.Errorf("%s request body (-want +got):\n%s\nbody: %s", s, diff, body)
+	}
+}
+
+// mediaPart is what the request body of each media scenario must hold:
+// its media in OpenAI's content-part form.
+var mediaPart = map[backendtest.Scenario]string{
+	backendtest.MediaImage:        `{"type":"image_url","image_url":{"url":"data:image/png;base64,`,
+	backendtest.MediaImageDataURL: `{"type":"image_url","image_url":{"url":"data:image/png;base64,`,
+	backendtest.MediaImageURL:     `{"type":"image_url","image_url":{"url":"` + backendtest.ImageURL + `"}}`,
+	backendtest.MediaFile:         `{"type":"file","file":{"file_data":"data:application/pdf;base64,`,
+	backendtest.MediaAudio:        `{"type":"input_audio","input_audio":{"data":"`,
+	backendtest.MediaToolImage:    `{"type":"text","text":"Media returned by tool call call_1 (read_file):"},{"type":"image_url"`,
+}
+
+// checkMedia reports, with t.Errorf, a media scenario's request whose body
+// lacks its media part or its text.
+func checkMedia(t *testing.T, s backendtest.Scenario, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Errorf("%s: read request body: %v", s, err)
+		return
+	}
+	if !bytes.Contains(body, []byte(mediaPart[s])) {
+		t.Errorf("%s: request body lacks %s:\n%s", s, mediaPart[s], body)
+	}
+	if s != backendtest.MediaToolImage && !bytes.Contains(body, []byte(`{"type":"text","text":"`+backendtest.MediaText+`"}`)) {
+		t.Errorf("%s: request body lacks the text part %q:\n%s", s, backendtest.MediaText, body)
 	}
 }
