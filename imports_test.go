@@ -41,10 +41,13 @@ func TestImportRules(t *testing.T) {
 		"job": {"llm", "schema", "tool", "jsonenc"},
 		// JSON appenders without reflection, for the records written once
 		// per agent (checkpoint states, result lines).
-		"jsonenc":             {},
-		"input":               {"job"},
-		"agent":               {"llm", "job", "tool", "schema", "internal/retry"},
-		"backend/sim":         {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack"},
+		"jsonenc":     {},
+		"input":       {"job"},
+		"agent":       {"llm", "job", "tool", "schema", "internal/retry"},
+		"backend/sim": {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack", "internal/media"},
+		// Media: sniffing types and sizes, data: URLs, the tokens
+		// providers bill for images, documents and audio.
+		"internal/media":      {"llm"},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
