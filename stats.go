@@ -1,6 +1,7 @@
 package batchagent
 
 import (
+	"github.com/batchagent/batchagent/admission"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/sched"
 	"github.com/batchagent/batchagent/tool"
@@ -54,16 +55,11 @@ type Stats struct {
 	// included (packed results carry none of their own).
 	Usage llm.Usage
 	// AgentsCalling, AgentsInTools and AgentsWaiting count the agents
-	// running now by what each is doing: in a model call (from its
-	// admission until its answer has ended), executing the tool calls of
-	// a turn, and waiting for a slot (admission to a model call, the rate
-	// limits and pauses of the backend's admission included; an agent of
-	// a job that packs, from joining a pack until the pack's call has its
-	// slot). An agent is in at most one; the others running, Started less
-	// Done less these three, are between them: rendering its task,
-	// waiting out a back-off before a retry, validating or repairing its
-	// answer, being checkpointed or delivered. Each is read apart, so the
-	// sum may briefly be off by an agent or two. See [agent.Gauges].
+	// running now by what each is doing: in a model call, executing a
+	// turn's tool calls, or waiting for a slot (see [agent.Gauges]). The
+	// others running, Started less Done less these three, are between
+	// them (rendering, back-off, validation, checkpointing). Each is read
+	// apart, so the sum may briefly be off by an agent or two.
 	AgentsCalling, AgentsInTools, AgentsWaiting int64
 	// Inflight and Waiting count model calls, not agents: those holding a
 	// slot of a backend's admission and those waiting for one, of every
@@ -102,7 +98,7 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		Started: c.Started, Done: c.Done, OK: c.OK, Failed: c.Failed, Restored: c.Restored,
 		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Unanswered: c.Unanswered, Turns: c.Turns, ToolCalls: c.ToolCalls,
-		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone,
+		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone, Backends: e.core.Gates(),
 		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
 		AgentsCalling: c.AgentsCalling, AgentsInTools: c.AgentsInTools, AgentsWaiting: c.AgentsWaiting,
 	}
@@ -111,21 +107,7 @@ func (e *Engine) Stats() Stats {
 		s.ToolErrors += t.Errors
 	}
 	s.ByTier, s.BreakerChanges = e.core.ByTier()
-	unlimited := false
-	s.Backends = e.core.Gates()
-	for _, b := range s.Backends {
-		s.Inflight += b.Inflight
-		s.Waiting += b.Waiting
-		s.Limit += b.Limit
-		unlimited = unlimited || b.Limit == 0
-		s.Throttles += b.Throttles
-		s.Pauses += b.Pauses
-	}
-	if unlimited {
-		s.Limit = 0
-	}
-	if len(s.Backends) == 1 {
-		s.LimitHistory, s.RateLimits = s.Backends[0].LimitHistory, s.Backends[0].RateLimits
-	}
+	t := admission.Total(s.Backends)
+	s.Inflight, s.Waiting, s.Limit, s.Throttles, s.Pauses, s.LimitHistory, s.RateLimits = t.Inflight, t.Waiting, t.Limit, t.Throttles, t.Pauses, t.LimitHistory, t.RateLimits
 	return s
 }

@@ -320,3 +320,27 @@ func (b Backend) Validate() error {
 	}
 	return nil
 }
+
+// Total sums the admissions of several backends: their calls in flight
+// and waiting, throttles and pauses, and their limits (zero, unlimited,
+// when one is). Its Backend is the zero value; its LimitHistory and
+// RateLimits are the one backend's when there is exactly one, else none.
+func Total(backends []Stats) Stats {
+	var t Stats
+	unlimited := false
+	for _, b := range backends {
+		t.Inflight += b.Inflight
+		t.Waiting += b.Waiting
+		t.Limit += b.Limit
+		unlimited = unlimited || b.Limit == 0
+		t.Throttles += b.Throttles
+		t.Pauses += b.Pauses
+	}
+	if unlimited {
+		t.Limit = 0
+	}
+	if len(backends) == 1 {
+		t.LimitHistory, t.RateLimits = backends[0].LimitHistory, backends[0].RateLimits
+	}
+	return t
+}
