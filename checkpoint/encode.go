@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -244,6 +246,17 @@ func appendOptString(dst []byte, key, s string) []byte {
 func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
 	dst = jsonenc.AppendString(append(dst, `{"role":`...), string(m.Role), false)
 	dst = appendOptString(dst, `,"content":`, m.Content)
+	if len(m.Parts) > 0 {
+		// Media messages are rare: encoding/json writes them (their bytes
+		// base64), the text path stays hand-written.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // as the hand-written strings
+		if err := enc.Encode(m.Parts); err != nil {
+			return dst, fmt.Errorf("parts: %w", err)
+		}
+		dst = append(append(dst, `,"parts":`...), bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	}
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
 		for i := range m.ToolCalls {

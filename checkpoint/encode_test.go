@@ -58,6 +58,9 @@ func fill(t testing.TB, v reflect.Value, path string) {
 			"z": "last", "a": json.Number("12.5"), "m": map[string]any{"k": []any{true, nil, 1.5}},
 		}))
 		return
+	case reflect.TypeFor[[]byte]():
+		v.SetBytes([]byte{0, 1, 0xfe, 0xff, '<', '&'}) // a media part's bytes: base64 in JSON
+		return
 	case reflect.TypeFor[time.Time]():
 		// Not UTC, with nanoseconds and a monotonic reading, which JSON drops.
 		now := time.Now()
