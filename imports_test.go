@@ -49,8 +49,8 @@ func TestImportRules(t *testing.T) {
 		// providers bill for images, documents and audio.
 		"internal/media":      {"llm"},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
-		"backend/anthropic":   {"llm", "internal/sse", "internal/retry"},
-		"backend/bedrock":     {"llm", "internal/sse", "internal/retry"},
+		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media"},
+		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	imedia "github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -133,37 +134,11 @@ func partData(p llm.Part) (mediaType, data string, err error) {
 		}
 		return strings.ToLower(p.MediaType), base64.StdEncoding.EncodeToString(p.Data), nil
 	}
-	mediaType, raw, err := parseDataURL(p.URL)
+	mediaType, raw, err := imedia.SplitDataURL(p.URL)
 	if err != nil {
 		return "", "", err
 	}
 	return mediaType, base64.StdEncoding.EncodeToString(raw), nil
-}
-
-// parseDataURL returns the media type and bytes of a data: URL
-// (RFC 2397), base64 or percent-encoded.
-func parseDataURL(u string) (string, []byte, error) {
-	meta, payload, ok := strings.Cut(u[len("data:"):], ",")
-	if !ok {
-		return "", nil, fmt.Errorf("data URL has no comma before its data")
-	}
-	params := strings.Split(meta, ";")
-	mediaType := strings.ToLower(strings.TrimSpace(params[0]))
-	if mediaType == "" {
-		return "", nil, fmt.Errorf("data URL names no media type")
-	}
-	if strings.EqualFold(params[len(params)-1], "base64") {
-		b, err := base64.StdEncoding.DecodeString(payload)
-		if err != nil {
-			return "", nil, fmt.Errorf("data URL is not valid base64: %v", err)
-		}
-		return mediaType, b, nil
-	}
-	s, err := url.PathUnescape(payload)
-	if err != nil {
-		return "", nil, fmt.Errorf("data URL: %v", err)
-	}
-	return mediaType, []byte(s), nil
 }
 
 // checkHTTPS refuses a URL the provider would not fetch.

@@ -1,9 +1,7 @@
 package bedrock
 
 import (
-	"encoding/base64"
 	"fmt"
-	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	imedia "github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -181,32 +180,5 @@ func partData(p llm.Part) (string, []byte, error) {
 		}
 		return strings.ToLower(p.MediaType), p.Data, nil
 	}
-	return parseDataURL(p.URL)
-}
-
-// parseDataURL returns the media type and bytes of a data: URL
-// (RFC 2397), base64 or percent-encoded. Accepts has let only data: URLs
-// through.
-func parseDataURL(u string) (string, []byte, error) {
-	meta, payload, ok := strings.Cut(u[len("data:"):], ",")
-	if !ok {
-		return "", nil, fmt.Errorf("data URL has no comma before its data")
-	}
-	params := strings.Split(meta, ";")
-	mediaType := strings.ToLower(strings.TrimSpace(params[0]))
-	if mediaType == "" {
-		return "", nil, fmt.Errorf("data URL names no media type")
-	}
-	if strings.EqualFold(params[len(params)-1], "base64") {
-		b, err := base64.StdEncoding.DecodeString(payload)
-		if err != nil {
-			return "", nil, fmt.Errorf("data URL is not valid base64: %v", err)
-		}
-		return mediaType, b, nil
-	}
-	s, err := url.PathUnescape(payload)
-	if err != nil {
-		return "", nil, fmt.Errorf("data URL: %v", err)
-	}
-	return mediaType, []byte(s), nil
+	return imedia.SplitDataURL(p.URL)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -134,4 +135,35 @@ func Check(declared string, data []byte) (Info, error) {
 		return Info{}, fmt.Errorf("media: declared type %s, but the bytes are %s", declared, info.MediaType)
 	}
 	return info, nil
+}
+
+// SplitDataURL returns the media type (lower case) and bytes of a data:
+// URL (RFC 2397), base64 or percent-encoded, with no size cap or type
+// check: what a backend sends on as bytes. ParseDataURL is the strict
+// reading for what users give.
+func SplitDataURL(u string) (string, []byte, error) {
+	if len(u) < len("data:") || !strings.EqualFold(u[:len("data:")], "data:") {
+		return "", nil, fmt.Errorf("not a data URL")
+	}
+	meta, payload, ok := strings.Cut(u[len("data:"):], ",")
+	if !ok {
+		return "", nil, fmt.Errorf("data URL has no comma before its data")
+	}
+	params := strings.Split(meta, ";")
+	mediaType := strings.ToLower(strings.TrimSpace(params[0]))
+	if mediaType == "" {
+		return "", nil, fmt.Errorf("data URL names no media type")
+	}
+	if strings.EqualFold(params[len(params)-1], "base64") {
+		b, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			return "", nil, fmt.Errorf("data URL is not valid base64: %v", err)
+		}
+		return mediaType, b, nil
+	}
+	s, err := url.PathUnescape(payload)
+	if err != nil {
+		return "", nil, fmt.Errorf("data URL: %v", err)
+	}
+	return mediaType, []byte(s), nil
 }
