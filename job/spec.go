@@ -165,6 +165,15 @@ type Def struct {
 	// Pack lets agents share model calls; see [Pack]. Defaults to none:
 	// every agent makes its own calls.
 	Pack Pack
+	// Media are the media items each agent's first message carries after
+	// the task's text, each rendered from its input and loaded by
+	// MediaLoader when the agent starts. The model (and each fallback's)
+	// must take every field's kind as bytes (llm.Capabilities.Media).
+	// Defaults to none: a text-only task. An agent with media is never
+	// packed.
+	Media []MediaField
+	// MediaLoader reads the media of Media. Required when Media is set.
+	MediaLoader MediaLoader
 }
 
 // Tool is a tool agents may call; see package tool.
@@ -195,6 +204,7 @@ type Spec struct {
 	schema *schema.Schema // nil: any text
 	pool   *tool.Pool     // nil: no tools
 	fp     map[string]string
+	media  *MediaSet // nil: a text-only task
 }
 
 func badSpec(format string, args ...any) error {
@@ -212,7 +222,7 @@ func NewSpec(d Def) (*Spec, error) {
 	if d.Model == nil {
 		return nil, badSpec("no model")
 	}
-	if d.Task == "" {
+	if d.Task == "" && len(d.Media) == 0 {
 		return nil, badSpec("empty task template")
 	}
 	if d.MaxTurns < 0 || d.MaxRetries < 0 || d.Timeout < 0 || d.MaxTokens < 0 || d.MaxTokensLimit < 0 || d.OutageBudget < 0 || d.ContextWindow < 0 {
@@ -293,10 +303,14 @@ func NewSpec(d Def) (*Spec, error) {
 	d.OutputSchema = slices.Clone(d.OutputSchema)
 	d.Stop = slices.Clone(d.Stop)
 	d.Fallbacks = slices.Clone(d.Fallbacks)
+	d.Media = slices.Clone(d.Media)
 	s := &Spec{def: d}
 	var err error
 	if s.tmpl, err = ParseTemplate(d.Task); err != nil {
 		return nil, badSpec("task: %v", err)
+	}
+	if s.media, err = compileMedia(d); err != nil {
+		return nil, err
 	}
 	if len(d.OutputSchema) > 0 {
 		if s.schema, err = schema.Compile(d.OutputSchema); err != nil {
@@ -322,6 +336,7 @@ func (s *Spec) Def() Def {
 	d.OutputSchema = slices.Clone(d.OutputSchema)
 	d.Stop = slices.Clone(d.Stop)
 	d.Fallbacks = slices.Clone(d.Fallbacks)
+	d.Media = slices.Clone(d.Media)
 	return d
 }
 
@@ -372,6 +387,11 @@ func fingerprint(d Def) map[string]string {
 		"schema": d.OutputSchema,
 		"tools":  tools,
 		"model":  []byte(d.ModelName),
+	}
+	if len(d.Media) > 0 {
+		// Only a job with media has the part: text jobs keep their
+		// fingerprints. Marshal cannot fail on strings.
+		parts["media"], _ = json.Marshal(d.Media)
 	}
 	if d.Temperature != nil || d.TopP != nil || d.Seed != nil || len(d.Stop) > 0 {
 		// Marshal cannot fail on these types; NaN is refused.

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool/filetool"
 )
 
@@ -52,6 +54,9 @@ func FuzzJobSpecDecode(f *testing.F) {
 		"task: x\nlimits:\n\tmax_turns: 1\n",
 		"- a\n",
 		"",
+		"task:\n  - text: a {t}\n  - image: \"{photo}\"\n    detail: low\n  - audio: \"{clip}\"\n  - file: x.pdf\nmedia: {roots: [docs], max_bytes: 20MB, fetch: [\"*.example.com\"], pass_urls: true}\n",
+		"task: [{text: a, image: b}, {detail: high}, {video: x}, [1], {file: ''}, {audio: x, detail: low}]\nmedia: {roots: [nope, ''], max_bytes: -1GB}\n",
+		"task: []\nmedia: {max_bytes: [1]}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -87,7 +92,7 @@ func FuzzJobSpecDecode(f *testing.F) {
 			}
 			return
 		}
-		if j == nil || strings.TrimSpace(j.Def.Task) == "" {
+		if j == nil || strings.TrimSpace(j.Def.Task) == "" && len(j.Def.Media) == 0 {
 			t.Fatalf("Parse(%q) = %+v, nil, want a job with a task", data, j)
 		}
 		if j.Backend == "" || j.Dir != dir || j.Path != "job.yaml" {
@@ -109,11 +114,18 @@ func FuzzJobSpecDecode(f *testing.F) {
 		// What the file holds is what the engine takes: a job file that
 		// parses gives a valid Def and Config.
 		d.Model = nopModel{}
+		if len(d.Media) > 0 {
+			// The caller opens a backend that takes them and a loader.
+			d.Model, d.MediaLoader = mediaModel{}, nopLoader{}
+			if j.Media == nil {
+				t.Errorf("Parse(%q) gave media items and no media config", data)
+			}
+		}
 		for _, f := range j.Fallbacks {
 			if f.Backend == "" {
 				t.Errorf("Parse(%q) accepted a fallback without a backend", data)
 			}
-			d.Fallbacks = append(d.Fallbacks, batchagent.Fallback{Model: nopModel{}, ModelName: f.Model})
+			d.Fallbacks = append(d.Fallbacks, batchagent.Fallback{Model: d.Model, ModelName: f.Model})
 		}
 		if d.Budget != 0 && len(d.Fallbacks) == 0 {
 			t.Errorf("Parse(%q) accepted budget %v without fallbacks", data, d.Budget)
@@ -139,4 +151,18 @@ func FuzzJobSpecDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// mediaModel is a model that takes every kind of media.
+type mediaModel struct{ nopModel }
+
+func (mediaModel) Capabilities() llm.Capabilities {
+	return llm.Capabilities{Media: llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true}}
+}
+
+// nopLoader is a media loader that loads nothing.
+type nopLoader struct{}
+
+func (nopLoader) Load(context.Context, llm.PartKind, string) (llm.Part, error) {
+	return llm.Part{}, errors.New("nop loader")
 }

@@ -75,6 +75,12 @@ type Job struct {
 	MCP []MCPServer
 	// Reduce, when set, combines the outputs once the inputs are done.
 	Reduce *Reduce
+	// Media says where the media of the task's image, audio and file
+	// items may come from (Def.Media holds the items). Nil when the file
+	// has neither; a task with media items and no media key gets the job
+	// file's directory as its one root. The caller builds Def.MediaLoader
+	// from it.
+	Media *MediaConfig
 	// Pricing is what the model's tokens cost, per million (the file's
 	// pricing: input, cached_input and output; BatchDiscount is not set
 	// by a file). Nil means the file sets none: `batchagent run` then
@@ -99,7 +105,8 @@ func (j *Job) keys() keys {
 		{"api_key_env", &j.APIKeyEnv},
 		{"fallbacks", &j.Fallbacks},
 		{"system", &d.System},
-		{"task", &d.Task},
+		{"task", taskField{&d.Task, &d.Media}},
+		{"media", &j.Media},
 		{"inputs", &j.Inputs},
 		{"output", &j.Output},
 		{"output_schema", schemaField{&d.OutputSchema, &j.SchemaFile}},

@@ -208,6 +208,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		knobsJob,
 		tiersJob,
 		"task: x\npack: {max_agents: 2}\nfallbacks: [{backend: \"sim://\"}, {backend: \"sim://?seed=1\", model: m, api_key_env: K}]\n",
+		"task:\n  - text: a {t}\n  - text: b\n  - image: \"{photo}\"\n    detail: low\n  - file: \"{scan}\"\nmedia: {roots: [docs], max_bytes: 512KiB, fetch: [cdn.example.com], pass_urls: true}\n",
+		"task: [{audio: \"{clip}\"}]\n",
 	} {
 		first, err := config.Parse([]byte(in), "job.yaml", dir)
 		if err != nil {

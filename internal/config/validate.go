@@ -25,8 +25,9 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		switch n := d.nodes["task"]; {
 		case n == nil:
 			d.report(root, "task", "required key is missing")
-		case strings.TrimSpace(j.Def.Task) == "":
+		case strings.TrimSpace(j.Def.Task) == "" && len(j.Def.Media) == 0:
 			d.report(n, "task", "must not be empty")
+		case j.Def.Task == "":
 		default:
 			d.checkTemplate(n, "task", j.Def.Task)
 		}
@@ -53,6 +54,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 	d.validateFallbacks(j)
 	d.validatePack(j)
 	d.validateReduce(j.Reduce)
+	d.validateMedia(j)
 
 	// What the file's settings mean for the engine beyond their own
 	// fields: the back-off also spaces the pauses of admission after

@@ -32,8 +32,9 @@ type runner struct {
 	agent   *agent.Runner
 	gate    *gate
 	timeout time.Duration
-	fb      *fallbacks // nil: the job has no fallbacks
-	pk      *packer    // nil: the job's agents do not pack
+	fb      *fallbacks    // nil: the job has no fallbacks
+	pk      *packer       // nil: the job's agents do not pack
+	media   *job.MediaSet // nil: a text-only task
 }
 
 // runnerOf returns the runner of spec, building it on first use. The
@@ -50,7 +51,7 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 	}
 	// The runner holds the parts of spec it needs, never spec itself: the
 	// engine's map would keep spec alive.
-	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout}
+	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout, media: spec.Media()}
 	maxRetries := d.MaxRetries
 	if d.NoRetries {
 		maxRetries = -1
@@ -365,7 +366,7 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 		ctx = scope(ctx, sc, a)
 	}
 	if a.fresh = a.st == nil; a.fresh {
-		if err := a.newState(); err != nil {
+		if err := a.newState(ctx); err != nil {
 			e.renderFailed(ctx, a, err)
 			return
 		}
@@ -403,21 +404,32 @@ func scope(ctx context.Context, sc agent.Scope, a *agentRun) context.Context {
 }
 
 // newState sets a.st to the state of a fresh agent: its task rendered
-// from its input.
-func (a *agentRun) newState() error {
+// from its input, then the job's media for it, loaded now (so that only
+// the agents running hold media bytes), then the media it was submitted
+// with.
+func (a *agentRun) newState(ctx context.Context) error {
 	task, err := a.rn.tmpl.Render(a.in)
 	if err != nil {
 		return err
 	}
+	media := a.media
+	if a.rn.media != nil {
+		loaded, err := a.rn.media.Load(ctx, a.in)
+		if err != nil {
+			return err
+		}
+		media = append(loaded, a.media...)
+	}
 	// Room for the answer too: most agents end after one call, and
 	// appending it to a full slice allocated the conversation twice.
 	first := llm.Message{Role: llm.RoleUser, Content: task}
-	if len(a.media) > 0 {
-		first.Content, first.Parts = "", make([]llm.Part, 0, 1+len(a.media))
+	if len(media) > 0 {
+		a.media = media // the agent is never packed
+		first.Content, first.Parts = "", make([]llm.Part, 0, 1+len(media))
 		if task != "" {
 			first.Parts = append(first.Parts, llm.Part{Kind: llm.PartText, Text: task})
 		}
-		first.Parts = append(first.Parts, a.media...)
+		first.Parts = append(first.Parts, media...)
 	}
 	msgs := append(make([]llm.Message, 0, 2), first)
 	a.st = &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Status: agent.StatusRunning, Messages: msgs}
@@ -425,9 +437,18 @@ func (a *agentRun) newState() error {
 }
 
 // renderFailed finishes the agent a, whose task could not be rendered
-// from its input.
+// from its input, or whose media could not be loaded: a media error
+// fails the input (kind input), unless the agent's context ended first
+// (canceled).
 func (e *Engine) renderFailed(ctx context.Context, a *agentRun, err error) {
-	r := e.fail(a.rn.id, a.i, a.in, -1, "render", err, job.KindTemplate, a.start)
+	op, kind := "render", job.KindTemplate
+	if _, ok := errors.AsType[*job.MediaError](err); ok {
+		op, kind = "input", job.KindInput
+	}
+	if ctx.Err() != nil {
+		op, kind, err = "generate", job.KindCanceled, errors.Join(err, context.Cause(ctx))
+	}
+	r := e.fail(a.rn.id, a.i, a.in, -1, op, err, kind, a.start)
 	e.finish(ctx, a, &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Started: a.start}, r)
 }
 
