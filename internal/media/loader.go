@@ -403,19 +403,27 @@ func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) 
 	} else if !filepath.IsLocal(ref) {
 		return nil, errEscapes
 	}
-	var f *os.File
+	var in *os.Root
 	for _, r := range candidates {
-		var err error
-		f, err = r.r.Open(rel)
+		// Stat before opening: opening a named pipe would block.
+		st, err := r.r.Stat(rel)
+		if err == nil && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+		}
 		if err == nil {
+			in = r.r
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, openError(err)
 		}
 	}
-	if f == nil {
+	if in == nil {
 		return nil, fmt.Errorf("no such file under the media roots (%s)", l.rootList())
+	}
+	f, err := in.Open(rel)
+	if err != nil {
+		return nil, openError(err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -573,10 +581,10 @@ func (l *Loader) fetch(ctx context.Context, u *url.URL, read func(io.Reader) err
 	c := *l.client
 	c.CheckRedirect = func(next *http.Request, via []*http.Request) error {
 		if len(via) > maxRedirects {
-			return fmt.Errorf("stopped after %d redirects: the next was to %s", maxRedirects, next.URL.Redacted())
+			return &redirectError{fmt.Sprintf("stopped after %d redirects: the next was to %s", maxRedirects, next.URL.Redacted())}
 		}
 		if err := l.checkURL(next.URL); err != nil {
-			return fmt.Errorf("redirected to %s: %w", next.URL.Redacted(), err)
+			return &redirectError{fmt.Sprintf("redirected to %s: %v", next.URL.Redacted(), err)}
 		}
 		current = next.URL
 		return nil
@@ -605,6 +613,13 @@ func (l *Loader) fetch(ctx context.Context, u *url.URL, read func(io.Reader) err
 	}
 	return declared, nil
 }
+
+// redirectError is a redirect refused by the loader's CheckRedirect. It
+// does not unwrap: the address it may name is the target's, not the
+// URL's that fetchError describes.
+type redirectError struct{ msg string }
+
+func (e *redirectError) Error() string { return e.msg }
 
 // fetchError says why a fetch of u (the URL asked for, or the redirect
 // being followed) failed, naming a refused address.
