@@ -35,7 +35,12 @@ func (r *Run) openJobInputs(jobPath string, cj *config.Job, inPath string) error
 	if r.inputs, r.total, err = r.openInputs(inPath); err != nil {
 		return err
 	}
-	return CheckPlaceholders(jobPath, cj.Def.Task, inPath)
+	r.inPath = inPath
+	task := cj.Def.Task
+	for _, m := range cj.Def.Media { // their placeholders need fields too
+		task += "\n" + m.Ref
+	}
+	return CheckPlaceholders(jobPath, task, inPath)
 }
 
 // openInputs opens an input file, choosing the format by its extension,

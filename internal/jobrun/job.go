@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
+	"github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
@@ -29,6 +31,9 @@ type Job struct {
 	Tools   *config.ToolSet
 	Spec    *batchagent.Spec
 	Price   estimate.Price // what the job's tokens cost
+	// Media reads the media of the task's image, audio and file items;
+	// nil for a text-only task. It closes with the job.
+	Media *media.Loader
 }
 
 // JobOptions are what OpenJob takes beyond the job file.
@@ -81,8 +86,25 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 			_ = j.Tools.Close() // the setup error is the one to report
 		}
 	}()
+	if len(cj.Def.Media) > 0 {
+		mc := cj.Media
+		if mc == nil { // a Job built by hand: the file's default
+			mc = &config.MediaConfig{Roots: []string{cj.Dir}}
+		}
+		if j.Media, err = media.NewLoader(media.LoaderConfig{Roots: mc.Roots, MaxBytes: mc.MaxBytes, Fetch: mc.Fetch, PassURLs: mc.PassURLs}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer func() {
+			if err != nil {
+				_ = j.Media.Close() // the setup error is the one to report
+			}
+		}()
+	}
 	def := cj.Def
 	def.ID, def.Model, def.Tools = j.Name, j.Model, j.Tools.Tools
+	if j.Media != nil {
+		def.MediaLoader = j.Media
+	}
 	def.ToolPool.Policies = j.Tools.Policies
 	def.ToolPool.Shared = o.SharedTools
 	config.TableWindow(&def)
@@ -120,5 +142,11 @@ func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 }
 
 // Close closes the job's tools (an MCP server's exit status is what it
-// may report).
-func (j *Job) Close() error { return j.Tools.Close() }
+// may report) and its media loader.
+func (j *Job) Close() error {
+	err := j.Tools.Close()
+	if j.Media != nil {
+		err = errors.Join(err, j.Media.Close())
+	}
+	return err
+}

@@ -70,6 +70,9 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 		return nil, err
 	}
 	r.tools, r.spec, r.backendAddr = j.Tools, j.Spec, j.Addr
+	if j.Media != nil {
+		r.closers = append(r.closers, namedCloser{"media", j.Media})
+	}
 	cfg, err := j.EngineConfig(o.Logger)
 	if err != nil {
 		return nil, err

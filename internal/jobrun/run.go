@@ -27,7 +27,8 @@ type Run struct {
 	name    string
 	engine  *batchagent.Engine
 	inputs  batchagent.Inputs
-	total   int // inputs expected, 0 if unknown
+	inPath  string // the inputs file, for the lines of media errors
+	total   int    // inputs expected, 0 if unknown
 	out     *outfile.Writer
 	outPath string
 	closers []namedCloser   // closed in order by close
@@ -144,6 +145,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 			notWritten++ // stopped mid-flight: not a result, resume reruns it
 			continue
 		}
+		res.Err = withInputLine(res.Err, r.inPath, res.Index)
 		if err := r.out.Write(res); err != nil && writeErr == nil {
 			writeErr = err
 			cancel()
