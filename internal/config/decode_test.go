@@ -65,7 +65,8 @@ tools:
 		name: "all at once",
 		in:   in,
 		want: []config.Problem{
-			{Line: 2, Col: 7, Path: "task", Msg: "expected a string, got a list"},
+			{Line: 2, Col: 8, Path: "task[0]", Msg: `expected a mapping with one of text, image, audio or file, got "a"`},
+			{Line: 2, Col: 11, Path: "task[1]", Msg: `expected a mapping with one of text, image, audio or file, got "b"`},
 			{Line: 3, Col: 1, Path: "taks", Msg: `unknown key "taks" (did you mean "task"?)`},
 			{Line: 5, Col: 14, Path: "limits.max_turns", Msg: "cannot unmarshal !!str `abc` into int"},
 			{Line: 6, Col: 17, Path: "limits.max_inflight", Msg: "must not be negative, got -1"},

@@ -89,6 +89,7 @@ func (f taskField) decode(d *decoder, n *yaml.Node, path string) {
 		d.problem(n, path, "must not be an empty list (want text, image, audio or file items)")
 		return
 	}
+	reported := len(d.problems)
 	var texts []string
 	for i, item := range n.Content {
 		ip := fmt.Sprintf("%s[%d]", path, i)
@@ -149,6 +150,10 @@ func (f taskField) decode(d *decoder, n *yaml.Node, path string) {
 			}
 		}
 		*f.media = append(*f.media, mf)
+	}
+	if len(d.problems) > reported {
+		d.bad[path] = true // reported at the items: no check of the task as a whole
+		return
 	}
 	*f.task = strings.Join(texts, "\n\n")
 }
