@@ -79,7 +79,7 @@ func TestImportRules(t *testing.T) {
 		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
-		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/outfile",
+		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
 			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool"},
 		// Commands and flags: each reads its flags, calls one package and
 		// prints.
