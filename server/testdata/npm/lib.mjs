@@ -1,6 +1,16 @@
 // Shared by the scenario scripts: the client from the environment, and the
 // one JSON line each script prints for server/npm_test.go to assert on.
+import { File } from 'node:buffer';
 import OpenAI from 'openai';
+
+// The openai package declares node >= 22; its uploads need a global File,
+// which node 18 (Debian 12's nodejs) lacks: it names node:buffer's as the
+// fix. The scripts are tested under node 20.
+if (typeof globalThis.File === 'undefined') globalThis.File = File;
+if (Number(process.versions.node.split('.')[0]) < 18) {
+  console.error(`node ${process.versions.node} is too old for the openai npm client: 18 or later is needed`);
+  process.exit(2);
+}
 
 // need returns the environment variable name, or exits naming it.
 export function need(name) {
