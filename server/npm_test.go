@@ -98,10 +98,10 @@ func npmInstall(ctx context.Context, dir, npm string) error {
 	return os.WriteFile(stamp, []byte(want), 0o644)
 }
 
-// runNode runs script in dir under node with env added to the
+// npmRun runs script in dir under node with env added to the
 // environment, and unmarshals the last line it prints into v. A script
 // that exits non-zero fails the test with its output.
-func runNode(t *testing.T, dir, node, script string, env map[string]string, v any) {
+func npmRun(t *testing.T, dir, node, script string, env map[string]string, v any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -166,9 +166,9 @@ type npmChat struct {
 	} `json:"stream"`
 }
 
-// classification parses an answer of the classifier agent, failing the
+// npmClassification parses an answer of the classifier agent, failing the
 // test when it does not satisfy npmSchema.
-func classification(t *testing.T, what, content string) {
+func npmClassification(t *testing.T, what, content string) {
 	t.Helper()
 	var c struct {
 		Label      string   `json:"label"`
@@ -186,9 +186,9 @@ func classification(t *testing.T, what, content string) {
 	}
 }
 
-// writeImage writes a w×h PNG's data: URL to a temporary file and
+// npmImageFile writes a w×h PNG's data: URL to a temporary file and
 // returns the file's path.
-func writeImage(t *testing.T, w, h int) string {
+func npmImageFile(t *testing.T, w, h int) string {
 	t.Helper()
 	url, _ := photo(t, w, h)
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("photo-%dx%d.txt", w, h))
@@ -207,9 +207,9 @@ func TestNpmImagePassthrough(t *testing.T) {
 	dir, node := npmDir(t)
 	env := npmGateway(t)
 	const w, h = 600, 400
-	env["IMAGE_FILE"], env["MODEL"], env["DETAIL"] = writeImage(t, w, h), "sim", "high"
+	env["IMAGE_FILE"], env["MODEL"], env["DETAIL"] = npmImageFile(t, w, h), "sim", "high"
 	var got npmChat
-	runNode(t, dir, node, "chat.mjs", env, &got)
+	npmRun(t, dir, node, "chat.mjs", env, &got)
 
 	imageTokens := media.OpenAIImageTokens(w, h, "high")
 	if imageTokens != 425 {
@@ -237,15 +237,15 @@ func TestNpmImagePassthrough(t *testing.T) {
 func TestNpmImageAgent(t *testing.T) {
 	dir, node := npmDir(t)
 	env := npmGateway(t)
-	env["IMAGE_FILE"], env["MODEL"], env["DETAIL"] = writeImage(t, 64, 48), "agent:classifier", "low"
+	env["IMAGE_FILE"], env["MODEL"], env["DETAIL"] = npmImageFile(t, 64, 48), "agent:classifier", "low"
 	var got npmChat
-	runNode(t, dir, node, "chat.mjs", env, &got)
+	npmRun(t, dir, node, "chat.mjs", env, &got)
 
 	if got.Model != "agent:classifier" || got.Usage == nil {
 		t.Fatalf("completion %+v", got)
 	}
-	classification(t, "agent", got.Content)
-	classification(t, "agent, streamed", got.Stream.Content)
+	npmClassification(t, "agent", got.Content)
+	npmClassification(t, "agent, streamed", got.Stream.Content)
 	if least := media.OpenAIImageTokens(64, 48, "low") + sim.Tokens(len(npmTask)); got.Usage.PromptTokens < least {
 		t.Errorf("usage %+v: fewer prompt tokens than the task's text and the image's %d", *got.Usage, least)
 	}
@@ -311,7 +311,7 @@ func TestNpmBatchImages(t *testing.T) {
 		} `json:"output"`
 		Errors []json.RawMessage `json:"errors"`
 	}
-	runNode(t, dir, node, "batch.mjs", env, &got)
+	npmRun(t, dir, node, "batch.mjs", env, &got)
 
 	if got.File.Bytes != in.Len() || got.File.Purpose != "batch" {
 		t.Errorf("uploaded file %+v, want %d bytes of purpose batch", got.File, in.Len())
@@ -341,7 +341,7 @@ func TestNpmBatchImages(t *testing.T) {
 			if r.Body.Model != "agent:classifier" {
 				t.Errorf("%s: model %q, want agent:classifier", line.CustomID, r.Body.Model)
 			}
-			classification(t, line.CustomID, r.Body.Choices[0].Message.Content)
+			npmClassification(t, line.CustomID, r.Body.Choices[0].Message.Content)
 			if r.Body.Usage.PromptTokens < imageTokens {
 				t.Errorf("%s: %d prompt tokens, fewer than the image's %d", line.CustomID, r.Body.Usage.PromptTokens, imageTokens)
 			}
@@ -382,7 +382,7 @@ func TestNpmHostileImage(t *testing.T) {
 				Message    string `json:"message"`
 			} `json:"error"`
 		}
-		runNode(t, dir, node, "hostile.mjs", env, &got)
+		npmRun(t, dir, node, "hostile.mjs", env, &got)
 		e := got.Error
 		if e == nil {
 			t.Errorf("%s: answered %s, want a 400", model, got.Answered)
