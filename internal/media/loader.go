@@ -230,7 +230,7 @@ func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 	case "data":
 		d, err := ParseDataURL(ref, l.maxBytes)
 		if err != nil {
-			return "", dataURLError(err)
+			return "", dataURLLoadError(err)
 		}
 		h.Write(d.Data)
 	case "http", "https":
@@ -352,7 +352,7 @@ func extType(name string) string {
 func (l *Loader) loadDataURL(kind llm.PartKind, ref string) (llm.Part, error) {
 	d, err := ParseDataURL(ref, l.maxBytes)
 	if err != nil {
-		return llm.Part{}, dataURLError(err)
+		return llm.Part{}, dataURLLoadError(err)
 	}
 	if err := fits(kind, d.MediaType); err != nil {
 		return llm.Part{}, &LoadError{Err: fmt.Errorf("data: URL %w", err)}
@@ -360,9 +360,9 @@ func (l *Loader) loadDataURL(kind llm.PartKind, ref string) (llm.Part, error) {
 	return llm.Part{Kind: kind, URL: ref, MediaType: d.MediaType, Width: d.Info.Width, Height: d.Info.Height, Pages: d.Info.Pages}, nil
 }
 
-// dataURLError turns an error of ParseDataURL into a *LoadError that
+// dataURLLoadError turns an error of ParseDataURL into a *LoadError that
 // names the data: URL, not its payload.
-func dataURLError(err error) error {
+func dataURLLoadError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "media: ")
 	if !strings.HasPrefix(msg, "data: URL") {
 		msg = "data: URL: " + msg
