@@ -207,7 +207,7 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 		}
 		return l.part(kind, ref, path.Base(u.Path), declared, data)
 	case "":
-		data, err := l.readPath(ctx, ref, func(r io.Reader) ([]byte, error) { return io.ReadAll(r) })
+		data, err := l.readPath(ctx, ref, readAll)
 		if err != nil {
 			return llm.Part{}, &LoadError{Ref: ref, Err: err}
 		}
@@ -242,7 +242,7 @@ func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 			return "", &LoadError{Ref: ref, Err: err}
 		}
 	case "":
-		_, err := l.readPath(ctx, ref, func(r io.Reader) ([]byte, error) { _, err := io.Copy(h, r); return nil, err })
+		_, err := l.readPath(ctx, ref, func(r io.Reader, _ int64) ([]byte, error) { _, err := io.Copy(h, r); return nil, err })
 		if err != nil {
 			return "", &LoadError{Ref: ref, Err: err}
 		}
@@ -376,7 +376,7 @@ var errEscapes = errors.New("escapes the media roots")
 // readPath opens the file path ref names under the first root holding
 // it, refuses anything but a regular file of at most maxBytes (before
 // reading it), and hands read a reader capped at maxBytes+1 bytes.
-func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) ([]byte, error)) ([]byte, error) {
+func (l *Loader) readPath(ctx context.Context, ref string, read func(r io.Reader, size int64) ([]byte, error)) ([]byte, error) {
 	if ref == "" {
 		return nil, errors.New("empty media reference")
 	}
@@ -440,7 +440,7 @@ func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) 
 		return nil, err
 	}
 	cr := &countingReader{r: io.LimitReader(f, l.maxBytes+1)}
-	data, err := read(cr)
+	data, err := read(cr, st.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -448,6 +448,21 @@ func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) 
 		return nil, fmt.Errorf("grew past the %s cap (media.max_bytes) while being read", sizeName(l.maxBytes))
 	}
 	return data, nil
+}
+
+// readAll reads r, sized for a file of size bytes (and one more, to see
+// it grew) so that the bytes are read in one allocation.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, size+1)
+	n, err := io.ReadFull(r, b)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return b[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(r) // it grew; r's cap still bounds it
+	return append(b, rest...), err
 }
 
 // openError says why opening a file under a root failed, without the

@@ -374,8 +374,8 @@ func TestLoaderURLs(t *testing.T) {
 func TestLoaderPassURLs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	any := newLoader(t, media.LoaderConfig{PassURLs: true})
-	p, err := any.Load(ctx, llm.PartImage, "https://img.example.net/a.png")
+	anyHost := newLoader(t, media.LoaderConfig{PassURLs: true})
+	p, err := anyHost.Load(ctx, llm.PartImage, "https://img.example.net/a.png")
 	if want := (llm.Part{Kind: llm.PartImage, URL: "https://img.example.net/a.png", Ref: "https://img.example.net/a.png"}); err != nil || fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("Load(passed URL) = %+v, %v; want %+v", p, err, want)
 	}
@@ -384,8 +384,8 @@ func TestLoaderPassURLs(t *testing.T) {
 		ref  string
 		want string
 	}{
-		{any, "https://127.0.0.1/a.png", "refused: 127.0.0.1 is a loopback address"},
-		{any, "http://img.example.net/a.png", `scheme "http" is refused`},
+		{anyHost, "https://127.0.0.1/a.png", "refused: 127.0.0.1 is a loopback address"},
+		{anyHost, "http://img.example.net/a.png", `scheme "http" is refused`},
 		{newLoader(t, media.LoaderConfig{PassURLs: true, Fetch: []string{"*.example.com"}}), "https://img.example.net/a.png", `host "img.example.net" is not allowed`},
 	} {
 		p, err := tt.l.Load(ctx, llm.PartImage, tt.ref)
@@ -499,4 +499,29 @@ func FuzzLoaderRef(f *testing.F) {
 			t.Fatalf("Hash(%q) read outside the root", ref)
 		}
 	})
+}
+
+// BenchmarkLoaderPath loads a small PNG from a root: the per-input cost of
+// a job's image field (open through os.Root, stat, read, sniff, hash).
+func BenchmarkLoaderPath(b *testing.B) {
+	d := newMediaDir(b)
+	l := newLoader(b, media.LoaderConfig{Roots: []string{d.root}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Load(context.Background(), llm.PartImage, "cat.png"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoaderHash hashes the same file, streamed.
+func BenchmarkLoaderHash(b *testing.B) {
+	d := newMediaDir(b)
+	l := newLoader(b, media.LoaderConfig{Roots: []string{d.root}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Hash(context.Background(), "cat.png"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
