@@ -191,6 +191,12 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 			return llm.Part{}, &LoadError{Ref: ref, Err: err}
 		}
 		if l.passURLs {
+			// No bytes to sniff: a known extension must fit the kind.
+			if typ := extType(u.Path); typ != "" {
+				if err := fits(kind, typ); err != nil {
+					return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("by its extension %w", err)}
+				}
+			}
 			return llm.Part{Kind: kind, URL: ref, Ref: ref}, nil
 		}
 		var data []byte
@@ -205,7 +211,11 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 		if declared == "" {
 			declared = extType(u.Path)
 		}
-		return l.part(kind, ref, path.Base(u.Path), declared, data)
+		name := path.Base(u.Path)
+		if name == "/" || name == "." {
+			name = ""
+		}
+		return l.part(kind, ref, name, declared, data)
 	case "":
 		data, err := l.readPath(ctx, ref, readAll)
 		if err != nil {
@@ -228,11 +238,11 @@ func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 	h := sha256.New()
 	switch scheme(ref) {
 	case "data":
-		d, err := ParseDataURL(ref, l.maxBytes)
+		_, data, err := DecodeDataURL(ref, l.maxBytes)
 		if err != nil {
 			return "", dataURLLoadError(err)
 		}
-		h.Write(d.Data)
+		h.Write(data)
 	case "http", "https":
 		u, err := l.parseURL(ref)
 		if err != nil {
@@ -289,18 +299,8 @@ func shortRef(ref string) string {
 // part checks data against the declared type (from the extension or
 // Content-Type; "" for none) and kind, and makes the part.
 func (l *Loader) part(kind llm.PartKind, ref, name, declared string, data []byte) (llm.Part, error) {
-	info, err := Sniff(data)
-	switch {
-	case err != nil && declared != "" && errors.Is(err, ErrUnknownType):
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("declared %s but the bytes are not of a known type (%d bytes, starting %q)", declared, len(data), data[:min(len(data), 8)])}
-	case err != nil && errors.Is(err, ErrUnknownType):
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("not a known media type (%d bytes, starting %q); images (PNG, JPEG, GIF, WebP), audio (WAV, MP3) and PDF are", len(data), data[:min(len(data), 8)])}
-	case err != nil:
-		return llm.Part{}, &LoadError{Ref: ref, Err: errors.New(strings.TrimPrefix(err.Error(), "media: "))}
-	case declared != "" && info.MediaType != declared:
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("declared %s but the bytes are %s", declared, info.MediaType)}
-	}
-	if err := fits(kind, info.MediaType); err != nil {
+	info, err := sniffAs(kind, declared, data)
+	if err != nil {
 		return llm.Part{}, &LoadError{Ref: ref, Err: err}
 	}
 	sum := sha256.Sum256(data)
@@ -315,6 +315,23 @@ func (l *Loader) part(kind llm.PartKind, ref, name, declared string, data []byte
 		Ref:       ref,
 		Hash:      hex.EncodeToString(sum[:]),
 	}, nil
+}
+
+// sniffAs sniffs data, checks it against the declared type ("" for none)
+// and that it fits kind.
+func sniffAs(kind llm.PartKind, declared string, data []byte) (Info, error) {
+	info, err := Sniff(data)
+	switch {
+	case err != nil && declared != "" && errors.Is(err, ErrUnknownType):
+		return Info{}, fmt.Errorf("declared %s but the bytes are not of a known type (%d bytes, starting %q)", declared, len(data), data[:min(len(data), 8)])
+	case err != nil && errors.Is(err, ErrUnknownType):
+		return Info{}, fmt.Errorf("not a known media type (%d bytes, starting %q); images (PNG, JPEG, GIF, WebP), audio (WAV, MP3) and PDF are", len(data), data[:min(len(data), 8)])
+	case err != nil:
+		return Info{}, errors.New(strings.TrimPrefix(err.Error(), "media: "))
+	case declared != "" && info.MediaType != declared:
+		return Info{}, fmt.Errorf("declared %s but the bytes are %s", declared, info.MediaType)
+	}
+	return info, fits(kind, info.MediaType)
 }
 
 // fits reports, with an error naming both, whether media of type typ may
@@ -350,19 +367,23 @@ func extType(name string) string {
 
 // loadDataURL reads a data: URL.
 func (l *Loader) loadDataURL(kind llm.PartKind, ref string) (llm.Part, error) {
-	d, err := ParseDataURL(ref, l.maxBytes)
+	typ, data, err := DecodeDataURL(ref, l.maxBytes)
 	if err != nil {
 		return llm.Part{}, dataURLLoadError(err)
 	}
-	if err := fits(kind, d.MediaType); err != nil {
-		return llm.Part{}, &LoadError{Err: fmt.Errorf("data: URL %w", err)}
+	info, err := sniffAs(kind, Canonical(typ), data)
+	if err != nil {
+		return llm.Part{}, &LoadError{Err: fmt.Errorf("data: URL: %w", err)}
 	}
-	return llm.Part{Kind: kind, URL: ref, MediaType: d.MediaType, Width: d.Info.Width, Height: d.Info.Height, Pages: d.Info.Pages}, nil
+	return llm.Part{Kind: kind, URL: ref, MediaType: info.MediaType, Width: info.Width, Height: info.Height, Pages: info.Pages}, nil
 }
 
-// dataURLLoadError turns an error of ParseDataURL into a *LoadError that
+// dataURLLoadError turns an error of DecodeDataURL into a *LoadError that
 // names the data: URL, not its payload.
 func dataURLLoadError(err error) error {
+	if errors.Is(err, ErrDataURLEncoded) {
+		return &LoadError{Err: errors.New("data: URL is not base64 (want data:TYPE;base64,…)")}
+	}
 	msg := strings.TrimPrefix(err.Error(), "media: ")
 	if !strings.HasPrefix(msg, "data: URL") {
 		msg = "data: URL: " + msg

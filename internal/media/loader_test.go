@@ -253,11 +253,14 @@ func TestLoaderDataURL(t *testing.T) {
 		kind      llm.PartKind
 		want      []string
 	}{
-		{"not base64", "data:image/png,hello%20world", llm.PartImage, []string{"data: URL", "is not base64"}},
+		{"not base64", "data:image/png,hello%20world", llm.PartImage, []string{"data: URL is not base64"}},
 		{"bad base64", "data:image/png;base64,!!!!", llm.PartImage, []string{"data: URL", "not valid base64"}},
-		{"declared type lies", dataURL("image/png", jpegBytes(t, 4, 4)), llm.PartImage, []string{"data: URL", "declared type image/png, but the bytes are image/jpeg"}},
-		{"pdf to an image field", dataURL("application/pdf", pdfBytes(1)), llm.PartImage, []string{"data: URL is application/pdf, but the image field takes an image"}},
+		{"declared type lies", dataURL("image/png", jpegBytes(t, 4, 4)), llm.PartImage, []string{"data: URL: declared image/png but the bytes are image/jpeg"}},
+		{"pdf to an image field", dataURL("application/pdf", pdfBytes(1)), llm.PartImage, []string{"data: URL: is application/pdf, but the image field takes an image"}},
 		{"no type", "data:;base64,AAAA", llm.PartImage, []string{"data: URL", "no media type"}},
+		{"html as png", dataURL("image/png", []byte("<html>hi</html>")), llm.PartImage, []string{"data: URL: declared image/png but the bytes are not of a known type"}},
+		{"text", dataURL("text/plain", []byte("hello")), llm.PartImage, []string{"data: URL: declared text/plain but the bytes are not of a known type"}},
+		{"jpg alias", dataURL("image/jpg", pngBytes(t, 2, 2)), llm.PartImage, []string{"data: URL: declared image/jpeg but the bytes are image/png"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := l.Load(ctx, tt.kind, tt.ref)
@@ -340,6 +343,7 @@ func TestLoaderURLs(t *testing.T) {
 		want []string
 	}{
 		{"loopback literal", guarded, "https://127.0.0.1/x.png", []string{"refused: 127.0.0.1 is a loopback address"}},
+		{"live loopback server", guarded, srv.URL + "/cat.png", []string{"refused: 127.0.0.1 is a loopback address"}},
 		{"loopback literal over http", guarded, "http://127.0.0.1/x.png", []string{"refused: 127.0.0.1 is a loopback address"}},
 		{"private literal", guarded, "https://10.0.0.1/x.png", []string{"refused: 10.0.0.1 is a private address"}},
 		{"metadata address", guarded, "https://169.254.169.254/latest", []string{"refused: 169.254.169.254 is a link-local address"}},
@@ -386,6 +390,7 @@ func TestLoaderPassURLs(t *testing.T) {
 	}{
 		{anyHost, "https://127.0.0.1/a.png", "refused: 127.0.0.1 is a loopback address"},
 		{anyHost, "http://img.example.net/a.png", `scheme "http" is refused`},
+		{anyHost, "https://img.example.net/a.pdf", "by its extension is application/pdf, but the image field takes an image"},
 		{newLoader(t, media.LoaderConfig{PassURLs: true, Fetch: []string{"*.example.com"}}), "https://img.example.net/a.png", `host "img.example.net" is not allowed`},
 	} {
 		p, err := tt.l.Load(ctx, llm.PartImage, tt.ref)
