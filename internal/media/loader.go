@@ -229,8 +229,9 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 
 // Hash returns the SHA-256 (hex) of what ref names now, read through the
 // same jail, guard and size cap as Load and streamed, in bounded memory:
-// what a resumed agent compares with the hash its checkpoint kept. Every
-// error is a *[LoadError].
+// what a resumed agent compares with the hash its checkpoint kept. An
+// https URL is fetched even with PassURLs, but only from a host in Fetch.
+// Every error is a *[LoadError].
 func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", &LoadError{Ref: shortRef(ref), Err: err}
@@ -247,6 +248,11 @@ func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 		u, err := l.parseURL(ref)
 		if err != nil {
 			return "", &LoadError{Ref: ref, Err: err}
+		}
+		if l.hosts.Len() == 0 {
+			// Passed on from any host: the loader fetches only from hosts
+			// in Fetch.
+			return "", &LoadError{Ref: ref, Err: errors.New("not fetched: URLs are passed to the provider, and media.fetch names no host to fetch from")}
 		}
 		if _, err := l.fetch(ctx, u, func(r io.Reader) error { _, err := io.Copy(h, r); return err }); err != nil {
 			return "", &LoadError{Ref: ref, Err: err}

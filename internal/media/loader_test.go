@@ -383,6 +383,9 @@ func TestLoaderPassURLs(t *testing.T) {
 	if want := (llm.Part{Kind: llm.PartImage, URL: "https://img.example.net/a.png", Ref: "https://img.example.net/a.png"}); err != nil || fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("Load(passed URL) = %+v, %v; want %+v", p, err, want)
 	}
+	if _, err := anyHost.Hash(ctx, "https://img.example.net/a.png"); err == nil || !strings.Contains(err.Error(), "media.fetch names no host") {
+		t.Errorf("Hash(passed URL, no fetch hosts) = %v, want a refusal", err)
+	}
 	for _, tt := range []struct {
 		l    *media.Loader
 		ref  string
