@@ -3,10 +3,12 @@ package httptool
 import (
 	"net/netip"
 	"net/url"
+
+	"github.com/batchagent/batchagent/internal/netguard"
 )
 
-// RefusedAddressKind exposes refusedAddressKind to tests in package httptool_test.
-func RefusedAddressKind(a netip.Addr) string { return refusedAddressKind(a) }
+// RefusedAddressKind exposes netguard.Refused to tests in package httptool_test.
+func RefusedAddressKind(a netip.Addr) string { return netguard.Refused(a) }
 
 // CheckURL reports why the http_get tool built from cfg would refuse
 // to fetch rawURL before connecting, or nil: it lets tests match host names

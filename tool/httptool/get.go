@@ -10,14 +10,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchagent/batchagent/internal/netguard"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -41,10 +39,6 @@ const sniffBytes = 8 << 10
 
 // maxHeaderBytes bounds the response headers http_get accepts.
 const maxHeaderBytes = 64 << 10
-
-// hostsShown is how many allowed hosts an error or the tool's description
-// names.
-const hostsShown = 10
 
 // Config confines the http_get tool. The zero value is valid and allows
 // nothing: every call is refused.
@@ -87,8 +81,7 @@ type Config struct {
 // get is the http_get tool.
 type get struct {
 	spec         tool.Spec
-	hosts        []hostPattern
-	hostList     string // the allowed hosts, for messages
+	hosts        netguard.Hosts
 	allowPrivate bool
 	maxBytes     int64
 	timeout      time.Duration
@@ -142,18 +135,19 @@ func Get(cfg Config) (tool.Tool, error) {
 		timeout:      cfg.Timeout,
 		maxRedirects: cfg.MaxRedirects,
 	}
-	for i, s := range cfg.AllowHosts {
-		p, err := parseHostPattern(s)
-		if err != nil {
-			return nil, fmt.Errorf("tool: http_get: AllowHosts[%d] %q: %w", i, s, err)
+	hosts, err := netguard.ParseHosts(cfg.AllowHosts)
+	if err != nil {
+		var ee *netguard.EntryError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("tool: http_get: AllowHosts[%d] %q: %w", ee.Index, ee.Entry, ee.Err)
 		}
-		t.hosts = append(t.hosts, p)
+		return nil, fmt.Errorf("tool: http_get: AllowHosts: %w", err)
 	}
-	t.hostList = hostList(cfg.AllowHosts)
+	t.hosts = hosts
 
 	dialer := &net.Dialer{}
 	if !cfg.AllowPrivate {
-		dialer.Control = checkDialAddress
+		dialer.Control = netguard.Control
 	}
 	t.transport = &http.Transport{
 		Proxy:                  nil, // a proxy would be the address checked, not the host
@@ -162,16 +156,16 @@ func Get(cfg Config) (tool.Tool, error) {
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 
-	hosts := "No host is allowed at present, so every call fails."
+	allowed := "No host is allowed at present, so every call fails."
 	if len(cfg.AllowHosts) > 0 {
-		hosts = "Only these hosts are allowed: " + t.hostList + "."
+		allowed = "Only these hosts are allowed: " + t.hosts.String() + "."
 	}
 	t.spec = tool.Spec{
 		Name: "http_get",
 		Description: fmt.Sprintf("Fetch a web page or API response with an HTTP GET and return its status, content type and body as text. "+
 			"Give an absolute http or https URL. %s "+
 			"Redirects are followed only to allowed hosts. Binary content such as images is refused; bodies over %d bytes are cut.",
-			hosts, cfg.MaxBytes),
+			allowed, cfg.MaxBytes),
 		Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string",` +
 			`"description":"Absolute http or https URL to fetch, for example \"https://example.com/page\"."}},` +
 			`"required":["url"],"additionalProperties":false}`),
@@ -297,69 +291,7 @@ func (t *get) Call(ctx context.Context, args json.RawMessage) (string, error) {
 // checkURL reports why u may not be fetched, or nil. Its errors are meant for
 // the model.
 func (t *get) checkURL(u *url.URL) error {
-	switch {
-	case u.Scheme == "":
-		return errors.New(`not an absolute URL; give a full http or https URL, for example "https://example.com/"`)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("scheme %q is not allowed; only http and https URLs are", u.Scheme)
-	case u.Host == "" || u.Hostname() == "":
-		return errors.New("the URL has no host")
-	case u.User != nil:
-		return errors.New("URLs with user information (user:password@) are not allowed")
-	}
-	raw := u.Hostname()
-	for i := range len(raw) {
-		if raw[i] >= utf8.RuneSelf {
-			return fmt.Errorf("host %q is not ASCII; write international domain names in their xn-- form", raw)
-		}
-	}
-	host := strings.ToLower(raw)
-	addr, err := netip.ParseAddr(host)
-	if err == nil {
-		addr = addr.Unmap()
-	} else {
-		host = strings.TrimSuffix(host, ".")
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if !t.allowedHost(host, addr, port) {
-		if len(t.hosts) == 0 {
-			return fmt.Errorf("host %q is not allowed: no host is allowed", u.Host)
-		}
-		return fmt.Errorf("host %q is not allowed; allowed hosts: %s", u.Host, t.hostList)
-	}
-	if addr.IsValid() && !t.allowPrivate {
-		if kind := refusedAddressKind(addr); kind != "" {
-			return fmt.Errorf("%s is %s address; %s", addr, article(kind), refusedAddressesNote)
-		}
-	}
-	return nil
-}
-
-// allowedHost reports whether a host (lower case, without a trailing dot)
-// with the given port may be fetched. addr is the host's address when the
-// host is an IP address, and the zero Addr otherwise.
-func (t *get) allowedHost(host string, addr netip.Addr, port string) bool {
-	for _, p := range t.hosts {
-		switch {
-		case p.port != "" && p.port != port:
-		case p.addr.IsValid():
-			if addr == p.addr {
-				return true
-			}
-		case addr.IsValid():
-			// An IP address matches IP entries only.
-		case p.wildcard:
-			if strings.HasSuffix(host, "."+p.host) {
-				return true
-			}
-		case host == p.host:
-			return true
-		}
-	}
-	return false
+	return netguard.CheckURL(u, t.hosts, t.allowPrivate)
 }
 
 // requestError turns a failed request into an error for the model. ctx is
@@ -376,13 +308,13 @@ func (t *get) requestError(ctx, rctx context.Context, raw string, u, current *ur
 	if current != u {
 		redirected = fmt.Sprintf("redirected to %q: ", current.String())
 	}
-	var ae *addressError
+	var ae *netguard.AddressError
 	if errors.As(err, &ae) {
 		host := current.Hostname()
-		if host == ae.addr.String() {
-			return fmt.Errorf("url %q: %s%s is %s address; %s", raw, redirected, ae.addr, article(ae.kind), refusedAddressesNote)
+		if host == ae.Addr.String() {
+			return fmt.Errorf("url %q: %s%v", raw, redirected, ae)
 		}
-		return fmt.Errorf("url %q: %shost %q resolves to %s, %s address; %s", raw, redirected, host, ae.addr, article(ae.kind), refusedAddressesNote)
+		return fmt.Errorf("url %q: %shost %q resolves to %s, %s address; %s", raw, redirected, host, ae.Addr, netguard.Article(ae.Kind), netguard.RefusedNote)
 	}
 	var re *redirectError
 	if errors.As(err, &re) {
@@ -399,175 +331,6 @@ func (t *get) requestError(ctx, rctx context.Context, raw string, u, current *ur
 type redirectError struct{ err error }
 
 func (e *redirectError) Error() string { return e.err.Error() }
-
-// refusedAddressesNote ends the errors about refused addresses.
-const refusedAddressesNote = "loopback, private and link-local addresses are refused"
-
-// addressError is the refusal of an address by the dialer's Control hook.
-type addressError struct {
-	addr netip.Addr
-	kind string
-}
-
-func (e *addressError) Error() string {
-	return fmt.Sprintf("%s is %s address; %s", e.addr, article(e.kind), refusedAddressesNote)
-}
-
-// checkDialAddress is the net.Dialer Control hook of http_get: it refuses a
-// connection to a refused address, whatever name it was resolved from.
-func checkDialAddress(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("cannot check the address %q", address)
-	}
-	if kind := refusedAddressKind(ap.Addr()); kind != "" {
-		return &addressError{addr: ap.Addr(), kind: kind}
-	}
-	return nil
-}
-
-// Address ranges refused besides those netip.Addr classifies.
-var (
-	sharedPrefix     = netip.MustParsePrefix("100.64.0.0/10")  // RFC 6598 (CGNAT)
-	thisNetPrefix    = netip.MustParsePrefix("0.0.0.0/8")      // RFC 1122 "this network"
-	reservedPrefix   = netip.MustParsePrefix("240.0.0.0/4")    // RFC 1112, with 255.255.255.255
-	siteLocalPrefix  = netip.MustParsePrefix("fec0::/10")      // deprecated site-local
-	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052: IPv4 address in the last 32 bits
-	nat64LocalPrefix = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215, local use
-	ipv4CompatPrefix = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible
-)
-
-// refusedAddressKind returns the kind of address a ("loopback", "private",
-// …) when it is refused without AllowPrivate, or "" when it is public.
-func refusedAddressKind(a netip.Addr) string {
-	a = a.Unmap()
-	if nat64Prefix.Contains(a) {
-		b := a.As16()
-		if kind := refusedAddressKind(netip.AddrFrom4([4]byte(b[12:]))); kind != "" {
-			return kind
-		}
-	}
-	switch {
-	case !a.IsValid():
-		return "invalid"
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsPrivate(), siteLocalPrefix.Contains(a), nat64LocalPrefix.Contains(a):
-		return "private"
-	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(), a.Zone() != "":
-		return "link-local"
-	case a.IsUnspecified(), thisNetPrefix.Contains(a):
-		return "unspecified"
-	case sharedPrefix.Contains(a):
-		return "shared (CGNAT)"
-	case a.IsMulticast():
-		return "multicast"
-	case reservedPrefix.Contains(a), ipv4CompatPrefix.Contains(a):
-		return "reserved"
-	}
-	return ""
-}
-
-// article prefixes kind with "a" or "an".
-func article(kind string) string {
-	if strings.IndexByte("aeiou", kind[0]) >= 0 {
-		return "an " + kind
-	}
-	return "a " + kind
-}
-
-// hostPattern is one parsed [Config.AllowHosts] entry.
-type hostPattern struct {
-	host     string     // lower case, no trailing dot; for a wildcard, the part after "*."
-	wildcard bool       // "*.host"
-	addr     netip.Addr // the address of an IP entry
-	port     string     // "" for any port
-}
-
-// parseHostPattern parses an AllowHosts entry.
-func parseHostPattern(s string) (hostPattern, error) {
-	var p hostPattern
-	host := strings.ToLower(s)
-	switch {
-	case host == "":
-		return p, errors.New("empty host")
-	case strings.Contains(host, "://") || strings.ContainsAny(host, "/?#@ \t"):
-		return p, errors.New(`want a host such as "example.com" or "*.example.com", optionally with a port, not a URL`)
-	case strings.HasPrefix(host, "["):
-		h, port, err := net.SplitHostPort(host)
-		if err != nil {
-			h, ok := strings.CutSuffix(host[1:], "]")
-			if !ok {
-				return p, errors.New("unclosed [")
-			}
-			host = h
-		} else {
-			host, p.port = h, port
-		}
-		if _, err := netip.ParseAddr(host); err != nil {
-			return p, errors.New("only IPv6 addresses go in brackets")
-		}
-	case strings.Count(host, ":") == 1:
-		h, port, err := net.SplitHostPort(host)
-		if err != nil {
-			return p, err
-		}
-		host, p.port = h, port
-	}
-	if p.port != "" || strings.HasSuffix(s, ":") {
-		n, err := strconv.Atoi(p.port)
-		if err != nil || n < 1 || n > 65535 || strings.TrimLeft(p.port, "0123456789") != "" {
-			return p, fmt.Errorf("bad port %q", p.port)
-		}
-		p.port = strconv.Itoa(n)
-	}
-	if addr, err := netip.ParseAddr(host); err == nil {
-		if addr.Zone() != "" {
-			return p, errors.New("IPv6 zones are not allowed")
-		}
-		p.addr = addr.Unmap()
-		return p, nil
-	}
-	host, p.wildcard = strings.CutPrefix(host, "*.")
-	host = strings.TrimSuffix(host, ".")
-	if !validHostName(host) {
-		if host == "*" || host == "" && p.wildcard {
-			return p, errors.New(`a wildcard needs a domain after it, as in "*.example.com"`)
-		}
-		return p, errors.New("not a valid host name")
-	}
-	p.host = host
-	return p, nil
-}
-
-// validHostName reports whether s is a host name of letters, digits, '-' and
-// '_' in dot-separated labels of 1 to 63 bytes.
-func validHostName(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 {
-			return false
-		}
-		for i := range len(label) {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// hostList names the allowed hosts for messages: the first
-// hostsShown of them, then how many more there are.
-func hostList(hosts []string) string {
-	if len(hosts) <= hostsShown {
-		return strings.Join(hosts, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:hostsShown], ", "), len(hosts)-hostsShown)
-}
 
 // parseMediaType returns the lower-case media type of a Content-Type value,
 // without parameters, or "" for none.
