@@ -20,7 +20,7 @@ func TestImportRules(t *testing.T) {
 		"tool":          {},
 		"tool/sqltool":  {"tool"},
 		"tool/filetool": {"tool"},
-		"tool/httptool": {"tool"},
+		"tool/httptool": {"tool", "internal/netguard"},
 		"checkpoint":    {"agent", "job", "llm", "jsonenc", "internal/groupcommit"},
 		// One writer that commits queued records in groups, for the checkpoint
 		// and the Batch API's store.
@@ -47,7 +47,8 @@ func TestImportRules(t *testing.T) {
 		"backend/sim": {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack", "internal/media"},
 		// Media: sniffing types and sizes, data: URLs, the tokens
 		// providers bill for images, documents and audio.
-		"internal/media":      {"llm"},
+		"internal/media":      {"llm", "internal/netguard"}, // the loader fetches URLs through http_get's guard
+		"internal/netguard":   {},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
@@ -101,7 +102,7 @@ func TestImportRules(t *testing.T) {
 		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire"},
 		// OpenAI's chat-completions wire format: requests, answers, chunks and
 		// error bodies, for the gateway, the simulator and the OpenAI backend.
-		"internal/oaiwire": {"llm", "jsonenc"},
+		"internal/oaiwire": {"llm", "jsonenc", "internal/media"}, // the one strict data: URL reader
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},
