@@ -225,10 +225,15 @@ func estimate(req *llm.Request) int {
 	return n
 }
 
-// messageSize returns the estimated tokens of m.
+// messageSize returns the estimated tokens of m: its text at
+// bytesPerToken, and its media parts as providers bill them (partTokens).
 func messageSize(m *llm.Message) int {
 	b := len(m.Content) + len(m.Name) + len(m.ToolCallID)
 	n := messageTokens
+	for i := range m.Parts {
+		b += len(m.Parts[i].Text)
+		n += partTokens(&m.Parts[i])
+	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		b += len(c.ID) + len(c.Name) + len(c.Arguments)
@@ -283,8 +288,12 @@ func compact(msgs []llm.Message, target, limit int) (out []llm.Message, changed 
 			if m.Role != llm.RoleTool {
 				continue
 			}
-			short, ok := excerpt(m.Content, pass.head, pass.tail)
-			if !ok {
+			text := m.Content
+			if len(m.Parts) > 0 { // media go first: a note names them
+				text = mediaNote(m)
+			}
+			short, ok := excerpt(text, pass.head, pass.tail)
+			if !ok && len(m.Parts) == 0 {
 				continue
 			}
 			if !changed {
@@ -292,7 +301,7 @@ func compact(msgs []llm.Message, target, limit int) (out []llm.Message, changed 
 				m = &out[i]
 			}
 			before := messageSize(m)
-			m.Content = short
+			m.Content, m.Parts = short, nil
 			total -= before - messageSize(m)
 		}
 	}
