@@ -117,3 +117,26 @@ func TestPoolMediaPlainTool(t *testing.T) {
 		t.Errorf("CallMedia = %q, %v, %v; want e{...}, nil, nil", text, media, err)
 	}
 }
+
+// TestPoolMediaNotShared: a media result stays out of the shared cache, so
+// a second pool runs the tool itself and gets the media, not a text
+// without them.
+func TestPoolMediaNotShared(t *testing.T) {
+	shared := &memCache{}
+	ph := &photo{release: make(chan struct{}), size: 10}
+	close(ph.release)
+	for i := range 2 {
+		p := newPool(t, tool.PoolConfig{Shared: shared}, ph)
+		if _, media, err := p.CallMedia(t.Context(), "photo", json.RawMessage(`{}`)); err != nil || len(media) != 1 {
+			t.Errorf("pool %d: CallMedia = %v, %v; want one part, nil", i, media, err)
+		}
+	}
+	if n := ph.calls.Load(); n != 2 {
+		t.Errorf("tool executed %d times, want 2 (once per pool)", n)
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if len(shared.m) != 0 {
+		t.Errorf("shared cache holds %d values, want none", len(shared.m))
+	}
+}
