@@ -230,9 +230,8 @@ func estimate(req *llm.Request) int {
 func messageSize(m *llm.Message) int {
 	b := len(m.Content) + len(m.Name) + len(m.ToolCallID)
 	n := messageTokens
-	for i := range m.Parts {
-		b += len(m.Parts[i].Text)
-		n += partTokens(&m.Parts[i])
+	if len(m.Parts) > 0 {
+		n += partsSize(m.Parts)
 	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]

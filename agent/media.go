@@ -57,6 +57,18 @@ func toolParts(text string, parts []llm.Part) []llm.Part {
 	return append(out, parts...)
 }
 
+// partsSize is the estimated tokens of a message's parts: text parts at
+// bytesPerToken, media by partTokens. It is kept out of messageSize,
+// which text-only messages pass through at every turn.
+func partsSize(parts []llm.Part) int {
+	n, b := 0, 0
+	for i := range parts {
+		b += len(parts[i].Text)
+		n += partTokens(&parts[i])
+	}
+	return n + (b+bytesPerToken-1)/bytesPerToken
+}
+
 // partTokens is the estimated prompt tokens of a media part: the larger
 // of what OpenAI and Anthropic bill for it, so that an estimate errs on
 // the side of the context window. Text parts count as text.
