@@ -17,9 +17,9 @@ func TestImportRules(t *testing.T) {
 		"admission":     {"job", "llm", "sched"},
 		"llm":           {},
 		"sched":         {},
-		"tool":          {},
+		"tool":          {"llm"}, // llm: a MediaTool's results carry llm.Part media
 		"tool/sqltool":  {"tool"},
-		"tool/filetool": {"tool"},
+		"tool/filetool": {"tool", "llm", "internal/media"}, // read_file returns images and PDFs as media parts
 		"tool/httptool": {"tool", "internal/netguard"},
 		"checkpoint":    {"agent", "job", "llm", "jsonenc", "internal/groupcommit"},
 		// One writer that commits queued records in groups, for the checkpoint
@@ -43,7 +43,7 @@ func TestImportRules(t *testing.T) {
 		// per agent (checkpoint states, result lines).
 		"jsonenc":     {},
 		"input":       {"job"},
-		"agent":       {"llm", "job", "tool", "schema", "internal/retry"},
+		"agent":       {"llm", "job", "tool", "schema", "internal/retry", "internal/media"}, // media: tool results' media tokens in compaction estimates
 		"backend/sim": {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack", "internal/media"},
 		// Media: sniffing types and sizes, data: URLs, the tokens
 		// providers bill for images, documents and audio.
