@@ -17,10 +17,10 @@ func TestImportRules(t *testing.T) {
 		"admission":     {"job", "llm", "sched"},
 		"llm":           {},
 		"sched":         {},
-		"tool":          {},
+		"tool":          {"llm"}, // llm: a MediaTool's results carry llm.Part media
 		"tool/sqltool":  {"tool"},
-		"tool/filetool": {"tool"},
-		"tool/httptool": {"tool"},
+		"tool/filetool": {"tool", "llm", "internal/media"}, // read_file returns images and PDFs as media parts
+		"tool/httptool": {"tool", "internal/netguard"},
 		"checkpoint":    {"agent", "job", "llm", "jsonenc", "internal/groupcommit"},
 		// One writer that commits queued records in groups, for the checkpoint
 		// and the Batch API's store.
@@ -43,11 +43,12 @@ func TestImportRules(t *testing.T) {
 		// per agent (checkpoint states, result lines).
 		"jsonenc":     {},
 		"input":       {"job"},
-		"agent":       {"llm", "job", "tool", "schema", "internal/retry"},
+		"agent":       {"llm", "job", "tool", "schema", "internal/retry", "internal/media"}, // media: tool results' media tokens in compaction estimates
 		"backend/sim": {"llm", "internal/sse", "internal/retry", "backend/sim/internal/gen", "internal/pack", "internal/media"},
 		// Media: sniffing types and sizes, data: URLs, the tokens
 		// providers bill for images, documents and audio.
-		"internal/media":      {"llm"},
+		"internal/media":      {"llm", "internal/netguard"}, // the loader fetches URLs through http_get's guard
+		"internal/netguard":   {},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
@@ -101,7 +102,7 @@ func TestImportRules(t *testing.T) {
 		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire"},
 		// OpenAI's chat-completions wire format: requests, answers, chunks and
 		// error bodies, for the gateway, the simulator and the OpenAI backend.
-		"internal/oaiwire": {"llm", "jsonenc"},
+		"internal/oaiwire": {"llm", "jsonenc", "internal/media"}, // the one strict data: URL reader
 
 		// The Checkpointer conformance suite runs a job on the simulator.
 		"checkpoint/checkpointtest": {"", "agent", "job", "llm", "schema", "tool", "backend/sim"},

@@ -175,6 +175,7 @@ type Runner struct {
 	output  *llm.OutputSpec
 	stream  llm.Streamer // cfg.Model as a Streamer, or nil
 	answers AnswerGate   // cfg.Gate as an AnswerGate, or nil
+	media   llm.Media    // the parts cfg.Model takes besides text: its Capabilities' Media, or none
 }
 
 // New returns a Runner. It returns an error if cfg.Model is nil or a limit
@@ -211,6 +212,9 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg}
 	r.stream, _ = cfg.Model.(llm.Streamer)
 	r.answers, _ = cfg.Gate.(AnswerGate)
+	if c, ok := cfg.Model.(llm.Capable); ok {
+		r.media = c.Capabilities().Media
+	}
 	system := cfg.System
 	if cfg.Schema != nil {
 		r.output = &llm.OutputSpec{Name: "output", Schema: cfg.Schema.Raw()}
@@ -862,21 +866,30 @@ func toolsDone(ctx context.Context, st *State, results []llm.Message, errs []err
 }
 
 // execTool executes c, a call of turn, watched by the context's Observer,
-// and writes its result message to msg; the error is the tool's.
+// and writes its result message to msg; the error is the tool's. A
+// result with media the model takes becomes a tool message of parts (the
+// text, then the media); media it does not take make the call a tool
+// error naming them.
 func (r *Runner) execTool(ctx context.Context, turn int, c *llm.ToolCall, msg *llm.Message) error {
 	var (
 		content string
+		media   []llm.Part
 		err     error
 	)
 	switch o := observerOf(ctx); {
 	case o != nil:
-		content, err = r.observedTool(ctx, o, turn, c)
+		content, media, err = r.observedTool(ctx, o, turn, c)
 	case r.cfg.Tools == nil:
 		err = noTools(c.Name)
 	default:
-		content, err = r.cfg.Tools.Call(ctx, c.Name, c.Arguments)
+		content, media, err = r.cfg.Tools.CallMedia(ctx, c.Name, c.Arguments)
 	}
 	msg.Role, msg.ToolCallID, msg.Name, msg.Content = llm.RoleTool, c.ID, c.Name, content
+	if err == nil && len(media) > 0 {
+		if err = r.takesMedia(c.Name, media); err == nil {
+			msg.Content, msg.Parts = "", toolParts(content, media)
+		}
+	}
 	if err != nil {
 		msg.IsError = true
 		msg.Content = "error: " + err.Error()
@@ -887,20 +900,20 @@ func (r *Runner) execTool(ctx context.Context, turn int, c *llm.ToolCall, msg *l
 // observedTool is callTool watched by the Observer o, for turn.
 //
 //go:noinline
-func (r *Runner) observedTool(ctx context.Context, o Observer, turn int, c *llm.ToolCall) (string, error) {
+func (r *Runner) observedTool(ctx context.Context, o Observer, turn int, c *llm.ToolCall) (string, []llm.Part, error) {
 	ctx, end := o.Tool(ctx, turn, *c)
-	content, err := r.callTool(ctx, c)
+	content, media, err := r.callTool(ctx, c)
 	end(content, err)
-	return content, err
+	return content, media, err
 }
 
 // callTool runs c through the pool. execTool does the same inline: its
 // frame is under the tool's wait.
-func (r *Runner) callTool(ctx context.Context, c *llm.ToolCall) (string, error) {
+func (r *Runner) callTool(ctx context.Context, c *llm.ToolCall) (string, []llm.Part, error) {
 	if r.cfg.Tools == nil {
-		return "", noTools(c.Name)
+		return "", nil, noTools(c.Name)
 	}
-	return r.cfg.Tools.Call(ctx, c.Name, c.Arguments)
+	return r.cfg.Tools.CallMedia(ctx, c.Name, c.Arguments)
 }
 
 // noTools is the error of a call to name by an agent without tools.

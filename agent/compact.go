@@ -225,10 +225,14 @@ func estimate(req *llm.Request) int {
 	return n
 }
 
-// messageSize returns the estimated tokens of m.
+// messageSize returns the estimated tokens of m: its text at
+// bytesPerToken, and its media parts as providers bill them (partTokens).
 func messageSize(m *llm.Message) int {
 	b := len(m.Content) + len(m.Name) + len(m.ToolCallID)
 	n := messageTokens
+	if len(m.Parts) > 0 {
+		n += partsSize(m.Parts)
+	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		b += len(c.ID) + len(c.Name) + len(c.Arguments)
@@ -283,8 +287,12 @@ func compact(msgs []llm.Message, target, limit int) (out []llm.Message, changed 
 			if m.Role != llm.RoleTool {
 				continue
 			}
-			short, ok := excerpt(m.Content, pass.head, pass.tail)
-			if !ok {
+			text := m.Content
+			if len(m.Parts) > 0 { // media go first: a note names them
+				text = mediaNote(m)
+			}
+			short, ok := excerpt(text, pass.head, pass.tail)
+			if !ok && len(m.Parts) == 0 {
 				continue
 			}
 			if !changed {
@@ -292,7 +300,7 @@ func compact(msgs []llm.Message, target, limit int) (out []llm.Message, changed 
 				m = &out[i]
 			}
 			before := messageSize(m)
-			m.Content = short
+			m.Content, m.Parts = short, nil
 			total -= before - messageSize(m)
 		}
 	}

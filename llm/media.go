@@ -61,8 +61,9 @@ type Media struct {
 	Image    bool // images as bytes (or data: URLs)
 	ImageURL bool // images by https URL, fetched by the provider
 	Audio    bool // audio as bytes
-	File     bool // documents (PDF) as bytes
-	FileURL  bool // documents by URL or provider file id
+	File     bool // documents (PDF) as bytes (or data: URLs)
+	FileURL  bool // documents by https URL, fetched by the provider
+	FileID   bool // documents by a provider's file id (uploaded beforehand)
 }
 
 // Accepts reports, with an error naming what is missing, whether a
@@ -77,7 +78,14 @@ func (m Media) Accepts(p Part) error {
 	case PartAudio:
 		ok = m.Audio && !byURL
 	case PartFile:
-		ok = ((byURL || p.FileID != "") && m.FileURL) || (!byURL && p.FileID == "" && m.File)
+		switch {
+		case p.FileID != "":
+			ok = m.FileID
+		case byURL:
+			ok = m.FileURL
+		default:
+			ok = m.File
+		}
 	default:
 		return fmt.Errorf("unknown content part kind %q", p.Kind)
 	}

@@ -19,8 +19,9 @@ func TestMediaAccepts(t *testing.T) {
 	wav := llm.Part{Kind: llm.PartAudio, Data: []byte("RIFF"), MediaType: "audio/wav"}
 	pdf := llm.Part{Kind: llm.PartFile, Data: []byte("%PDF-1.7"), MediaType: "application/pdf"}
 	fileID := llm.Part{Kind: llm.PartFile, FileID: "file-abc"}
-	all := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true}
-	for _, p := range []llm.Part{png, byURL, dataURL, wav, pdf, fileID, {Kind: llm.PartText, Text: "hi"}} {
+	pdfURL := llm.Part{Kind: llm.PartFile, URL: "https://cdn.example.com/a.pdf"}
+	all := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true}
+	for _, p := range []llm.Part{png, byURL, dataURL, wav, pdf, pdfURL, fileID, {Kind: llm.PartText, Text: "hi"}} {
 		if err := all.Accepts(p); err != nil {
 			t.Errorf("all media: %+v refused: %v", p, err)
 		}
@@ -37,6 +38,11 @@ func TestMediaAccepts(t *testing.T) {
 		{llm.Media{Image: true}, wav, "no audio parts as bytes"},
 		{llm.Media{File: true}, fileID, "no file parts by provider file id"},
 		{llm.Media{FileURL: true}, pdf, "no file parts as bytes"},
+		// OpenAI's chat API takes file ids but no document URLs; Anthropic both.
+		{llm.Media{File: true, FileID: true}, pdfURL, "no file parts by URL"},
+		{llm.Media{FileURL: true}, fileID, "no file parts by provider file id"},
+		{llm.Media{File: true, FileID: true}, fileID, ""},
+		{llm.Media{FileURL: true}, pdfURL, ""},
 		{llm.Media{}, llm.Part{Kind: "video"}, `unknown content part kind "video"`},
 	} {
 		err := c.m.Accepts(c.p)

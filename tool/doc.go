@@ -49,6 +49,19 @@
 // under one rate token, one concurrency slot and one timeout, and each
 // caller receives its own [Result].
 //
+// # Media
+//
+// A [MediaTool] returns media with its text: images, PDFs, recordings as
+// [llm.Part] values (read_file does, for images and PDFs under its roots).
+// [Pool.CallMedia] returns them; [Pool.Call] returns the text alone.
+// Coalesced callers and cache hits share the parts, which are read-only.
+// [PoolConfig.MaxResultBytes] cuts a result's text, while its media, which
+// cannot be cut, are bounded by [PoolConfig.MaxMediaBytes] (the bytes of
+// every part's Data and URL together, 20 MiB by default): a result over
+// it fails the call with an error naming its size and the limit. Media
+// results are cached locally like text ones but never stored in the
+// shared cache.
+//
 // # Failures
 //
 // Tool failures are data: [Pool.Call] returns them as a [*CallError] that

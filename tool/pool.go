@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Defaults for [PoolConfig].
@@ -26,6 +28,8 @@ const (
 	DefaultCacheTTL = 10 * time.Minute
 	// DefaultMaxResultBytes is the default [PoolConfig.MaxResultBytes].
 	DefaultMaxResultBytes = 64 << 10
+	// DefaultMaxMediaBytes is the default [PoolConfig.MaxMediaBytes].
+	DefaultMaxMediaBytes = 20 << 20
 )
 
 // PoolConfig configures a [Pool]. The zero value is valid.
@@ -42,6 +46,12 @@ type PoolConfig struct {
 	// marker "\n[truncated: N of M bytes shown]", which is not counted.
 	// Defaults to DefaultMaxResultBytes; negative means no limit.
 	MaxResultBytes int
+	// MaxMediaBytes bounds the media of one result of a [MediaTool]: the
+	// sum of [MediaBytes] over its parts. Media cannot be cut, so a
+	// result over it fails the call with an error naming its size and
+	// the cap; MaxResultBytes bounds the result's text alone. Defaults
+	// to DefaultMaxMediaBytes; negative means no limit.
+	MaxMediaBytes int64
 	// Timeout bounds each execution. Zero means none; negative is an error.
 	// [Policy.Timeout] overrides it for one tool.
 	Timeout time.Duration
@@ -75,6 +85,9 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	}
 	if c.MaxResultBytes == 0 {
 		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if c.MaxMediaBytes == 0 {
+		c.MaxMediaBytes = DefaultMaxMediaBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -119,7 +132,8 @@ type Pool struct {
 // entry is one registered tool, its limits and its counters.
 type entry struct {
 	tool      Tool
-	batcher   Batcher // tool, when it is one; nil otherwise
+	batcher   Batcher   // tool, when it is one; nil otherwise
+	media     MediaTool // tool, when it is one; nil otherwise
 	spec      Spec
 	limits    limits
 	cacheable bool              // results are cached: Spec.Cacheable, caching on and coalescing on
@@ -134,6 +148,7 @@ type entry struct {
 // cached is a cache value.
 type cached struct {
 	result  string
+	media   []llm.Part // shared, read-only; nil for a text result
 	expires time.Time
 }
 
@@ -142,6 +157,7 @@ type cached struct {
 type flight struct {
 	done    chan struct{} // closed once result and err are set
 	result  string
+	media   []llm.Part // shared by every caller, read-only
 	err     error
 	cancel  context.CancelCauseFunc // cancels the execution's context; nil for a batch item
 	batch   *batch                  // the batch of a batch item; nil otherwise
@@ -195,6 +211,7 @@ func NewPool(tools []Tool, cfg PoolConfig) (*Pool, error) {
 		}
 		e := &entry{tool: t, spec: spec}
 		e.batcher, _ = t.(Batcher)
+		e.media, _ = t.(MediaTool)
 		policy := cfg.Policies[spec.Name]
 		if perrs := policy.validate(spec.Name, e.batcher != nil); len(perrs) > 0 {
 			errs = append(errs, perrs...)
@@ -298,11 +315,29 @@ const maxKeyBuf = 16 << 10
 // and error; in a batch, each distinct call gets its own [Result], except
 // that a panic, a timeout or a wrong number of results fails every call of
 // the batch. Results longer than [PoolConfig.MaxResultBytes] are truncated.
-// Errors are never cached.
+// Errors are never cached. A [MediaTool]'s result comes back as its text
+// alone: [Pool.CallMedia] returns its media too.
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	result, _, err := p.call(ctx, name, args)
+	return result, err
+}
+
+// CallMedia is [Pool.Call] returning a [MediaTool]'s media with its text;
+// for other tools media is nil. The parts are shared with every caller of
+// the same execution and with the cache: they are read-only. Media over
+// [PoolConfig.MaxMediaBytes] fails the call (a [*CallError] naming the
+// size and the cap). Media results are cached like text ones, but never
+// in the shared cache ([PoolConfig.Shared]): a call whose result carries
+// media is not stored there.
+func (p *Pool) CallMedia(ctx context.Context, name string, args json.RawMessage) (string, []llm.Part, error) {
+	return p.call(ctx, name, args)
+}
+
+// call is Call and CallMedia.
+func (p *Pool) call(ctx context.Context, name string, args json.RawMessage) (string, []llm.Part, error) {
 	e := p.entries[name]
 	if e == nil {
-		return "", &CallError{Tool: name, Err: fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, p.available)}
+		return "", nil, &CallError{Tool: name, Err: fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, p.available)}
 	}
 	e.requested.Add(1)
 
@@ -317,11 +352,11 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 	}
 	if err != nil {
 		e.failed.Add(1)
-		return "", &CallError{Tool: name, Err: fmt.Errorf("%w: %w", ErrBadArguments, err)}
+		return "", nil, &CallError{Tool: name, Err: fmt.Errorf("%w: %w", ErrBadArguments, err)}
 	}
 	if err := ctx.Err(); err != nil {
 		e.failed.Add(1)
-		return "", err
+		return "", nil, err
 	}
 
 	var now time.Time
@@ -334,7 +369,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 			if now.Before(c.expires) {
 				p.mu.Unlock()
 				e.cacheHits.Add(1)
-				return c.result, nil
+				return c.result, c.media, nil
 			}
 			p.cache.Remove(key)
 		}
@@ -375,7 +410,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (str
 // caller to leave an unsettled flight removes it from the in-flight map, so
 // later callers start afresh, and cancels its execution; for a batch item,
 // it leaves the batch instead (see leaveLocked).
-func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (string, error) {
+func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (string, []llm.Part, error) {
 	select {
 	case <-f.done:
 	case <-ctx.Done():
@@ -398,15 +433,15 @@ func (p *Pool) wait(ctx context.Context, e *entry, key string, f *flight) (strin
 				cancel()
 			}
 			e.failed.Add(1)
-			return "", ctx.Err()
+			return "", nil, ctx.Err()
 		}
 		p.mu.Unlock() // the result arrived meanwhile: take it
 	}
 	if f.err != nil {
 		e.failed.Add(1)
-		return "", f.err
+		return "", nil, f.err
 	}
-	return f.result, nil
+	return f.result, f.media, nil
 }
 
 // run settles f from the shared cache, for a tool whose results are
@@ -418,13 +453,18 @@ func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessa
 		if result, expires, ok := p.sharedGet(ctx, e, key); ok {
 			e.cacheHits.Add(1)
 			e.sharedHits.Add(1)
-			p.settleUntil(e, key, f, result, nil, expires)
+			p.settleUntil(e, key, f, result, nil, nil, expires)
 			return
 		}
 		e.executed.Add(1)
 	}
 	p.runLimited(ctx, e, execution{key: key, f: f}, func(ctx context.Context) {
-		result, err := p.execute(ctx, e, args)
+		result, media, err := p.execute(ctx, e, args)
+		if err == nil && p.cfg.MaxMediaBytes >= 0 {
+			if n := MediaBytes(media); n > p.cfg.MaxMediaBytes {
+				err = fmt.Errorf("its media are %d bytes, over the limit of %d bytes (MaxMediaBytes)", n, p.cfg.MaxMediaBytes)
+			}
+		}
 		switch {
 		case err != nil && context.Cause(ctx) == e.limits.timeoutErr:
 			p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: e.limits.timeoutErr})
@@ -432,12 +472,12 @@ func (p *Pool) run(ctx context.Context, e *entry, key string, args json.RawMessa
 			p.settle(e, key, f, "", &CallError{Tool: e.spec.Name, Err: err})
 		default:
 			result, expires := truncate(result, p.cfg.MaxResultBytes), time.Now().Add(p.cfg.CacheTTL)
-			if e.shared {
+			if e.shared && len(media) == 0 {
 				// Before the callers get it: once a call returns, the
-				// other pools find its result.
+				// other pools find its result. Media stay local.
 				p.sharedSet(ctx, e, key, result, expires)
 			}
-			p.settleUntil(e, key, f, result, nil, expires)
+			p.settleUntil(e, key, f, result, media, nil, expires)
 		}
 	})
 }
@@ -494,32 +534,37 @@ func (p *Pool) runLimited(ctx context.Context, e *entry, x execution, exec func(
 	returned = true
 }
 
-// execute calls the tool, turning a panic into a *PanicError.
-func (p *Pool) execute(ctx context.Context, e *entry, args json.RawMessage) (result string, err error) {
+// execute calls the tool (CallMedia for a MediaTool), turning a panic
+// into a *PanicError.
+func (p *Pool) execute(ctx context.Context, e *entry, args json.RawMessage) (result string, media []llm.Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			result, err = "", &PanicError{Tool: e.spec.Name, Value: v, Stack: debug.Stack()}
+			result, media, err = "", nil, &PanicError{Tool: e.spec.Name, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return e.tool.Call(ctx, args)
+	if e.media != nil {
+		return e.media.CallMedia(ctx, args)
+	}
+	result, err = e.tool.Call(ctx, args)
+	return result, nil, err
 }
 
 // settle records f's outcome, unless it already has one, wakes its waiters and
 // caches a successful result of a cacheable tool.
 func (p *Pool) settle(e *entry, key string, f *flight, result string, err error) {
-	p.settleUntil(e, key, f, result, err, time.Time{})
+	p.settleUntil(e, key, f, result, nil, err, time.Time{})
 }
 
-// settleUntil is settle, caching a successful result until expires (zero:
-// for CacheTTL from now).
-func (p *Pool) settleUntil(e *entry, key string, f *flight, result string, err error, expires time.Time) {
+// settleUntil is settle of a result with media, caching a successful
+// result until expires (zero: for CacheTTL from now).
+func (p *Pool) settleUntil(e *entry, key string, f *flight, result string, media []llm.Part, err error, expires time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if f.settled {
 		return
 	}
 	f.settled = true
-	f.result, f.err = result, err
+	f.result, f.media, f.err = result, media, err
 	if p.flights[key] == f {
 		delete(p.flights, key)
 	}
@@ -527,7 +572,7 @@ func (p *Pool) settleUntil(e *entry, key string, f *flight, result string, err e
 		if expires.IsZero() {
 			expires = time.Now().Add(p.cfg.CacheTTL)
 		}
-		p.cache.Add(key, cached{result: result, expires: expires})
+		p.cache.Add(key, cached{result: result, media: media, expires: expires})
 	}
 	close(f.done)
 }

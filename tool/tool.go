@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Spec describes a tool to the model and to the [Pool]. A Spec is a value;
@@ -146,4 +148,31 @@ func validName(name string) bool {
 		}
 	}
 	return true
+}
+
+// A MediaTool is a [Tool] whose results may carry media besides text: an
+// image, a PDF, a recording the model then reads. The [Pool] calls
+// CallMedia instead of Call (Call stays for callers that take text only);
+// callers discover it with a type assertion, as [Batcher].
+//
+// CallMedia returns the result's text and its media parts, each a
+// complete [llm.Part] (Data with MediaType, or a URL) that the tool no
+// longer modifies: the Pool hands the same parts to every caller of a
+// coalesced call and keeps them in its cache, so they are shared and
+// read-only. Nil media is a text result, as Call's. Errors are as for
+// Call.
+type MediaTool interface {
+	Tool
+	CallMedia(ctx context.Context, args json.RawMessage) (text string, media []llm.Part, err error)
+}
+
+// MediaBytes is the size in bytes of media's content: each part's Data
+// and URL (a data: URL holds its bytes). It is what
+// [PoolConfig.MaxMediaBytes] bounds.
+func MediaBytes(media []llm.Part) int64 {
+	var n int64
+	for i := range media {
+		n += int64(len(media[i].Data) + len(media[i].URL))
+	}
+	return n
 }

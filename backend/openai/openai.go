@@ -126,7 +126,7 @@ var flavors = map[Flavor]flavorInfo{
 // and model, so the backend does not claim it. Ollama's OpenAI endpoint
 // takes images only as base64 data: URLs: it fetches no URL.
 var (
-	mediaAll    = llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true}
+	mediaAll    = llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileID: true}
 	mediaImages = llm.Media{Image: true, ImageURL: true}
 )
 

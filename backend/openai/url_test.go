@@ -82,7 +82,7 @@ func TestParseURL(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	t.Parallel()
-	mediaAll := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true}
+	mediaAll := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileID: true}
 	mediaImages := llm.Media{Image: true, ImageURL: true}
 	tests := []struct {
 		name    string

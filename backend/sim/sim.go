@@ -240,7 +240,7 @@ func (m *Model) Capabilities() llm.Capabilities {
 		NativeTools:      true,
 		NativeJSONSchema: true,
 		InProcess:        true,
-		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true},
+		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true},
 	}
 }
 

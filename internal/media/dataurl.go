@@ -29,12 +29,44 @@ type DataURL struct {
 // before decoding). Errors name what is wrong; they never hold the
 // payload.
 func ParseDataURL(u string, maxBytes int64) (DataURL, error) {
+	typ, data, err := DecodeDataURL(u, maxBytes)
+	if err != nil {
+		return DataURL{}, err
+	}
+	info, err := Check(typ, data)
+	if err != nil {
+		return DataURL{}, err
+	}
+	return DataURL{MediaType: typ, Data: data, Info: info}, nil
+}
+
+// What is wrong with a data: URL, for callers that word their own
+// messages: [DecodeDataURL]'s errors wrap one of these.
+var (
+	ErrNotDataURL     = errors.New("not a data: URL")
+	ErrDataURLSyntax  = errors.New("data: URL without a comma before its data")
+	ErrDataURLNoType  = errors.New("data: URL declares no media type")
+	ErrDataURLNoData  = errors.New("data: URL with no data")
+	ErrDataURLEncoded = errors.New("data: URL is not base64") // percent-encoded, not ;base64
+	ErrDataURLBase64  = errors.New("data: URL payload is not valid base64")
+	ErrDataURLSize    = errors.New("data: URL over the size limit")
+)
+
+// DecodeDataURL is the strict reading of a data: URL that [ParseDataURL]
+// makes, without checking the bytes against the declared type: the media
+// type (lower case, without parameters) and the decoded bytes. The
+// payload must be base64 (standard or URL alphabet, padding optional;
+// whitespace is ignored) and not empty; maxBytes, when > 0, caps the
+// decoded size (checked before decoding). Its errors match
+// ErrNotDataURL or one of the ErrDataURL… values (errors.Is), name what
+// is wrong, and never hold the payload.
+func DecodeDataURL(u string, maxBytes int64) (string, []byte, error) {
 	if len(u) < 5 || !strings.EqualFold(u[:5], "data:") {
-		return DataURL{}, errors.New("media: not a data: URL")
+		return "", nil, dataURLErr(ErrNotDataURL, "media: not a data: URL")
 	}
 	head, payload, ok := strings.Cut(u[5:], ",")
 	if !ok {
-		return DataURL{}, errors.New("media: data: URL without a comma before its data")
+		return "", nil, dataURLErr(ErrDataURLSyntax, "media: data: URL without a comma before its data")
 	}
 	params := strings.Split(head, ";")
 	typ := strings.ToLower(strings.TrimSpace(params[0]))
@@ -45,26 +77,41 @@ func ParseDataURL(u string, maxBytes int64) (DataURL, error) {
 		}
 	}
 	if !b64 {
-		return DataURL{}, fmt.Errorf("media: data: URL of type %q is not base64 (want data:TYPE;base64,…)", typ)
+		return "", nil, dataURLErr(ErrDataURLEncoded, "media: data: URL of type %q is not base64 (want data:TYPE;base64,…)", typ)
 	}
 	if typ == "" {
-		return DataURL{}, errors.New("media: data: URL declares no media type")
+		return "", nil, dataURLErr(ErrDataURLNoType, "media: data: URL declares no media type")
+	}
+	if strings.TrimSpace(payload) == "" {
+		return "", nil, dataURLErr(ErrDataURLNoData, "media: data: URL of type %s holds no data", typ)
 	}
 	if maxBytes > 0 && int64(base64.StdEncoding.DecodedLen(len(payload))) > maxBytes+3 {
-		return DataURL{}, fmt.Errorf("media: data: URL of type %s holds about %d bytes, over the limit of %d", typ, base64.StdEncoding.DecodedLen(len(payload)), maxBytes)
+		return "", nil, dataURLErr(ErrDataURLSize, "media: data: URL of type %s holds about %d bytes, over the limit of %d", typ, base64.StdEncoding.DecodedLen(len(payload)), maxBytes)
 	}
 	data, err := decodeBase64(payload)
 	if err != nil {
-		return DataURL{}, fmt.Errorf("media: data: URL of type %s: payload is not valid base64: %v", typ, err)
+		return "", nil, &dataURLError{msg: fmt.Sprintf("media: data: URL of type %s: payload is not valid base64: %v", typ, err), kind: ErrDataURLBase64, cause: err}
 	}
 	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return DataURL{}, fmt.Errorf("media: data: URL of type %s holds %d bytes, over the limit of %d", typ, len(data), maxBytes)
+		return "", nil, dataURLErr(ErrDataURLSize, "media: data: URL of type %s holds %d bytes, over the limit of %d", typ, len(data), maxBytes)
 	}
-	info, err := Check(typ, data)
-	if err != nil {
-		return DataURL{}, err
-	}
-	return DataURL{MediaType: typ, Data: data, Info: info}, nil
+	return typ, data, nil
+}
+
+// dataURLError is an error of DecodeDataURL: its own message, matching
+// one ErrDataURL… value with errors.Is.
+type dataURLError struct {
+	msg   string
+	kind  error
+	cause error // the base64 decoder's error, or nil
+}
+
+func (e *dataURLError) Error() string        { return e.msg }
+func (e *dataURLError) Is(target error) bool { return target == e.kind }
+func (e *dataURLError) Unwrap() error        { return e.cause }
+
+func dataURLErr(kind error, format string, args ...any) error {
+	return &dataURLError{msg: fmt.Sprintf(format, args...), kind: kind}
 }
 
 // decodeBase64 decodes s in the standard or URL alphabet, padded or not,

@@ -15,6 +15,19 @@
 // type it declares must agree with the type its bytes sniff as: an image
 // whose declared type lies is an error naming both.
 //
+// # Loading
+//
+// A [Loader] reads the media a job's input names, when the agent's first
+// request is built: a path under the job's media roots (opened through
+// [os.Root], so no ".." and no symlink leads out; stat-checked against the
+// size cap before a byte is read; its type sniffed and checked against its
+// extension and the field's kind), an https URL (fetched through the
+// [netguard] SSRF guard from the allowed hosts only, or passed on for the
+// provider to fetch) or a data: URL (checked as ParseDataURL does).
+// [Loader.Hash] streams what a reference names through SHA-256, for the
+// stale checks of a resumed agent. Errors are *[LoadError]s naming the
+// reference and the reason.
+//
 // # Tokens
 //
 // [Tokens] counts a content part's prompt tokens the way a provider bills

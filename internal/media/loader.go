@@ -10,8 +10,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -191,6 +189,12 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 			return llm.Part{}, &LoadError{Ref: ref, Err: err}
 		}
 		if l.passURLs {
+			// No bytes to sniff: a known extension must fit the kind.
+			if typ := extType(u.Path); typ != "" {
+				if err := fits(kind, typ); err != nil {
+					return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("by its extension %w", err)}
+				}
+			}
 			return llm.Part{Kind: kind, URL: ref, Ref: ref}, nil
 		}
 		var data []byte
@@ -205,9 +209,13 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 		if declared == "" {
 			declared = extType(u.Path)
 		}
-		return l.part(kind, ref, path.Base(u.Path), declared, data)
+		name := path.Base(u.Path)
+		if name == "/" || name == "." {
+			name = ""
+		}
+		return l.part(kind, ref, name, declared, data)
 	case "":
-		data, err := l.readPath(ctx, ref, func(r io.Reader) ([]byte, error) { return io.ReadAll(r) })
+		data, err := l.readPath(ctx, ref, readAll)
 		if err != nil {
 			return llm.Part{}, &LoadError{Ref: ref, Err: err}
 		}
@@ -219,8 +227,9 @@ func (l *Loader) Load(ctx context.Context, kind llm.PartKind, ref string) (llm.P
 
 // Hash returns the SHA-256 (hex) of what ref names now, read through the
 // same jail, guard and size cap as Load and streamed, in bounded memory:
-// what a resumed agent compares with the hash its checkpoint kept. Every
-// error is a *[LoadError].
+// what a resumed agent compares with the hash its checkpoint kept. An
+// https URL is fetched even with PassURLs, but only from a host in Fetch.
+// Every error is a *[LoadError].
 func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", &LoadError{Ref: shortRef(ref), Err: err}
@@ -228,21 +237,26 @@ func (l *Loader) Hash(ctx context.Context, ref string) (string, error) {
 	h := sha256.New()
 	switch scheme(ref) {
 	case "data":
-		d, err := ParseDataURL(ref, l.maxBytes)
+		_, data, err := DecodeDataURL(ref, l.maxBytes)
 		if err != nil {
-			return "", dataURLError(err)
+			return "", dataURLLoadError(err)
 		}
-		h.Write(d.Data)
+		h.Write(data)
 	case "http", "https":
 		u, err := l.parseURL(ref)
 		if err != nil {
 			return "", &LoadError{Ref: ref, Err: err}
 		}
+		if l.hosts.Len() == 0 {
+			// Passed on from any host: the loader fetches only from hosts
+			// in Fetch.
+			return "", &LoadError{Ref: ref, Err: errors.New("not fetched: URLs are passed to the provider, and media.fetch names no host to fetch from")}
+		}
 		if _, err := l.fetch(ctx, u, func(r io.Reader) error { _, err := io.Copy(h, r); return err }); err != nil {
 			return "", &LoadError{Ref: ref, Err: err}
 		}
 	case "":
-		_, err := l.readPath(ctx, ref, func(r io.Reader) ([]byte, error) { _, err := io.Copy(h, r); return nil, err })
+		_, err := l.readPath(ctx, ref, func(r io.Reader, _ int64) ([]byte, error) { _, err := io.Copy(h, r); return nil, err })
 		if err != nil {
 			return "", &LoadError{Ref: ref, Err: err}
 		}
@@ -289,18 +303,8 @@ func shortRef(ref string) string {
 // part checks data against the declared type (from the extension or
 // Content-Type; "" for none) and kind, and makes the part.
 func (l *Loader) part(kind llm.PartKind, ref, name, declared string, data []byte) (llm.Part, error) {
-	info, err := Sniff(data)
-	switch {
-	case err != nil && declared != "" && errors.Is(err, ErrUnknownType):
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("declared %s but the bytes are not of a known type (%d bytes, starting %q)", declared, len(data), data[:min(len(data), 8)])}
-	case err != nil && errors.Is(err, ErrUnknownType):
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("not a known media type (%d bytes, starting %q); images (PNG, JPEG, GIF, WebP), audio (WAV, MP3) and PDF are", len(data), data[:min(len(data), 8)])}
-	case err != nil:
-		return llm.Part{}, &LoadError{Ref: ref, Err: errors.New(strings.TrimPrefix(err.Error(), "media: "))}
-	case declared != "" && info.MediaType != declared:
-		return llm.Part{}, &LoadError{Ref: ref, Err: fmt.Errorf("declared %s but the bytes are %s", declared, info.MediaType)}
-	}
-	if err := fits(kind, info.MediaType); err != nil {
+	info, err := sniffAs(kind, declared, data)
+	if err != nil {
 		return llm.Part{}, &LoadError{Ref: ref, Err: err}
 	}
 	sum := sha256.Sum256(data)
@@ -315,6 +319,23 @@ func (l *Loader) part(kind llm.PartKind, ref, name, declared string, data []byte
 		Ref:       ref,
 		Hash:      hex.EncodeToString(sum[:]),
 	}, nil
+}
+
+// sniffAs sniffs data, checks it against the declared type ("" for none)
+// and that it fits kind.
+func sniffAs(kind llm.PartKind, declared string, data []byte) (Info, error) {
+	info, err := Sniff(data)
+	switch {
+	case err != nil && declared != "" && errors.Is(err, ErrUnknownType):
+		return Info{}, fmt.Errorf("declared %s but the bytes are not of a known type (%d bytes, starting %q)", declared, len(data), data[:min(len(data), 8)])
+	case err != nil && errors.Is(err, ErrUnknownType):
+		return Info{}, fmt.Errorf("not a known media type (%d bytes, starting %q); images (PNG, JPEG, GIF, WebP), audio (WAV, MP3) and PDF are", len(data), data[:min(len(data), 8)])
+	case err != nil:
+		return Info{}, errors.New(strings.TrimPrefix(err.Error(), "media: "))
+	case declared != "" && info.MediaType != declared:
+		return Info{}, fmt.Errorf("declared %s but the bytes are %s", declared, info.MediaType)
+	}
+	return info, fits(kind, info.MediaType)
 }
 
 // fits reports, with an error naming both, whether media of type typ may
@@ -350,19 +371,23 @@ func extType(name string) string {
 
 // loadDataURL reads a data: URL.
 func (l *Loader) loadDataURL(kind llm.PartKind, ref string) (llm.Part, error) {
-	d, err := ParseDataURL(ref, l.maxBytes)
+	typ, data, err := DecodeDataURL(ref, l.maxBytes)
 	if err != nil {
-		return llm.Part{}, dataURLError(err)
+		return llm.Part{}, dataURLLoadError(err)
 	}
-	if err := fits(kind, d.MediaType); err != nil {
-		return llm.Part{}, &LoadError{Err: fmt.Errorf("data: URL %w", err)}
+	info, err := sniffAs(kind, Canonical(typ), data)
+	if err != nil {
+		return llm.Part{}, &LoadError{Err: fmt.Errorf("data: URL: %w", err)}
 	}
-	return llm.Part{Kind: kind, URL: ref, MediaType: d.MediaType, Width: d.Info.Width, Height: d.Info.Height, Pages: d.Info.Pages}, nil
+	return llm.Part{Kind: kind, URL: ref, MediaType: info.MediaType, Width: info.Width, Height: info.Height, Pages: info.Pages}, nil
 }
 
-// dataURLError turns an error of ParseDataURL into a *LoadError that
+// dataURLLoadError turns an error of DecodeDataURL into a *LoadError that
 // names the data: URL, not its payload.
-func dataURLError(err error) error {
+func dataURLLoadError(err error) error {
+	if errors.Is(err, ErrDataURLEncoded) {
+		return &LoadError{Err: errors.New("data: URL is not base64 (want data:TYPE;base64,…)")}
+	}
 	msg := strings.TrimPrefix(err.Error(), "media: ")
 	if !strings.HasPrefix(msg, "data: URL") {
 		msg = "data: URL: " + msg
@@ -376,7 +401,7 @@ var errEscapes = errors.New("escapes the media roots")
 // readPath opens the file path ref names under the first root holding
 // it, refuses anything but a regular file of at most maxBytes (before
 // reading it), and hands read a reader capped at maxBytes+1 bytes.
-func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) ([]byte, error)) ([]byte, error) {
+func (l *Loader) readPath(ctx context.Context, ref string, read func(r io.Reader, size int64) ([]byte, error)) ([]byte, error) {
 	if ref == "" {
 		return nil, errors.New("empty media reference")
 	}
@@ -440,7 +465,7 @@ func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) 
 		return nil, err
 	}
 	cr := &countingReader{r: io.LimitReader(f, l.maxBytes+1)}
-	data, err := read(cr)
+	data, err := read(cr, st.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -448,6 +473,21 @@ func (l *Loader) readPath(ctx context.Context, ref string, read func(io.Reader) 
 		return nil, fmt.Errorf("grew past the %s cap (media.max_bytes) while being read", sizeName(l.maxBytes))
 	}
 	return data, nil
+}
+
+// readAll reads r, sized for a file of size bytes (and one more, to see
+// it grew) so that the bytes are read in one allocation.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, size+1)
+	n, err := io.ReadFull(r, b)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return b[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(r) // it grew; r's cap still bounds it
+	return append(b, rest...), err
 }
 
 // openError says why opening a file under a root failed, without the
@@ -513,127 +553,4 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// parseURL parses an http(s) reference and checks it may be fetched or
-// passed on.
-func (l *Loader) parseURL(ref string) (*url.URL, error) {
-	u, err := url.Parse(ref)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, err
-	}
-	if err := l.checkURL(u); err != nil {
-		return nil, err
-	}
-	return u, nil
-}
-
-// checkURL reports why u may not be fetched or passed on: only https
-// (http too with AllowPrivate), hosts in Fetch (any host when Fetch is
-// empty and URLs are passed on), no address netguard refuses.
-func (l *Loader) checkURL(u *url.URL) error {
-	if addr, err := netip.ParseAddr(u.Hostname()); err == nil && !l.allowPrivate {
-		if kind := netguard.Refused(addr); kind != "" {
-			return fmt.Errorf("refused: %w", &netguard.AddressError{Addr: addr.Unmap(), Kind: kind})
-		}
-	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && l.allowPrivate) {
-		return fmt.Errorf("scheme %q is refused; media URLs must be https", u.Scheme)
-	}
-	if l.hosts.Len() == 0 {
-		if !l.passURLs {
-			return fmt.Errorf("host %q is not allowed: no host is (media.fetch is empty)", u.Host)
-		}
-		if u.Hostname() == "" {
-			return errors.New("the URL has no host")
-		}
-		if u.User != nil {
-			return errors.New("URLs with user information (user:password@) are not allowed")
-		}
-		return nil
-	}
-	if err := netguard.CheckURL(u, l.hosts, l.allowPrivate); err != nil {
-		var ae *netguard.AddressError
-		if errors.As(err, &ae) {
-			return fmt.Errorf("refused: %w", err)
-		}
-		return fmt.Errorf("%w (media.fetch)", err)
-	}
-	return nil
-}
-
-// fetch GETs u through the guarded client and hands read the body,
-// capped at maxBytes. It returns the media type the response declares
-// where it is one Sniff knows, or "".
-func (l *Loader) fetch(ctx context.Context, u *url.URL, read func(io.Reader) error) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("User-Agent", "batchagent-media")
-	// current is the URL being fetched: u, or the latest redirect's
-	// target. The client calls CheckRedirect on this goroutine.
-	current := u
-	c := *l.client
-	c.CheckRedirect = func(next *http.Request, via []*http.Request) error {
-		if len(via) > maxRedirects {
-			return &redirectError{fmt.Sprintf("stopped after %d redirects: the next was to %s", maxRedirects, next.URL.Redacted())}
-		}
-		if err := l.checkURL(next.URL); err != nil {
-			return &redirectError{fmt.Sprintf("redirected to %s: %v", next.URL.Redacted(), err)}
-		}
-		current = next.URL
-		return nil
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", fetchError(current, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("HTTP %s", resp.Status)
-	}
-	if resp.ContentLength > l.maxBytes {
-		return "", l.overCap(resp.ContentLength)
-	}
-	cr := &countingReader{r: io.LimitReader(resp.Body, l.maxBytes+1)}
-	if err := read(cr); err != nil {
-		return "", fetchError(current, err)
-	}
-	if cr.n > l.maxBytes {
-		return "", fmt.Errorf("body over the %s cap (media.max_bytes)", sizeName(l.maxBytes))
-	}
-	declared := Canonical(resp.Header.Get("Content-Type"))
-	if !known(declared) {
-		declared = ""
-	}
-	return declared, nil
-}
-
-// redirectError is a redirect refused by the loader's CheckRedirect. It
-// does not unwrap: the address it may name is the target's, not the
-// URL's that fetchError describes.
-type redirectError struct{ msg string }
-
-func (e *redirectError) Error() string { return e.msg }
-
-// fetchError says why a fetch of u (the URL asked for, or the redirect
-// being followed) failed, naming a refused address.
-func fetchError(u *url.URL, err error) error {
-	var ae *netguard.AddressError
-	if errors.As(err, &ae) {
-		if u.Hostname() == ae.Addr.String() {
-			return fmt.Errorf("refused: %w", ae)
-		}
-		return fmt.Errorf("refused: host %q resolves to %s, %s address; %s", u.Hostname(), ae.Addr, netguard.Article(ae.Kind), netguard.RefusedNote)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // "Get URL: " would repeat the URL
-	}
-	return err
 }

@@ -253,11 +253,14 @@ func TestLoaderDataURL(t *testing.T) {
 		kind      llm.PartKind
 		want      []string
 	}{
-		{"not base64", "data:image/png,hello%20world", llm.PartImage, []string{"data: URL", "is not base64"}},
+		{"not base64", "data:image/png,hello%20world", llm.PartImage, []string{"data: URL is not base64"}},
 		{"bad base64", "data:image/png;base64,!!!!", llm.PartImage, []string{"data: URL", "not valid base64"}},
-		{"declared type lies", dataURL("image/png", jpegBytes(t, 4, 4)), llm.PartImage, []string{"data: URL", "declared type image/png, but the bytes are image/jpeg"}},
-		{"pdf to an image field", dataURL("application/pdf", pdfBytes(1)), llm.PartImage, []string{"data: URL is application/pdf, but the image field takes an image"}},
+		{"declared type lies", dataURL("image/png", jpegBytes(t, 4, 4)), llm.PartImage, []string{"data: URL: declared image/png but the bytes are image/jpeg"}},
+		{"pdf to an image field", dataURL("application/pdf", pdfBytes(1)), llm.PartImage, []string{"data: URL: is application/pdf, but the image field takes an image"}},
 		{"no type", "data:;base64,AAAA", llm.PartImage, []string{"data: URL", "no media type"}},
+		{"html as png", dataURL("image/png", []byte("<html>hi</html>")), llm.PartImage, []string{"data: URL: declared image/png but the bytes are not of a known type"}},
+		{"text", dataURL("text/plain", []byte("hello")), llm.PartImage, []string{"data: URL: declared text/plain but the bytes are not of a known type"}},
+		{"jpg alias", dataURL("image/jpg", pngBytes(t, 2, 2)), llm.PartImage, []string{"data: URL: declared image/jpeg but the bytes are image/png"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := l.Load(ctx, tt.kind, tt.ref)
@@ -340,6 +343,7 @@ func TestLoaderURLs(t *testing.T) {
 		want []string
 	}{
 		{"loopback literal", guarded, "https://127.0.0.1/x.png", []string{"refused: 127.0.0.1 is a loopback address"}},
+		{"live loopback server", guarded, srv.URL + "/cat.png", []string{"refused: 127.0.0.1 is a loopback address"}},
 		{"loopback literal over http", guarded, "http://127.0.0.1/x.png", []string{"refused: 127.0.0.1 is a loopback address"}},
 		{"private literal", guarded, "https://10.0.0.1/x.png", []string{"refused: 10.0.0.1 is a private address"}},
 		{"metadata address", guarded, "https://169.254.169.254/latest", []string{"refused: 169.254.169.254 is a link-local address"}},
@@ -374,18 +378,22 @@ func TestLoaderURLs(t *testing.T) {
 func TestLoaderPassURLs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	any := newLoader(t, media.LoaderConfig{PassURLs: true})
-	p, err := any.Load(ctx, llm.PartImage, "https://img.example.net/a.png")
+	anyHost := newLoader(t, media.LoaderConfig{PassURLs: true})
+	p, err := anyHost.Load(ctx, llm.PartImage, "https://img.example.net/a.png")
 	if want := (llm.Part{Kind: llm.PartImage, URL: "https://img.example.net/a.png", Ref: "https://img.example.net/a.png"}); err != nil || fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("Load(passed URL) = %+v, %v; want %+v", p, err, want)
+	}
+	if _, err := anyHost.Hash(ctx, "https://img.example.net/a.png"); err == nil || !strings.Contains(err.Error(), "media.fetch names no host") {
+		t.Errorf("Hash(passed URL, no fetch hosts) = %v, want a refusal", err)
 	}
 	for _, tt := range []struct {
 		l    *media.Loader
 		ref  string
 		want string
 	}{
-		{any, "https://127.0.0.1/a.png", "refused: 127.0.0.1 is a loopback address"},
-		{any, "http://img.example.net/a.png", `scheme "http" is refused`},
+		{anyHost, "https://127.0.0.1/a.png", "refused: 127.0.0.1 is a loopback address"},
+		{anyHost, "http://img.example.net/a.png", `scheme "http" is refused`},
+		{anyHost, "https://img.example.net/a.pdf", "by its extension is application/pdf, but the image field takes an image"},
 		{newLoader(t, media.LoaderConfig{PassURLs: true, Fetch: []string{"*.example.com"}}), "https://img.example.net/a.png", `host "img.example.net" is not allowed`},
 	} {
 		p, err := tt.l.Load(ctx, llm.PartImage, tt.ref)
@@ -499,4 +507,29 @@ func FuzzLoaderRef(f *testing.F) {
 			t.Fatalf("Hash(%q) read outside the root", ref)
 		}
 	})
+}
+
+// BenchmarkLoaderPath loads a small PNG from a root: the per-input cost of
+// a job's image field (open through os.Root, stat, read, sniff, hash).
+func BenchmarkLoaderPath(b *testing.B) {
+	d := newMediaDir(b)
+	l := newLoader(b, media.LoaderConfig{Roots: []string{d.root}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Load(context.Background(), llm.PartImage, "cat.png"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoaderHash hashes the same file, streamed.
+func BenchmarkLoaderHash(b *testing.B) {
+	d := newMediaDir(b)
+	l := newLoader(b, media.LoaderConfig{Roots: []string{d.root}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Hash(context.Background(), "cat.png"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -216,3 +216,29 @@ func TestParseDataURL(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeDataURL(t *testing.T) {
+	t.Parallel()
+	typ, data, err := media.DecodeDataURL(dataURL("IMAGE/PNG", []byte("not really a png")), 0)
+	if err != nil || typ != "image/png" || string(data) != "not really a png" {
+		t.Errorf("DecodeDataURL = %q, %q, %v; want image/png and the bytes unchecked", typ, data, err)
+	}
+	for _, tt := range []struct {
+		url  string
+		max  int64
+		want error
+	}{
+		{"https://x/a.png", 0, media.ErrNotDataURL},
+		{"data:image/png;base64", 0, media.ErrDataURLSyntax},
+		{"data:;base64,AAAA", 0, media.ErrDataURLNoType},
+		{"data:image/png;base64,", 0, media.ErrDataURLNoData},
+		{"data:image/png,raw", 0, media.ErrDataURLEncoded},
+		{"data:image/png;base64,!!!!", 0, media.ErrDataURLBase64},
+		{dataURL("image/png", make([]byte, 100)), 10, media.ErrDataURLSize},
+	} {
+		_, _, err := media.DecodeDataURL(tt.url, tt.max)
+		if !errors.Is(err, tt.want) {
+			t.Errorf("DecodeDataURL(%.30q) = %v, want %v", tt.url, err, tt.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -482,31 +483,28 @@ func httpsURL(u string) error {
 
 // readDataURL reads a data: URL whose data is base64
 // ("data:image/png;base64,…"): its media type, lowercased without
-// parameters, and its bytes.
+// parameters, and its bytes. It is media.DecodeDataURL, the one strict
+// data: URL reader, with the gateway's own wording of what is wrong; the
+// bytes are checked against the type by the caller.
 func readDataURL(u string) (mediaType string, data []byte, err error) {
-	if !prefixFold(u, "data:") {
+	mediaType, data, err = media.DecodeDataURL(u, 0)
+	switch {
+	case err == nil:
+		return mediaType, data, nil
+	case errors.Is(err, media.ErrNotDataURL):
 		return "", nil, errors.New("not a data: URL")
-	}
-	head, payload, ok := strings.Cut(u[len("data:"):], ",")
-	if !ok {
+	case errors.Is(err, media.ErrDataURLSyntax):
 		return "", nil, errors.New("a data: URL needs a comma before its data")
-	}
-	params := strings.Split(head, ";")
-	if !strings.EqualFold(params[len(params)-1], "base64") || len(params) < 2 {
+	case errors.Is(err, media.ErrDataURLEncoded):
 		return "", nil, errors.New("a data: URL's data must be base64 (data:TYPE;base64,…)")
-	}
-	mediaType = strings.ToLower(strings.TrimSpace(params[0]))
-	if mediaType == "" {
+	case errors.Is(err, media.ErrDataURLNoType):
 		return "", nil, errors.New("a data: URL needs a media type")
-	}
-	if payload == "" {
+	case errors.Is(err, media.ErrDataURLNoData):
 		return "", nil, errors.New("a data: URL with no data")
+	case errors.Is(err, media.ErrDataURLBase64):
+		return "", nil, fmt.Errorf("a data: URL's data is not base64: %v", errors.Unwrap(err))
 	}
-	data, err = base64.StdEncoding.DecodeString(payload)
-	if err != nil {
-		return "", nil, fmt.Errorf("a data: URL's data is not base64: %v", err)
-	}
-	return mediaType, data, nil
+	return "", nil, err
 }
 
 func prefixFold(s, prefix string) bool {

@@ -1,6 +1,7 @@
 // Package filetool provides file tools for agents: read_file, which returns
-// the text of a file ([ReadFile]), and list_dir, which lists a directory
-// ([ListDir]). Both are [tool.Tool] values for a [tool.Pool].
+// the text of a file, or an image or a PDF as a media part ([ReadFile]), and
+// list_dir, which lists a directory ([ListDir]). Both are [tool.Tool] values
+// for a [tool.Pool]; read_file is a [tool.MediaTool].
 //
 // # Confinement
 //
@@ -18,5 +19,6 @@
 // error wraps [io/fs.ErrNotExist]; malformed arguments wrap
 // [tool.ErrBadArguments].
 //
-// The package imports only the standard library and package tool.
+// The package imports the standard library, packages tool and llm, and
+// internal/media, which sniffs images and PDFs.
 package filetool

@@ -48,15 +48,16 @@ func closeRoots(roots []*os.Root) error {
 // fs.ErrNotExist or syscall.ENOTDIR means the root does not have path: the
 // next root is tried, and if none has it the error wraps fs.ErrNotExist.
 // Every error but ctx's is meant for the model.
-func inRoots(ctx context.Context, roots []*os.Root, path string, fn func(r *os.Root, path string) (string, error)) (string, error) {
+func inRoots[T any](ctx context.Context, roots []*os.Root, path string, fn func(r *os.Root, path string) (T, error)) (T, error) {
+	var zero T
 	switch {
 	case filepath.IsAbs(path) || strings.HasPrefix(path, "/") || strings.HasPrefix(path, `\`):
-		return "", fmt.Errorf("path %q: absolute paths are not allowed; give a path relative to the project directory", path)
+		return zero, fmt.Errorf("path %q: absolute paths are not allowed; give a path relative to the project directory", path)
 	case !filepath.IsLocal(path):
-		return "", fmt.Errorf("path %q: path escapes the allowed roots", path)
+		return zero, fmt.Errorf("path %q: path escapes the allowed roots", path)
 	}
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return zero, err
 	}
 	for _, r := range roots {
 		out, err := fn(r, path)
@@ -65,7 +66,7 @@ func inRoots(ctx context.Context, roots []*os.Root, path string, fn func(r *os.R
 		}
 		return out, err
 	}
-	return "", fmt.Errorf("path %q: %w", path, fs.ErrNotExist)
+	return zero, fmt.Errorf("path %q: %w", path, fs.ErrNotExist)
 }
 
 // openError describes a failure of os.Root to stat or open path. Errors that
