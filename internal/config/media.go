@@ -81,7 +81,11 @@ var mediaKinds = map[string]llm.PartKind{"image": llm.PartImage, "audio": llm.Pa
 var taskItemKeys = []string{"text", "image", "audio", "file", "detail"}
 
 func (f taskField) decode(d *decoder, n *yaml.Node, path string) {
-	if n.Kind != yaml.SequenceNode {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		d.problem(n, path, "expected a string, or a list of text, image, audio and file items, got %s", describe(n))
+		return
+	case n.Kind != yaml.SequenceNode:
 		d.scalar(n, path, reflect.ValueOf(f.task).Elem())
 		return
 	}
