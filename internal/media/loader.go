@@ -539,6 +539,12 @@ func sizeName(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:
 		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1e9 && n%1e9 == 0: // as media.max_bytes writes them: 1GB, 20MB, 512KB
+		return fmt.Sprintf("%d GB", n/1e9)
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%d MB", n/1e6)
+	case n >= 1e3 && n%1e3 == 0:
+		return fmt.Sprintf("%d KB", n/1e3)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
