@@ -64,6 +64,7 @@
 //	  cache_size: 4096            # off: no cache
 //	  cache_ttl: 10m
 //	  max_result_bytes: 65536     # off: no cap
+//	  max_media_bytes: 20MB       # a result's images and PDFs (tool.PoolConfig.MaxMediaBytes)
 //	  timeout: 30s                # per execution, unless the tool sets one
 //	limits:
 //	  max_turns: 8                # Def.MaxTurns

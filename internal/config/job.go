@@ -140,6 +140,7 @@ func (j *Job) keys() keys {
 			{"cache_size", offInt{v: &d.ToolPool.CacheSize, offValue: -1, minusOne: true}},
 			{"cache_ttl", &d.ToolPool.CacheTTL},
 			{"max_result_bytes", offInt{v: &d.ToolPool.MaxResultBytes, offValue: -1, minusOne: true}},
+			{"max_media_bytes", sizeField{&d.ToolPool.MaxMediaBytes}},
 			{"timeout", &d.ToolPool.Timeout},
 		}},
 		{"warm_prefix", &a.WarmPrefix},

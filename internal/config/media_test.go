@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/tool/filetool"
 )
 
 func TestParseTaskParts(t *testing.T) {
@@ -108,5 +110,38 @@ func TestParseSize(t *testing.T) {
 		if _, err := config.ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) succeeded, want an error", in)
 		}
+	}
+}
+
+// TestMediaByteKeys: read_file's max_media_bytes and tool_pool's
+// max_media_bytes take sizes, and the file marshals back to the same job.
+func TestMediaByteKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mkdir(t, dir, "docs")
+	j, err := config.Parse([]byte("task: x\ntools:\n  - name: read_file\n    roots: [docs]\n    max_media_bytes: 2MiB\ntool_pool: {max_media_bytes: 5MB}\n"), "job.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, ok := j.Tools[0].Settings.(*filetool.ReadFileConfig)
+	if !ok || rf.MaxMediaBytes != 2<<20 {
+		t.Errorf("read_file settings %+v, want MaxMediaBytes %d", j.Tools[0].Settings, 2<<20)
+	}
+	if j.Def.ToolPool.MaxMediaBytes != 5_000_000 {
+		t.Errorf("tool_pool MaxMediaBytes = %d, want 5000000", j.Def.ToolPool.MaxMediaBytes)
+	}
+	b, err := yaml.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := config.Parse(b, "job.yaml", dir)
+	if err != nil {
+		t.Fatalf("parse of the marshalled job: %v\n%s", err, b)
+	}
+	if got := back.Tools[0].Settings.(*filetool.ReadFileConfig).MaxMediaBytes; got != 2<<20 || back.Def.ToolPool.MaxMediaBytes != 5_000_000 {
+		t.Errorf("round trip: read_file %d, tool_pool %d", got, back.Def.ToolPool.MaxMediaBytes)
+	}
+	if _, err := config.Parse([]byte("task: x\ntool_pool: {max_media_bytes: lots}\n"), "job.yaml", dir); err == nil || !strings.Contains(err.Error(), "tool_pool.max_media_bytes") {
+		t.Errorf("a bad size: %v, want an error naming tool_pool.max_media_bytes", err)
 	}
 }

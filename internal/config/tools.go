@@ -77,7 +77,7 @@ var toolKinds = map[string]toolKind{
 	"read_file": kind(
 		func() *filetool.ReadFileConfig { return &filetool.ReadFileConfig{Cacheable: true} },
 		func(c *filetool.ReadFileConfig) keys {
-			return keys{{"roots", &c.Roots}, {"max_bytes", &c.MaxBytes}, {"cacheable", defaultBool{&c.Cacheable, true}}}
+			return keys{{"roots", &c.Roots}, {"max_bytes", &c.MaxBytes}, {"max_media_bytes", sizeField{&c.MaxMediaBytes}}, {"cacheable", defaultBool{&c.Cacheable, true}}}
 		},
 		func(d *decoder, path string, c *filetool.ReadFileConfig) { d.checkRoots(path, c.Roots, "read_file") },
 		func(c *filetool.ReadFileConfig, _ tool.Policy) (tool.Tool, io.Closer, error) {
