@@ -8,13 +8,17 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/internal/media"
@@ -164,4 +168,41 @@ type stubModel struct{}
 
 func (stubModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
 	return nil, errors.New("stub")
+}
+
+// passLoader passes every reference on as a URL the provider fetches, as
+// the CLI's loader does with media.pass_urls.
+type passLoader struct{}
+
+func (passLoader) Load(_ context.Context, kind llm.PartKind, ref string) (llm.Part, error) {
+	return llm.Part{Kind: kind, URL: ref, Ref: ref}, nil
+}
+
+// TestJobMediaURLRefused: a job whose image field opens on a backend that
+// takes images as bytes only (Ollama's endpoint fetches no URL) fails each
+// input whose image comes as a URL with kind input, naming the field, the
+// URL and why, and sends nothing: not one failed call per input.
+func TestJobMediaURLRefused(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	m, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "llava", Flavor: openai.FlavorOllama})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := batchagent.Def{Model: m, Task: "Describe it.", Media: []job.MediaField{{Kind: llm.PartImage, Ref: "{photo}"}}, MediaLoader: passLoader{}}
+	_, rs := runWith(t, batchagent.Config{}, d, input.Slice([]batchagent.Input{{"photo": "https://cdn.example.com/a.png"}}))
+	if len(rs) != 1 {
+		t.Fatalf("%d results, want 1", len(rs))
+	}
+	want := `field "photo": https://cdn.example.com/a.png: the backend takes no image parts by URL`
+	if ae, ok := errors.AsType[*job.AgentError](rs[0].Err); !ok || ae.Kind != job.KindInput || !strings.Contains(ae.Error(), want) {
+		t.Errorf("error %v, want kind input containing %q", rs[0].Err, want)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the backend, want none", n)
+	}
 }

@@ -94,17 +94,27 @@ func compileMedia(d Def) (*MediaSet, error) {
 		}
 		out[i] = media{field: f, tmpl: t, name: name}
 	}
-	return &MediaSet{items: out, loader: d.MediaLoader}, nil
+	set := &MediaSet{items: out, loader: d.MediaLoader, caps: []llm.Media{capsOf(d.Model)}}
+	for _, fb := range d.Fallbacks {
+		if fb.Model != nil {
+			set.caps = append(set.caps, capsOf(fb.Model))
+		}
+	}
+	return set, nil
+}
+
+// capsOf returns the media m takes; none when it declares no capabilities.
+func capsOf(m llm.Model) llm.Media {
+	if c, ok := m.(llm.Capable); ok {
+		return c.Capabilities().Media
+	}
+	return llm.Media{}
 }
 
 // accepts reports whether m takes parts of kind as bytes. A model that
 // declares no capabilities takes no media.
 func accepts(m llm.Model, kind llm.PartKind) error {
-	var caps llm.Media
-	if c, ok := m.(llm.Capable); ok {
-		caps = c.Capabilities().Media
-	}
-	return caps.Accepts(llm.Part{Kind: kind})
+	return capsOf(m).Accepts(llm.Part{Kind: kind})
 }
 
 // A MediaSet is a job's compiled media fields with its loader: what an
@@ -113,6 +123,9 @@ func accepts(m llm.Model, kind llm.PartKind) error {
 type MediaSet struct {
 	items  []media
 	loader MediaLoader
+	// caps are the media the job's model and each fallback's take: a
+	// loaded part must suit them all (a URL where bytes were checked).
+	caps []llm.Media
 }
 
 // Media returns the job's media fields, compiled; nil for a text-only
@@ -139,6 +152,13 @@ func (m *MediaSet) Load(ctx context.Context, in Input) ([]llm.Part, error) {
 		}
 		if p.Kind != it.field.Kind {
 			return nil, &MediaError{Field: it.name, Ref: ref, Err: fmt.Errorf("%s: the loader returned a %s part for a %s field", ref, p.Kind, it.field.Kind)}
+		}
+		for _, c := range m.caps {
+			// The kind was checked as bytes when the job opened; a part
+			// given by URL (pass_urls) or file id may still not suit.
+			if err := c.Accepts(p); err != nil {
+				return nil, &MediaError{Field: it.name, Ref: ref, Err: fmt.Errorf("%s: %w", ref, err)}
+			}
 		}
 		p.Detail = it.field.Detail
 		parts = append(parts, p)
