@@ -125,6 +125,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		fmt.Fprintln(stderr, "batchagent run:", err)
 		return Failed
 	}
+	lines := newLineTable(r.inPath) // read once, at the first failed media load
 	for res := range results {
 		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
 			// Stopped before the backend ever answered: pending, resumable.
@@ -145,7 +146,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 			notWritten++ // stopped mid-flight: not a result, resume reruns it
 			continue
 		}
-		res.Err = withInputLine(res.Err, r.inPath, res.Index)
+		res.Err = withInputLine(res.Err, lines, res.Index)
 		if err := r.out.Write(res); err != nil && writeErr == nil {
 			writeErr = err
 			cancel()
