@@ -368,18 +368,8 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 	if sc, ok := agent.ObserverFrom(ctx).(agent.Scope); ok {
 		ctx = scope(ctx, sc, a)
 	}
-	if a.st != nil && len(a.st.Media) > 0 {
-		changed, err := a.reloadMedia(ctx)
-		if err != nil {
-			e.renderFailed(ctx, a, err)
-			return
-		}
-		if changed != "" {
-			// A changed input: its saved turns were of other media.
-			e.log.LogAttrs(ctx, slog.LevelWarn, "the media of a saved agent changed: running the input again from its task",
-				slog.String("job", a.rn.id), slog.Int("agent", a.i), slog.String("media", changed))
-			a.st, a.prior = nil, nil
-		}
+	if a.st != nil && len(a.st.Media) > 0 && !e.resumeMedia(ctx, a) {
+		return
 	}
 	if a.fresh = a.st == nil; a.fresh {
 		if err := a.newState(ctx); err != nil {
@@ -453,6 +443,27 @@ func (a *agentRun) newState(ctx context.Context) error {
 	// checkpoint saves them in place of the bytes.
 	a.st.Media = agent.MediaRefs(loaded)
 	return nil
+}
+
+// resumeMedia reads again the task media of the resumed agent a (see
+// reloadMedia): when one changed, a starts afresh from its task (its
+// saved turns were of other media); when one cannot be read, a fails
+// (kind input) and resumeMedia reports false. It is apart from runAgent
+// to keep that frame, which is under all of an agent's work, small.
+//
+//go:noinline
+func (e *Engine) resumeMedia(ctx context.Context, a *agentRun) bool {
+	changed, err := a.reloadMedia(ctx)
+	if err != nil {
+		e.renderFailed(ctx, a, err)
+		return false
+	}
+	if changed != "" {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "the media of a saved agent changed: running the input again from its task",
+			slog.String("job", a.rn.id), slog.Int("agent", a.i), slog.String("media", changed))
+		a.st, a.prior = nil, nil
+	}
+	return true
 }
 
 // reloadMedia reads again, through the job's MediaLoader, the task media
