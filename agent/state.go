@@ -29,6 +29,18 @@ type State struct {
 	Failure *job.Failure `json:"failure,omitempty"`
 	// Messages is the conversation without the shared prefix.
 	Messages []llm.Message `json:"messages"`
+	// Media are the references of the media the agent's task read from
+	// files or fetched URLs (the job's media fields, as its loader
+	// returned them): Kind, Ref and Hash only, never bytes. A checkpoint
+	// saves the parts of Messages they name without their bytes and, on
+	// resume, reads them again through the job's MediaLoader, comparing
+	// the hash: a different one is a changed input. Final states keep
+	// them (a store may drop their Messages), so that a resumed run can
+	// tell a changed file from an unchanged one. Media passed by URL to
+	// the provider, data: URLs and tool results' media are not listed: a
+	// URL is its own reference, and a data: URL or a tool's result is
+	// saved as it is. Nil: none.
+	Media []llm.Part `json:"media,omitempty"`
 	// Turns counts completed model turns.
 	Turns int `json:"turns"`
 	// ModelCalls counts model call attempts, retries included.
@@ -113,6 +125,7 @@ type Timings struct {
 func (st *State) Clone() *State {
 	c := *st
 	c.Messages = slices.Clone(st.Messages)
+	c.Media = slices.Clone(st.Media)
 	c.Output = slices.Clone(st.Output)
 	c.Failure = st.Failure.Clone()
 	c.Spans = slices.Clone(st.Spans)
@@ -205,4 +218,35 @@ func (l *legacyFailure) failure() *job.Failure {
 	}
 	return &job.Failure{Kind: job.Kind(l.ErrKind), Op: l.ErrOp, Turn: l.ErrTurn,
 		Cause: []job.Link{{Message: l.ErrMsg, Class: l.ErrClass}}, Problems: l.Problems}
+}
+
+// MediaRef returns the reference of st's task media that p, a part of one
+// of st's messages, was loaded from: the entry of st.Media with p's Ref
+// and Hash. It reports false for a part no entry names (text, a URL, a
+// data: URL, a tool result's media), which a checkpoint keeps as it is.
+func (st *State) MediaRef(p *llm.Part) (llm.Part, bool) {
+	if p.Ref == "" || p.Hash == "" || p.Kind == llm.PartText {
+		return llm.Part{}, false
+	}
+	for _, m := range st.Media {
+		if m.Ref == p.Ref && m.Hash == p.Hash && m.Kind == p.Kind {
+			return m, true
+		}
+	}
+	return llm.Part{}, false
+}
+
+// MediaRefs returns the references of parts, which are media loaded for
+// st's task: Kind, Ref and Hash of each part that has a Ref and a Hash
+// (what was read from a file or a fetched URL); nil when none has.
+func MediaRefs(parts []llm.Part) []llm.Part {
+	var out []llm.Part
+	for i := range parts {
+		p := &parts[i]
+		if p.Kind == llm.PartText || p.Ref == "" || p.Hash == "" {
+			continue
+		}
+		out = append(out, llm.Part{Kind: p.Kind, Ref: p.Ref, Hash: p.Hash})
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,7 +15,10 @@ import (
 )
 
 // appendState appends st's JSON and a newline to dst: byte for byte what a
-// json.Encoder with SetEscapeHTML(false) writes, without reflection. Every
+// json.Encoder with SetEscapeHTML(false) writes, without reflection, but
+// for one rule: the parts of st's messages that st.Media names are
+// written without their bytes (see [savedParts]), so that a state holds
+// the path and hash of a task's image, never the image. Every
 // agent's final state is encoded once, and at 100 000 agents encoding/json's
 // reflection was half of what the store cost the engine. Reading stays with
 // encoding/json; TestAppendStateMatchesEncodingJSON fills every field of
@@ -28,8 +32,13 @@ func appendState(dst []byte, st *agent.State) ([]byte, error) {
 	if dst, err = appendStateHead(dst, st); err != nil {
 		return dst, err
 	}
-	if dst, err = appendMessages(dst, st.Messages); err != nil {
+	if dst, err = appendMessages(dst, st); err != nil {
 		return dst, err
+	}
+	if len(st.Media) > 0 {
+		if dst, err = appendParts(append(dst, `,"media":`...), st.Media); err != nil {
+			return dst, fmt.Errorf("media: %w", err)
+		}
 	}
 	dst = appendCounters(dst, st)
 	if dst, err = appendStateTail(dst, st); err != nil {
@@ -93,11 +102,12 @@ func appendFailure(dst []byte, f *job.Failure) []byte {
 	return append(dst, '}')
 }
 
-// appendMessages writes the "messages" member.
+// appendMessages writes the "messages" member of st.
 //
 //go:noinline
-func appendMessages(dst []byte, msgs []llm.Message) ([]byte, error) {
+func appendMessages(dst []byte, st *agent.State) ([]byte, error) {
 	var err error
+	msgs := st.Messages
 	dst = append(dst, `,"messages":`...)
 	if msgs == nil {
 		dst = append(dst, "null"...)
@@ -107,7 +117,7 @@ func appendMessages(dst []byte, msgs []llm.Message) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendMessage(dst, &msgs[i]); err != nil {
+			if dst, err = appendMessage(dst, &msgs[i], st); err != nil {
 				return dst, fmt.Errorf("messages[%d]: %w", i, err)
 			}
 		}
@@ -243,19 +253,17 @@ func appendOptString(dst []byte, key, s string) []byte {
 	return jsonenc.AppendString(append(dst, key...), s, false)
 }
 
-func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
+// appendMessage writes m, a message of st, as encoding/json does, but
+// for the parts st's task media name (see [savedParts]): those lose their
+// bytes.
+func appendMessage(dst []byte, m *llm.Message, st *agent.State) ([]byte, error) {
 	dst = jsonenc.AppendString(append(dst, `{"role":`...), string(m.Role), false)
 	dst = appendOptString(dst, `,"content":`, m.Content)
 	if len(m.Parts) > 0 {
-		// Media messages are rare: encoding/json writes them (their bytes
-		// base64), the text path stays hand-written.
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false) // as the hand-written strings
-		if err := enc.Encode(m.Parts); err != nil {
+		var err error
+		if dst, err = appendParts(append(dst, `,"parts":`...), savedParts(m.Parts, st)); err != nil {
 			return dst, fmt.Errorf("parts: %w", err)
 		}
-		dst = append(append(dst, `,"parts":`...), bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 	}
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -276,6 +284,44 @@ func appendMessage(dst []byte, m *llm.Message) ([]byte, error) {
 		dst = append(dst, `,"is_error":true`...)
 	}
 	return append(dst, '}'), nil
+}
+
+// appendParts writes parts as encoding/json does. Media messages are
+// rare: encoding/json writes them (their bytes base64), the text path
+// stays hand-written.
+func appendParts(dst []byte, parts []llm.Part) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as the hand-written strings
+	if err := enc.Encode(parts); err != nil {
+		return dst, err
+	}
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
+}
+
+// savedParts returns parts as a checkpoint saves them: a part that st's
+// task media name ([agent.State.MediaRef]: a file or fetched URL the job's
+// MediaLoader reads again on resume) without its bytes, the path and hash
+// kept in their stead; every other part as it is. It returns parts itself
+// when no part loses its bytes.
+func savedParts(parts []llm.Part, st *agent.State) []llm.Part {
+	if len(st.Media) == 0 {
+		return parts
+	}
+	var out []llm.Part
+	for i := range parts {
+		if _, ok := st.MediaRef(&parts[i]); !ok || parts[i].Data == nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(parts)
+		}
+		out[i].Data = nil
+	}
+	if out == nil {
+		return parts
+	}
+	return out
 }
 
 // appendToolCall writes what [llm.ToolCall.MarshalJSON] does. That method

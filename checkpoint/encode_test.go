@@ -2,9 +2,11 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +18,30 @@ import (
 )
 
 // stdEncode is what appendState must write: encoding/json's encoder
-// without HTML escaping.
+// without HTML escaping, of st with the one rule by which the two differ
+// by design applied first: a message part that an entry of st.Media names
+// (same kind, ref and hash) is saved without its bytes.
 func stdEncode(st *agent.State) ([]byte, error) {
+	saved := *st
+	if len(st.Media) > 0 && st.Messages != nil {
+		saved.Messages = make([]llm.Message, len(st.Messages))
+		for i, m := range st.Messages {
+			m.Parts = slices.Clone(m.Parts)
+			for j := range m.Parts {
+				p := &m.Parts[j]
+				for _, r := range st.Media {
+					if p.Kind != llm.PartText && p.Ref != "" && p.Hash != "" && r.Kind == p.Kind && r.Ref == p.Ref && r.Hash == p.Hash {
+						p.Data = nil
+					}
+				}
+			}
+			saved.Messages[i] = m
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	err := enc.Encode(st)
+	err := enc.Encode(&saved)
 	return buf.Bytes(), err
 }
 
@@ -136,8 +156,61 @@ func TestAppendStateMatchesEncodingJSON(t *testing.T) {
 		"started zero but zoned":  {Started: time.Time{}.In(time.FixedZone("z", 3600))},
 		"started with nanos only": {Started: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)},
 		"empty spans":             {Spans: []job.Span{}},
+		"task media": {Media: []llm.Part{{Kind: llm.PartImage, Ref: "photos/a.png", Hash: "ab12"}, {Kind: llm.PartFile, Ref: "a.pdf", Hash: "cd"}},
+			Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+				{Kind: llm.PartText, Text: "describe", Ref: "photos/a.png", Hash: "ab12"},
+				{Kind: llm.PartImage, Data: []byte("\x89PNG<&>"), MediaType: "image/png", Ref: "photos/a.png", Hash: "ab12", Width: 2},
+				{Kind: llm.PartImage, Data: []byte("other"), Ref: "photos/a.png", Hash: "changed"}, // not the task's: kept
+				{Kind: llm.PartFile, Data: []byte("%PDF-"), Ref: "a.pdf", Hash: "cd", Pages: 1},
+				{Kind: llm.PartImage, URL: "https://x.test/a.png", Ref: "https://x.test/a.png"},
+			}}, {Role: llm.RoleTool, ToolCallID: "1", Parts: []llm.Part{
+				{Kind: llm.PartImage, Data: []byte("tool"), Ref: "docs/b.png", Hash: "ef"}, // a tool's result: kept
+			}}}},
+		"task media, no messages": {Media: []llm.Part{{Kind: llm.PartImage, Ref: "a.png", Hash: "ab"}}},
 	} {
 		t.Run(name, func(t *testing.T) { checkSame(t, &st) })
+	}
+}
+
+// TestAppendStateDropsTaskMediaBytes holds that a state saves its task
+// media as references: the bytes of the image st.Media names are absent
+// from the line, in raw and base64 form, its ref and hash present, and a
+// tool result's image kept.
+func TestAppendStateDropsTaskMediaBytes(t *testing.T) {
+	img := []byte("\x89PNG\r\n\x1a\nsecret-pixels-0123456789")
+	tool := []byte("tool-result-bytes")
+	st := agent.State{Index: 1, Status: agent.StatusRunning,
+		Media: []llm.Part{{Kind: llm.PartImage, Ref: "photos/a.png", Hash: "feed"}},
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "t"}, {Kind: llm.PartImage, Data: img, MediaType: "image/png", Ref: "photos/a.png", Hash: "feed"}}},
+			{Role: llm.RoleTool, ToolCallID: "c", Parts: []llm.Part{{Kind: llm.PartImage, Data: tool, Ref: "x.png", Hash: "99"}}},
+		}}
+	line, err := appendState(nil, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []string{string(img), base64.StdEncoding.EncodeToString(img), "secret-pixels"} {
+		if bytes.Contains(line, []byte(absent)) {
+			t.Errorf("the state holds the image's bytes (%q): %s", absent, line)
+		}
+	}
+	for _, present := range []string{`"ref":"photos/a.png","hash":"feed"`, `"media":[{"kind":"image","ref":"photos/a.png","hash":"feed"}]`, base64.StdEncoding.EncodeToString(tool)} {
+		if !bytes.Contains(line, []byte(present)) {
+			t.Errorf("the state lacks %s: %s", present, line)
+		}
+	}
+	if st.Messages[0].Parts[1].Data == nil {
+		t.Error("encoding dropped the bytes of the agent's own message")
+	}
+	var back agent.State
+	if err := json.Unmarshal(line, &back); err != nil {
+		t.Fatal(err)
+	}
+	if p := back.Messages[0].Parts[1]; p.Data != nil || p.Ref != "photos/a.png" || p.Hash != "feed" {
+		t.Errorf("decoded part = %+v", p)
+	}
+	if !reflect.DeepEqual(back.Media, st.Media) {
+		t.Errorf("decoded media = %+v, want %+v", back.Media, st.Media)
 	}
 }
 

@@ -35,6 +35,9 @@ type runner struct {
 	fb      *fallbacks    // nil: the job has no fallbacks
 	pk      *packer       // nil: the job's agents do not pack
 	media   *job.MediaSet // nil: a text-only task
+	// loader reads again, on resume, the task media a checkpoint saved
+	// as references (see agent.State.Media); nil: the job has none.
+	loader job.MediaLoader
 }
 
 // runnerOf returns the runner of spec, building it on first use. The
@@ -51,7 +54,7 @@ func (e *Engine) runnerOf(spec *job.Spec) (*runner, error) {
 	}
 	// The runner holds the parts of spec it needs, never spec itself: the
 	// engine's map would keep spec alive.
-	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout, media: spec.Media()}
+	r := &runner{id: d.ID, flow: e.flows.Add(1), tmpl: spec.Template(), pool: spec.Pool(), gate: g, timeout: d.Timeout, media: spec.Media(), loader: d.MediaLoader}
 	maxRetries := d.MaxRetries
 	if d.NoRetries {
 		maxRetries = -1
@@ -365,6 +368,9 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 	if sc, ok := agent.ObserverFrom(ctx).(agent.Scope); ok {
 		ctx = scope(ctx, sc, a)
 	}
+	if a.st != nil && len(a.st.Media) > 0 && !e.resumeMedia(ctx, a) {
+		return
+	}
 	if a.fresh = a.st == nil; a.fresh {
 		if err := a.newState(ctx); err != nil {
 			e.renderFailed(ctx, a, err)
@@ -413,9 +419,9 @@ func (a *agentRun) newState(ctx context.Context) error {
 		return err
 	}
 	media := a.media
+	var loaded []llm.Part
 	if a.rn.media != nil {
-		loaded, err := a.rn.media.Load(ctx, a.in)
-		if err != nil {
+		if loaded, err = a.rn.media.Load(ctx, a.in); err != nil {
 			return err
 		}
 		media = append(loaded, a.media...)
@@ -433,7 +439,68 @@ func (a *agentRun) newState(ctx context.Context) error {
 	}
 	msgs := append(make([]llm.Message, 0, 2), first)
 	a.st = &agent.State{JobID: a.rn.id, Index: a.i, Input: a.in, Status: agent.StatusRunning, Messages: msgs}
+	// The references of the job's media read from files or fetched: a
+	// checkpoint saves them in place of the bytes.
+	a.st.Media = agent.MediaRefs(loaded)
 	return nil
+}
+
+// resumeMedia reads again the task media of the resumed agent a (see
+// reloadMedia): when one changed, a starts afresh from its task (its
+// saved turns were of other media); when one cannot be read, a fails
+// (kind input) and resumeMedia reports false. It is apart from runAgent
+// to keep that frame, which is under all of an agent's work, small.
+//
+//go:noinline
+func (e *Engine) resumeMedia(ctx context.Context, a *agentRun) bool {
+	changed, err := a.reloadMedia(ctx)
+	if err != nil {
+		e.renderFailed(ctx, a, err)
+		return false
+	}
+	if changed != "" {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "the media of a saved agent changed: running the input again from its task",
+			slog.String("job", a.rn.id), slog.Int("agent", a.i), slog.String("media", changed))
+		a.st, a.prior = nil, nil
+	}
+	return true
+}
+
+// reloadMedia reads again, through the job's MediaLoader, the task media
+// of a.st, the state of a resumed agent, which its checkpoint saved
+// without their bytes (see agent.State.Media), and puts the bytes back in
+// its messages. It returns the reference of the first one whose hash is
+// no longer the saved one ("" when none changed): the input changed, and
+// the agent must start afresh. A file gone or unreadable is a
+// *job.MediaError, which fails the input (kind input).
+func (a *agentRun) reloadMedia(ctx context.Context) (changed string, err error) {
+	for mi := range a.st.Messages {
+		parts := a.st.Messages[mi].Parts
+		for pi := range parts {
+			p := &parts[pi]
+			if p.Data != nil || p.URL != "" {
+				continue
+			}
+			ref, ok := a.st.MediaRef(p)
+			if !ok {
+				continue
+			}
+			const field = "saved media"
+			if a.rn.loader == nil {
+				return "", &job.MediaError{Field: field, Ref: ref.Ref, Err: fmt.Errorf("%s: the job has no media loader to read it again on resume", ref.Ref)}
+			}
+			fresh, err := a.rn.loader.Load(ctx, ref.Kind, ref.Ref)
+			if err != nil {
+				return "", &job.MediaError{Field: field, Ref: ref.Ref, Err: err}
+			}
+			if fresh.Hash != ref.Hash {
+				return ref.Ref, nil
+			}
+			fresh.Detail = p.Detail
+			*p = fresh
+		}
+	}
+	return "", nil
 }
 
 // renderFailed finishes the agent a, whose task could not be rendered

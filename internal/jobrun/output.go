@@ -61,7 +61,9 @@ func (r *Run) writes(o Options, statePath string) []outfile.File {
 // planOutput loads the run's saved states, where it has a checkpoint
 // store, and, for a resumed run, checks the inputs at inPath against them
 // and returns which lines of the output stay. Changed inputs are an error
-// unless --force. A fresh run has no plan: nil.
+// unless --force. An input whose media file (a saved state's
+// agent.State.Media, hashed again now) changed or is gone is a changed
+// input too. A fresh run has no plan: nil.
 func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Options) (*outfile.Plan, error) {
 	var states []agent.State
 	if r.saved != nil {
@@ -79,10 +81,22 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 	}
 	chk := outfile.CheckInputs(in, states)
 	closer.Close()
+	if h, ok := r.spec.Def().MediaLoader.(mediaHasher); ok {
+		// A changed image is a changed input, as an edited line is.
+		if err := chk.CheckMedia(ctx, states, h.Hash); err != nil {
+			return nil, err
+		}
+	}
 	if chk.Changed() && !o.Force {
 		return nil, chk.Err(inPath, r.statePath, r.changedHint("run the changed inputs again, replacing their results"))
 	}
 	return outfile.NewPlan(states, chk, o.Ordered, o.RetryFailed), nil
+}
+
+// mediaHasher hashes what a media reference names now: the job's
+// *media.Loader.
+type mediaHasher interface {
+	Hash(ctx context.Context, ref string) (string, error)
 }
 
 // readInputs opens the inputs at path, in the format openInputs reads,
