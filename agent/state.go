@@ -250,3 +250,34 @@ func MediaRefs(parts []llm.Part) []llm.Part {
 	}
 	return out
 }
+
+// SavedMessages returns s.Messages as a checkpoint keeps them: each part
+// that s.Media names loses its bytes, which a resumed agent reads again
+// through the job's media loader; other parts (data: URLs, media returned
+// by tools) are kept whole. It returns s.Messages itself when nothing is
+// dropped, and copies only the messages it changes.
+func (s *State) SavedMessages() []llm.Message {
+	if len(s.Media) == 0 {
+		return s.Messages
+	}
+	var out []llm.Message
+	for i := range s.Messages {
+		parts := s.Messages[i].Parts
+		for j := range parts {
+			if _, ok := s.MediaRef(&parts[j]); !ok || parts[j].Data == nil {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(s.Messages)
+			}
+			if &out[i].Parts[0] == &parts[0] {
+				out[i].Parts = slices.Clone(parts)
+			}
+			out[i].Parts[j].Data = nil
+		}
+	}
+	if out == nil {
+		return s.Messages
+	}
+	return out
+}

@@ -37,6 +37,8 @@ func (c *Client) Checkpointer() *Checkpoints { return &Checkpoints{c: c} }
 func (cp *Checkpoints) Save(ctx context.Context, s agent.State) error {
 	if s.Status != agent.StatusRunning {
 		s.Messages = nil // s is a copy: the caller's is unchanged
+	} else {
+		s.Messages = s.SavedMessages() // media read from files: the reference, not the bytes
 	}
 	data, err := json.Marshal(s)
 	if err != nil {

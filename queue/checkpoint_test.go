@@ -101,3 +101,40 @@ func TestLoadManyStates(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveKeepsMediaReferences: a running state whose task media were
+// read from a file is saved in Redis with the file's reference and hash,
+// not its bytes (as checkpoint.Store saves it), and the caller's state
+// keeps its bytes; a media part it does not name (a tool's) is kept whole.
+func TestSaveKeepsMediaReferences(t *testing.T) {
+	c, _ := open(t)
+	ctx := t.Context()
+	cp := c.Checkpointer()
+	png := []byte("\x89PNG\r\n\x1a\n-the-photo-bytes-")
+	toolPNG := []byte("\x89PNG\r\n\x1a\n-a-tool-result-")
+	st := stateOf("j", 1)
+	st.Messages = []llm.Message{
+		{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "Classify."}, {Kind: llm.PartImage, Data: png, MediaType: "image/png", Ref: "a.png", Hash: "ab12"}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Parts: []llm.Part{{Kind: llm.PartImage, Data: toolPNG, MediaType: "image/png"}}},
+	}
+	st.Media = []llm.Part{{Kind: llm.PartImage, Ref: "a.png", Hash: "ab12"}}
+	if err := cp.Save(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Messages[0].Parts[1].Data; string(got) != string(png) {
+		t.Fatalf("Save changed the caller's bytes: %q", got)
+	}
+	got, ok, err := cp.LoadState(ctx, "j", 1)
+	if err != nil || !ok {
+		t.Fatalf("LoadState = ok %v, %v", ok, err)
+	}
+	if p := got.Messages[0].Parts[1]; p.Data != nil || p.Ref != "a.png" || p.Hash != "ab12" || p.MediaType != "image/png" {
+		t.Errorf("saved task image %+v, want its ref and hash without bytes", p)
+	}
+	if p := got.Messages[1].Parts[0]; string(p.Data) != string(toolPNG) {
+		t.Errorf("saved tool image %+v, want its bytes kept", p)
+	}
+	if diff := cmp.Diff(st.Media, got.Media); diff != "" {
+		t.Errorf("Media (-saved +loaded):\n%s", diff)
+	}
+}
