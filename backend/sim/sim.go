@@ -240,7 +240,7 @@ func (m *Model) Capabilities() llm.Capabilities {
 		NativeTools:      true,
 		NativeJSONSchema: true,
 		InProcess:        true,
-		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true},
+		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true, Billing: string(m.cfg.MediaTokens)},
 	}
 }
 
@@ -479,7 +479,8 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	for _, c := range resp.Message.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	resp.Usage = llm.Usage{PromptTokens: int64(BilledPromptTokens(req, m.cfg.MediaTokens)), CompletionTokens: int64(Tokens(out))}
+	mt := MediaTokens(req, m.cfg.MediaTokens)
+	resp.Usage = llm.Usage{PromptTokens: int64(Tokens(req.TextBytes()) + mt), CompletionTokens: int64(Tokens(out)), MediaTokens: int64(mt)}
 	return resp, nil
 }
 
