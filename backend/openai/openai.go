@@ -149,7 +149,6 @@ func caps(promptCaching bool, concurrency int, media llm.Media) llm.Capabilities
 // 512-px tiles (see internal/media.BillingOpenAI).
 const billing = "openai"
 
-
 // Model is an [llm.Model], [llm.Streamer], [llm.Capable] and
 // [llm.QueueProber] that speaks the OpenAI chat-completions API. It is
 // immutable after [New] and safe for concurrent use.

@@ -35,7 +35,7 @@ type counters struct {
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
-	media             atomic.Int64 // media tokens, the part of prompt that is media
+	media             atomic.Int64               // media tokens, the part of prompt that is media
 	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
 	byTier            [maxTiers]atomic.Int64     // answers by Result.Tier; later tiers count as the last
 	packCalls         atomic.Int64               // packed model calls
