@@ -1,10 +1,14 @@
 package batchagent_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/input"
 	"github.com/batchagent/batchagent/internal/media"
@@ -71,4 +75,42 @@ func TestMediaTokensInResultsAndStats(t *testing.T) {
 			t.Errorf("Stats: media tokens %d for a text-only job, want 0", n)
 		}
 	})
+}
+
+// TestMediaTokensEstimated: a server that reports no media tokens (an
+// OpenAI-compatible one sending an image) has them estimated by the agent
+// from the request's image under the backend's billing, OpenAI's 765 for
+// 1024×1024, at most the call's prompt tokens.
+func TestMediaTokensEstimated(t *testing.T) {
+	dir := t.TempDir()
+	writePNG(t, filepath.Join(dir, "big.png"), 1024, 1024)
+	loader, err := media.NewLoader(media.LoaderConfig{Roots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loader.Close() })
+	for _, tc := range []struct {
+		prompt, want int64
+	}{{2000, 765}, {500, 500}} {
+		t.Run(strconv.FormatInt(tc.prompt, 10), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a mug"},"finish_reason":"stop"}],"usage":{"prompt_tokens":` +
+					strconv.FormatInt(tc.prompt, 10) + `,"completion_tokens":3,"total_tokens":9}}`))
+			}))
+			t.Cleanup(srv.Close)
+			m, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := batchagent.Def{Model: m, Task: "Describe the photo.", Media: []job.MediaField{{Kind: llm.PartImage, Ref: "{photo}"}}, MediaLoader: loader}
+			e, rs := runWith(t, batchagent.Config{}, d, input.Slice([]batchagent.Input{{"photo": "big.png"}}))
+			if r := rs[0]; r.Err != nil || r.Usage.MediaTokens != tc.want || r.Usage.PromptTokens != tc.prompt {
+				t.Errorf("result: err %v, usage %+v; want media tokens %d of %d", r.Err, r.Usage, tc.want, tc.prompt)
+			}
+			if got := e.Stats().Usage.MediaTokens; got != tc.want {
+				t.Errorf("Stats: media tokens %d, want %d", got, tc.want)
+			}
+		})
+	}
 }
