@@ -48,7 +48,9 @@ func (c *counters) addUsage(u llm.Usage) {
 	c.prompt.Add(u.PromptTokens)
 	c.compl.Add(u.CompletionTokens)
 	c.cached.Add(u.CachedTokens)
-	c.media.Add(u.MediaTokens)
+	if u.MediaTokens != 0 {
+		c.media.Add(u.MediaTokens)
+	}
 }
 
 func (c *counters) add(o *outcome) {
@@ -76,7 +78,9 @@ func (c *counters) add(o *outcome) {
 	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
 	c.compl.Add(r.Usage.CompletionTokens - p.usage.CompletionTokens)
 	c.cached.Add(r.Usage.CachedTokens - p.usage.CachedTokens)
-	c.media.Add(r.Usage.MediaTokens - p.usage.MediaTokens)
+	if d := r.Usage.MediaTokens - p.usage.MediaTokens; d != 0 { // text-only results touch no shared counter
+		c.media.Add(d)
+	}
 }
 
 // Counts returns a snapshot of the engine's counters. It is safe to call
