@@ -86,7 +86,10 @@ pricing: {input: 1, output: 2}
 			}
 
 			// The real run bills what the dry run counted.
-			_, out, _ := run(t, t.Context(), "run", job, "--no-state")
+			_, out, errOut := run(t, t.Context(), "run", job, "--no-state")
+			if want := "media tokens: " + strconv.FormatInt(tc.want, 10) + ", "; !strings.Contains(errOut, want) {
+				t.Errorf("the run's summary lacks %q:\n%s", want, errOut)
+			}
 			var media int64
 			for _, m := range regexp.MustCompile(`"media_tokens":([0-9]+)`).FindAllStringSubmatch(out, -1) {
 				n, err := strconv.ParseInt(m[1], 10, 64)
