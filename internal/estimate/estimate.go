@@ -295,6 +295,9 @@ func (j *Job) Sample(ctx context.Context, cfg batchagent.Config, st *Stats, k in
 		if _, err := j.firstMessages(in); err != nil {
 			continue
 		}
+		if _, err := j.mediaTokens(ctx, in); err != nil {
+			continue // a bad line of the scan: not among st.OK's ordinals
+		}
 		if ordinal == want[len(picked)] {
 			picked = append(picked, in)
 		}
