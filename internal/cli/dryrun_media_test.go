@@ -45,11 +45,12 @@ func TestDryRunMedia(t *testing.T) {
 {"photo": "small.png"}
 {"photo": "../outside.png"}
 `)
+	_, addr := startModelServer(t, 0) // bills media as OpenAI does
 	for _, tc := range []struct {
 		backend string
 		want    int64
-	}{{"sim://?seed=1", 765 + 255 + 255}, {"sim://?seed=1&media_tokens=anthropic", 1399 + 350 + 14}} {
-		t.Run(tc.backend, func(t *testing.T) {
+	}{{"sim://?seed=1", 765 + 255 + 255}, {"sim://?seed=1&media_tokens=anthropic", 1399 + 350 + 14}, {"sim+http://" + addr, 765 + 255 + 255}} {
+		t.Run(strings.SplitN(tc.backend, "?", 2)[0]+strings.Repeat("-anthropic", strings.Count(tc.backend, "anthropic")), func(t *testing.T) {
 			job := writeFile(t, dir, "job.yaml", `name: photos
 backend: "`+tc.backend+`"
 task:

@@ -45,10 +45,8 @@ var (
 type tokenizer struct {
 	counter
 	name string
-	// billing is how the backend bills media parts' prompt tokens; none
-	// on a backend that bills no media (the simulator's HTTP server).
+	// billing is how the backend bills media parts' prompt tokens.
 	billing media.Billing
-	none    bool
 	// sim is the in-process simulator's configuration on sim://, whose
 	// tool turns and rates the estimate then knows; nil otherwise.
 	sim *sim.Config
@@ -68,8 +66,9 @@ func tokenizerFor(url, model string) (tokenizer, error) {
 		}
 		return tokenizer{counter: simCounter{}, name: "sim (the simulator's own: 4 bytes a token)", sim: &cfg, billing: cfg.MediaTokens}, nil
 	case "sim+http":
-		// The server renders text alone: media cost it nothing.
-		return tokenizer{counter: simHTTPCounter{}, name: "sim+http (the simulator server's own: its chat template, 4 bytes a token)", none: true}, nil
+		// The server bills media as its model's media_tokens says:
+		// OpenAI's tiles unless it was started otherwise.
+		return tokenizer{counter: simHTTPCounter{}, name: "sim+http (the simulator server's own: its chat template, 4 bytes a token)", billing: media.DefaultBilling}, nil
 	}
 	billing := media.BillingOpenAI
 	if strings.HasPrefix(scheme, "anthropic") || scheme == "bedrock" {
@@ -89,12 +88,7 @@ func tokenizerFor(url, model string) (tokenizer, error) {
 // media returns the prompt tokens of media part p as the backend bills
 // it ([media.Tokens]): an image by its size (one passed by URL as a
 // 1024×1024 image), a document by its pages, audio by its duration.
-func (t tokenizer) media(p *llm.Part) int {
-	if t.none {
-		return 0
-	}
-	return media.Tokens(p, t.billing)
-}
+func (t tokenizer) media(p *llm.Part) int { return media.Tokens(p, t.billing) }
 
 // tiktoken counts with a BPE vocabulary.
 type tiktoken struct{ c *tokens.Counter }
