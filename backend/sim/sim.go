@@ -479,8 +479,10 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 	for _, c := range resp.Message.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	mt := MediaTokens(req, m.cfg.MediaTokens)
-	resp.Usage = llm.Usage{PromptTokens: int64(Tokens(req.TextBytes()) + mt), CompletionTokens: int64(Tokens(out)), MediaTokens: int64(mt)}
+	resp.Usage = llm.Usage{PromptTokens: int64(BilledPromptTokens(req, m.cfg.MediaTokens)), CompletionTokens: int64(Tokens(out))}
+	if hasMedia(req) { // text-only requests pay nothing more
+		resp.Usage.MediaTokens = int64(MediaTokens(req, m.cfg.MediaTokens))
+	}
 	return resp, nil
 }
 

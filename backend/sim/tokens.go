@@ -40,6 +40,16 @@ func MediaTokens(req *llm.Request, b media.Billing) int {
 	return n
 }
 
+// hasMedia reports whether a message of req carries content parts.
+func hasMedia(req *llm.Request) bool {
+	for i := range req.Messages {
+		if len(req.Messages[i].Parts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TextTokens is the simulator's count of the completion tokens of an
 // answer whose text (or tool calls' names and arguments together) is s:
 // [Tokens] of its bytes.
