@@ -76,7 +76,7 @@ func TestImportRules(t *testing.T) {
 		// The dry run: a job's calls, tokens and cost over its inputs.
 		// The simulators: a dry run on sim:// or sim+http:// counts tokens
 		// as the simulator it will run on does.
-		"internal/estimate": {"", "agent", "backend/sim", "backend/sim/simhttp", "input", "internal/config", "internal/prices", "internal/tokens", "llm"},
+		"internal/estimate": {"", "agent", "backend/sim", "backend/sim/simhttp", "input", "internal/config", "internal/media", "internal/prices", "internal/tokens", "llm"}, // media: the inputs' media tokens as the backend bills them
 		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.

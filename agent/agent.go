@@ -649,6 +649,7 @@ func (r *Runner) call(ctx context.Context, st *State, req *llm.Request, sp *job.
 	if st.Timings.TTFT == 0 {
 		st.Timings.TTFT = sp.TTFT
 	}
+	resp.Usage = r.withMediaTokens(req, resp.Usage)
 	st.Usage = st.Usage.Add(resp.Usage)
 	return resp, nil
 }

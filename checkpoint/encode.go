@@ -155,6 +155,9 @@ func appendCounters(dst []byte, st *agent.State) []byte {
 	if st.Usage.CachedTokens != 0 {
 		dst = appendIntField(dst, `,"cached_tokens":`, st.Usage.CachedTokens)
 	}
+	if st.Usage.MediaTokens != 0 {
+		dst = appendIntField(dst, `,"media_tokens":`, st.Usage.MediaTokens)
+	}
 	t := &st.Timings
 	dst = appendIntField(dst, `},"timings":{"queue":`, int64(t.Queue))
 	dst = appendIntField(dst, `,"inference":`, int64(t.Inference))

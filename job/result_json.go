@@ -95,6 +95,9 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Usage.CachedTokens != 0 {
 		out = strconv.AppendInt(append(out, `,"cached_tokens":`...), r.Usage.CachedTokens, 10)
 	}
+	if r.Usage.MediaTokens != 0 {
+		out = strconv.AppendInt(append(out, `,"media_tokens":`...), r.Usage.MediaTokens, 10)
+	}
 	t := &r.Timings
 	out = appendSecs(append(out, `},"timings":{"queue_s":`...), t.Queue)
 	out = appendSecs(append(out, `,"inference_s":`...), t.Inference)

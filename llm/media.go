@@ -64,6 +64,10 @@ type Media struct {
 	File     bool // documents (PDF) as bytes (or data: URLs)
 	FileURL  bool // documents by https URL, fetched by the provider
 	FileID   bool // documents by a provider's file id (uploaded beforehand)
+	// Billing names the rule by which the provider bills media's prompt
+	// tokens, for estimates where it does not report them: "openai"
+	// (512-px tiles), "anthropic" (width×height/750). "" is OpenAI's.
+	Billing string
 }
 
 // Accepts reports, with an error naming what is missing, whether a

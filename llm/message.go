@@ -197,6 +197,12 @@ type Usage struct {
 	// CachedTokens is the part of PromptTokens served from the backend's
 	// prefix cache, when the backend reports it.
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// MediaTokens is the part of PromptTokens that is media (images,
+	// audio, documents): as the backend reports it where it does (the
+	// simulator; OpenAI's audio_tokens), else as the agent estimates it
+	// from the request's media parts under the backend's billing
+	// ([Media.Billing]). Zero for a text-only conversation.
+	MediaTokens int64 `json:"media_tokens,omitempty"`
 }
 
 // Add returns the sum of u and v.
@@ -205,6 +211,7 @@ func (u Usage) Add(v Usage) Usage {
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		MediaTokens:      u.MediaTokens + v.MediaTokens,
 	}
 }
 

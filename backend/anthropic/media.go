@@ -20,7 +20,7 @@ const filesBeta = "files-api-2025-04-14"
 // media is what the Messages API takes besides text: images and PDF
 // documents, as bytes (base64) or by URL, documents also by file id. It
 // takes no audio.
-var media = llm.Media{Image: true, ImageURL: true, File: true, FileURL: true, FileID: true}
+var media = llm.Media{Image: true, ImageURL: true, File: true, FileURL: true, FileID: true, Billing: string(imedia.BillingAnthropic)}
 
 // imageTypes are the image media types the Messages API takes.
 var imageTypes = map[string]sdk.Base64ImageSourceMediaType{

@@ -101,8 +101,8 @@ func TestCapabilities(t *testing.T) {
 		cfg  bedrock.Config
 		want llm.Capabilities
 	}{
-		{"defaults", bedrock.Config{}, llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: bedrock.DefaultConcurrency, Media: llm.Media{Image: true, File: true}}},
-		{"tuned", bedrock.Config{Concurrency: 16, DisableCachePoints: true}, llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 16, Media: llm.Media{Image: true, File: true}}},
+		{"defaults", bedrock.Config{}, llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: bedrock.DefaultConcurrency, Media: llm.Media{Image: true, File: true, Billing: "anthropic"}}},
+		{"tuned", bedrock.Config{Concurrency: 16, DisableCachePoints: true}, llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 16, Media: llm.Media{Image: true, File: true, Billing: "anthropic"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

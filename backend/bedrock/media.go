@@ -15,7 +15,7 @@ import (
 
 // media is what Converse takes besides text: images and documents as
 // bytes. It takes nothing by URL (its S3 locations aside) and no audio.
-var media = llm.Media{Image: true, File: true}
+var media = llm.Media{Image: true, File: true, Billing: string(imedia.BillingAnthropic)} // Claude on Bedrock bills as Anthropic does
 
 // imageFormats are the image media types Converse takes, by format.
 var imageFormats = map[string]types.ImageFormat{

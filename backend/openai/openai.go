@@ -133,6 +133,7 @@ var (
 // caps returns a flavor's capabilities; New sets QueueProbe from the
 // metrics URL.
 func caps(promptCaching bool, concurrency int, media llm.Media) llm.Capabilities {
+	media.Billing = billing
 	return llm.Capabilities{
 		Streaming:          true,
 		NativeTools:        true,
@@ -142,6 +143,11 @@ func caps(promptCaching bool, concurrency int, media llm.Media) llm.Capabilities
 		Media:              media,
 	}
 }
+
+// billing is how the OpenAI-compatible flavors' media are billed, for
+// the agent's estimate where a server reports no media tokens: OpenAI's
+// 512-px tiles (see internal/media.BillingOpenAI).
+const billing = "openai"
 
 // Model is an [llm.Model], [llm.Streamer], [llm.Capable] and
 // [llm.QueueProber] that speaks the OpenAI chat-completions API. It is

@@ -60,8 +60,15 @@ func (m *Model) decodeCompletion(status int, body []byte) (*llm.Response, error)
 	var wu *oaiwire.ClientUsage
 	if c.JSON.Usage.Valid() {
 		wu = &oaiwire.ClientUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
-		if d := c.Usage.PromptTokensDetails; c.Usage.JSON.PromptTokensDetails.Valid() && d.JSON.CachedTokens.Valid() {
-			wu.PromptTokensDetails = &oaiwire.TokenDetails{CachedTokens: &d.CachedTokens}
+		if d := c.Usage.PromptTokensDetails; c.Usage.JSON.PromptTokensDetails.Valid() {
+			td := &oaiwire.TokenDetails{AudioTokens: d.AudioTokens}
+			if d.JSON.CachedTokens.Valid() {
+				td.CachedTokens = &d.CachedTokens
+			}
+			if raw := rawField(d.JSON.ExtraFields["media_tokens"]); raw != nil {
+				_ = json.Unmarshal(raw, &td.MediaTokens) // not a number: none reported
+			}
+			wu.PromptTokensDetails = td
 		}
 	}
 	u, _ := usage(wu, rawField(c.JSON.ExtraFields["timings"]))
@@ -130,6 +137,12 @@ func usage(u *oaiwire.ClientUsage, rawTimings []byte) (llm.Usage, bool) {
 		out.CachedTokens = *u.PromptTokensDetails.CachedTokens
 	case hasTimings:
 		out.CachedTokens = deref(t.CacheN)
+	}
+	if d := u.PromptTokensDetails; d != nil {
+		// batchagent's media_tokens counts every medium; OpenAI's
+		// audio_tokens counts audio alone (images are not reported).
+		out.MediaTokens = max(d.MediaTokens, d.AudioTokens)
+		out.MediaTokens = min(max(out.MediaTokens, 0), out.PromptTokens)
 	}
 	return out, true
 }

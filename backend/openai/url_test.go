@@ -82,8 +82,8 @@ func TestParseURL(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	t.Parallel()
-	mediaAll := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileID: true}
-	mediaImages := llm.Media{Image: true, ImageURL: true}
+	mediaAll := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileID: true, Billing: "openai"}
+	mediaImages := llm.Media{Image: true, ImageURL: true, Billing: "openai"}
 	tests := []struct {
 		name    string
 		cfg     openai.Config
@@ -103,7 +103,7 @@ func TestNew(t *testing.T) {
 		{name: "llamacpp", cfg: openai.Config{Flavor: openai.FlavorLlamaCpp},
 			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 8, Media: mediaImages}},
 		{name: "ollama", cfg: openai.Config{Flavor: openai.FlavorOllama},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 4, Media: llm.Media{Image: true}}},
+			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 4, Media: llm.Media{Image: true, Billing: "openai"}}},
 		{name: "sim", cfg: openai.Config{Flavor: openai.FlavorSim, BaseURL: "http://127.0.0.1:7070/v1"},
 			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaAll}},
 		{name: "concurrency override", cfg: openai.Config{Flavor: openai.FlavorVLLM, Concurrency: 200},

@@ -240,7 +240,7 @@ func (m *Model) Capabilities() llm.Capabilities {
 		NativeTools:      true,
 		NativeJSONSchema: true,
 		InProcess:        true,
-		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true},
+		Media:            llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileURL: true, FileID: true, Billing: string(m.cfg.MediaTokens)},
 	}
 }
 
@@ -480,6 +480,9 @@ func (m *Model) respond(req *llm.Request) (*llm.Response, error) {
 		out += len(c.Name) + len(c.Arguments)
 	}
 	resp.Usage = llm.Usage{PromptTokens: int64(BilledPromptTokens(req, m.cfg.MediaTokens)), CompletionTokens: int64(Tokens(out))}
+	if hasMedia(req) { // text-only requests pay nothing more
+		resp.Usage.MediaTokens = int64(MediaTokens(req, m.cfg.MediaTokens))
+	}
 	return resp, nil
 }
 

@@ -22,7 +22,15 @@ func PromptTokens(req *llm.Request) int { return BilledPromptTokens(req, media.D
 // with it so that its prompt tokens on sim:// are the simulator's own.
 // A text-only request costs one pass over its messages and no allocation.
 func BilledPromptTokens(req *llm.Request, b media.Billing) int {
-	n := Tokens(req.TextBytes())
+	return Tokens(req.TextBytes()) + MediaTokens(req, b)
+}
+
+// MediaTokens is the part of [BilledPromptTokens] that is media: each
+// media part's tokens as provider b bills them ([media.Tokens]), the
+// llm.Usage.MediaTokens a [Model] whose Config.MediaTokens is b reports.
+// A text-only request costs one pass over its messages and no allocation.
+func MediaTokens(req *llm.Request, b media.Billing) int {
+	n := 0
 	for i := range req.Messages {
 		parts := req.Messages[i].Parts
 		for j := range parts {
@@ -30,6 +38,16 @@ func BilledPromptTokens(req *llm.Request, b media.Billing) int {
 		}
 	}
 	return n
+}
+
+// hasMedia reports whether a message of req carries content parts.
+func hasMedia(req *llm.Request) bool {
+	for i := range req.Messages {
+		if len(req.Messages[i].Parts) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // TextTokens is the simulator's count of the completion tokens of an

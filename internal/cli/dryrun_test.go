@@ -31,6 +31,7 @@ type dryReport struct {
 	PromptTokens     drySpan  `json:"prompt_tokens"`
 	SharedPrefix     *drySpan `json:"shared_prefix_prompt_tokens"`
 	CachedTokens     *drySpan `json:"cached_tokens"`
+	MediaTokens      *drySpan `json:"media_tokens"`
 	CompletionTokens drySpan  `json:"completion_tokens"`
 	Price            *struct {
 		Input         float64 `json:"input"`

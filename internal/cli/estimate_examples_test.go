@@ -25,6 +25,8 @@ type exampleJob struct {
 // inputs.
 var examplesOnSim = []exampleJob{
 	{"review", func(t *testing.T) string { return copyDir(t, "../../examples/review") }},
+	// Images classified: each input's photo billed as OpenAI bills it.
+	{"photos", func(t *testing.T) string { return copyDir(t, "../../examples/photos") }},
 	{"quickstart", func(t *testing.T) string {
 		// The README's quick start, at 40 ms a forward pass instead of its
 		// 400 (slow enough to interrupt by hand): the same calls and
@@ -168,6 +170,12 @@ func TestDryRunRangeHoldsOnExamples(t *testing.T) {
 			}
 			span("prompt tokens", usage.PromptTokens, rep.PromptTokens)
 			span("completion tokens", usage.CompletionTokens, rep.CompletionTokens)
+			if usage.MediaTokens > 0 || rep.MediaTokens != nil {
+				if rep.MediaTokens == nil {
+					t.Fatalf("real run billed %d media tokens; the dry run shows none", usage.MediaTokens)
+				}
+				span("media tokens", usage.MediaTokens, *rep.MediaTokens)
+			}
 			if calls > 0 {
 				span("calls", int64(calls), rep.Calls)
 			}

@@ -35,6 +35,7 @@ type counters struct {
 	toolCalls         atomic.Int64
 	prompt, compl     atomic.Int64
 	cached            atomic.Int64
+	media             atomic.Int64               // media tokens, the part of prompt that is media
 	byKind            [job.NumKinds]atomic.Int64 // indexed like job.Kinds
 	byTier            [maxTiers]atomic.Int64     // answers by Result.Tier; later tiers count as the last
 	packCalls         atomic.Int64               // packed model calls
@@ -47,6 +48,9 @@ func (c *counters) addUsage(u llm.Usage) {
 	c.prompt.Add(u.PromptTokens)
 	c.compl.Add(u.CompletionTokens)
 	c.cached.Add(u.CachedTokens)
+	if u.MediaTokens != 0 {
+		c.media.Add(u.MediaTokens)
+	}
 }
 
 func (c *counters) add(o *outcome) {
@@ -74,6 +78,9 @@ func (c *counters) add(o *outcome) {
 	c.prompt.Add(r.Usage.PromptTokens - p.usage.PromptTokens)
 	c.compl.Add(r.Usage.CompletionTokens - p.usage.CompletionTokens)
 	c.cached.Add(r.Usage.CachedTokens - p.usage.CachedTokens)
+	if d := r.Usage.MediaTokens - p.usage.MediaTokens; d != 0 { // text-only results touch no shared counter
+		c.media.Add(d)
+	}
 }
 
 // Counts returns a snapshot of the engine's counters. It is safe to call
@@ -93,7 +100,7 @@ func (e *Engine) Counts() Counts {
 		PackCalls:        c.packCalls.Load(),
 		Packed:           c.packed.Load(),
 		PackAlone:        c.packAlone.Load(),
-		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load()},
+		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load(), MediaTokens: c.media.Load()},
 		ByKind:           map[job.Kind]int64{},
 		AgentsWaiting:    max(e.gauges.Waiting.Load(), 0),
 		AgentsCalling:    max(e.gauges.Calling.Load(), 0),

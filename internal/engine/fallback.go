@@ -404,6 +404,7 @@ func (e *Engine) ranTiered(ctx, actx context.Context, cause error, a *agentRun, 
 			r.Usage.PromptTokens += ts.Usage.PromptTokens
 			r.Usage.CompletionTokens += ts.Usage.CompletionTokens
 			r.Usage.CachedTokens += ts.Usage.CachedTokens
+			r.Usage.MediaTokens += ts.Usage.MediaTokens
 			r.Output = ts.Output
 			st.Output, st.Raw = ts.Output, ts.Raw
 			st.ModelCalls, st.Turns, st.ToolCalls, st.ToolErrors, st.Usage = r.ModelCalls, r.Turns, r.ToolCalls, r.ToolErrors, r.Usage

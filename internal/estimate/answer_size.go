@@ -48,7 +48,9 @@ const (
 //     and of maxLength characters (longString without it, at least
 //     minLength); maxString at most.
 //   - A number or integer is its minimum (else 0) and its maximum (else
-//     123456); a boolean true and false; null null.
+//     123456); a number's long answer a whole maximum takes decimals (the
+//     float just below it), its typical one two decimals (0.37 of its
+//     range); a boolean true and false; null null.
 //   - anyOf and oneOf take their shortest and their longest branch, a
 //     type list its shortest and longest type; allOf merges its objects.
 //   - "$ref" follows a reference inside the document; a schema that names
@@ -288,7 +290,19 @@ func (g answerGen) typed(m map[string]any, t string, long bool, depth int) any {
 		return words(n)
 	case "integer", "number":
 		if long {
-			return numKey(m, "maximum", 123456)
+			hi := numKey(m, "maximum", 123456)
+			if t == "number" && g.typical > 0 && hi < 123456 {
+				// A typical number has two decimals, as 0.37 of [0, 1].
+				lo := numKey(m, "minimum", 0)
+				return math.Round((lo+(hi-lo)*0.37)*100) / 100
+			}
+			if t == "number" && hi == math.Trunc(hi) && hi < 123456 {
+				// A number's longest answer has decimals: 0.75 for a
+				// confidence in [0, 1] is longer than its maximum, 1.
+				lo := numKey(m, "minimum", 0)
+				return math.Nextafter(hi, lo)
+			}
+			return hi
 		}
 		return numKey(m, "minimum", 0)
 	case "boolean":

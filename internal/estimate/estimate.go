@@ -97,10 +97,13 @@ type BadLine struct {
 // Stats is what a dry run's read of the inputs found.
 type Stats struct {
 	OK, Bad int
-	Shown   []BadLine   // the first BadShown bad inputs
-	Prefix  int         // tokens of the shared prefix
-	TaskSum int64       // tokens of the valid inputs' own messages
-	tasks   map[int]int // the valid inputs by their own messages' tokens
+	Shown   []BadLine // the first BadShown bad inputs
+	Prefix  int       // tokens of the shared prefix
+	TaskSum int64     // tokens of the valid inputs' own messages, media included
+	// MediaSum is the part of TaskSum that is the inputs' media (images,
+	// audio, documents), counted as the backend bills them.
+	MediaSum int64
+	tasks    map[int]int // the valid inputs by their own messages' tokens
 }
 
 // ext is the input file's extension, in lower case: its format.
@@ -167,12 +170,46 @@ func (j *Job) Scan(ctx context.Context) (*Stats, error) {
 			}
 			continue
 		}
-		n := j.ownTokens(msgs, st.Prefix)
+		mt, err := j.mediaTokens(ctx, in)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			st.Bad++
+			if len(st.Shown) < BadShown {
+				st.Shown = append(st.Shown, badLineOf(i, err))
+			}
+			continue
+		}
+		n := j.ownTokens(msgs, st.Prefix) + mt
 		st.OK++
 		st.TaskSum += int64(n)
+		st.MediaSum += int64(mt)
 		st.tasks[n]++
 	}
 	return st, j.findLines(st)
+}
+
+// mediaTokens loads the media of input in through the job's media loader,
+// one item at a time, and returns their prompt tokens as the backend
+// bills them; the bytes are dropped at once, so memory stays bounded at
+// any number of inputs. A text-only job costs nothing. A media item that
+// does not load (missing, outside the roots, too large) is the input's
+// error, naming its field and reference.
+func (j *Job) mediaTokens(ctx context.Context, in batchagent.Input) (int, error) {
+	ms := j.cfg.Spec.Media()
+	if ms == nil {
+		return 0, nil
+	}
+	parts, err := ms.Load(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range parts {
+		n += j.counter.media(&parts[i])
+	}
+	return n, nil
 }
 
 // ownTokens returns the tokens an input's own first messages msgs add to
@@ -257,6 +294,9 @@ func (j *Job) Sample(ctx context.Context, cfg batchagent.Config, st *Stats, k in
 		}
 		if _, err := j.firstMessages(in); err != nil {
 			continue
+		}
+		if _, err := j.mediaTokens(ctx, in); err != nil {
+			continue // a bad line of the scan: not among st.OK's ordinals
 		}
 		if ordinal == want[len(picked)] {
 			picked = append(picked, in)
@@ -354,6 +394,11 @@ func (j *Job) Report(st *Stats) *Report {
 		lo.CompletionTokens, est.CompletionTokens, hi.CompletionTokens = n*ans.Low, n*ans.Estimate, n*ans.High
 	}
 	rep.Calls = calls
+	if m := st.MediaSum; m > 0 {
+		// Every call of an agent sends its first message, media and all.
+		c := rep.CallsPerAgent
+		rep.MediaTokens = &Span{Estimate: c.Estimate * m, Low: c.Low * m, High: c.High * m}
+	}
 	rep.PromptTokens = Span{Estimate: est.PromptTokens, Low: lo.PromptTokens, High: hi.PromptTokens}
 	rep.SharedPrefix = &pref
 	rep.CompletionTokens = Span{Estimate: est.CompletionTokens, Low: lo.CompletionTokens, High: hi.CompletionTokens}

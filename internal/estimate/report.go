@@ -60,9 +60,13 @@ type Report struct {
 	// Calls, PromptTokens, SharedPrefix (the part of PromptTokens that is
 	// the shared prefix; schema method), CachedTokens (sample method) and
 	// CompletionTokens are the whole run's.
-	Calls            Span  `json:"calls"`
-	PromptTokens     Span  `json:"prompt_tokens"`
-	SharedPrefix     *Span `json:"shared_prefix_prompt_tokens,omitempty"`
+	Calls        Span  `json:"calls"`
+	PromptTokens Span  `json:"prompt_tokens"`
+	SharedPrefix *Span `json:"shared_prefix_prompt_tokens,omitempty"`
+	// MediaTokens is the part of PromptTokens that is the inputs' media
+	// (images, audio, documents) as the backend bills them; absent for a
+	// text-only job.
+	MediaTokens      *Span `json:"media_tokens,omitempty"`
 	CachedTokens     *Span `json:"cached_tokens,omitempty"`
 	CompletionTokens Span  `json:"completion_tokens"`
 	// Model is the job's model; Price its price per million tokens and
@@ -126,6 +130,11 @@ func (rep *Report) FromSample(results []batchagent.Result, price Price) {
 	cached := scaled(func(r batchagent.Result) int64 { return r.Usage.CachedTokens })
 	rep.CachedTokens = &cached
 	rep.CompletionTokens = scaled(func(r batchagent.Result) int64 { return r.Usage.CompletionTokens })
+	if media := scaled(func(r batchagent.Result) int64 { return r.Usage.MediaTokens }); media.High > 0 {
+		rep.MediaTokens = &media
+	} else {
+		rep.MediaTokens = nil
+	}
 	if !price.Known {
 		return
 	}

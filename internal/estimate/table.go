@@ -44,6 +44,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 	if rep.CachedTokens != nil {
 		row("  of which cached", *rep.CachedTokens)
 	}
+	if rep.MediaTokens != nil {
+		row("  of which media", *rep.MediaTokens)
+	}
 	row("completion tokens", rep.CompletionTokens)
 	if rep.Cost != nil {
 		fmt.Fprintf(w, "%-22s %14s %14s %14s\n", "cost", dollars(rep.Cost.Estimate), dollars(rep.Cost.Low), dollars(rep.Cost.High))

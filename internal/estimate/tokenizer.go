@@ -6,6 +6,7 @@ import (
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/simhttp"
+	"github.com/batchagent/batchagent/internal/media"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -44,6 +45,8 @@ var (
 type tokenizer struct {
 	counter
 	name string
+	// billing is how the backend bills media parts' prompt tokens.
+	billing media.Billing
 	// sim is the in-process simulator's configuration on sim://, whose
 	// tool turns and rates the estimate then knows; nil otherwise.
 	sim *sim.Config
@@ -61,9 +64,15 @@ func tokenizerFor(url, model string) (tokenizer, error) {
 		if err != nil {
 			return tokenizer{}, err
 		}
-		return tokenizer{counter: simCounter{}, name: "sim (the simulator's own: 4 bytes a token)", sim: &cfg}, nil
+		return tokenizer{counter: simCounter{}, name: "sim (the simulator's own: 4 bytes a token)", sim: &cfg, billing: cfg.MediaTokens}, nil
 	case "sim+http":
-		return tokenizer{counter: simHTTPCounter{}, name: "sim+http (the simulator server's own: its chat template, 4 bytes a token)"}, nil
+		// The server bills media as its model's media_tokens says:
+		// OpenAI's tiles unless it was started otherwise.
+		return tokenizer{counter: simHTTPCounter{}, name: "sim+http (the simulator server's own: its chat template, 4 bytes a token)", billing: media.DefaultBilling}, nil
+	}
+	billing := media.BillingOpenAI
+	if strings.HasPrefix(scheme, "anthropic") || scheme == "bedrock" {
+		billing = media.BillingAnthropic
 	}
 	c, err := tokens.New(model)
 	if err != nil {
@@ -73,8 +82,13 @@ func tokenizerFor(url, model string) (tokenizer, error) {
 	if !c.Known() {
 		name = fmt.Sprintf("tiktoken %s (standing in for %s's own tokenizer: expect counts some percent off)", c.Encoding(), model)
 	}
-	return tokenizer{counter: tiktoken{c}, name: name}, nil
+	return tokenizer{counter: tiktoken{c}, name: name, billing: billing}, nil
 }
+
+// media returns the prompt tokens of media part p as the backend bills
+// it ([media.Tokens]): an image by its size (one passed by URL as a
+// 1024×1024 image), a document by its pages, audio by its duration.
+func (t tokenizer) media(p *llm.Part) int { return media.Tokens(p, t.billing) }
 
 // tiktoken counts with a BPE vocabulary.
 type tiktoken struct{ c *tokens.Counter }

@@ -131,6 +131,9 @@ func writeSummary(w io.Writer, s summary) {
 	}
 	t.Add("tokens", "prompt %s (cached %s, %s) · completion %s", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
 		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
+	if m := st.Usage.MediaTokens; m > 0 {
+		t.Add("media tokens", "%s, %s of the prompt (images, audio, documents)", count(m), share(m, st.Usage.PromptTokens))
+	}
 	fellBack := false
 	for tier := range st.ByTier {
 		fellBack = fellBack || tier > 0

@@ -64,6 +64,10 @@ type Usage struct {
 	TotalTokens         int64 `json:"total_tokens"`
 	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
+		// MediaTokens is the part of PromptTokens that is media, as the
+		// simulator and the gateway report it: batchagent's own field,
+		// absent when zero (OpenAI reports audio_tokens alone).
+		MediaTokens int64 `json:"media_tokens,omitempty"`
 	} `json:"prompt_tokens_details"`
 	// Cost is the usage's cost at the model's configured price (as
 	// OpenRouter reports it); absent without a price.
@@ -74,6 +78,7 @@ type Usage struct {
 func NewUsage(u llm.Usage) *Usage {
 	w := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.Total()}
 	w.PromptTokensDetails.CachedTokens = u.CachedTokens
+	w.PromptTokensDetails.MediaTokens = u.MediaTokens
 	return w
 }
 
@@ -89,6 +94,11 @@ type ClientUsage struct {
 // client reads; CachedTokens is nil when a server did not send it.
 type TokenDetails struct {
 	CachedTokens *int64 `json:"cached_tokens"`
+	// AudioTokens is OpenAI's count of the prompt's audio tokens, and
+	// MediaTokens batchagent's of its media tokens (the simulator's, the
+	// gateway's); zero when absent.
+	AudioTokens int64 `json:"audio_tokens"`
+	MediaTokens int64 `json:"media_tokens"`
 }
 
 // Chunk is one event of a streamed answer (object

@@ -213,7 +213,11 @@ func (c Counters) render(elapsed time.Duration, l layout, bw int) string {
 	}
 	fields = append(fields, c.Parts[:max(l.parts, 0)]...)
 	if c.HasUsage && !l.noTokens {
-		add("tokens %s", Count(c.Usage.Total()))
+		if m := c.Usage.MediaTokens; m > 0 {
+			add("tokens %s (media %s)", Count(c.Usage.Total()), Count(m))
+		} else {
+			add("tokens %s", Count(c.Usage.Total()))
+		}
 	}
 	b.WriteString(strings.Join(fields, " · "))
 	return b.String()

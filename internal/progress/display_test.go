@@ -272,3 +272,17 @@ func TestProgressFirstLineSoon(t *testing.T) {
 		t.Errorf("output = %q, want one plain line with the percentage", got)
 	}
 }
+
+// TestFitMediaTokens: a run that sent media shows their tokens beside
+// the total, where the tokens fit.
+func TestFitMediaTokens(t *testing.T) {
+	c := Counters{Done: 5, Total: 10, Unit: "agents", HasUsage: true,
+		Usage: llm.Usage{PromptTokens: 11_270, CompletionTokens: 450, MediaTokens: 4_250}}
+	if got, want := c.Fit(time.Second, 200), "tokens 11.7k (media 4250)"; !strings.HasSuffix(got, want) {
+		t.Errorf("Fit(200) = %q, want it to end in %q", got, want)
+	}
+	c.Usage.MediaTokens = 0
+	if got := c.Fit(time.Second, 200); strings.Contains(got, "media") {
+		t.Errorf("Fit(200) = %q for a text-only run, want no media", got)
+	}
+}

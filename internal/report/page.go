@@ -13,7 +13,7 @@ import (
 // label, its value for tests (data-value) and its text.
 type counter struct {
 	ID    string `json:"id"`
-	Label string `json:"-"`
+	Label string `json:"label"`
 	Value string `json:"value"`
 	Text  string `json:"text"`
 }
@@ -35,6 +35,10 @@ func counters(d *Data) []counter {
 		n("running", "running", d.Totals.Running),
 		n("model-calls", "model calls", d.Totals.ModelCalls),
 		n("tokens", "tokens", d.Totals.Usage.Total()),
+	}
+	if m := d.Totals.Usage.MediaTokens; m > 0 {
+		// The part of the prompt that is images, audio and documents.
+		cs = append(cs, n("media-tokens", "media tokens", m))
 	}
 	cs = append(cs, progress(d)...)
 	cost := counter{"cost", "cost", "", "unknown"}
@@ -245,8 +249,21 @@ const liveScript = `<script>
 (function () {
   function apply(frame) {
     for (const c of frame.counters) {
-      const el = document.getElementById(c.id);
-      if (el) { el.dataset.value = c.value; el.textContent = c.text; }
+      let el = document.getElementById(c.id);
+      if (!el) { // a counter that appeared since the page loaded (media tokens)
+        const box = document.createElement("div"), l = document.createElement("span");
+        box.className = "counter";
+        el = document.createElement("span");
+        el.className = "v";
+        el.id = c.id;
+        l.className = "l";
+        l.textContent = c.label;
+        box.append(el, l);
+        const cost = document.getElementById("cost");
+        const all = document.querySelector(".counters");
+        if (cost && cost.parentNode.parentNode === all) { all.insertBefore(box, cost.parentNode); } else if (all) { all.append(box); }
+      }
+      el.dataset.value = c.value; el.textContent = c.text;
     }
     for (const ch of frame.charts) {
       const el = document.querySelector('[data-chart="' + ch.id + '"] .body');

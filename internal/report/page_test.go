@@ -310,3 +310,26 @@ func TestWithoutSamples(t *testing.T) {
 		t.Errorf("cost line ends at %q, want the total %v", attr(cost[0], "data-last"), total)
 	}
 }
+
+// TestWriteMediaTokens: a run that sent media shows their tokens as a
+// counter of their own; a text-only run has none.
+func TestWriteMediaTokens(t *testing.T) {
+	t.Parallel()
+	d := sampleData(4)
+	doc, _ := render(t, d)
+	if got := find(doc, byAttr("id", "media-tokens")); len(got) != 0 {
+		t.Errorf("a text-only run shows %d media token counters, want none", len(got))
+	}
+	d.Totals.Usage.MediaTokens = 3060 // four 1024×1024 images, OpenAI's 765 each
+	doc, _ = render(t, d)
+	got := find(doc, byAttr("id", "media-tokens"))
+	if len(got) != 1 {
+		t.Fatalf("found %d media token counters, want 1", len(got))
+	}
+	if v, txt := attr(got[0], "data-value"), text(got[0]); v != "3060" || txt != "3060" {
+		t.Errorf("media tokens counter = %q (data-value %q), want 3060 (3060)", txt, v)
+	}
+	if l := text(got[0].Parent); !strings.Contains(l, "media tokens") {
+		t.Errorf("media tokens counter reads %q, want its label", l)
+	}
+}

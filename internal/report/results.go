@@ -49,6 +49,9 @@ type Row struct {
 	Turns int `json:"t"`
 	// Tokens counts the tokens of the agent's model calls.
 	Tokens int64 `json:"tok"`
+	// Media counts the part of Tokens that is media (images, audio,
+	// documents); absent for a text-only agent.
+	Media int64 `json:"med,omitempty"`
 	// Cost is what the agent's tokens cost; -1 when the price is unknown.
 	Cost float64 `json:"c"`
 }
@@ -120,7 +123,7 @@ func costOf(p *llm.Price, u llm.Usage) float64 {
 // rowOfState returns the row of a stored state.
 func rowOfState(st *agent.State, price *llm.Price) Row {
 	r := Row{Index: st.Index, Status: string(st.Status), Kind: kindOf(st), Error: failureText(st.Failure),
-		Input: inputText(st.Input), Turns: st.Turns, Tokens: st.Usage.Total(), Cost: costOf(price, st.Usage)}
+		Input: inputText(st.Input), Turns: st.Turns, Tokens: st.Usage.Total(), Media: st.Usage.MediaTokens, Cost: costOf(price, st.Usage)}
 	if st.Status == agent.StatusDone {
 		r.Output = cut(string(st.Output), MaxCellBytes)
 	}
@@ -133,7 +136,7 @@ func rowOfState(st *agent.State, price *llm.Price) Row {
 // rowOfResult returns the row of a result as the engine hands it over.
 func rowOfResult(r *batchagent.Result, price *llm.Price) Row {
 	row := Row{Index: r.Index, Status: "done", Input: inputText(r.Input), Turns: r.Turns,
-		Tokens: r.Usage.Total(), Cost: costOf(price, r.Usage)}
+		Tokens: r.Usage.Total(), Media: r.Usage.MediaTokens, Cost: costOf(price, r.Usage)}
 	if r.Err != nil {
 		row.Status, row.Kind = "failed", string(job.KindOf(r.Err))
 		msg := r.Err.Error()

@@ -174,7 +174,7 @@ const resultsScript = `<script>
       cell(tr, r.out || "", "text");
       cell(tr, r.e || "", "text err");
       cell(tr, r.t, "num");
-      cell(tr, r.tok, "num");
+      cell(tr, r.med ? r.tok + " (" + r.med + " media)" : r.tok, "num");
       cell(tr, cost(r.c), "num");
       rows.appendChild(tr);
     }

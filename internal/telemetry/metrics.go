@@ -40,8 +40,10 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //   - call_duration_seconds{model}: passthrough calls' whole duration.
 //   - calls_total{model,result}: passthrough calls, result "ok" or "error".
 //   - tokens_total{source,name,type}: tokens of passthrough calls and
-//     agents, type "prompt", "completion" or "cached" (the part of prompt
-//     served from the backend's prefix cache).
+//     agents, type "prompt", "completion", "cached" (the part of prompt
+//     served from the backend's prefix cache) or "media" (the part of
+//     prompt that is images, audio and documents; present once media
+//     were sent).
 //   - agent_queue_wait_seconds{job}: each agent's time waiting for a slot.
 //   - agent_duration_seconds{job}: each agent's wall time.
 //   - agent_results_total{job,kind}: results delivered, kind "ok" or the
@@ -116,7 +118,7 @@ func NewMetrics() *Metrics {
 			Name: "batchagent_calls_total", Help: "Passthrough model calls, by model and result (ok, error).",
 		}, []string{"model", "result"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "batchagent_tokens_total", Help: "Tokens of passthrough calls and agents, by source (call, agent), name (model or job) and type (prompt, completion, cached).",
+			Name: "batchagent_tokens_total", Help: "Tokens of passthrough calls and agents, by source (call, agent), name (model or job) and type (prompt, completion, cached, media).",
 		}, []string{"source", "name", "type"}),
 		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "batchagent_agent_queue_wait_seconds", Help: "Time each agent waited for inference slots, by job.",
@@ -192,6 +194,9 @@ func (m *Metrics) addTokens(source, name string, u llm.Usage) {
 	m.tokens.WithLabelValues(source, name, "prompt").Add(float64(u.PromptTokens))
 	m.tokens.WithLabelValues(source, name, "completion").Add(float64(u.CompletionTokens))
 	m.tokens.WithLabelValues(source, name, "cached").Add(float64(u.CachedTokens))
+	if u.MediaTokens > 0 { // no series for text-only jobs
+		m.tokens.WithLabelValues(source, name, "media").Add(float64(u.MediaTokens))
+	}
 }
 
 // ErrWatching is returned by [Metrics.Watch] when m already watches an

@@ -152,7 +152,7 @@ func TestMetricsAfterEngineRun(t *testing.T) {
 	if usage.PromptTokens == 0 || usage.CompletionTokens == 0 {
 		t.Fatalf("usage %+v: the simulator reported no tokens", usage)
 	}
-	m.Call("sim-1", 20*time.Millisecond, 50*time.Millisecond, llm.Usage{PromptTokens: 7, CompletionTokens: 5, CachedTokens: 3}, nil)
+	m.Call("sim-1", 20*time.Millisecond, 50*time.Millisecond, llm.Usage{PromptTokens: 7, CompletionTokens: 5, CachedTokens: 3, MediaTokens: 4}, nil)
 	m.Call("sim-1", 0, time.Millisecond, llm.Usage{}, errors.New("refused"))
 
 	mux := http.NewServeMux()
@@ -203,6 +203,7 @@ func TestMetricsAfterEngineRun(t *testing.T) {
 		{"batchagent_tokens_total", map[string]string{"source": "call", "name": "sim-1", "type": "prompt"}, 7},
 		{"batchagent_tokens_total", map[string]string{"source": "call", "name": "sim-1", "type": "completion"}, 5},
 		{"batchagent_tokens_total", map[string]string{"source": "call", "name": "sim-1", "type": "cached"}, 3},
+		{"batchagent_tokens_total", map[string]string{"source": "call", "name": "sim-1", "type": "media"}, 4},
 
 		{"batchagent_backend_limit", backend, 4},
 		{"batchagent_backend_inflight", backend, 0},

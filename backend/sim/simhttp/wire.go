@@ -63,36 +63,6 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.Write(append(oaiwire.ErrorBody{Message: e.message, Type: e.typ, Code: e.code}.AppendJSON(nil), '\n'))
 }
 
-// content returns the text of a message's content: a string, or the
-// text parts of an array (parts of other types are skipped).
-func content(m *oaiwire.Message) (string, error) {
-	if m.Content.IsText {
-		return m.Content.Text, nil
-	}
-	if m.Content.Raw == nil {
-		return "", nil
-	}
-	var c any
-	if err := json.Unmarshal(m.Content.Raw, &c); err != nil {
-		return "", err
-	}
-	parts, ok := c.([]any)
-	if !ok {
-		return "", errors.New("content is neither a string nor an array of parts")
-	}
-	var b []byte
-	for _, p := range parts {
-		part, ok := p.(map[string]any)
-		if !ok {
-			return "", errors.New("content part is not an object")
-		}
-		if text, ok := part["text"].(string); ok && part["type"] == "text" {
-			b = append(b, text...)
-		}
-	}
-	return string(b), nil
-}
-
 // decode turns a chat request into the simulator's request, the rendered
 // prompt the prefix cache and the token count see, and the max_tokens
 // limit (0: none).
@@ -145,7 +115,7 @@ func decode(cr *oaiwire.Request) (req *llm.Request, prompt []byte, maxTokens int
 		}
 	}
 
-	msgs, fault := cr.LLMMessages(content)
+	msgs, fault := cr.LLMMessagesWithMedia()
 	if fault != nil {
 		return nil, nil, 0, messageError(fault)
 	}
@@ -170,6 +140,11 @@ func decode(cr *oaiwire.Request) (req *llm.Request, prompt []byte, maxTokens int
 		prompt = append(prompt, msg.Role...)
 		prompt = append(prompt, '\n')
 		prompt = append(prompt, msg.Content...)
+		for _, p := range msg.Parts {
+			if p.Kind == llm.PartText {
+				prompt = append(prompt, p.Text...)
+			}
+		}
 		for _, c := range msg.ToolCalls {
 			prompt = append(prompt, "\n<tool_call>"...)
 			prompt = append(prompt, c.Name...)
@@ -407,9 +382,10 @@ func (c *chunker) appendUsage(b []byte, u *oaiwire.Usage) []byte {
 	return append(b, "}\n\n"...)
 }
 
-// usage is the usage object of an answer.
-func usage(prompt, completion, cached int) *oaiwire.Usage {
-	return oaiwire.NewUsage(llm.Usage{PromptTokens: int64(prompt), CompletionTokens: int64(completion), CachedTokens: int64(cached)})
+// usage is the usage object of an answer: media is the part of prompt
+// that is media, reported as prompt_tokens_details.media_tokens.
+func usage(prompt, completion, cached, media int) *oaiwire.Usage {
+	return oaiwire.NewUsage(llm.Usage{PromptTokens: int64(prompt), CompletionTokens: int64(completion), CachedTokens: int64(cached), MediaTokens: int64(media)})
 }
 
 // job is one accepted chat-completion request.
@@ -422,6 +398,7 @@ type job struct {
 	ans          answer
 	q            *seq
 	fault        Fault // injected into the answer: stream_cut, malformed or none
+	media        int   // the part of q.prompt that is media
 }
 
 // prepare decodes a chat request, generates its answer with the
@@ -432,7 +409,10 @@ func (s *Server) prepare(ctx context.Context, cr *oaiwire.Request) (*job, *apiEr
 	if apiErr != nil {
 		return nil, apiErr, nil
 	}
-	promptTokens := sim.Tokens(len(prompt))
+	// Media parts are billed as the in-process model's media_tokens
+	// says (OpenAI's tiles by default), on top of the rendered text.
+	media := sim.MediaTokens(req, s.cfg.Model.MediaTokens)
+	promptTokens := sim.Tokens(len(prompt)) + media
 	if promptTokens > s.cfg.ContextWindow || maxTokens > 0 && promptTokens+maxTokens > s.cfg.ContextWindow {
 		return nil, &apiError{
 			status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
@@ -474,6 +454,7 @@ func (s *Server) prepare(ctx context.Context, cr *oaiwire.Request) (*job, *apiEr
 		stream:  cr.Stream,
 		ans:     a,
 		q:       newSeq(promptTokens, blockHashes(prompt), total),
+		media:   media,
 	}
 	j.includeUsage = cr.IncludeUsage()
 	return j, nil, nil
@@ -551,7 +532,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job) {
 	body, err := json.Marshal(&oaiwire.Completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: j.model,
 		Choices: []oaiwire.Choice{{Message: oaiwire.NewReply(j.ans.content, j.ans.calls), FinishReason: string(j.ans.finish)}},
-		Usage:   usage(j.q.prompt, j.q.total, cached),
+		Usage:   usage(j.q.prompt, j.q.total, cached, j.media),
 	})
 	if err != nil {
 		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "encode answer"})
@@ -621,7 +602,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job) {
 		}
 		buf = c.appendChunk(buf[:0], []byte(`{}`), strconv.Quote(string(j.ans.finish)))
 		if j.includeUsage {
-			buf = c.appendUsage(buf, usage(j.q.prompt, j.q.total, cached))
+			buf = c.appendUsage(buf, usage(j.q.prompt, j.q.total, cached, j.media))
 		}
 		buf = append(buf, "data: [DONE]\n\n"...)
 		w.Write(buf)

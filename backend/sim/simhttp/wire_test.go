@@ -151,7 +151,7 @@ func TestChatDecode(t *testing.T) {
 		"tools":[{"type":"function","function":{"name":"read_file","parameters":{"type":"object"}}},{"type":"function","function":{"name":"lookup"}}],
 		"tool_choice":{"type":"function","function":{"name":"lookup"}},
 		"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"integer"}}},
-		"messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"U"},{"type":"image_url","image_url":{"url":"x"}}]},
+		"messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"U"},{"type":"image_url","image_url":{"url":"https://cdn.example.com/x.png"}}]},
 		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"lookup","arguments":"{\"id\":1}"}}]},
 		{"role":"tool","tool_call_id":"c1","content":"R"}]}`
 	if err := json.Unmarshal([]byte(raw), &cr); err != nil {
@@ -165,7 +165,7 @@ func TestChatDecode(t *testing.T) {
 		Model: "m",
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: "S"},
-			{Role: llm.RoleUser, Content: "U"},
+			{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "U"}, {Kind: llm.PartImage, URL: "https://cdn.example.com/x.png"}}},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":1}`)}}},
 			{Role: llm.RoleTool, ToolCallID: "c1", Content: "R"},
 		},
