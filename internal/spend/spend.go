@@ -3,11 +3,13 @@
 // reserved by the calls in flight; [Cap.Model] wraps a model so that each
 // of its calls first reserves its worst-case cost (the prompt's estimated
 // tokens at the input price plus the request's max_tokens at the output
-// price) and settles with the answer's real usage. Once a reservation
-// would take spent plus reserved past the limit, that call and every call
-// after it is refused with an error wrapping [ErrCapReached] and
-// job.ErrStopped: the agent stops as a gracefully stopped one does, its
-// completed turns kept for a resume, and the calls in flight finish.
+// price) and settles with the answer's real usage. No call starts while
+// spent plus reserved plus its own reservation would pass the limit: it
+// waits for the calls in flight to settle, and once even the spent alone
+// leaves no room for it, that call and every call after it is refused
+// with an error wrapping [ErrCapReached] and job.ErrStopped: the agent
+// stops as a gracefully stopped one does, its completed turns kept for a
+// resume, and the calls in flight finish.
 package spend
 
 import (
@@ -39,6 +41,9 @@ type Cap struct {
 	reserved float64 // dollars reserved by the calls in flight
 	refused  int64   // calls refused
 	reached  bool    // a call was refused: every later call is
+	// settled, when not nil, is closed by the next settle: calls waiting
+	// for room wait on it.
+	settled chan struct{}
 }
 
 // New returns a cap of limit dollars, which must be a finite number > 0.
@@ -82,26 +87,51 @@ func (c *Cap) Refused() int64 {
 	return c.refused
 }
 
-// reserve reserves dollars for a call, or returns the error refusing it.
-func (c *Cap) reserve(dollars float64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.reached && c.spent+c.reserved+dollars <= c.limit {
-		c.reserved += dollars
-		return nil
+// reserve reserves dollars for a call, or returns the error refusing
+// it. A call that would fit the cap were the calls in flight settled
+// (their reservations are worst cases, mostly returned) waits for them;
+// one that would not fit even then is refused, and so is every call after
+// it. ctx ends the wait with its error.
+func (c *Cap) reserve(ctx context.Context, dollars float64) error {
+	for {
+		c.mu.Lock()
+		if !c.reached && c.spent+c.reserved+dollars <= c.limit {
+			c.reserved += dollars
+			c.mu.Unlock()
+			return nil
+		}
+		if c.reached || c.spent+dollars > c.limit {
+			c.reached = true
+			c.refused++
+			err := fmt.Errorf("%w: $%.4f spent of limits.max_cost $%.4f, and the next call may cost up to $%.4f: %w",
+				ErrCapReached, c.spent, c.limit, dollars, job.ErrStopped)
+			c.mu.Unlock()
+			return err
+		}
+		// Calls in flight hold reservations (c.reserved > 0): one settles.
+		if c.settled == nil {
+			c.settled = make(chan struct{})
+		}
+		ch := c.settled
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	c.reached = true
-	c.refused++
-	return fmt.Errorf("%w: $%.4f spent and $%.4f reserved by calls in flight of limits.max_cost $%.4f; the next call may cost up to $%.4f: %w",
-		ErrCapReached, c.spent, c.reserved, c.limit, dollars, job.ErrStopped)
 }
 
 // settle ends a call's reservation of reserved dollars: cost is what it
-// really cost.
+// really cost. It wakes the calls waiting for room.
 func (c *Cap) settle(reserved, cost float64) {
 	c.mu.Lock()
 	c.reserved -= reserved
 	c.spent += cost
+	if c.settled != nil {
+		close(c.settled)
+		c.settled = nil
+	}
 	c.mu.Unlock()
 }
 
@@ -180,7 +210,7 @@ func (m *capped) worst(req *llm.Request) float64 {
 // settles with the answer's usage; a failed call costs nothing.
 func (m *capped) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	w := m.worst(req)
-	if err := m.c.reserve(w); err != nil {
+	if err := m.c.reserve(ctx, w); err != nil {
 		return nil, err
 	}
 	resp, err := m.m.Generate(ctx, req)
@@ -205,7 +235,7 @@ type streaming struct {
 func (m streaming) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		w := m.worst(req)
-		if err := m.c.reserve(w); err != nil {
+		if err := m.c.reserve(ctx, w); err != nil {
 			yield(llm.Event{}, err)
 			return
 		}
