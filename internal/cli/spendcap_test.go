@@ -21,9 +21,11 @@ const capPricing = "max_tokens: 50\npricing: {input: 1, output: 1000000}\nlimits
 // HTTP simulator, with a $150 cap: calls start while the spent plus $50
 // fits, about 20 of them: the run stops at the cap (spent ≤ cap + one call's cost), writes
 // the finished results only, leaves the rest pending, and says so with
-// exit status 1. Run again with a higher cap (not a changed job: the cap
-// is no part of its fingerprint), it completes every input, and the
-// server saw 100 calls in all: no input ran twice.
+// exit status 1. Resumed under $200, the first run's spend counts (the
+// cap is the whole job's) and it stops again. Run again with a far higher
+// cap (not a changed job: the cap is no part of its fingerprint), it
+// completes every input, and the server saw 100 calls in all: no input
+// ran twice.
 func TestRunStopsAtSpendCap(t *testing.T) {
 	model, addr := startModelServer(t, 1)
 	dir := t.TempDir()
@@ -72,11 +74,23 @@ func TestRunStopsAtSpendCap(t *testing.T) {
 		t.Fatalf("the capped run made %d model calls, want fewer than the job's 100", first)
 	}
 
-	// A higher cap: the job resumes and completes.
-	text := strings.Replace(readFileString(t, job), "max_cost: 150\n", "max_cost: 1000000\n", 1)
-	if err := os.WriteFile(job, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+	// A cap of $200 for the whole job: what the first run spent counts,
+	// so the resume stops again after about $50 more.
+	setCap(t, job, "max_cost: 150\n", "max_cost: 200\n")
+	code, _, stderr = run(t, t.Context(), "run", job, "--inputs", in, "--out", out)
+	m = regexp.MustCompile(`stopped at the spend cap: \$([0-9.]+) spent of \$200\.0000`).FindStringSubmatch(stderr)
+	if code != 1 || m == nil {
+		t.Fatalf("resume with a $200 cap: exit %d, want 1 and the cap named; stderr:\n%s", code, stderr)
 	}
+	again, _ := strconv.ParseFloat(m[1], 64)
+	second := model.Stats().Requests - first
+	t.Logf("resumed under $200: $%.2f spent in all, %d more model calls", again, second)
+	if again < spent || again > 200+50.01 || second == 0 || second > 20 {
+		t.Errorf("resumed under $200: $%v spent in all after $%v, %d more calls; want the first run's spend counted (about 10 calls more)", again, spent, second)
+	}
+
+	// A higher cap: the job resumes and completes.
+	setCap(t, job, "max_cost: 200\n", "max_cost: 1000000\n")
 	code, _, stderr = run(t, t.Context(), "run", job, "--inputs", in, "--out", out)
 	if code != 0 {
 		t.Fatalf("resume with a higher cap: exit %d, want 0; stderr:\n%s", code, stderr)
@@ -93,7 +107,19 @@ func TestRunStopsAtSpendCap(t *testing.T) {
 	}
 	t.Logf("after the resume: %d results, %d model calls in all", len(seen), model.Stats().Requests)
 	if calls := model.Stats().Requests; calls != 100 {
-		t.Errorf("the two runs made %d model calls (%d in the first), want 100: two per input, none twice", calls, first)
+		t.Errorf("the three runs made %d model calls (%d in the first), want 100: two per input, none twice", calls, first)
+	}
+}
+
+// setCap replaces old with new in the job file at path.
+func setCap(t *testing.T, path, old, new string) {
+	t.Helper()
+	text := readFileString(t, path)
+	if !strings.Contains(text, old) {
+		t.Fatalf("%s lacks %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(text, old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
