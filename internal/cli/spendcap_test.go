@@ -136,3 +136,14 @@ func TestRunSpendCapUnknownPrice(t *testing.T) {
 		t.Errorf("a refused job wrote results (stdout %q, out.jsonl %v)", stdout, err)
 	}
 }
+
+// TestRunSpendCapNotOverRedis: a capped job is refused with --redis, whose
+// workers could not share the cap, before Redis is reached.
+func TestRunSpendCapNotOverRedis(t *testing.T) {
+	dir, job := newJob(t, "pricing: {input: 1, output: 1}\nlimits:\n  max_cost: 5\n")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
+	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", filepath.Join(dir, "out.jsonl"), "--redis", "redis://127.0.0.1:1")
+	if code != 2 || !strings.Contains(stderr, "limits.max_cost does not run with --redis") {
+		t.Errorf("exit %d, stderr %q; want 2 and the cap named", code, stderr)
+	}
+}
