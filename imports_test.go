@@ -81,7 +81,10 @@ func TestImportRules(t *testing.T) {
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
 		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
-			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool"},
+			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool",
+			"internal/prices", "internal/spend"},
+		// The spend cap (limits.max_cost): a wrapper of llm.Model.
+		"internal/spend": {"job", "llm"},
 		// Commands and flags: each reads its flags, calls one package and
 		// prints.
 		"internal/cli": {"", "server/batchapi", "backend/sim", "backend/sim/simhttp", "checkpoint", "internal/bench", "internal/config",

@@ -86,6 +86,11 @@ type Job struct {
 	// by a file). Nil means the file sets none: `batchagent run` then
 	// looks the model up in its table of prices.
 	Pricing *llm.Price
+	// MaxCost is limits.max_cost: the most the run may spend on model
+	// calls, in dollars, counting the results a resumed run restores.
+	// Zero means no cap. It is not part of the job's fingerprint: a run
+	// stopped at the cap resumes with a higher one.
+	MaxCost float64
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -128,6 +133,7 @@ func (j *Job) keys() keys {
 			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
 			{"policy", &a.Policy},
 			{"continuation", offDuration{v: &a.Continuation}},
+			{"max_cost", &j.MaxCost},
 		}},
 		{"max_tokens", &d.MaxTokens},
 		{"max_tokens_limit", &d.MaxTokensLimit},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"strings"
@@ -124,6 +125,9 @@ func (d *decoder) validateLimits(j *Job) {
 		if d.ok("limits.policy") {
 			d.report(d.at("limits.policy"), "limits.policy", "unknown policy %q (known: fifo, turns, las)", p)
 		}
+	}
+	if v := j.MaxCost; d.nodes["limits.max_cost"] != nil && d.ok("limits.max_cost") && (!(v > 0) || math.IsInf(v, 0)) {
+		d.report(d.at("limits.max_cost"), "limits.max_cost", "must be a number of dollars > 0, got %v", v)
 	}
 	if j.Def.OutageBudget < 0 && d.ok("limits.outage_budget") {
 		d.report(d.at("limits.outage_budget"), "limits.outage_budget", "must not be negative, got %s", j.Def.OutageBudget)

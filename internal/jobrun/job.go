@@ -13,6 +13,8 @@ import (
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/media"
+	"github.com/batchagent/batchagent/internal/prices"
+	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/tool"
@@ -31,6 +33,10 @@ type Job struct {
 	Tools   *config.ToolSet
 	Spec    *batchagent.Spec
 	Price   estimate.Price // what the job's tokens cost
+	// Cap is the job's spend cap, limits.max_cost, which every model call
+	// of the Spec (its fallback tiers' too) reserves against; nil when the
+	// file sets none. Model is the backend's model unwrapped.
+	Cap *spend.Cap
 	// Media reads the media of the task's image, audio and file items;
 	// nil for a text-only task. It closes with the job.
 	Media *media.Loader
@@ -75,6 +81,14 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 		j.Backend = o.Backend
 	}
 	j.Addr = config.BackendAddr(j.Backend)
+	if cj.MaxCost > 0 {
+		if err := checkCapPrices(path, cj, j.Price); err != nil {
+			return nil, err
+		}
+		if j.Cap, err = spend.New(cj.MaxCost); err != nil {
+			return nil, fmt.Errorf("%s: limits.max_cost: %w", path, err)
+		}
+	}
 	if j.Model, err = config.OpenBackend(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv); err != nil {
 		return nil, err
 	}
@@ -102,6 +116,9 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	}
 	def := cj.Def
 	def.ID, def.Model, def.Tools = j.Name, j.Model, j.Tools.Tools
+	if j.Cap != nil {
+		def.Model = j.Cap.Model(j.Model, j.Price.Price)
+	}
 	if j.Media != nil {
 		def.MediaLoader = j.Media
 	}
@@ -110,6 +127,13 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	config.TableWindow(&def)
 	if def.Fallbacks, err = config.OpenFallbacks(ctx, cj.Fallbacks, os.Getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if j.Cap != nil {
+		for i := range def.Fallbacks {
+			if fb := &def.Fallbacks[i]; fb.Model != nil {
+				fb.Model = j.Cap.Model(fb.Model, fallbackPrice(cj, fb.ModelName))
+			}
+		}
 	}
 	if def.Budget == 0 {
 		if def.Budget, err = batchagent.BudgetFrom(os.Getenv); err != nil {
@@ -149,4 +173,36 @@ func (j *Job) Close() error {
 		err = errors.Join(err, j.Media.Close())
 	}
 	return err
+}
+
+// checkCapPrices returns the error of a job with limits.max_cost whose
+// model, or a fallback tier's, has no known price: the cap could not be
+// kept. price is the job's model's.
+func checkCapPrices(path string, cj *config.Job, price estimate.Price) error {
+	if !price.Known {
+		return fmt.Errorf("%s: limits.max_cost is set but model %q has no known price: set pricing: {input: ..., output: ...} (dollars per million tokens) in the job file, or remove limits.max_cost", path, cj.Def.ModelName)
+	}
+	for i, f := range cj.Fallbacks {
+		if _, ok := fallbackKnown(cj, f.Model); !ok {
+			return fmt.Errorf("%s: limits.max_cost is set but fallbacks[%d]'s model %q has no known price: the job file's pricing prices only the job's model %q; use a fallback model in the built-in price table, or remove limits.max_cost", path, i, f.Model, cj.Def.ModelName)
+		}
+	}
+	return nil
+}
+
+// fallbackPrice returns the price of a fallback tier's model: the job
+// file's pricing when it is the job's model, else the built-in table's
+// (checkCapPrices made sure it is known).
+func fallbackPrice(cj *config.Job, model string) llm.Price {
+	p, _ := fallbackKnown(cj, model)
+	return p
+}
+
+// fallbackKnown returns the price of a fallback tier's model and whether
+// it is known.
+func fallbackKnown(cj *config.Job, model string) (llm.Price, bool) {
+	if cj.Pricing != nil && model == cj.Def.ModelName {
+		return *cj.Pricing, true
+	}
+	return prices.Lookup(model)
 }

@@ -72,6 +72,13 @@ func (r *Run) planOutput(ctx context.Context, inPath string, resumed bool, o Opt
 			return nil, err
 		}
 	}
+	if r.cap != nil {
+		// The cap is the whole job's: what the saved results and turns
+		// cost counts.
+		for i := range states {
+			r.cap.AddSpent(r.price.Price.Cost(states[i].Usage))
+		}
+	}
 	if !resumed {
 		return nil, nil
 	}

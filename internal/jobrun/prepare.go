@@ -69,7 +69,7 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 	if err != nil {
 		return nil, err
 	}
-	r.tools, r.spec, r.backendAddr = j.Tools, j.Spec, j.Addr
+	r.tools, r.spec, r.backendAddr, r.cap = j.Tools, j.Spec, j.Addr, j.Cap
 	if j.Media != nil {
 		r.closers = append(r.closers, namedCloser{"media", j.Media})
 	}

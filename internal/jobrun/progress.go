@@ -65,6 +65,10 @@ type summary struct {
 	limitSource string
 	cost        string // the cost row's value (estimate.Price.Summary without "cost: ")
 	state       string // the state row's value; "" for none
+	// capped is the agents of notWritten the spend cap stopped, and
+	// spendCap the row that says so ("" for none).
+	capped   int
+	spendCap string
 }
 
 // writeSummary prints the end-of-run summary as a table (progress.Table)
@@ -116,8 +120,11 @@ func writeSummary(w io.Writer, s summary) {
 		}
 		t.Add("tool errors", "%s", v)
 	}
-	if s.notWritten > 0 {
-		t.Add("interrupted", "%d agents in flight were stopped and not written", s.notWritten)
+	if n := s.notWritten - s.capped; n > 0 {
+		t.Add("interrupted", "%d agents in flight were stopped and not written", n)
+	}
+	if s.spendCap != "" {
+		t.Add("spend cap", "%s", s.spendCap)
 	}
 	t.Add("model calls", "%s · turns %d", modelCalls(st), st.Turns)
 	t.Add("tool calls", "requested %d, executed %d, errors %d", st.ToolCalls, st.ToolExecuted, toolErrors)

@@ -17,6 +17,7 @@ import (
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/internal/report"
+	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/reduce"
 )
@@ -54,6 +55,8 @@ type Run struct {
 	// price is what the job's tokens cost, for the lines, the progress
 	// line and the summary.
 	price estimate.Price
+	// cap is the job's spend cap (limits.max_cost); nil for none.
+	cap *spend.Cap
 	// onEnd, when set, is called once every result is in, before the
 	// state file closes: the live view's last sample.
 	onEnd func()
@@ -119,6 +122,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	stopSignals := r.handleSignals(&interrupted, stderr)
 	var outputs []json.RawMessage // for the reduce step
 	var unavailable error         // why the engine stopped: the backend never answered
+	capped := 0                   // agents stopped by the spend cap: pending
 	results, err := r.engine.Stream(runCtx, r.spec, r.inputs)
 	if err != nil {
 		stopSignals()
@@ -127,6 +131,13 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	}
 	lines := newLineTable(r.inPath) // read once, at the first failed media load
 	for res := range results {
+		if errors.Is(res.Err, spend.ErrCapReached) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
+			// Its next call would have passed the spend cap: pending,
+			// resumable with a higher cap.
+			notWritten++
+			capped++
+			continue
+		}
 		if errors.Is(res.Err, batchagent.ErrBackendUnavailable) && batchagent.KindOf(res.Err) == batchagent.KindCanceled {
 			// Stopped before the backend ever answered: pending, resumable.
 			notWritten++
@@ -165,7 +176,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		writeErr = err
 	}
 	var reduceErr error
-	if r.reduce != nil && writeErr == nil && unavailable == nil && !interrupted.Load() && ctx.Err() == nil {
+	if r.reduce != nil && writeErr == nil && unavailable == nil && capped == 0 && !interrupted.Load() && ctx.Err() == nil {
 		reduceErr = r.runReduce(runCtx, outputs, quiet, stderr)
 	}
 	stopSignals()
@@ -184,8 +195,12 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		if state != "" && (notWritten > 0 || ctx.Err() != nil || interrupted.Load()) {
 			state += "; run the same command again to resume"
 		}
-		writeSummary(stderr, summary{name: r.name, st: st, wall: time.Since(start), notWritten: notWritten, written: r.out.Written(),
-			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state})
+		s := summary{name: r.name, st: st, wall: time.Since(start), notWritten: notWritten, written: r.out.Written(),
+			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state}
+		if capped > 0 {
+			s.capped, s.spendCap = capped, r.capStopped(notWritten)
+		}
+		writeSummary(stderr, s)
 	}
 	switch {
 	case writeErr != nil:
@@ -199,6 +214,9 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		}
 		fmt.Fprintf(stderr, "batchagent run: backend unreachable: %s: %v (%d inputs left pending; %s)\n", r.backendAddr, unavailable, pending, next)
 		return Failed
+	case capped > 0:
+		fmt.Fprintln(stderr, "batchagent run:", r.capStopped(notWritten))
+		return Failed
 	case reduceErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", reduceErr)
 		if ctx.Err() != nil || interrupted.Load() {
@@ -211,6 +229,20 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		return Failed
 	}
 	return OK
+}
+
+// capStopped says that the spend cap stopped the run, notWritten being
+// the results not written.
+func (r *Run) capStopped(notWritten int) string {
+	pending := notWritten
+	if r.total > 0 {
+		pending = max(r.total-r.resumedLines-r.out.Written(), notWritten)
+	}
+	next := "resume with a higher limits.max_cost"
+	if r.statePath == "" {
+		next = "no state file: run again with a higher limits.max_cost to run them"
+	}
+	return fmt.Sprintf("stopped at the spend cap: $%.4f spent of $%.4f; %d inputs pending — %s", r.cap.Spent(), r.cap.Limit(), pending, next)
 }
 
 // Cost reads the cost of the run so far and its projection, as the

@@ -1,0 +1,271 @@
+// Package spend caps what a run spends on model calls: a job's
+// limits.max_cost. A [Cap] holds the dollars spent and the dollars
+// reserved by the calls in flight; [Cap.Model] wraps a model so that each
+// of its calls first reserves its worst-case cost (the prompt's estimated
+// tokens at the input price plus the request's max_tokens at the output
+// price) and settles with the answer's real usage. No call starts while
+// spent plus reserved plus its own reservation would pass the limit: it
+// waits for the calls in flight to settle, and once even the spent alone
+// leaves no room for it, that call and every call after it is refused
+// with an error wrapping [ErrCapReached] and job.ErrStopped: the agent
+// stops as a gracefully stopped one does, its completed turns kept for a
+// resume, and the calls in flight finish.
+package spend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"sync"
+
+	"github.com/batchagent/batchagent/job"
+	"github.com/batchagent/batchagent/llm"
+)
+
+// ErrCapReached is wrapped by the error of a model call refused because
+// the run's spend cap was reached. The error wraps job.ErrStopped too, so
+// the engine stops the agent as a canceled one (nothing checkpointed for
+// its unfinished turn) and its input stays pending.
+var ErrCapReached = errors.New("spend cap reached")
+
+// Cap is the spend cap of one run, shared by every model [Cap.Model]
+// wraps. It is safe for concurrent use: each call takes its lock twice,
+// to reserve and to settle.
+type Cap struct {
+	limit float64 // dollars
+
+	mu       sync.Mutex
+	spent    float64 // dollars settled, the prior spend included
+	reserved float64 // dollars reserved by the calls in flight
+	refused  int64   // calls refused
+	reached  bool    // a call was refused: every later call is
+	// settled, when not nil, is closed by the next settle: calls waiting
+	// for room wait on it.
+	settled chan struct{}
+}
+
+// New returns a cap of limit dollars, which must be a finite number > 0.
+func New(limit float64) (*Cap, error) {
+	if !(limit > 0) || math.IsInf(limit, 0) {
+		return nil, fmt.Errorf("spend cap must be a finite number of dollars > 0, got %v", limit)
+	}
+	return &Cap{limit: limit}, nil
+}
+
+// Limit returns the cap in dollars.
+func (c *Cap) Limit() float64 { return c.limit }
+
+// AddSpent counts dollars spent before the run (the usage of the results
+// and turns a resumed run restores) against the cap. It does not refuse
+// anything by itself: the next call finds the cap reached if it is.
+func (c *Cap) AddSpent(dollars float64) {
+	c.mu.Lock()
+	c.spent += dollars
+	c.mu.Unlock()
+}
+
+// Spent returns the dollars spent so far, the prior spend included.
+func (c *Cap) Spent() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spent
+}
+
+// Reached reports whether a call was refused: the run stopped at the cap.
+func (c *Cap) Reached() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reached
+}
+
+// Refused returns the number of calls refused.
+func (c *Cap) Refused() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
+}
+
+// reserve reserves dollars for a call, or returns the error refusing
+// it. A call that would fit the cap were the calls in flight settled
+// (their reservations are worst cases, mostly returned) waits for them;
+// one that would not fit even then is refused, and so is every call after
+// it. ctx ends the wait with its error.
+func (c *Cap) reserve(ctx context.Context, dollars float64) error {
+	for {
+		c.mu.Lock()
+		if !c.reached && c.spent+c.reserved+dollars <= c.limit {
+			c.reserved += dollars
+			c.mu.Unlock()
+			return nil
+		}
+		if c.reached || c.spent+dollars > c.limit {
+			c.reached = true
+			c.refused++
+			err := fmt.Errorf("%w: $%.4f spent of limits.max_cost $%.4f, and the next call may cost up to $%.4f: %w",
+				ErrCapReached, c.spent, c.limit, dollars, job.ErrStopped)
+			c.mu.Unlock()
+			return err
+		}
+		// Calls in flight hold reservations (c.reserved > 0): one settles.
+		if c.settled == nil {
+			c.settled = make(chan struct{})
+		}
+		ch := c.settled
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// settle ends a call's reservation of reserved dollars: cost is what it
+// really cost. It wakes the calls waiting for room.
+func (c *Cap) settle(reserved, cost float64) {
+	c.mu.Lock()
+	c.reserved -= reserved
+	c.spent += cost
+	if c.settled != nil {
+		close(c.settled)
+		c.settled = nil
+	}
+	c.mu.Unlock()
+}
+
+// Model returns m with every call reserving against c at price p (per
+// million tokens). The model it returns keeps m's optional interfaces
+// (llm.Streamer, llm.Capable, llm.QueueProber).
+func (c *Cap) Model(m llm.Model, p llm.Price) llm.Model {
+	b := &capped{m: m, c: c, p: p}
+	s, streams := m.(llm.Streamer)
+	cp, capable := m.(llm.Capable)
+	q, probes := m.(llm.QueueProber)
+	if !streams {
+		switch {
+		case capable && probes:
+			return struct {
+				*capped
+				llm.Capable
+				llm.QueueProber
+			}{b, cp, q}
+		case capable:
+			return struct {
+				*capped
+				llm.Capable
+			}{b, cp}
+		case probes:
+			return struct {
+				*capped
+				llm.QueueProber
+			}{b, q}
+		}
+		return b
+	}
+	st := streaming{b, s}
+	switch {
+	case capable && probes:
+		return struct {
+			streaming
+			llm.Capable
+			llm.QueueProber
+		}{st, cp, q}
+	case capable:
+		return struct {
+			streaming
+			llm.Capable
+		}{st, cp}
+	case probes:
+		return struct {
+			streaming
+			llm.QueueProber
+		}{st, q}
+	}
+	return st
+}
+
+// capped is a model whose calls reserve against a cap.
+type capped struct {
+	m llm.Model
+	c *Cap
+	p llm.Price
+}
+
+// worst returns the most req can cost: its prompt's estimated tokens
+// (about four bytes a token, as admission paces tokens without a
+// tokenizer) at the input price and its max_tokens (job.DefaultMaxTokens
+// when it sets none) at the output price.
+func (m *capped) worst(req *llm.Request) float64 {
+	out := req.MaxTokens
+	if out <= 0 {
+		out = job.DefaultMaxTokens
+	}
+	prompt := (req.TextBytes() + 3) / 4
+	return (float64(prompt)*m.p.Input + float64(out)*m.p.Output) / 1e6
+}
+
+// Generate reserves the call's worst-case cost, calls the model and
+// settles with the answer's usage; a failed call costs nothing.
+func (m *capped) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	w := m.worst(req)
+	if err := m.c.reserve(ctx, w); err != nil {
+		return nil, err
+	}
+	resp, err := m.m.Generate(ctx, req)
+	cost := 0.0
+	if err == nil && resp != nil {
+		cost = m.p.Cost(resp.Usage)
+	}
+	m.c.settle(w, cost)
+	return resp, err
+}
+
+// streaming is a capped model that streams.
+type streaming struct {
+	*capped
+	s llm.Streamer
+}
+
+// Stream reserves the call's worst-case cost and streams the model's
+// answer, then settles with the usage it reported; a stream that began
+// answering and reported no usage is counted at its reservation, one that
+// failed before answering costs nothing.
+func (m streaming) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		w := m.worst(req)
+		if err := m.c.reserve(ctx, w); err != nil {
+			yield(llm.Event{}, err)
+			return
+		}
+		var (
+			usage    llm.Usage
+			hasUsage bool
+			answered bool
+		)
+		defer func() {
+			cost := 0.0
+			switch {
+			case hasUsage:
+				cost = m.p.Cost(usage)
+			case answered:
+				cost = w
+			}
+			m.c.settle(w, cost)
+		}()
+		for ev, err := range m.s.Stream(ctx, req) {
+			if err == nil {
+				switch ev.Type {
+				case llm.EventUsage:
+					usage, hasUsage = ev.Usage, true
+				case llm.EventText, llm.EventToolCall, llm.EventToolCallDone, llm.EventDone:
+					answered = true
+				}
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
