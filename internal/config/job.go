@@ -86,6 +86,10 @@ type Job struct {
 	// by a file). Nil means the file sets none: `batchagent run` then
 	// looks the model up in its table of prices.
 	Pricing *llm.Price
+	// Cache is the file's cache key: where answers of earlier model
+	// calls are reused from, or Off. Nil means the file has none: the
+	// run's default applies (see internal/jobrun).
+	Cache *CacheConfig
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -147,6 +151,7 @@ func (j *Job) keys() keys {
 		{"pack", keys{{"max_agents", &d.Pack.MaxAgents}, {"max_prompt_tokens", &d.Pack.MaxPromptTokens}}},
 		{"reduce", &j.Reduce},
 		{"pricing", pricingField{&j.Pricing}},
+		{"cache", cacheField{&j.Cache}},
 	}
 }
 
