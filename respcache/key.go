@@ -18,16 +18,16 @@ const keyVersion = "respcache/v1"
 // answer, nothing that does not (the agent's Input, which a real backend
 // never sees).
 type canonical struct {
-	Version     string           `json:"version"`
-	Model       string           `json:"model"`
-	Messages    []llm.Message    `json:"messages"`
-	Tools       []llm.ToolDef    `json:"tools,omitempty"`
-	Output      *llm.OutputSpec  `json:"output,omitempty"`
-	MaxTokens   int              `json:"max_tokens,omitempty"`
-	Temperature *float64         `json:"temperature,omitempty"`
-	TopP        *float64         `json:"top_p,omitempty"`
-	Seed        *int64           `json:"seed,omitempty"`
-	Stop        []string         `json:"stop,omitempty"`
+	Version     string          `json:"version"`
+	Model       string          `json:"model"`
+	Messages    []llm.Message   `json:"messages"`
+	Tools       []llm.ToolDef   `json:"tools,omitempty"`
+	Output      *llm.OutputSpec `json:"output,omitempty"`
+	MaxTokens   int             `json:"max_tokens,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	TopP        *float64        `json:"top_p,omitempty"`
+	Seed        *int64          `json:"seed,omitempty"`
+	Stop        []string        `json:"stop,omitempty"`
 }
 
 // Key returns the cache key of req: the SHA-256, hex, of its canonical
