@@ -65,6 +65,7 @@ type summary struct {
 	limitSource string
 	cost        string // the cost row's value (estimate.Price.Summary without "cost: ")
 	state       string // the state row's value; "" for none
+	cache       string // the cache row's value (cacheLine); "" for none
 }
 
 // writeSummary prints the end-of-run summary as a table (progress.Table)
@@ -155,6 +156,9 @@ func writeSummary(w io.Writer, s summary) {
 	}
 	if s.cost != "" {
 		t.Add("cost", "%s", s.cost)
+	}
+	if s.cache != "" {
+		t.Add("cache", "%s", s.cache)
 	}
 	if s.outPath != "" {
 		t.Add("results", "%s (%d lines written)", s.outPath, s.written)
