@@ -93,7 +93,6 @@ func startCacheSim(t *testing.T) (string, *simhttp.Server) {
 // after 20 inputs were appended: the backend gets only the new agents'
 // calls, and the other results say theirs were cached. Then one agent's
 // file changes: only its call after the tool's result is paid again.
-// --no-cache pays every call.
 func TestCacheAcrossRuns(t *testing.T) {
 	addr, srv := startCacheSim(t)
 	dir, job := cacheJob(t, addr, 200)
@@ -146,18 +145,30 @@ func TestCacheAcrossRuns(t *testing.T) {
 		t.Errorf("line 5: cached_calls %d of %d model calls, want 1 of 2", l.CachedCalls, l.ModelCalls)
 	}
 
-	before = srv.Stats().Requests
-	stderr = runOK("--restart", "--no-cache")
-	if got := srv.Stats().Requests - before; got != 440 {
-		t.Errorf("--no-cache: backend got %d requests, want 440", got)
+}
+
+// TestNoCache: --no-cache pays every call, the cache full of their
+// answers though.
+func TestNoCache(t *testing.T) {
+	addr, srv := startCacheSim(t)
+	dir, job := cacheJob(t, addr, 20)
+	out := filepath.Join(dir, "out.jsonl")
+	for _, args := range [][]string{nil, {"--restart", "--no-cache"}} {
+		code, _, stderr := run(t, t.Context(), append([]string{"run", job, "--out", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("run %v: exit %d, stderr:\n%s", args, code, stderr)
+		}
+		if args != nil && strings.Contains(stderr, "answered from the cache") {
+			t.Errorf("--no-cache summary shows a cache line:\n%s", stderr)
+		}
+	}
+	if got := srv.Stats().Requests; got != 80 {
+		t.Errorf("backend got %d requests, want 80 (20 agents × 2 calls, twice)", got)
 	}
 	for i, l := range readCacheLines(t, out) {
 		if l.CachedCalls != 0 {
 			t.Errorf("--no-cache: line %d has %d cached calls", i, l.CachedCalls)
 		}
-	}
-	if strings.Contains(stderr, "answered from the cache") {
-		t.Errorf("--no-cache summary shows a cache line:\n%s", stderr)
 	}
 }
 
