@@ -25,6 +25,9 @@ func TestImportRules(t *testing.T) {
 		// One writer that commits queued records in groups, for the checkpoint
 		// and the Batch API's store.
 		"internal/groupcommit": {},
+		// The cross-run cache of model answers, in SQLite: an llm.Model
+		// wrapper.
+		"respcache": {"llm"},
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
 		"server/batchapi":    {"internal/groupcommit", "internal/oaiwire"},
@@ -81,7 +84,7 @@ func TestImportRules(t *testing.T) {
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
 		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
-			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "tool",
+			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "respcache", "tool",
 			"internal/prices", "internal/spend"},
 		// The spend cap (limits.max_cost): a wrapper of llm.Model.
 		"internal/spend": {"job", "llm"},

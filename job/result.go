@@ -67,6 +67,13 @@ type Result struct {
 	// calls and no usage of its own: the pack's call and tokens are
 	// counted in the engine's Stats. Checkpoints record it.
 	Packed int
+	// CachedCalls counts the agent's model calls answered from a response
+	// cache of earlier runs (package respcache), in the run that finished
+	// it; SavedTokens counts the prompt and completion tokens those
+	// answers had cost, which Usage leaves out. Checkpoints do not record
+	// them.
+	CachedCalls int
+	SavedTokens int64
 }
 
 // Timings says where an agent's time went.

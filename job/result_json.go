@@ -30,6 +30,8 @@ type resultJSON struct {
 	Timings    timingsJSON     `json:"timings"`
 	Tier       int             `json:"tier,omitempty"`
 	Packed     int             `json:"packed,omitempty"`
+	Cached     int             `json:"cached_calls,omitempty"`
+	Saved      int64           `json:"saved_tokens,omitempty"`
 }
 
 // ErrorInfo is the flat, JSON form of an agent's error: what a result line
@@ -55,7 +57,8 @@ type timingsJSON struct {
 // MarshalJSON encodes r as one self-describing JSON object: index, input,
 // output or error (kind, step, turn, message, classes and schema
 // problems), the raw answer of a failure, counters, usage, timings in
-// seconds, and the tier and pack size when set.
+// seconds, and the tier, pack size and cached calls and tokens saved
+// when set.
 func (r Result) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(nil)
 }
@@ -110,6 +113,10 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 	out = append(out, '}')
 	out = appendOptInt(out, `,"tier":`, r.Tier)
 	out = appendOptInt(out, `,"packed":`, r.Packed)
+	out = appendOptInt(out, `,"cached_calls":`, r.CachedCalls)
+	if r.SavedTokens != 0 {
+		out = strconv.AppendInt(append(out, `,"saved_tokens":`...), r.SavedTokens, 10)
+	}
 	return append(out, '}'), nil
 }
 
@@ -118,7 +125,7 @@ func (r *Result) jsonValue() *resultJSON {
 	v := &resultJSON{
 		Index: r.Index, Input: r.Input, Output: r.Output, ModelCalls: r.ModelCalls,
 		Turns: r.Turns, ToolCalls: r.ToolCalls, ToolErrors: r.ToolErrors, Repairs: r.Repairs, Truncated: r.Truncations, Compacted: r.Compactions,
-		Usage: r.Usage, Tier: r.Tier, Packed: r.Packed,
+		Usage: r.Usage, Tier: r.Tier, Packed: r.Packed, Cached: r.CachedCalls, Saved: r.SavedTokens,
 		Timings: timingsJSON{
 			Queue: secs(r.Timings.Queue), Inference: secs(r.Timings.Inference),
 			Tools: secs(r.Timings.Tools), Backoff: secs(r.Timings.Backoff),

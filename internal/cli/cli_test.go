@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/internal/cli"
+	"github.com/batchagent/batchagent/internal/jobrun"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -23,6 +24,10 @@ import (
 const childEnv = "BATCHAGENT_CLI_CHILD"
 
 func TestMain(m *testing.M) {
+	// Each test's runs pay their calls, as its counts expect, and leave
+	// the user's response cache alone; the tests of the cache name their
+	// own file in their job's cache key.
+	os.Setenv(jobrun.CacheEnv, "off")
 	if args := os.Getenv(childEnv); args != "" {
 		limitFileSize()
 		ignoreEarlyInterrupts()

@@ -163,7 +163,7 @@ func prepareDryRun(ctx context.Context, path string, f runFlags) (*dryRun, error
 		return nil, err
 	}
 	d := &dryRun{}
-	if d.job, err = jobrun.OpenJob(ctx, path, cj, jobrun.JobOptions{Backend: f.Backend}); err != nil {
+	if d.job, err = jobrun.OpenJob(ctx, path, cj, jobrun.JobOptions{Backend: f.Backend, NoCache: true}); err != nil {
 		return nil, err
 	}
 	d.inPath = cj.Inputs

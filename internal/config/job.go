@@ -91,6 +91,10 @@ type Job struct {
 	// Zero means no cap. It is not part of the job's fingerprint: a run
 	// stopped at the cap resumes with a higher one.
 	MaxCost float64
+	// Cache is the file's cache key: where answers of earlier model
+	// calls are reused from, or Off. Nil means the file has none: the
+	// run's default applies (see internal/jobrun).
+	Cache *CacheConfig
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -153,6 +157,7 @@ func (j *Job) keys() keys {
 		{"pack", keys{{"max_agents", &d.Pack.MaxAgents}, {"max_prompt_tokens", &d.Pack.MaxPromptTokens}}},
 		{"reduce", &j.Reduce},
 		{"pricing", pricingField{&j.Pricing}},
+		{"cache", cacheField{&j.Cache}},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/respcache"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -40,6 +41,10 @@ type Job struct {
 	// Media reads the media of the task's image, audio and file items;
 	// nil for a text-only task. It closes with the job.
 	Media *media.Loader
+	// Cache answers the model's calls asked before, in this run or an
+	// earlier one; Model is wrapped by it. Nil when the cache is off. It
+	// closes with the job.
+	Cache *respcache.Cache
 }
 
 // JobOptions are what OpenJob takes beyond the job file.
@@ -52,6 +57,8 @@ type JobOptions struct {
 	// SharedTools, when set, is the cache of tool results the job's tool
 	// pool shares with other processes (a worker's, in Redis).
 	SharedTools tool.Cache
+	// NoCache turns the response cache off (--no-cache, a dry run).
+	NoCache bool
 }
 
 // Name names the job of the file at path: the file's id, else the file's
@@ -67,7 +74,7 @@ func Name(path string, cj *config.Job) string {
 // model, its tools and its Spec, with what the file cannot hold added: the
 // job's name, the models of its fallback tiers (each backend opened as the
 // job's own), the context window of a well-known model from the built-in
-// table when the file sets none, the tools with their policies, and the
+// table when the file sets none, the response cache (see openCache), the tools with their policies, and the
 // budget of a job that sets none: BATCHAGENT_BUDGET's when set (the
 // file's limits.budget wins over it; the engine's default applies without
 // either). Errors name the job file at path. On error, what was opened is
@@ -91,6 +98,17 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	}
 	if j.Model, err = config.OpenBackend(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv); err != nil {
 		return nil, err
+	}
+	if j.Cache, err = openCache(cj, j.Model, o.NoCache, os.Getenv); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if j.Cache != nil {
+		j.Model = j.Cache.Wrap(j.Model)
+		defer func() {
+			if err != nil {
+				_ = j.Cache.Close() // the setup error is the one to report
+			}
+		}()
 	}
 	if j.Tools, err = cj.OpenTools(ctx); err != nil {
 		return nil, err
@@ -166,11 +184,14 @@ func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 }
 
 // Close closes the job's tools (an MCP server's exit status is what it
-// may report) and its media loader.
+// may report), its media loader and its response cache.
 func (j *Job) Close() error {
 	err := j.Tools.Close()
 	if j.Media != nil {
 		err = errors.Join(err, j.Media.Close())
+	}
+	if j.Cache != nil {
+		err = errors.Join(err, j.Cache.Close())
 	}
 	return err
 }

@@ -30,9 +30,11 @@ type Options struct {
 	Force bool
 	// RetryFailed runs the inputs that failed again on resume.
 	RetryFailed bool
-	Ordered     bool                    // write results in input order
-	Logger      *slog.Logger            // the engine's; nil: silent
-	OnResult    batchagent.OnResultFunc // the engine's OnResult; nil: none
+	// NoCache turns the response cache off: every model call is paid.
+	NoCache  bool
+	Ordered  bool                    // write results in input order
+	Logger   *slog.Logger            // the engine's; nil: silent
+	OnResult batchagent.OnResultFunc // the engine's OnResult; nil: none
 }
 
 // Open loads the job file at path and opens everything its run needs;
@@ -65,13 +67,17 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 			}
 		}
 	}()
-	j, err := OpenJob(ctx, path, cj, JobOptions{Name: r.name, Backend: o.Backend})
+	j, err := OpenJob(ctx, path, cj, JobOptions{Name: r.name, Backend: o.Backend, NoCache: o.NoCache})
 	if err != nil {
 		return nil, err
 	}
 	r.tools, r.spec, r.backendAddr, r.cap = j.Tools, j.Spec, j.Addr, j.Cap
 	if j.Media != nil {
 		r.closers = append(r.closers, namedCloser{"media", j.Media})
+	}
+	if j.Cache != nil {
+		r.cache = j.Cache
+		r.closers = append(r.closers, namedCloser{"cache", j.Cache})
 	}
 	cfg, err := j.EngineConfig(o.Logger)
 	if err != nil {

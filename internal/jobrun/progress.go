@@ -69,6 +69,7 @@ type summary struct {
 	// spendCap the row that says so ("" for none).
 	capped   int
 	spendCap string
+	cache    string // the cache row's value (cacheLine); "" for none
 }
 
 // writeSummary prints the end-of-run summary as a table (progress.Table)
@@ -162,6 +163,9 @@ func writeSummary(w io.Writer, s summary) {
 	}
 	if s.cost != "" {
 		t.Add("cost", "%s", s.cost)
+	}
+	if s.cache != "" {
+		t.Add("cache", "%s", s.cache)
 	}
 	if s.outPath != "" {
 		t.Add("results", "%s (%d lines written)", s.outPath, s.written)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/checkpoint"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
@@ -19,7 +20,9 @@ import (
 	"github.com/batchagent/batchagent/internal/report"
 	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/internal/telemetry"
+	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/reduce"
+	"github.com/batchagent/batchagent/respcache"
 )
 
 // Run is a prepared run of a job file, `batchagent run`: engine, inputs
@@ -60,6 +63,8 @@ type Run struct {
 	// onEnd, when set, is called once every result is in, before the
 	// state file closes: the live view's last sample.
 	onEnd func()
+	// cache answers the calls asked before; nil when off.
+	cache *respcache.Cache
 }
 
 // namedCloser is a file the run closes, with what it is for errors.
@@ -123,7 +128,13 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	var outputs []json.RawMessage // for the reduce step
 	var unavailable error         // why the engine stopped: the backend never answered
 	capped := 0                   // agents stopped by the spend cap: pending
-	results, err := r.engine.Stream(runCtx, r.spec, r.inputs)
+	var tallies *cacheTallies     // each agent's cached calls; nil without a cache
+	streamCtx := runCtx
+	if r.cache != nil {
+		tallies = newCacheTallies(agent.ObserverFrom(runCtx))
+		streamCtx = agent.WithObserver(runCtx, tallies)
+	}
+	results, err := r.engine.Stream(streamCtx, r.spec, r.inputs)
 	if err != nil {
 		stopSignals()
 		fmt.Fprintln(stderr, "batchagent run:", err)
@@ -158,6 +169,9 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 			continue
 		}
 		res.Err = withInputLine(res.Err, lines, res.Index)
+		if tallies != nil {
+			tallies.fill(&res)
+		}
 		if err := r.out.Write(res); err != nil && writeErr == nil {
 			writeErr = err
 			cancel()
@@ -196,7 +210,8 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 			state += "; run the same command again to resume"
 		}
 		s := summary{name: r.name, st: st, wall: time.Since(start), notWritten: notWritten, written: r.out.Written(),
-			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state}
+			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state,
+			cache: r.cacheSummary()}
 		if capped > 0 {
 			s.capped, s.spendCap = capped, r.capStopped(notWritten)
 		}
@@ -256,6 +271,19 @@ func (r *Run) Cost() func() telemetry.Cost {
 		return telemetry.Cost{Spent: spent, Projected: projected, Projecting: ok}
 	}
 }
+
+// cacheSummary is the summary's cache row, "" without a cache.
+func (r *Run) cacheSummary() string {
+	if r.cache == nil {
+		return ""
+	}
+	return cacheLine(r.cache.Stats(), func(u llm.Usage) (float64, bool) {
+		return r.price.Price.Cost(u), r.price.Known
+	})
+}
+
+// Cache is the run's response cache, nil when off.
+func (r *Run) Cache() *respcache.Cache { return r.cache }
 
 // Name is the job's name.
 func (r *Run) Name() string { return r.name }
