@@ -114,8 +114,13 @@ const (
 const DefaultPolicy = PolicyTurns
 
 // RateLimit paces model calls to a hosted API's limits. Zero fields mean
-// no limit of that kind; limits the backend reports in its responses
-// (x-ratelimit-* headers) tighten them, or set them when unset.
+// no limit of that kind; limits the backend reports in its answers
+// (OpenAI's x-ratelimit-*, Anthropic's anthropic-ratelimit-* headers, on
+// 429s too) tighten them, or set them when unset, from the first answer
+// on, before any 429; what the backend reports remains of them lowers the
+// budget left for the next calls (the account may be shared, or already
+// spent). Calls queued before the first answer are paced once the limits
+// are known. A 429's Retry-After still pauses admission.
 type RateLimit struct {
 	// RPM is requests per minute. Defaults to none.
 	RPM int

@@ -59,8 +59,11 @@ type QueueProber interface {
 }
 
 // RateLimitInfo is what a hosted API said about its rate limits in a
-// response's headers (x-ratelimit-*, anthropic-ratelimit-*). Zero fields
-// were not reported.
+// response's headers (x-ratelimit-*, anthropic-ratelimit-*), on
+// [Response.RateLimit] and, for a failed call, [APIError.RateLimit]. Zero
+// fields were not reported, except that a remaining count is meaningful
+// (zero included) whenever its limit is reported: providers send the
+// three together.
 type RateLimitInfo struct {
 	LimitRequests     int64
 	RemainingRequests int64

@@ -51,6 +51,9 @@ type APIError struct {
 	RetryAfter time.Duration
 	// Err is the class sentinel, or nil.
 	Err error
+	// RateLimit is what the backend's answer said about the account's
+	// rate limits (a 429 carries them too), or nil.
+	RateLimit *RateLimitInfo
 }
 
 func (e *APIError) Error() string {
@@ -76,6 +79,15 @@ func IsTransient(err error) bool {
 	}
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverloaded) ||
 		errors.Is(err, ErrServer) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrConnection)
+}
+
+// RateLimitOf returns the rate limits the backend reported with err (see
+// [APIError.RateLimit]), or nil.
+func RateLimitOf(err error) *RateLimitInfo {
+	if ae, ok := errors.AsType[*APIError](err); ok {
+		return ae.RateLimit
+	}
+	return nil
 }
 
 // RetryAfter returns the wait the backend asked for in err, or zero.

@@ -317,6 +317,11 @@ func (g *Gate) AcquireOrder(ctx context.Context, class Class, flow uint64, o Ord
 	if g.CountsTokens() {
 		t.estimated = max(tokens, 0)
 	}
+	// A call that went past the pacing before any budget was in force
+	// (none configured, none learnt yet) is paced once it holds its slot
+	// if the backend's headers have set one meanwhile: else the calls
+	// queued for slots before the first answer would all go out unpaced.
+	unpaced := !g.rate.Paced()
 	if err := g.rate.Wait(ctx, t.estimated); err != nil {
 		t.endWarm()
 		return nil, err
@@ -342,6 +347,17 @@ func (g *Gate) AcquireOrder(ctx context.Context, class Class, flow uint64, o Ord
 		if err := g.slots.AcquireOrder(ctx, class, flow, o); err != nil {
 			t.endWarm()
 			return nil, err
+		}
+		if unpaced && g.rate.Paced() {
+			unpaced = false
+			if g.CountsTokens() {
+				t.estimated = max(tokens, 0)
+			}
+			if err := g.rate.Wait(ctx, t.estimated); err != nil {
+				g.slots.Release()
+				t.endWarm()
+				return nil, err
+			}
 		}
 		if g.slotsShared != nil {
 			sctx, done := g.stoppable(ctx)
@@ -450,6 +466,12 @@ type Outcome struct {
 	// reported (x-ratelimit-* headers); zero means none. Lower than the
 	// configured ones, or with none configured, they are adopted.
 	LimitRequests, LimitTokens int64
+	// RemainingRequests and RemainingTokens are what the backend reported
+	// is left of those limits (x-ratelimit-remaining-*); the pacing's
+	// budgets are lowered to them ([Rate.Sync]). Each counts only with its
+	// limit (LimitRequests, LimitTokens) reported: backends report the
+	// three together.
+	RemainingRequests, RemainingTokens int64
 }
 
 // Answering records that the backend began to answer the call (its first
@@ -497,6 +519,14 @@ func (t *Ticket) Release(o Outcome) {
 		}
 	}
 	g.rate.Learn(o.LimitRequests, o.LimitTokens)
+	reqLeft, tokLeft := int64(-1), int64(-1)
+	if o.LimitRequests > 0 {
+		reqLeft = o.RemainingRequests
+	}
+	if o.LimitTokens > 0 {
+		tokLeft = o.RemainingTokens
+	}
+	g.rate.Sync(reqLeft, tokLeft)
 }
 
 func (t *Ticket) endWarm() {

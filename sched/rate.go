@@ -114,3 +114,29 @@ func (r *Rate) Limits() RateConfig {
 	}
 	return c
 }
+
+// Sync lowers the budgets left in the buckets to what the backend
+// reported remains of its own (x-ratelimit-remaining-*), so that calls
+// after an answer that says the account is nearly spent wait for the
+// budget to refill instead of meeting 429s: another process may share the
+// account, or this one may have started with the account already spent.
+// A negative argument means not reported; a bucket without a limit is
+// left alone. It never raises a bucket: the backend's count lags the
+// calls this process has sent since.
+func (r *Rate) Sync(requests, tokens int64) {
+	now := time.Now()
+	sync := func(l *rate.Limiter, left int64) {
+		if left < 0 || l.Limit() == rate.Inf {
+			return
+		}
+		if over := l.TokensAt(now) - float64(left); over >= 1 {
+			l.ReserveN(now, min(int(over), l.Burst()))
+		}
+	}
+	sync(r.req, requests)
+	sync(r.tok, tokens)
+}
+
+// Paced reports whether a request or token budget is in force
+// (configured or learnt).
+func (r *Rate) Paced() bool { return r.req.Limit() != rate.Inf || r.tok.Limit() != rate.Inf }

@@ -92,3 +92,47 @@ func TestRateCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestRateSync: a backend that reports its budget spent drains the
+// buckets, so the next call waits for the refill; a budget reported
+// larger than the bucket's does not raise it, and unreported (negative)
+// or unlimited kinds are left alone.
+func TestRateSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := sched.NewRate(sched.RateConfig{RPM: 600}) // 10/s, burst 60
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Paced() {
+			t.Fatal("Paced() = false with an RPM")
+		}
+		r.Sync(1000, 0) // more than the burst; tokens unlimited: no effect
+		start := time.Now()
+		for range 60 {
+			if err := r.Wait(t.Context(), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("the burst of 60 took %v after Sync(1000, 0), want 0", got)
+		}
+		time.Sleep(6 * time.Second) // the bucket refills to 60
+		r.Sync(-1, -1)              // not reported: nothing changes
+		r.Sync(0, -1)               // spent: the next request waits 100ms
+		start = time.Now()
+		if err := r.Wait(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != 100*time.Millisecond {
+			t.Errorf("a request after Sync(0) waited %v, want 100ms", got)
+		}
+	})
+	r, _ := sched.NewRate(sched.RateConfig{})
+	if r.Paced() {
+		t.Error("Paced() = true without limits")
+	}
+	r.Learn(0, 60_000)
+	if !r.Paced() {
+		t.Error("Paced() = false after learning a TPM")
+	}
+}

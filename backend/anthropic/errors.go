@@ -172,7 +172,11 @@ func (m *Model) statusError(status int, header http.Header, raw, errType string)
 	if header != nil {
 		wait = retry.ParseRetryAfter(header, time.Now())
 	}
-	return m.newError(status, msg, class, wait)
+	e := m.newError(status, msg, class, wait)
+	if header != nil {
+		e.RateLimit = rateLimit(header, time.Now())
+	}
+	return e
 }
 
 // classify returns the error class of an HTTP status (zero for an error

@@ -108,6 +108,7 @@ func (m *Model) statusError(resp *http.Response) *llm.APIError {
 		Message:    m.scrub(msg),
 		RetryAfter: retry.ParseRetryAfter(resp.Header, time.Now()),
 		Err:        class,
+		RateLimit:  rateLimit(resp.Header),
 	}
 }
 

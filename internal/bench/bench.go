@@ -134,7 +134,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout", "agentic"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout", "agentic", "ratelimit"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -187,6 +187,12 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 			return nil, errors.New("bench: pack takes only -n, --corrupt, --seed and --json")
 		}
 		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
+		return nil, err
+	case "ratelimit":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 || opt.TimeScale != 0 {
+			return nil, errors.New("bench: ratelimit takes only -n and --json")
+		}
+		_, err := RunRatelimit(ctx, RatelimitOptions{N: opt.N, JSON: opt.JSON}, w)
 		return nil, err
 	case "agentic":
 		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 {

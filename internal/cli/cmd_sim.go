@@ -88,6 +88,8 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.DurationVar(&f.cfg.FaultAfter, "fault-after", 0, "inject --fault only into requests that arrive this long after the start")
 	fl.DurationVar(&f.cfg.FaultFor, "fault-for", 0, "inject --fault for this long from --fault-after, then serve normally (0: forever)")
 	fl.DurationVar(&f.cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
+	fl.IntVar(&f.cfg.RPM, "rpm", 0, "requests per minute the server enforces as a hosted API does: 429 with Retry-After when over, x-ratelimit-* headers on every answer (0: no limit)")
+	fl.IntVar(&f.cfg.TPM, "tpm", 0, "tokens (prompt and completion) per minute the server enforces, like --rpm (0: no limit)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every request (same as --log-level debug)")
 	return cmd
 }

@@ -154,6 +154,7 @@ func TestSimUsageErrors(t *testing.T) {
 		{"negative max seqs", []string{"sim", "serve", "--max-seqs", "-1"}, 2, ""},
 		{"unknown fault", []string{"sim", "serve", "--fault", "meteor"}, 2, ""},
 		{"corrupt above 1", []string{"sim", "serve", "--corrupt", "2"}, 2, "corrupt = 2, want a value in [0, 1]"},
+		{"negative rpm", []string{"sim", "serve", "--rpm", "-1"}, 2, "rpm = -1"},
 		{"empty key variable", []string{"sim", "serve", "--api-key-env", "SIM_EMPTY_KEY"}, 2, ""},
 		{"positional", []string{"sim", "serve", "extra"}, 2, ""},
 		{"bad address", []string{"sim", "serve", "--addr", "localhost"}, 2, ""},

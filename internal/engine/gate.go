@@ -200,11 +200,14 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	if p.unanswered != nil && !p.began && unanswered(err) {
 		p.unanswered.Add(1)
 	}
+	rl := llm.RateLimitOf(err) // a 429 says how the account stands too
 	if resp != nil {
 		o.Tokens = int(resp.Usage.Total())
-		if rl := resp.RateLimit; rl != nil {
-			o.LimitRequests, o.LimitTokens = rl.LimitRequests, rl.LimitTokens
-		}
+		rl = resp.RateLimit
+	}
+	if rl != nil {
+		o.LimitRequests, o.LimitTokens = rl.LimitRequests, rl.LimitTokens
+		o.RemainingRequests, o.RemainingTokens = rl.RemainingRequests, rl.RemainingTokens
 	}
 	p.t.Release(o)
 }

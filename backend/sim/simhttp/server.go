@@ -140,6 +140,12 @@ type Config struct {
 	// Logger receives a line per request at Debug level. Nil means no
 	// logging.
 	Logger *slog.Logger
+	// RPM and TPM enforce an account's requests and tokens per minute as
+	// a hosted API does (see [Server]'s rate limits): a request over
+	// either is answered 429 with Retry-After, and every chat answer
+	// carries OpenAI's x-ratelimit-* headers. Zero means no limit of that
+	// kind.
+	RPM, TPM int
 }
 
 func (c Config) withDefaults() Config {
@@ -204,6 +210,9 @@ func (c Config) validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
+	}
+	if c.RPM < 0 || c.TPM < 0 {
+		errs = append(errs, fmt.Errorf("simhttp: rpm = %d, tpm = %d, want >= 0 (0: no limit)", c.RPM, c.TPM))
 	}
 	if c.Fault != FaultNone && !slices.Contains(Faults, c.Fault) {
 		names := make([]string, len(Faults))
@@ -277,6 +286,19 @@ func (c Config) validate() error {
 // A client that goes away leaves the queue or the batch at once (its slot
 // is free at the next step).
 //
+// # Rate limits
+//
+// With Config.RPM or TPM set, the server enforces them as OpenAI does:
+// each is a bucket holding a minute's budget that starts full and refills
+// evenly. A request takes one request and its tokens (prompt and
+// completion, both known when it arrives); one that finds a bucket short
+// is answered 429 (type "requests" or "tokens") with Retry-After and
+// retry-after-ms set to the wait until it would fit, and counted in
+// [Stats.RateLimited]. Every chat answer, 429s included, carries
+// x-ratelimit-limit-, x-ratelimit-remaining- and x-ratelimit-reset-
+// requests and tokens: the buckets after the request, the resets as Go
+// durations to the millisecond ("6m0s", "20ms").
+//
 // Server is safe for concurrent use. Requests that arrive before Run
 // starts wait for it; once Run has returned, they are answered 503, and
 // /health answers 200 only while Run runs.
@@ -286,6 +308,8 @@ type Server struct {
 	start time.Time // when New made it: the fault window's origin
 
 	ids atomic.Uint64 // request IDs
+
+	acct *account // the rate limits; nil: none
 
 	mu      sync.Mutex // protects phase, queue, waiting and seq.state
 	phase   phase
@@ -301,6 +325,7 @@ type Server struct {
 
 	requests  atomic.Int64
 	rejected  atomic.Int64
+	limited   atomic.Int64
 	prompt    atomic.Int64
 	cached    atomic.Int64
 	generated atomic.Int64
@@ -335,6 +360,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, model: m, start: time.Now(), wake: make(chan struct{}, 1)}
+	s.acct = newAccount(cfg.RPM, cfg.TPM, s.start)
 	if !cfg.NoPrefixCache {
 		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
 	}
@@ -349,6 +375,9 @@ type Stats struct {
 	// Rejected counts the requests answered 429 because the queue was
 	// full.
 	Rejected int64
+	// RateLimited counts the requests answered 429 because they were over
+	// Config.RPM or TPM.
+	RateLimited int64
 	// PromptTokens counts the prompt tokens of the requests whose prefill
 	// started.
 	PromptTokens int64
@@ -395,6 +424,7 @@ func (s *Server) Stats() Stats {
 		Evictions:        evictions,
 		Requests:         s.requests.Load(),
 		Rejected:         s.rejected.Load(),
+		RateLimited:      s.limited.Load(),
 		PromptTokens:     s.prompt.Load(),
 		CachedTokens:     s.cached.Load(),
 		GenerationTokens: s.generated.Load(),

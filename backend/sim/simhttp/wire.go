@@ -495,6 +495,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.fault = fault
+	if s.acct != nil {
+		if wait, over := s.acct.take(time.Now(), j.q.prompt+j.q.total, w.Header()); wait > 0 {
+			s.limited.Add(1)
+			writeError(w, &apiError{status: http.StatusTooManyRequests, typ: over, code: "rate_limit_exceeded",
+				message: "Rate limit reached for " + over + " per minute (simulated)", retryAfter: wait})
+			return
+		}
+	}
 	switch err := s.enqueue(j.q); {
 	case errors.Is(err, errQueueFull):
 		writeError(w, errFull)
