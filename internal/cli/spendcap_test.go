@@ -57,7 +57,7 @@ func TestRunStopsAtSpendCap(t *testing.T) {
 		}
 		linesCost += *l.Cost
 	}
-	if linesCost > spent+1e-6 {
+	if linesCost > spent+0.0001 { // spent is printed to four decimals
 		t.Errorf("the written lines cost $%v, more than the $%v spent", linesCost, spent)
 	}
 	for _, l := range readLines(t, readFileString(t, out)) {
