@@ -91,7 +91,7 @@ Details of every flag: docs/cli.md; of --dry-run: 'batchagent help dry-run'.`,
 	fl.BoolVar(&f.Force, "force", false, "resume though the job or inputs changed")
 	fl.BoolVar(&f.RetryFailed, "retry-failed", false, "on resume, run the failed inputs again")
 	fl.BoolVar(&f.Restart, "restart", false, "start afresh, moving OUT and state to OUT.1")
-	fl.BoolVar(&f.NoCache, "no-cache", false, "pay every model call: answer none from the response cache")
+	fl.BoolVar(&f.NoCache, "no-cache", false, "answer no model call from the response cache")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics")
 	fl.StringVar(&f.ui.addr, "ui", "", "serve a live view at http://`ADDR`/ during the run")
 	fl.BoolVar(&f.ui.public, "ui-public", false, "with --ui: allow an address beyond loopback")
