@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +80,12 @@ func FuzzRateLimitHeaders(f *testing.F) {
 		if rl.LimitRequests < 0 || rl.RemainingTokens < 0 || rl.ResetTokens < 0 {
 			t.Errorf("rateLimit(%q, %q, %q) = %+v: negative field", limit, remaining, reset, *rl)
 		}
-		if *rl == (llm.RateLimitInfo{}) && limit != "0" && remaining != "0" && reset == "" {
+		// All zero only when a value was a valid zero ("0", "00", " +0").
+		zero := func(v string) bool {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return err == nil && n == 0
+		}
+		if *rl == (llm.RateLimitInfo{}) && !zero(limit) && !zero(remaining) && reset == "" {
 			t.Errorf("rateLimit(%q, %q, %q) = all zero, want nil", limit, remaining, reset)
 		}
 	})
