@@ -251,11 +251,35 @@ func MediaRefs(parts []llm.Part) []llm.Part {
 	return out
 }
 
-// SavedMessages returns s.Messages as a checkpoint keeps them: each part
-// that s.Media names loses its bytes, which a resumed agent reads again
-// through the job's media loader; other parts (data: URLs, media returned
-// by tools) are kept whole. It returns s.Messages itself when nothing is
-// dropped, and copies only the messages it changes.
+// SavedParts returns parts, those of one of s's messages, as a checkpoint
+// keeps them: each part that s.Media names ([State.MediaRef]: a file or
+// fetched URL the job's media loader reads again on resume) loses its
+// bytes, its path and hash kept in their stead; other parts (data: URLs,
+// media returned by tools) are kept whole. It returns parts itself when
+// none loses its bytes.
+func (s *State) SavedParts(parts []llm.Part) []llm.Part {
+	if len(s.Media) == 0 {
+		return parts
+	}
+	var out []llm.Part
+	for i := range parts {
+		if _, ok := s.MediaRef(&parts[i]); !ok || parts[i].Data == nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(parts)
+		}
+		out[i].Data = nil
+	}
+	if out == nil {
+		return parts
+	}
+	return out
+}
+
+// SavedMessages returns s.Messages with each message's parts as
+// [State.SavedParts] keeps them. It returns s.Messages itself when no part
+// loses its bytes, and copies only the messages it changes.
 func (s *State) SavedMessages() []llm.Message {
 	if len(s.Media) == 0 {
 		return s.Messages
@@ -263,18 +287,14 @@ func (s *State) SavedMessages() []llm.Message {
 	var out []llm.Message
 	for i := range s.Messages {
 		parts := s.Messages[i].Parts
-		for j := range parts {
-			if _, ok := s.MediaRef(&parts[j]); !ok || parts[j].Data == nil {
-				continue
-			}
-			if out == nil {
-				out = slices.Clone(s.Messages)
-			}
-			if &out[i].Parts[0] == &parts[0] {
-				out[i].Parts = slices.Clone(parts)
-			}
-			out[i].Parts[j].Data = nil
+		saved := s.SavedParts(parts)
+		if len(parts) == 0 || &saved[0] == &parts[0] {
+			continue
 		}
+		if out == nil {
+			out = slices.Clone(s.Messages)
+		}
+		out[i].Parts = saved
 	}
 	if out == nil {
 		return s.Messages

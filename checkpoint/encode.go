@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // appendState appends st's JSON and a newline to dst: byte for byte what a
 // json.Encoder with SetEscapeHTML(false) writes, without reflection, but
 // for one rule: the parts of st's messages that st.Media names are
-// written without their bytes (see [savedParts]), so that a state holds
+// written without their bytes (see [agent.State.SavedParts]), so that a state holds
 // the path and hash of a task's image, never the image. Every
 // agent's final state is encoded once, and at 100 000 agents encoding/json's
 // reflection was half of what the store cost the engine. Reading stays with
@@ -257,14 +256,14 @@ func appendOptString(dst []byte, key, s string) []byte {
 }
 
 // appendMessage writes m, a message of st, as encoding/json does, but
-// for the parts st's task media name (see [savedParts]): those lose their
+// for the parts st's task media name (see [agent.State.SavedParts]): those lose their
 // bytes.
 func appendMessage(dst []byte, m *llm.Message, st *agent.State) ([]byte, error) {
 	dst = jsonenc.AppendString(append(dst, `{"role":`...), string(m.Role), false)
 	dst = appendOptString(dst, `,"content":`, m.Content)
 	if len(m.Parts) > 0 {
 		var err error
-		if dst, err = appendParts(append(dst, `,"parts":`...), savedParts(m.Parts, st)); err != nil {
+		if dst, err = appendParts(append(dst, `,"parts":`...), st.SavedParts(m.Parts)); err != nil {
 			return dst, fmt.Errorf("parts: %w", err)
 		}
 	}
@@ -300,31 +299,6 @@ func appendParts(dst []byte, parts []llm.Part) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
-}
-
-// savedParts returns parts as a checkpoint saves them: a part that st's
-// task media name ([agent.State.MediaRef]: a file or fetched URL the job's
-// MediaLoader reads again on resume) without its bytes, the path and hash
-// kept in their stead; every other part as it is. It returns parts itself
-// when no part loses its bytes.
-func savedParts(parts []llm.Part, st *agent.State) []llm.Part {
-	if len(st.Media) == 0 {
-		return parts
-	}
-	var out []llm.Part
-	for i := range parts {
-		if _, ok := st.MediaRef(&parts[i]); !ok || parts[i].Data == nil {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(parts)
-		}
-		out[i].Data = nil
-	}
-	if out == nil {
-		return parts
-	}
-	return out
 }
 
 // appendToolCall writes what [llm.ToolCall.MarshalJSON] does. That method
