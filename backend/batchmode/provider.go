@@ -36,11 +36,12 @@ type Provider interface {
 	// submission that the provider keeps with the batch where it can
 	// (OpenAI's metadata), for Find.
 	Create(ctx context.Context, fileID string, lines [][]byte, tag string) (batchID string, err error)
-	// Find returns the id of the batch created from fileID with tag, by
-	// an earlier process whose Create's answer was lost; "" when there is
-	// none. since is when that process started Create: batches created
-	// before it are not candidates.
-	Find(ctx context.Context, fileID, tag string, since time.Time) (batchID string, err error)
+	// Find returns the id of the batch created from fileID (or from n
+	// lines, for an API without files) with tag, by an earlier process
+	// whose Create's answer was lost; "" when there is none. since is when
+	// that process started Create: batches created before it are not
+	// candidates.
+	Find(ctx context.Context, fileID, tag string, n int, since time.Time) (batchID string, err error)
 	// Poll returns the batch's state.
 	Poll(ctx context.Context, batchID string) (Status, error)
 	// Results calls yield with the result of each line of the ended batch
@@ -97,6 +98,11 @@ type Status struct {
 	OutputFile, ErrorFile string
 	// Reason is why a Failed batch failed, as the provider said.
 	Reason string
+	// Retry: the Failed batch was refused for the moment, not for its
+	// content (OpenAI's token_limit_exceeded: the organization's
+	// enqueued-token limit): its lines are submitted again later, in
+	// smaller submissions.
+	Retry bool
 	// Done and Total count the batch's lines that have ended and all of
 	// them, when the provider reports it.
 	Done, Total int
