@@ -33,17 +33,21 @@ type dryReport struct {
 	CachedTokens     *drySpan `json:"cached_tokens"`
 	MediaTokens      *drySpan `json:"media_tokens"`
 	CompletionTokens drySpan  `json:"completion_tokens"`
-	Price            *struct {
-		Input         float64 `json:"input"`
-		CachedInput   float64 `json:"cached_input"`
-		Output        float64 `json:"output"`
-		BatchDiscount float64 `json:"batch_discount"`
-	} `json:"price"`
-	PriceSource string `json:"price_source"`
-	Cost        *struct {
+	Delivery         string   `json:"delivery"`
+	Price            *dryRate `json:"price"`
+	RealtimePrice    *dryRate `json:"realtime_price"`
+	PriceSource      string   `json:"price_source"`
+	Cost             *struct {
 		Estimate, Low, High float64
 	} `json:"cost"`
 	SampleCost *float64 `json:"sample_cost"`
+}
+
+type dryRate struct {
+	Input         float64 `json:"input"`
+	CachedInput   float64 `json:"cached_input"`
+	Output        float64 `json:"output"`
+	BatchDiscount float64 `json:"batch_discount"`
 }
 
 type drySpan struct {
@@ -383,15 +387,15 @@ output_schema:
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	rep := readDryReport(t, stdout)
-	if rep.Price == nil || rep.Price.BatchDiscount != 0.5 || rep.Cost == nil {
-		t.Fatalf("price %+v, cost %+v: want gpt-4o-mini's table price with batch_discount 0.5", rep.Price, rep.Cost)
+	if rep.Price == nil || rep.Price.BatchDiscount != 0.5 || rep.Cost == nil || rep.Delivery != "realtime" || rep.RealtimePrice != nil {
+		t.Fatalf("delivery %q, price %+v, realtime price %+v, cost %+v: want realtime at gpt-4o-mini's table price with batch_discount 0.5", rep.Delivery, rep.Price, rep.RealtimePrice, rep.Cost)
 	}
 	code, stdout, stderr = run(t, t.Context(), "run", job, "--inputs", in, "--dry-run")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	// The costs are well under a cent: six decimals.
-	want := fmt.Sprintf("through the provider's batch API (50%% off) the same tokens would cost $%.6f ($%.6f to $%.6f)",
+	want := fmt.Sprintf("delivery: realtime; through the provider's batch API (50%% off, delivery: batch) the same tokens would cost $%.6f ($%.6f to $%.6f)",
 		rep.Cost.Estimate/2, rep.Cost.Low/2, rep.Cost.High/2)
 	if !strings.Contains(stdout, want) {
 		t.Errorf("dry run lacks %q:\n%s", want, stdout)

@@ -95,6 +95,10 @@ type Job struct {
 	// calls are reused from, or Off. Nil means the file has none: the
 	// run's default applies (see internal/jobrun).
 	Cache *CacheConfig
+	// Delivery is the file's delivery key: batch sends the model calls
+	// through the provider's batch API. Nil means the file has none: real
+	// time, unless the backend URL says ?mode=batch (see BatchDelivery).
+	Delivery *DeliveryConfig
 
 	// Dir is the absolute directory of the job file; relative paths are
 	// resolved against it.
@@ -158,6 +162,7 @@ func (j *Job) keys() keys {
 		{"reduce", &j.Reduce},
 		{"pricing", pricingField{&j.Pricing}},
 		{"cache", cacheField{&j.Cache}},
+		{"delivery", deliveryField{&j.Delivery}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -324,7 +325,7 @@ func (j *Job) Report(st *Stats) *Report {
 	def := spec.Def()
 	rep := &Report{
 		Job: j.cfg.Name, Inputs: j.cfg.Inputs, InputsOK: st.OK, InputsBad: st.Bad, Method: "schema", Tokenizer: j.counter.name,
-		SharedPrefixTokens: st.Prefix, TaskTokens: st.spread(), Model: def.ModelName,
+		Delivery: deliveryName(price.Batch), SharedPrefixTokens: st.Prefix, TaskTokens: st.spread(), Model: def.ModelName,
 		MaxTurns: def.MaxTurns, Tools: spec.Pool() != nil, Pack: spec.Pack().On(), PackSize: spec.Pack().MaxAgents,
 	}
 	if p := price.Price; price.Known {
@@ -334,6 +335,10 @@ func (j *Job) Report(st *Stats) *Report {
 		}
 		rep.Price = &Rate{Input: p.Input, CachedInput: cached, Output: p.Output, BatchDiscount: p.BatchDiscount}
 		rep.PriceSource = price.Source
+		if price.Batch && price.Realtime != p {
+			rt := price.Realtime
+			rep.RealtimePrice = &Rate{Input: rt.Input, CachedInput: cmp.Or(rt.CachedInput, rt.Input), Output: rt.Output}
+		}
 	} else {
 		rep.UnknownPrice = price.Summary(llm.Usage{})
 	}
@@ -531,4 +536,12 @@ func (st *Stats) spread() Spread {
 		}
 	}
 	return s
+}
+
+// deliveryName names a job's delivery as the report writes it.
+func deliveryName(batch bool) string {
+	if batch {
+		return "batch"
+	}
+	return "realtime"
 }

@@ -17,18 +17,47 @@ type Price struct {
 	Known  bool
 	Source string // where a known price comes from: "file", "table dated D"
 	Model  string // the job's model name, for the unknown case
+	// Batch: the job's calls go through the provider's batch API; Price
+	// is then the batch price (BatchDiscount already taken off, and kept
+	// to say how much), where the provider has one.
+	Batch bool
+	// Realtime is the price of the same tokens in real time, where Batch
+	// changed Price; else Price.
+	Realtime llm.Price
 }
 
-// PriceOf returns the price of cj's model.
-func PriceOf(cj *config.Job) Price {
-	jp := Price{Model: cj.Def.ModelName}
+// PriceOf returns the price of cj's model, as its calls are delivered
+// through the job file's backend (see PriceFor).
+func PriceOf(cj *config.Job) Price { return PriceFor(cj, cj.Backend) }
+
+// PriceFor returns the price of cj's model with its calls sent to the
+// backend URL backend: the batch price when the job's delivery is batch
+// (the delivery key, or the URL's ?mode=batch) and the price has a batch
+// discount (the built-in table's; a file's pricing is taken as it is).
+func PriceFor(cj *config.Job, backend string) Price {
+	jp := Price{Model: cj.Def.ModelName, Batch: cj.BatchDelivery(backend)}
 	switch p, ok := prices.Lookup(cj.Def.ModelName); {
 	case cj.Pricing != nil:
 		jp.Price, jp.Known, jp.Source = *cj.Pricing, true, "file"
 	case ok:
 		jp.Price, jp.Known, jp.Source = p, true, "table dated "+prices.Dated
 	}
+	jp.Realtime = jp.Price
+	if d := jp.Price.BatchDiscount; jp.Batch && jp.Known && d > 0 {
+		jp.Price = Discounted(jp.Price)
+		jp.Source += fmt.Sprintf(", batch API: %g%% off", d*100)
+	}
 	return jp
+}
+
+// Discounted returns p at its batch price: every price with
+// BatchDiscount taken off (BatchDiscount kept, to say how much).
+func Discounted(p llm.Price) llm.Price {
+	f := 1 - p.BatchDiscount
+	p.Input *= f
+	p.CachedInput *= f
+	p.Output *= f
+	return p
 }
 
 // ResultCost is the cost of a result's usage, for its output line; false

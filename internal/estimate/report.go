@@ -72,7 +72,11 @@ type Report struct {
 	// Model is the job's model; Price its price per million tokens and
 	// PriceSource where that comes from ("file", "table dated D"); both
 	// absent when no price is known, and Cost then too.
-	Model       string    `json:"model"`
+	Model string `json:"model"`
+	// Delivery is how the job's calls reach the backend: "realtime", or
+	// "batch" through the provider's batch API (Price and Cost are then
+	// at the batch price).
+	Delivery    string    `json:"delivery"`
 	Price       *Rate     `json:"price,omitempty"`
 	PriceSource string    `json:"price_source,omitempty"`
 	Cost        *CostSpan `json:"cost,omitempty"`
@@ -84,9 +88,13 @@ type Report struct {
 	// when no price is known, the job's max_turns, whether it has tools
 	// and packs, and pack.max_agents.
 	UnknownPrice string `json:"-"`
-	MaxTurns     int    `json:"-"`
-	Tools, Pack  bool   `json:"-"`
-	PackSize     int    `json:"-"`
+	// RealtimePrice is the price of the same tokens in real time, for a
+	// job delivered through the provider's batch API at a batch price
+	// (Price is then the batch price); nil otherwise.
+	RealtimePrice *Rate `json:"realtime_price,omitempty"`
+	MaxTurns      int   `json:"-"`
+	Tools, Pack   bool  `json:"-"`
+	PackSize      int   `json:"-"`
 }
 
 // Rate is a price per million tokens, as a [Report] holds it.

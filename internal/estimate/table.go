@@ -66,11 +66,20 @@ func (rep *Report) WriteTable(w io.Writer) {
 		of = " of " + rep.Model
 	}
 	fmt.Fprintf(w, "price%s: $%g input, $%g cached input, $%g output per million tokens (prices: %s)\n", of, p.Input, p.CachedInput, p.Output, rep.PriceSource)
-	if d := p.BatchDiscount; d > 0 && rep.Cost != nil {
-		// batchagent calls the model in real time: the provider's batch
-		// price is what the same tokens would cost through its batch API.
+	switch d := p.BatchDiscount; {
+	case rep.Delivery == "batch" && rep.RealtimePrice != nil && rep.Cost != nil:
+		// The cost above is at the batch price: what the same tokens would
+		// cost in real time.
+		f := 1 / (1 - d)
+		fmt.Fprintf(w, "delivery: batch, through the provider's batch API (%g%% off); in real time the same tokens would cost %s (%s to %s)\n",
+			d*100, dollars(rep.Cost.Estimate*f), dollars(rep.Cost.Low*f), dollars(rep.Cost.High*f))
+	case rep.Delivery == "batch":
+		fmt.Fprintln(w, "delivery: batch, through the provider's batch API (no batch price known: the cost above is at the prices shown)")
+	case d > 0 && rep.Cost != nil:
+		// The calls go in real time: the provider's batch price is what
+		// the same tokens would cost through its batch API.
 		f := 1 - d
-		fmt.Fprintf(w, "through the provider's batch API (%g%% off) the same tokens would cost %s (%s to %s)\n",
+		fmt.Fprintf(w, "delivery: realtime; through the provider's batch API (%g%% off, delivery: batch) the same tokens would cost %s (%s to %s)\n",
 			d*100, dollars(rep.Cost.Estimate*f), dollars(rep.Cost.Low*f), dollars(rep.Cost.High*f))
 	}
 	if rep.SampleCost != nil {

@@ -80,13 +80,14 @@ func Name(path string, cj *config.Job) string {
 // either). Errors name the job file at path. On error, what was opened is
 // closed.
 func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ *Job, err error) {
-	j := &Job{Name: o.Name, File: cj, Backend: cj.Backend, Price: estimate.PriceOf(cj)}
+	j := &Job{Name: o.Name, File: cj, Backend: cj.Backend}
 	if j.Name == "" {
 		j.Name = Name(path, cj)
 	}
 	if o.Backend != "" {
 		j.Backend = o.Backend
 	}
+	j.Price = estimate.PriceFor(cj, j.Backend)
 	j.Addr = config.BackendAddr(j.Backend)
 	if cj.MaxCost > 0 {
 		if err := checkCapPrices(path, cj, j.Price); err != nil {

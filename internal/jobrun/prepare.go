@@ -71,7 +71,7 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 	if err != nil {
 		return nil, err
 	}
-	r.tools, r.spec, r.backendAddr, r.cap = j.Tools, j.Spec, j.Addr, j.Cap
+	r.tools, r.spec, r.backendAddr, r.cap, r.price = j.Tools, j.Spec, j.Addr, j.Cap, j.Price
 	if j.Media != nil {
 		r.closers = append(r.closers, namedCloser{"media", j.Media})
 	}
