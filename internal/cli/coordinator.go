@@ -102,6 +102,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("%s: a job with a reduce step does not run with --redis (the workers run the inputs only): run it without --redis", path))
 	case cj.Def.Pack.MaxAgents > 0:
 		return fail(exitUsage, fmt.Errorf("%s: a job with pack: does not run with --redis (workers run each input on its own): drop pack: or --redis", path))
+	case cj.BatchDelivery(cj.Backend):
+		return fail(exitUsage, fmt.Errorf("%s: a job delivered through the provider's batch API (delivery: batch, or mode=batch) does not run with --redis: one process submits every call, and workers would each keep their own batches; run it without --redis", path))
 	case cj.MaxCost > 0:
 		return fail(exitUsage, fmt.Errorf("%s: a job with limits.max_cost does not run with --redis yet (the cap is kept in one process, and the workers' spend is not shared): run it without --redis, or drop limits.max_cost", path))
 	}

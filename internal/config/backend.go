@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/anthropic"
+	"github.com/batchagent/batchagent/backend/batchmode"
 	"github.com/batchagent/batchagent/backend/bedrock"
 	"github.com/batchagent/batchagent/backend/openai"
 	"github.com/batchagent/batchagent/backend/sim"
@@ -29,6 +32,28 @@ import (
 // nearest one ("opneai://": did you mean "openai"?), or a scheme for a URL
 // that has none ("localhost:8000/v1").
 func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(string) string) (llm.Model, error) {
+	return OpenBackendWith(ctx, raw, model, keyEnv, getenv, BackendOptions{})
+}
+
+// BackendOptions are what OpenBackendWith takes beyond OpenBackend's
+// arguments: how the calls are delivered.
+type BackendOptions struct {
+	// Delivery is the job file's delivery key; nil: the URL's mode alone
+	// (?mode=batch) says.
+	Delivery *DeliveryConfig
+	// Journal is the file of a batch-delivered backend's journal (see
+	// batchmode.Config.Journal); "": in memory.
+	Journal string
+	// Logger receives a batch-delivered backend's log; nil: none.
+	Logger *slog.Logger
+}
+
+// OpenBackendWith is OpenBackend with the job's delivery: with batch
+// delivery (o.Delivery, or the URL's ?mode=batch), an OpenAI (openai://,
+// openai+http(s)://, sim+http://) or Anthropic backend's Model is a
+// *batchmode.Model over the provider's batch API, which the caller
+// closes; any other backend is an error.
+func OpenBackendWith(ctx context.Context, raw, model, keyEnv string, getenv func(string) string, o BackendOptions) (llm.Model, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, fmt.Errorf("backend: empty URL (supported schemes: %s)", strings.Join(schemes, ", "))
@@ -54,6 +79,16 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 	// URL's path, query or user info may hold a key.
 	shown := u.Scheme + "://" + u.Host
 	scheme := u.Scheme
+	batch := u.Query().Get("mode") == deliveryBatch
+	if o.Delivery != nil {
+		if batch && !o.Delivery.Batch {
+			return nil, fmt.Errorf("backend %s: the URL says mode=batch, the job's delivery says %s: remove one", shown, deliveryRealtime)
+		}
+		batch = o.Delivery.Batch
+	}
+	if batch && !slices.Contains(batchSchemes, scheme) {
+		return nil, fmt.Errorf("backend %s: %s has no batch API (delivery: batch takes %s)", shown, u.Scheme+"://", strings.Join(batchSchemes, ", "))
+	}
 	if scheme == "http" || scheme == "https" {
 		// An OpenAI-compatible server, named as people write its address.
 		if u.Host == "" || u.Opaque != "" {
@@ -86,7 +121,20 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 		// A call made under a span (OTEL_* set) carries its traceparent;
 		// otherwise the wrapper adds nothing.
 		cfg.WrapTransport = telemetry.Transport
-		return openai.New(cfg)
+		if !batch {
+			return openai.New(cfg)
+		}
+		cfg.Mode = ""
+		rt, err := openai.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mode = openai.ModeBatch
+		p, err := openai.NewBatch(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return openBatch(p, rt, o)
 	case "anthropic", "anthropic+http", "anthropic+https":
 		cfg, err := anthropic.ParseURL(raw)
 		if err != nil {
@@ -100,7 +148,20 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 			cfg.Model = model
 		}
 		cfg.WrapTransport = telemetry.Transport
-		return anthropic.New(cfg)
+		if !batch {
+			return anthropic.New(cfg)
+		}
+		cfg.Mode = ""
+		rt, err := anthropic.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mode = anthropic.ModeBatch
+		p, err := anthropic.NewBatch(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return openBatch(p, rt, o)
 	case "bedrock":
 		cfg, err := bedrock.ParseURL(raw)
 		if err != nil {
@@ -113,6 +174,23 @@ func OpenBackend(ctx context.Context, raw, model, keyEnv string, getenv func(str
 	default:
 		return nil, unsupported(u)
 	}
+}
+
+// batchSchemes are the backends with a batch API, for delivery: batch.
+var batchSchemes = []string{"openai", "openai+http", "openai+https", "sim+http", "anthropic", "anthropic+http", "anthropic+https"}
+
+// openBatch returns the batch-delivered Model over p, declaring the
+// capabilities of rt, the provider's real-time client, with o's journal
+// and the job's delivery settings.
+func openBatch(p batchmode.Provider, rt llm.Model, o BackendOptions) (llm.Model, error) {
+	cfg := batchmode.Config{Journal: o.Journal, Logger: o.Logger}
+	if c, ok := rt.(llm.Capable); ok {
+		cfg.Capabilities = c.Capabilities()
+	}
+	if d := o.Delivery; d != nil {
+		cfg.Linger, cfg.PollEvery, cfg.MinLines, cfg.MaxEnqueuedTokens = d.Linger, d.PollEvery, d.MinLines, d.MaxEnqueuedTokens
+	}
+	return batchmode.New(p, cfg)
 }
 
 // unsupported returns the error for the URL u, whose scheme is none of
@@ -150,6 +228,11 @@ func unsupported(u *url.URL) error {
 func OpenFallbacks(ctx context.Context, fbs []FallbackBackend, getenv func(string) string) ([]batchagent.Fallback, error) {
 	var out []batchagent.Fallback
 	for i, f := range fbs {
+		if BatchURL(f.Backend) {
+			// A tier takes over when the tier before fails now: a batch
+			// answers in hours.
+			return nil, fmt.Errorf("fallbacks[%d]: backend %s: mode=batch is for the job's own backend, not a fallback tier", i, BackendAddr(f.Backend))
+		}
 		m, err := OpenBackend(ctx, f.Backend, f.Model, f.APIKeyEnv, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("fallbacks[%d]: %w", i, err)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/batchagent/batchagent"
+	"github.com/batchagent/batchagent/backend/batchmode"
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/media"
@@ -45,6 +47,8 @@ type Job struct {
 	// earlier one; Model is wrapped by it. Nil when the cache is off. It
 	// closes with the job.
 	Cache *respcache.Cache
+
+	closeModel io.Closer // the backend's Model, when it must be closed
 }
 
 // JobOptions are what OpenJob takes beyond the job file.
@@ -59,6 +63,11 @@ type JobOptions struct {
 	SharedTools tool.Cache
 	// NoCache turns the response cache off (--no-cache, a dry run).
 	NoCache bool
+	// Journal is the file where a batch-delivered job's backend records
+	// its submissions (see batchmode.Config.Journal); "": in memory.
+	Journal string
+	// Logger receives a batch-delivered backend's log; nil: none.
+	Logger *slog.Logger
 }
 
 // Name names the job of the file at path: the file's id, else the file's
@@ -97,8 +106,17 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 			return nil, fmt.Errorf("%s: limits.max_cost: %w", path, err)
 		}
 	}
-	if j.Model, err = config.OpenBackend(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv); err != nil {
+	if j.Model, err = config.OpenBackendWith(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv,
+		config.BackendOptions{Delivery: cj.Delivery, Journal: o.Journal, Logger: o.Logger}); err != nil {
 		return nil, err
+	}
+	if c, ok := j.Model.(io.Closer); ok { // a batch-delivered backend: it stops its pollers
+		j.closeModel = c
+		defer func() {
+			if err != nil {
+				_ = c.Close() // the setup error is the one to report
+			}
+		}()
 	}
 	if j.Cache, err = openCache(cj, j.Model, o.NoCache, os.Getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -172,6 +190,11 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 	cfg := j.File.Engine
 	cfg.Logger = logger
+	if _, batch := j.closeModel.(*batchmode.Model); batch && cfg.MaxActive == 0 {
+		// Each agent waits in a batch for hours: as many as a batch holds
+		// wait at once, not the engine's default.
+		cfg.MaxActive = batchmode.DefaultConcurrency
+	}
 	c, hosted := j.Model.(llm.Capable)
 	hosted = hosted && !c.Capabilities().InProcess
 	if hosted || cfg.Admission.RateLimit.TPM > 0 {
@@ -193,6 +216,9 @@ func (j *Job) Close() error {
 	}
 	if j.Cache != nil {
 		err = errors.Join(err, j.Cache.Close())
+	}
+	if j.closeModel != nil {
+		err = errors.Join(err, j.closeModel.Close())
 	}
 	return err
 }

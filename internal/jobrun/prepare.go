@@ -67,9 +67,18 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 			}
 		}
 	}()
-	j, err := OpenJob(ctx, path, cj, JobOptions{Name: r.name, Backend: o.Backend, NoCache: o.NoCache})
+	jo := JobOptions{Name: r.name, Backend: o.Backend, NoCache: o.NoCache, Logger: o.Logger}
+	if statePath != "" {
+		// Beside the state file, and not moved aside with it by
+		// --restart: its answers and running batches stay valid.
+		jo.Journal = statePath + ".batches"
+	}
+	j, err := OpenJob(ctx, path, cj, jo)
 	if err != nil {
 		return nil, err
+	}
+	if j.closeModel != nil {
+		r.closers = append(r.closers, namedCloser{"backend", j.closeModel})
 	}
 	r.tools, r.spec, r.backendAddr, r.cap, r.price = j.Tools, j.Spec, j.Addr, j.Cap, j.Price
 	if j.Media != nil {
