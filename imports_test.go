@@ -53,7 +53,7 @@ func TestImportRules(t *testing.T) {
 		"internal/media":      {"llm", "internal/netguard"}, // the loader fetches URLs through http_get's guard
 		"internal/netguard":   {},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
-		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media"},
+		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media", "backend/batchmode"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
