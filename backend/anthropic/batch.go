@@ -456,10 +456,12 @@ func (b *Batch) result(n int, line []byte, tooLong bool) batchmode.Result {
 	}
 	switch rl.Result.Type {
 	case "succeeded":
-		var msg sdk.Message
-		if len(rl.Result.Message) == 0 {
-			return malformed(id, "succeeded without a message")
+		// The SDK's decoding takes anything; a message is an object.
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(rl.Result.Message, &probe); err != nil || probe == nil {
+			return malformed(id, "succeeded without a message object")
 		}
+		var msg sdk.Message
 		if err := json.Unmarshal(rl.Result.Message, &msg); err != nil {
 			return malformed(id, "message: "+err.Error())
 		}
@@ -516,7 +518,7 @@ func (b *Batch) call(ctx context.Context, method, u string, body []byte, h http.
 // ctx's own once ctx is done, else an *llm.APIError wrapping
 // llm.ErrConnection or llm.ErrTimeout.
 func (b *Batch) send(ctx context.Context, method, u string, body []byte, h http.Header, key bool) (*http.Response, error) {
-	var rd io.Reader
+	var rd io.Reader = http.NoBody
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
