@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -522,4 +523,27 @@ func FuzzBatchResults(f *testing.F) {
 			t.Errorf("Results = %v", err)
 		}
 	})
+}
+
+func TestBatchResultsNotReady(t *testing.T) {
+	t.Parallel()
+	s := newBatchServer(t)
+	s.endAfter = 100
+	b := newBatch(t, s)
+	id, err := b.Create(t.Context(), "", encode(t, b, "ok-1"), "tag")
+	if err != nil {
+		t.Fatalf("Create = %v", err)
+	}
+	err = b.Results(t.Context(), id, batchmode.Status{State: batchmode.Running}, func(batchmode.Result) error { return nil })
+	if !errors.Is(err, llm.ErrServer) || !strings.Contains(err.Error(), "no results_url") {
+		t.Errorf("Results(running batch) = %v, want an ErrServer saying it has no results_url", err)
+	}
+	if _, err := b.Poll(t.Context(), "msgbatch_404"); !errors.Is(err, llm.ErrBadRequest) {
+		t.Errorf("Poll(unknown) = %v, want ErrBadRequest (404)", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := b.Poll(ctx, id); !errors.Is(err, context.Canceled) {
+		t.Errorf("Poll(cancelled ctx) = %v, want context.Canceled", err)
+	}
 }
