@@ -63,10 +63,12 @@ var customID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // (its name, and whether the schema was wrapped), which the results do not
 // repeat: Encode remembers it by custom_id until Results yields that
 // line's answer. A process that reads the results of a batch another
-// process submitted must therefore Encode those lines again first (Encode
-// is deterministic); a line of a request with structured output that was
-// not encoded in this process is read as a plain answer, its output tool's
-// call becoming a tool call.
+// process submitted should therefore Encode those lines again first
+// (Encode is deterministic). For a line it did not encode, Results takes a
+// call of a tool named as batchagent names its output tool ("output",
+// "batchagent_pack", with ToolName's _N suffix) for the structured answer,
+// unwrapped from {"value": V} when V is not an object; any other call is
+// a tool call.
 //
 // A Batch is safe for concurrent use.
 type Batch struct {
@@ -466,8 +468,11 @@ func (b *Batch) result(n int, line []byte, tooLong bool) batchmode.Result {
 			return malformed(id, "message: "+err.Error())
 		}
 		b.mu.Lock()
-		out := b.outputs[id]
+		out, known := b.outputs[id]
 		b.mu.Unlock()
+		if !known {
+			out = guessOutput(&msg)
+		}
 		c := &call{output: out.name, wrapped: out.wrapped}
 		return batchmode.Result{ID: id, Resp: c.response(&msg)}
 	case "errored":
@@ -484,6 +489,33 @@ func (b *Batch) result(n int, line []byte, tooLong bool) batchmode.Result {
 	default:
 		return malformed(id, fmt.Sprintf("result type %q", rl.Result.Type))
 	}
+}
+
+// batchagentOutput matches the names batchagent gives its output tool:
+// the agent's "output" and the packer's "batchagent_pack" (internal/pack),
+// with the suffix llm.OutputSpec.ToolName adds when a tool has the name.
+var batchagentOutput = regexp.MustCompile(`^(output|batchagent_pack)(_[0-9]+)?$`)
+
+// guessOutput returns the output tool of an answer whose request this
+// process did not encode (the results of a batch an earlier process
+// submitted): a call of a tool named as batchagent names its output tool,
+// wrapped when its input is {"value": V} with V not an object, as
+// outputSchema wraps a schema that is not an object. The agent validates
+// the answer either way, and asks again on a wrong guess.
+func guessOutput(msg *sdk.Message) outputTool {
+	for _, blk := range msg.Content {
+		if blk.Type != "tool_use" || !batchagentOutput.MatchString(blk.Name) {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		wrapped := false
+		if json.Unmarshal(blk.Input, &obj) == nil && len(obj) == 1 {
+			v := bytes.TrimSpace(obj[wrapKey])
+			wrapped = len(v) > 0 && v[0] != '{'
+		}
+		return outputTool{name: blk.Name, wrapped: wrapped}
+	}
+	return outputTool{}
 }
 
 // call sends a request to a batch endpoint on the base URL and decodes its

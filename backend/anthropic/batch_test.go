@@ -547,3 +547,53 @@ func TestBatchResultsNotReady(t *testing.T) {
 		t.Errorf("Poll(cancelled ctx) = %v, want context.Canceled", err)
 	}
 }
+
+// TestBatchResultsOfAnotherProcess reads, with a Batch that encoded
+// nothing, the structured answers of a batch another Batch submitted.
+func TestBatchResultsOfAnotherProcess(t *testing.T) {
+	t.Parallel()
+	s := newBatchServer(t)
+	first := newBatch(t, s)
+	wrapped := &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+		Output: &llm.OutputSpec{Name: "output", Schema: json.RawMessage(`{"type":"array"}`)}}
+	object := &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+		Tools:  []llm.ToolDef{{Name: "output"}},
+		Output: &llm.OutputSpec{Name: "output", Schema: json.RawMessage(`{"type":"object"}`)}}
+	var lines [][]byte
+	for id, req := range map[string]*llm.Request{"ok-wrapped": wrapped, "ok-object": object, "ok-call": object} {
+		line, err := first.Encode(id, req)
+		if err != nil {
+			t.Fatalf("Encode(%s) = %v", id, err)
+		}
+		lines = append(lines, line)
+	}
+	msg := func(name, input string) string {
+		return `{"type":"message","role":"assistant","content":[{"type":"tool_use","id":"t","name":"` + name + `","input":` + input + `}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
+	}
+	s.answer["ok-wrapped"] = msg("output", `{"value":[1]}`)
+	s.answer["ok-object"] = msg("output_2", `{"value":{"a":1}}`)
+	s.answer["ok-call"] = msg("output", `{"q":1}`) // the request's own tool named output
+	id, err := first.Create(t.Context(), "", lines, "tag")
+	if err != nil {
+		t.Fatalf("Create = %v", err)
+	}
+	seen := pollUntilEnded(t, first, id)
+
+	second := newBatch(t, s)
+	got := results(t, second, id, seen[len(seen)-1])
+	if r := got["ok-wrapped"]; r.Err != nil || r.Resp.Message.Content != "[1]" || len(r.Resp.Message.ToolCalls) != 0 {
+		t.Errorf("wrapped answer = %+v, %v; want content [1]", r.Resp, r.Err)
+	}
+	if r := got["ok-object"]; r.Err != nil || r.Resp.Message.Content != `{"value":{"a":1}}` || len(r.Resp.Message.ToolCalls) != 0 {
+		t.Errorf("object answer = %+v, %v; want content {\"value\":{\"a\":1}}", r.Resp, r.Err)
+	}
+	// Without the request, a call of the request's own tool named
+	// "output" reads as the answer: the agent's validation catches it.
+	if r := got["ok-call"]; r.Err != nil || r.Resp == nil {
+		t.Errorf("call = %+v, %v; want an answer", r.Resp, r.Err)
+	}
+	// The process that encoded the lines reads the call as a call.
+	if r := results(t, first, id, seen[len(seen)-1])["ok-call"]; r.Err != nil || len(r.Resp.Message.ToolCalls) != 1 {
+		t.Errorf("call read by the encoding process = %+v, %v; want one tool call", r.Resp, r.Err)
+	}
+}
