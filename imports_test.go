@@ -53,8 +53,9 @@ func TestImportRules(t *testing.T) {
 		"internal/media":      {"llm", "internal/netguard"}, // the loader fetches URLs through http_get's guard
 		"internal/netguard":   {},
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
-		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media"},
+		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media", "backend/batchmode"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
+		"backend/batchmode":   {"llm"}, // the batch-round Model and the Provider a backend's batch API implements
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},

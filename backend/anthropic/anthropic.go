@@ -66,7 +66,15 @@ type Config struct {
 	// Concurrency overrides the DefaultConcurrency that Capabilities
 	// reports. Zero means DefaultConcurrency.
 	Concurrency int
+	// Mode is how calls reach the API: "" for real-time Messages calls
+	// ([New]), "batch" for Message Batches ([NewBatch]). It tells the
+	// caller which constructor to use; neither constructor reads it
+	// beyond refusing another value. Zero means real time.
+	Mode string
 }
+
+// ModeBatch is the [Config.Mode] of Message Batches.
+const ModeBatch = "batch"
 
 func (c Config) withDefaults() Config {
 	if c.BaseURL == "" {
@@ -96,6 +104,9 @@ func (c Config) validate() error {
 	}
 	if c.Concurrency < 0 {
 		return fmt.Errorf("anthropic: concurrency = %d, want >= 0", c.Concurrency)
+	}
+	if c.Mode != "" && c.Mode != ModeBatch {
+		return fmt.Errorf("anthropic: mode %q, want \"\" or %q", c.Mode, ModeBatch)
 	}
 	return nil
 }
@@ -216,7 +227,7 @@ func (m *Model) GoString() string { return m.String() }
 func (m *Model) Capabilities() llm.Capabilities { return m.caps }
 
 // URL parameters of [ParseURL].
-var urlParams = []string{"concurrency", "max_tokens", "model"}
+var urlParams = []string{"concurrency", "max_tokens", "mode", "model"}
 
 // ParseURL parses a backend URL into a Config:
 //
@@ -225,7 +236,8 @@ var urlParams = []string{"concurrency", "max_tokens", "model"}
 //	anthropic+https://host:port/path          a compatible server under a path
 //
 // Query parameters: model (the default model), max_tokens and concurrency
-// (positive integers). Unknown parameters, credentials in the URL, a
+// (positive integers), and mode ("batch" for Message Batches, through
+// [NewBatch]; another mode is an error). Unknown parameters, credentials in the URL, a
 // fragment and a host in anthropic:// are errors, none of which repeats the
 // URL. The API key is never read from the URL: the caller sets
 // Config.APIKey (the CLI reads ANTHROPIC_API_KEY).
@@ -267,6 +279,11 @@ func ParseURL(raw string) (Config, error) {
 		switch key {
 		case "model":
 			cfg.Model = v
+		case "mode":
+			if v != ModeBatch {
+				return Config{}, fmt.Errorf("anthropic: parameter mode = %q, want %q", v, ModeBatch)
+			}
+			cfg.Mode = v
 		case "max_tokens", "concurrency":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {

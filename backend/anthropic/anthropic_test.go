@@ -31,6 +31,11 @@ func TestParseURL(t *testing.T) {
 			name: "every parameter", url: "anthropic+http://h:1?model=m&max_tokens=512&concurrency=16",
 			want: anthropic.Config{BaseURL: "http://h:1", Model: "m", MaxTokens: 512, Concurrency: 16},
 		},
+		{name: "batch mode", url: "anthropic://?mode=batch&model=m", want: anthropic.Config{BaseURL: anthropic.DefaultBaseURL, Model: "m", Mode: "batch"}},
+		{name: "batch mode on a server", url: "anthropic+https://h/p?mode=batch", want: anthropic.Config{BaseURL: "https://h/p", Mode: "batch"}},
+		{name: "batch mode over http", url: "anthropic+http://h:1?mode=batch", want: anthropic.Config{BaseURL: "http://h:1", Mode: "batch"}},
+		{name: "unknown mode", url: "anthropic://?mode=bulk", wantErr: `mode = "bulk", want "batch"`},
+		{name: "empty mode", url: "anthropic://?mode=", wantErr: `mode = "", want "batch"`},
 		{name: "last value wins", url: "anthropic://?model=a&model=b", want: anthropic.Config{BaseURL: anthropic.DefaultBaseURL, Model: "b"}},
 
 		{name: "unknown parameter", url: "anthropic://?modle=x", wantErr: `unknown parameter "modle"`},
@@ -69,6 +74,9 @@ func TestParseURL(t *testing.T) {
 			}
 			if _, err := anthropic.New(got); err != nil {
 				t.Errorf("New(ParseURL(%q)) = %v", tt.url, err)
+			}
+			if _, err := anthropic.NewBatch(got); err != nil {
+				t.Errorf("NewBatch(ParseURL(%q)) = %v", tt.url, err)
 			}
 		})
 	}

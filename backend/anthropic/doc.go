@@ -82,9 +82,28 @@
 // max_tokens is [llm.FinishLength]. A cancelled context yields the
 // context's error. The SDK's own retries are off: the caller retries.
 //
+// # Message Batches
+//
+// [Batch] drives Anthropic's Message Batches API (POST /v1/messages/batches)
+// as a batchmode.Provider, at half the real-time price. Each request of a
+// batch is {"custom_id", "params"}, params being exactly the Messages body
+// [Model.Generate] sends; each succeeded result is read as Generate reads an
+// answer (usage with cache reads and writes, tool calls, structured output,
+// stop reason), an errored one becomes the [*llm.APIError] of the same
+// class, and a canceled or expired one wraps batchmode.ErrUnanswered, to be
+// asked again. The API takes no files (Upload returns "", Delete does
+// nothing) and keeps no metadata, so Find recognises a batch an earlier
+// process created only by its request count and creation time, and only
+// when exactly one batch matches. The API key goes to a results_url only
+// on the base URL's host, and never across a redirect to another host.
+// Reading a structured answer needs the request's output tool, which Encode
+// remembers by custom_id: a process reading another's batch encodes its
+// lines again first.
+//
 // # Addressing
 //
 // [ParseURL] reads backend URLs: anthropic:// for the hosted API,
 // anthropic+http://host:port and anthropic+https://host:port/path for
-// compatible servers. The API key never travels in the URL.
+// compatible servers; ?mode=batch sets [Config.Mode] to "batch", for
+// [NewBatch]. The API key never travels in the URL.
 package anthropic
