@@ -55,7 +55,7 @@ func TestImportRules(t *testing.T) {
 		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media", "backend/batchmode"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
-		"backend/batchmode":   {"llm"}, // the batch-round Model and the Provider a backend's batch API implements
+		"backend/batchmode":   {"llm", "respcache"}, // the batch-round Model and the Provider a backend's batch API implements
 		"backend/backendtest": {"llm"},
 		"internal/tokens":     {"llm"},
 		"internal/prices":     {"llm"},
@@ -81,10 +81,10 @@ func TestImportRules(t *testing.T) {
 		// The simulators: a dry run on sim:// or sim+http:// counts tokens
 		// as the simulator it will run on does.
 		"internal/estimate": {"", "agent", "backend/sim", "backend/sim/simhttp", "input", "internal/config", "internal/media", "internal/prices", "internal/tokens", "llm"}, // media: the inputs' media tokens as the backend bills them
-		"internal/config":   {"", "backend/anthropic", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
+		"internal/config":   {"", "backend/anthropic", "backend/batchmode", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
-		"internal/jobrun": {"", "agent", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
+		"internal/jobrun": {"", "agent", "backend/batchmode", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
 			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "respcache", "tool",
 			"internal/prices", "internal/spend"},
 		// The spend cap (limits.max_cost): a wrapper of llm.Model.

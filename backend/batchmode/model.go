@@ -410,6 +410,7 @@ type sub struct {
 	calls   map[string]*call // by custom_id
 	lines   [][]byte
 	tokens  int64
+	resumed bool // taken over from the journal
 }
 
 // submit makes a submission of batch and polls it to its end.
@@ -565,6 +566,12 @@ func (m *Model) poll(s *sub) {
 			m.failed(s, st)
 			return
 		case Ended:
+			if s.resumed {
+				if !m.rejoined(s) && time.Since(s.started) < ResumeGrace {
+					continue // let the resumed agents ask their calls again first
+				}
+				m.reencode(s)
+			}
 			if err := m.collect(s, st); err != nil {
 				if m.ctx.Err() != nil {
 					m.release(s)
@@ -574,6 +581,40 @@ func (m *Model) poll(s *sub) {
 				continue
 			}
 			return
+		}
+	}
+}
+
+// ResumeGrace is how long the Model waits, once a batch taken over from
+// the journal has ended, for the calls of its lines to be asked again
+// (the resumed agents ask them as they start) before it reads its
+// results: a provider decodes an answer best knowing its request (the
+// name of a structured-output tool, say), which a line's result does not
+// repeat.
+const ResumeGrace = 30 * time.Second
+
+// rejoined reports whether every call of the resumed s has been asked
+// again.
+func (m *Model) rejoined(s *sub) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range s.calls {
+		if c.req == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// reencode gives the provider the request of each call of the resumed s
+// that has been asked again: the same id and request make the same line,
+// so nothing is sent; the provider learns again how to read its answer.
+func (m *Model) reencode(s *sub) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range s.calls {
+		if c.req != nil {
+			_, _ = m.p.Encode(c.id, c.req)
 		}
 	}
 }
@@ -698,7 +739,7 @@ func (m *Model) resume(p *pending) {
 		}
 		p.batchID = id
 	}
-	s := &sub{tag: p.tag, fileID: p.fileID, batchID: p.batchID, started: p.started, calls: make(map[string]*call, len(p.recs))}
+	s := &sub{tag: p.tag, fileID: p.fileID, batchID: p.batchID, started: time.Now(), resumed: true, calls: make(map[string]*call, len(p.recs))}
 	m.mu.Lock()
 	for _, r := range p.recs {
 		c := &call{key: r.key, id: r.id, tokens: r.tokens, done: make(chan struct{})}
