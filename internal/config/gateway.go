@@ -143,11 +143,11 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 			}
 			sum = server.HashKey(v)
 		}
-		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM})
+		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM, MaxCost: k.MaxCost})
 	}
 	prices := map[string]server.Price{}
 	for _, p := range sc.Prices {
-		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
+		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output, CacheWrite: p.CacheWrite}
 	}
 	engine, err := batchagent.New(batchagent.Config{Backends: admission, Logger: logger})
 	if err != nil {
