@@ -184,3 +184,95 @@ func TestKeyMaxCostInvalid(t *testing.T) {
 		t.Errorf("New = %v, want an error naming key bad's max_cost", err)
 	}
 }
+
+// TestKeySpendCapBatch: a capped key's batch lines past its cap are
+// answered 429 budget_exceeded at once (not asked again until the window
+// ends), the batch completes, and the key's next batch is refused; the
+// spend stays within the cap.
+func TestKeySpendCapBatch(t *testing.T) {
+	// A line sets no max_tokens: its worst case is 4096 completion tokens,
+	// $0.004096 at a dollar per million; it really costs a few hundred
+	// thousandths of a cent, so about a dozen lines fit.
+	const maxCost = 0.0045
+	g := batchGateway(t, t.TempDir(), server.Config{
+		Keys:   []server.Key{{Name: "capped", SHA256: server.HashKey(testKey), MaxCost: maxCost}},
+		Prices: map[string]server.Price{"sim": {Input: 1, Output: 1}},
+	}, sim.Config{Seed: 1, ToolTurns: -1})
+	c := g.client(testKey)
+	const n = 40
+	done := waitBatch(t, c, submitBatch(t, c, batchInput(n, nil)).ID)
+	if done.Status != openai.BatchStatusCompleted {
+		t.Fatalf("batch = %s, want completed", done.Status)
+	}
+	out, errs := results(t, c, done, n)
+	var ok, over int
+	for _, m := range []map[string]resultLine{out, errs} {
+		for id, r := range m {
+			switch {
+			case r.Response != nil && r.Response.StatusCode == http.StatusOK:
+				ok++
+			case r.Response != nil && r.Response.StatusCode == http.StatusTooManyRequests && strings.Contains(string(r.Response.Body), `"budget_exceeded"`):
+				over++
+			default:
+				t.Errorf("line %s: %+v, want 200 or 429 budget_exceeded", id, r)
+			}
+		}
+	}
+	sp := g.srv.Spend()[0]
+	t.Logf("%d lines answered, %d refused for the cap; spend %+v", ok, over, sp)
+	if ok == 0 || over == 0 {
+		t.Errorf("%d answered, %d refused; want both", ok, over)
+	}
+	if sp.Spent > maxCost {
+		t.Errorf("spent $%v, over the cap $%v", sp.Spent, maxCost)
+	}
+	f, err := c.Files.New(t.Context(), openai.FileNewParams{File: openai.File(strings.NewReader(string(batchInput(1, nil))), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatalf("Files.New: %v", err)
+	}
+	_, err = c.Batches.New(t.Context(), openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
+		CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	budgetErr(t, err)
+}
+
+// TestKeySpendCapAgent: an agent's calls count against the key's cap at
+// the agent's price; once spent, the key's agent requests are refused.
+func TestKeySpendCapAgent(t *testing.T) {
+	spec, err := batchagent.NewSpec(batchagent.Def{
+		ID: "echo", Model: newSim(t, sim.Config{Seed: 3, ToolTurns: -1}), ModelName: "sim", Priority: batchagent.Interactive,
+		Task: "Answer: {input}",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxCost = 0.1
+	g := newGateway(t, server.Config{
+		Agents: map[string]*batchagent.Spec{"echo": spec},
+		Keys:   []server.Key{{Name: "capped", SHA256: server.HashKey(testKey), MaxCost: maxCost}},
+		Prices: map[string]server.Price{"agent:echo": capPrice},
+	})
+	c := g.client(testKey)
+	var (
+		ok      int
+		maxCall float64
+		last    error
+	)
+	for range 100 {
+		resp, err := c.Chat.Completions.New(t.Context(), userParams("agent:echo", "hello"))
+		if err != nil {
+			last = err
+			break
+		}
+		ok++
+		maxCall = max(maxCall, float64(resp.Usage.PromptTokens+resp.Usage.CompletionTokens)*1000/1e6)
+	}
+	if last == nil {
+		t.Fatalf("%d agent runs answered, none refused", ok)
+	}
+	budgetErr(t, last)
+	sp := g.srv.Spend()[0]
+	t.Logf("%d agent runs before the cap; spend %+v", ok, sp)
+	if ok == 0 || sp.Spent < maxCost || sp.Spent > maxCost+maxCall {
+		t.Errorf("%d runs, spent $%v; want at least one run and the cap $%v reached, passed by at most one run ($%v)", ok, sp.Spent, maxCost, maxCall)
+	}
+}
