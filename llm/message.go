@@ -197,6 +197,11 @@ type Usage struct {
 	// CachedTokens is the part of PromptTokens served from the backend's
 	// prefix cache, when the backend reports it.
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens is the part of PromptTokens written to the
+	// backend's prefix cache, billed above the input price where the
+	// backend reports it (Anthropic's cache_creation_input_tokens, Bedrock's
+	// CacheWriteInputTokens).
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	// MediaTokens is the part of PromptTokens that is media (images,
 	// audio, documents): as the backend reports it where it does (the
 	// simulator; OpenAI's audio_tokens), else as the agent estimates it
@@ -211,6 +216,7 @@ func (u Usage) Add(v Usage) Usage {
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 		MediaTokens:      u.MediaTokens + v.MediaTokens,
 	}
 }

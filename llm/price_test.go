@@ -19,6 +19,10 @@ func TestPriceCost(t *testing.T) {
 			llm.Usage{PromptTokens: 400_000, CachedTokens: 100_000, CompletionTokens: 250_000}, 2.65},
 		{"cached falls back to input", llm.Price{Input: 2, Output: 8},
 			llm.Usage{PromptTokens: 400_000, CachedTokens: 100_000, CompletionTokens: 250_000}, 2.8},
+		{"cache writes at their own price", llm.Price{Input: 3, CachedInput: 0.3, CacheWrite: 3.75, Output: 15},
+			llm.Usage{PromptTokens: 1_000_000, CachedTokens: 200_000, CacheWriteTokens: 400_000}, 0.4*3 + 0.2*0.3 + 0.4*3.75},
+		{"cache writes fall back to input", llm.Price{Input: 3, Output: 15},
+			llm.Usage{PromptTokens: 1_000_000, CacheWriteTokens: 400_000}, 3},
 		{"batch discount not applied", llm.Price{Input: 1, Output: 1, BatchDiscount: 0.5}, llm.Usage{PromptTokens: 1_000_000}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/batchagent/batchagent/internal/spend"
 )
 
 // Key is an API key clients present as "Authorization: Bearer KEY". The
@@ -29,6 +31,18 @@ type Key struct {
 	// tokens refilled evenly); beyond it a request is answered 429 with
 	// the wait in Retry-After. Defaults to 0: unlimited.
 	RPM int
+	// MaxCost caps, in dollars, what the key's model calls may cost, as a
+	// job's limits.max_cost caps a run: each call reserves its worst case
+	// (the prompt's estimated tokens at the input price plus max_tokens at
+	// the output price) and is counted at its answer's usage; once the
+	// spent plus the calls in flight would pass it, the key's requests
+	// (chat completions, new batches, batch lines) are answered 429 with
+	// the code budget_exceeded. An agent's calls are counted as it ends:
+	// agents in flight can pass the cap by their cost. Prices come from
+	// Config.Prices, else the built-in table; a request for a model of no
+	// known price is refused. The spend is counted per process, from 0
+	// at start. Defaults to 0: no cap.
+	MaxCost float64
 }
 
 // HashKey returns the hex SHA-256 of key, as [Key.SHA256] holds it.
@@ -47,6 +61,7 @@ type client struct {
 	max      int64
 	inflight atomic.Int64
 	rpm      *rate.Limiter // nil: unlimited
+	cap      *spend.Cap    // nil: no spend cap
 }
 
 // owner returns the stable identity of the objects c creates: its key's
@@ -71,6 +86,11 @@ func newClients(keys []Key) ([]*client, error) {
 		c := &client{name: k.Name, max: int64(k.MaxConcurrent)}
 		if c.name == "" {
 			c.name = fmt.Sprintf("key-%d", i)
+		}
+		if k.MaxCost != 0 {
+			if c.cap, err = spend.New(k.MaxCost); err != nil {
+				return nil, fmt.Errorf("key %d (%s): max_cost: %w", i, c.name, err)
+			}
 		}
 		copy(c.sum[:], sum)
 		for j, o := range cs[:i] {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/oaiwire"
+	"github.com/batchagent/batchagent/server/batchapi"
 )
 
 // lineWriter is the http.ResponseWriter of a batch line's executor: it
@@ -56,6 +58,15 @@ func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessag
 	if e != nil {
 		return refuse(e)
 	}
+	// The line runs as its batch's key's, under that key's spend cap; a
+	// key over it will not have room later: the line's answer is final.
+	if m, e = s.withCap(s.clientByOwner(batchapi.OwnerFrom(ctx)), m, cr.Model); e != nil {
+		status, body, err := refuse(e)
+		if e.code == "budget_exceeded" {
+			err = fmt.Errorf("%w: %w", batchapi.ErrFinal, err)
+		}
+		return status, body, err
+	}
 	// No RequestTimeout: a batch line may wait long for a slot below
 	// interactive traffic; the batch's completion window bounds it.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -70,6 +81,9 @@ func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessag
 		x.price = &p
 	}
 	err := x.execute(ctx, m)
+	if err != nil && errorOf(err).code == "budget_exceeded" {
+		err = fmt.Errorf("%w: %w", batchapi.ErrFinal, err)
+	}
 	if w.status == 0 {
 		return refuse(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error", message: "no answer"})
 	}

@@ -65,6 +65,13 @@ func (s *Server) owner(h http.Handler) http.Handler {
 			writeError(w, errAuth)
 			return
 		}
+		// A key over its spend cap starts no new batch.
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/batches" {
+			if e := overBudget(c); e != nil {
+				writeError(w, e)
+				return
+			}
+		}
 		// Each key sees its own files and batches only; without keys, all
 		// are everyone's.
 		h.ServeHTTP(w, r.WithContext(batchapi.WithOwner(r.Context(), c.owner())))

@@ -453,6 +453,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		refuse(e)
 		return
 	}
+	if m, e = s.withCap(c, m, cr.Model); e != nil {
+		refuse(e)
+		return
+	}
 
 	ctx, cancelTimeout := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancelTimeout()

@@ -22,6 +22,9 @@ func TestConformance(t *testing.T) {
 			return newModel(t, anthropic.Config{BaseURL: baseURL, APIKey: backendtest.APIKey})
 		},
 		Handler: fixture,
+		// The fixtures' Plain answer reports 2 prompt tokens written to
+		// the cache (cache_creation_input_tokens).
+		PlainCacheWriteTokens: 2,
 	})
 }
 

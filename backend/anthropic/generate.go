@@ -98,6 +98,7 @@ func usageOf(input, cacheRead, cacheCreation, output int64) llm.Usage {
 		PromptTokens:     input + cacheRead + cacheCreation,
 		CompletionTokens: output,
 		CachedTokens:     cacheRead,
+		CacheWriteTokens: cacheCreation,
 	}
 }
 

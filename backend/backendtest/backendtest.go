@@ -195,6 +195,10 @@ type Backend struct {
 	// NoCachedTokens says the wire format has no cached-token counter, so
 	// Plain's usage reports CachedTokens 0.
 	NoCachedTokens bool
+	// PlainCacheWriteTokens is the part of Plain's prompt tokens the
+	// wire format reports as written to the cache (Anthropic's
+	// cache_creation_input_tokens). Defaults to 0.
+	PlainCacheWriteTokens int64
 	// GeneratedContent says the server generates its answers (the
 	// simulator) rather than replaying the fixture values: answers are
 	// then checked for shape and validity instead of exact text — text
@@ -496,6 +500,7 @@ func check(t *testing.T, b Backend, s Scenario, stream bool, resp *llm.Response,
 		if b.NoCachedTokens {
 			want.CachedTokens = 0
 		}
+		want.CacheWriteTokens = b.PlainCacheWriteTokens
 		if msg.Content != PlainText || resp.FinishReason != llm.FinishStop || resp.Usage != want {
 			t.Errorf("%s: content %q finish %q usage %+v; want %q, stop, %+v", s, msg.Content, resp.FinishReason, resp.Usage, PlainText, want)
 		}

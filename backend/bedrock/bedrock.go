@@ -426,9 +426,11 @@ func usage(u *types.TokenUsage) llm.Usage {
 		return llm.Usage{}
 	}
 	read := int64(aws.ToInt32(u.CacheReadInputTokens))
+	write := int64(aws.ToInt32(u.CacheWriteInputTokens))
 	return llm.Usage{
-		PromptTokens:     int64(aws.ToInt32(u.InputTokens)) + read + int64(aws.ToInt32(u.CacheWriteInputTokens)),
+		PromptTokens:     int64(aws.ToInt32(u.InputTokens)) + read + write,
 		CompletionTokens: int64(aws.ToInt32(u.OutputTokens)),
 		CachedTokens:     read,
+		CacheWriteTokens: write,
 	}
 }

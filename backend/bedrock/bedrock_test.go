@@ -251,7 +251,7 @@ func TestGenerateAnswers(t *testing.T) {
 			&llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: `{"n":4}`}, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 2}}},
 		{"structured among text", backendtest.Request(backendtest.Structured),
 			`{"output":{"message":{"role":"assistant","content":[{"text":"Here."},{"toolUse":{"toolUseId":"t","name":"answer","input":{"n":3,"a":[1.5,null,true]}}}]}},"stopReason":"tool_use","usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5,"cacheWriteInputTokens":100}}`,
-			&llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: `{"a":[1.5,null,true],"n":3}`}, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 103, CompletionTokens: 2}}},
+			&llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: `{"a":[1.5,null,true],"n":3}`}, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 103, CompletionTokens: 2, CacheWriteTokens: 100}}},
 		{"length", backendtest.Request(backendtest.Plain),
 			`{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hmm"}}},{"text":"Hel"}]}},"stopReason":"max_tokens","usage":{"inputTokens":3,"outputTokens":64,"totalTokens":67}}`,
 			&llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "Hel"}, FinishReason: llm.FinishLength, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 64}}},

@@ -88,7 +88,7 @@ func ExampleModel_Stream() {
 	// Output:
 	// text "Par"
 	// text "is."
-	// usage {PromptTokens:20 CompletionTokens:2 CachedTokens:16 MediaTokens:0}
+	// usage {PromptTokens:20 CompletionTokens:2 CachedTokens:16 CacheWriteTokens:0 MediaTokens:0}
 	// done: stop
 }
 

@@ -68,8 +68,8 @@ token), are answered 503 with Retry-After; those begun have shutdown_grace
 
 // writeServed prints what the gateway of sc serves, one line each: every
 // backend model and agent by the name clients ask for, with its backend as
-// scheme://host:port (never a path, query or key), then the Batch API's
-// data directory.
+// scheme://host:port (never a path, query or key), the keys with a spend
+// cap, then the Batch API's data directory.
 func writeServed(w io.Writer, sc *config.Serve, dataDir string) {
 	for _, b := range sc.Backends {
 		fmt.Fprintf(w, "  model %q: passthrough to %s%s\n", b.Name, config.BackendAddr(b.URL), upstreamModel(b.Model))
@@ -87,6 +87,15 @@ func writeServed(w io.Writer, sc *config.Serve, dataDir string) {
 			line += ", tools " + strings.Join(tools, ", ")
 		}
 		fmt.Fprintln(w, line)
+	}
+	for i, k := range sc.Keys {
+		if k.MaxCost > 0 {
+			name := k.Name
+			if name == "" {
+				name = fmt.Sprintf("key-%d", i)
+			}
+			fmt.Fprintf(w, "  key %q: max_cost $%g (spend counted from 0 by this process; over it: 429 budget_exceeded)\n", name, k.MaxCost)
+		}
 	}
 	fmt.Fprintf(w, "  batch API: /v1/files, /v1/batches (data in %s)\n", dataDir)
 }

@@ -53,6 +53,7 @@
 //	  input: 2.5
 //	  cached_input: 1.25          # defaults to input
 //	  output: 10
+//	  cache_write: 3.125          # prompt tokens written to the cache; defaults to input
 //	pack:                         # Def.Pack: agents share model calls (no tools or mcp)
 //	  max_agents: 20              # per call, 2 or more; required in pack
 //	  max_prompt_tokens: 4000     # per call; defaults to job.DefaultPackPromptTokens

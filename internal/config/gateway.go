@@ -143,12 +143,13 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 			}
 			sum = server.HashKey(v)
 		}
-		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM})
+		keys = append(keys, server.Key{Name: k.Name, SHA256: sum, MaxConcurrent: k.MaxConcurrent, RPM: k.RPM, MaxCost: k.MaxCost})
 	}
 	prices := map[string]server.Price{}
 	for _, p := range sc.Prices {
-		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
+		prices[p.Model] = server.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output, CacheWrite: p.CacheWrite}
 	}
+	warnUnpriced(sc, prices, logger)
 	engine, err := batchagent.New(batchagent.Config{Backends: admission, Logger: logger})
 	if err != nil {
 		return nil, err
@@ -176,6 +177,35 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 		return nil, err
 	}
 	return g, nil
+}
+
+// warnUnpriced logs, once per model, the served models a key with a
+// max_cost cannot use because neither the file's prices nor the built-in
+// table price them: their requests by such a key are refused.
+func warnUnpriced(sc *Serve, served map[string]server.Price, logger *slog.Logger) {
+	capped := false
+	for _, k := range sc.Keys {
+		capped = capped || k.MaxCost > 0
+	}
+	if !capped {
+		return
+	}
+	known := func(name, upstream string) bool {
+		_, set := served[name]
+		_, inTable := prices.Lookup(upstream)
+		_, byName := prices.Lookup(name)
+		return set || inTable || byName
+	}
+	for _, b := range sc.Backends {
+		if !known(b.Name, b.Model) {
+			prices.Warn(logger, b.Name, "the serve config's prices; a key with max_cost is refused this model")
+		}
+	}
+	for _, a := range sc.Agents {
+		if name := "agent:" + a.Name; !known(name, a.Job.Def.ModelName) {
+			prices.Warn(logger, name, "the serve config's prices; a key with max_cost is refused this model")
+		}
+	}
 }
 
 // TableWindow gives def the built-in table's context window for its

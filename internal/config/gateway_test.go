@@ -1,8 +1,10 @@
 package config_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -165,5 +167,37 @@ func TestServeAgentTableWindow(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "agents.writer") || !strings.Contains(err.Error(), "context window of 128000") {
 		t.Errorf("Open: %v; want the agent and gpt-4o's window named", err)
+	}
+}
+
+// TestServeKeyMaxCostOpen: a key's max_cost reaches the server, and a
+// served model no price covers is named in the log at start, once.
+func TestServeKeyMaxCostOpen(t *testing.T) {
+	sc, err := config.ParseServe([]byte("backends:\n  unpriced-backend:\n    url: sim://\n  gpt:\n    url: sim://\n    model: gpt-4o-mini\nkeys:\n  - name: ci\n    env: CI_KEY\n    max_cost: 3\n"), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	g, err := sc.Open(t.Context(), nil, slog.New(slog.NewTextHandler(&buf, nil)), func(string) string { return "sk-ci" })
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer g.Close()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.Server.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	if sp := g.Server.Spend(); len(sp) != 1 || sp[0].Name != "ci" || sp[0].Limit != 3 {
+		t.Errorf("Spend() = %+v, want key ci capped at $3", sp)
+	}
+	log := buf.String()
+	if strings.Count(log, "unpriced-backend") != 1 || !strings.Contains(log, "no known price") {
+		t.Errorf("log = %q, want one warning naming unpriced-backend", log)
+	}
+	if strings.Contains(log, "model=gpt") {
+		t.Errorf("log = %q warns of gpt, which the table prices (gpt-4o-mini)", log)
 	}
 }

@@ -82,7 +82,7 @@ type Job struct {
 	// from it.
 	Media *MediaConfig
 	// Pricing is what the model's tokens cost, per million (the file's
-	// pricing: input, cached_input and output; BatchDiscount is not set
+	// pricing: input, cached_input, output and cache_write; BatchDiscount is not set
 	// by a file). Nil means the file sets none: `batchagent run` then
 	// looks the model up in its table of prices.
 	Pricing *llm.Price

@@ -9,12 +9,12 @@ import (
 )
 
 // pricingField is the job's pricing mapping: per million tokens, what the
-// model's input, cached input and output cost. Each must be a finite
+// model's input, cached input, output and cache writes cost. Each must be a finite
 // number, not negative.
 type pricingField struct{ p **llm.Price }
 
 func pricingKeys(p *llm.Price) keys {
-	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}}
+	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}, {"cache_write", &p.CacheWrite}}
 }
 
 func (f pricingField) decode(d *decoder, n *yaml.Node, path string) {

@@ -17,6 +17,7 @@ func TestParsePricing(t *testing.T) {
 	}{
 		{"none", "task: x\n", nil},
 		{"all three", "task: x\npricing: {input: 2.5, cached_input: 1.25, output: 10}\n", &llm.Price{Input: 2.5, CachedInput: 1.25, Output: 10}},
+		{"cache write", "task: x\npricing: {input: 3, output: 15, cache_write: 3.75}\n", &llm.Price{Input: 3, Output: 15, CacheWrite: 3.75}},
 		{"integers, cached left out", "task: x\npricing:\n  input: 3\n  output: 15\n", &llm.Price{Input: 3, Output: 15}},
 		{"free", "task: x\npricing: {}\n", &llm.Price{}},
 	} {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,12 +49,13 @@ const DefaultServeAddr = "127.0.0.1:8080"
 //	    env: BATCHAGENT_CI_KEY     # or sha256: <hex SHA-256 of the key>
 //	    max_concurrent: 4
 //	    rpm: 600
+//	    max_cost: 25               # dollars; then 429 budget_exceeded (per process)
 //	agents:
 //	  reviewer:                    # served as model "agent:reviewer"
 //	    backend: sim://?seed=1     # the keys of a job file
 //	    task: "Review: {input}"
-//	prices:                        # per million tokens: usage then has "cost"
-//	  agent:reviewer: {input: 0.15, cached_input: 0.075, output: 0.6}
+//	prices:                        # per million tokens: usage then has "cost"; overrides the built-in table for max_cost
+//	  agent:reviewer: {input: 0.15, cached_input: 0.075, output: 0.6, cache_write: 0.1875}
 //
 // An agent is a job file's keys (inputs, output and reduce aside, which a
 // gateway does not use); an agent whose backend URL and model equal a
@@ -136,6 +138,10 @@ type ServeKey struct {
 	Env string
 	// MaxConcurrent and RPM are the key's limits. Zero means unlimited.
 	MaxConcurrent, RPM int
+	// MaxCost caps, in dollars, what the key's model calls may cost (see
+	// server.Key.MaxCost). Zero means no cap; otherwise a finite number >
+	// 0.
+	MaxCost float64
 }
 
 func (k *ServeKey) keys() keys {
@@ -145,6 +151,7 @@ func (k *ServeKey) keys() keys {
 		{"env", &k.Env},
 		{"max_concurrent", &k.MaxConcurrent},
 		{"rpm", &k.RPM},
+		{"max_cost", &k.MaxCost},
 	}
 }
 
@@ -152,14 +159,14 @@ func (k *ServeKey) keys() keys {
 type ServePrice struct {
 	// Model is the model name clients ask for (the key in the file).
 	Model string
-	// Input, CachedInput and Output are the prices of a million uncached
-	// prompt, cached prompt and completion tokens. CachedInput defaults to
-	// Input.
-	Input, CachedInput, Output float64
+	// Input, CachedInput, Output and CacheWrite are the prices of a
+	// million uncached prompt, cached prompt, completion and cache-written
+	// prompt tokens. CachedInput and CacheWrite default to Input.
+	Input, CachedInput, Output, CacheWrite float64
 }
 
 func (p *ServePrice) keys() keys {
-	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}}
+	return keys{{"input", &p.Input}, {"cached_input", &p.CachedInput}, {"output", &p.Output}, {"cache_write", &p.CacheWrite}}
 }
 
 // servePrices decodes the prices mapping, in file order.
@@ -173,7 +180,7 @@ func (f servePrices) decode(d *decoder, n *yaml.Node, path string) {
 	for _, e := range d.entries(n, path) {
 		p := ServePrice{Model: e.key.Value}
 		d.into(e.value, join(path, e.key.Value), &p)
-		if p.Input < 0 || p.CachedInput < 0 || p.Output < 0 {
+		if p.Input < 0 || p.CachedInput < 0 || p.Output < 0 || p.CacheWrite < 0 {
 			d.report(e.value, join(path, e.key.Value), "negative price")
 		}
 		f.s.Prices = append(f.s.Prices, p)
@@ -359,6 +366,9 @@ func (d *decoder) validateServe(s *Serve, root *yaml.Node) {
 		}
 		if k.MaxConcurrent < 0 || k.RPM < 0 {
 			d.report(n, p, "negative limit (max_concurrent %d, rpm %d)", k.MaxConcurrent, k.RPM)
+		}
+		if mc := k.MaxCost; mc != 0 && (!(mc > 0) || math.IsInf(mc, 0)) && d.ok(p+".max_cost") {
+			d.report(d.at(p+".max_cost"), p+".max_cost", "must be a finite number of dollars > 0 (or absent: no cap), got %v", mc)
 		}
 	}
 	for _, b := range s.Backends {

@@ -115,3 +115,25 @@ backends: {sim: {url: "sim://"}}
 		}
 	}
 }
+
+// TestServeKeyMaxCost: a key's max_cost and a price's cache_write are
+// read; a max_cost that is not a finite number > 0 is a problem at its
+// line.
+func TestServeKeyMaxCost(t *testing.T) {
+	sc, err := config.ParseServe([]byte("backends:\n  sim:\n    url: sim://\nkeys:\n  - name: ci\n    sha256: "+strings.Repeat("ab", 32)+"\n    max_cost: 2.5\nprices:\n  sim: {input: 3, output: 15, cache_write: 3.75}\n"), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatalf("ParseServe: %v", err)
+	}
+	if len(sc.Keys) != 1 || sc.Keys[0].MaxCost != 2.5 {
+		t.Errorf("keys = %+v, want ci with max_cost 2.5", sc.Keys)
+	}
+	if len(sc.Prices) != 1 || sc.Prices[0] != (config.ServePrice{Model: "sim", Input: 3, Output: 15, CacheWrite: 3.75}) {
+		t.Errorf("prices = %+v, want sim's with cache_write 3.75", sc.Prices)
+	}
+	for _, bad := range []string{"-1", ".inf", ".nan"} {
+		_, err := config.ParseServe([]byte("backends:\n  sim:\n    url: sim://\nkeys:\n  - name: ci\n    sha256: "+strings.Repeat("ab", 32)+"\n    max_cost: "+bad+"\n"), "serve.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "serve.yaml:7") || !strings.Contains(err.Error(), "keys[0].max_cost") {
+			t.Errorf("max_cost %s: err = %v, want a problem at serve.yaml:7 naming keys[0].max_cost", bad, err)
+		}
+	}
+}

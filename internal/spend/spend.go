@@ -193,17 +193,39 @@ type capped struct {
 	p llm.Price
 }
 
-// worst returns the most req can cost: its prompt's estimated tokens
-// (about four bytes a token, as admission paces tokens without a
-// tokenizer) at the input price and its max_tokens (job.DefaultMaxTokens
-// when it sets none) at the output price.
-func (m *capped) worst(req *llm.Request) float64 {
+// worst returns the most req can cost at m's price ([Worst]).
+func (m *capped) worst(req *llm.Request) float64 { return Worst(req, m.p) }
+
+// Worst returns the most req can cost at p, as a wrapped model reserves
+// it: its prompt's estimated tokens (about four bytes a token) at the
+// input price and its max_tokens (job.DefaultMaxTokens when it sets none)
+// at the output price.
+func Worst(req *llm.Request, p llm.Price) float64 {
 	out := req.MaxTokens
 	if out <= 0 {
 		out = job.DefaultMaxTokens
 	}
 	prompt := (req.TextBytes() + 3) / 4
-	return (float64(prompt)*m.p.Input + float64(out)*m.p.Output) / 1e6
+	return (float64(prompt)*p.Input + float64(out)*p.Output) / 1e6
+}
+
+// Reserve reserves dollars for one call made outside [Cap.Model] (a
+// gateway's, whose models are shared by callers under different caps), as
+// a wrapped model's call does: it waits while the calls in flight may
+// leave room, and returns an error wrapping [ErrCapReached] once the
+// spent alone leaves none. Each Reserve that returned nil is followed by
+// one [Cap.Settle] with the same dollars.
+func (c *Cap) Reserve(ctx context.Context, dollars float64) error { return c.reserve(ctx, dollars) }
+
+// Settle ends a reservation of reserved dollars made by [Cap.Reserve]:
+// cost is what the call really cost (0 for a failed call).
+func (c *Cap) Settle(reserved, cost float64) { c.settle(reserved, cost) }
+
+// Reserved returns the dollars reserved by the calls in flight.
+func (c *Cap) Reserved() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reserved
 }
 
 // Generate reserves the call's worst-case cost, calls the model and

@@ -68,6 +68,12 @@ func (r *runner) run(ctx context.Context) error {
 	if b.Status == "cancelling" {
 		r.requestCancel()
 	}
+	// The lines run as the batch's owner's (see OwnerFrom).
+	var owner string
+	if err := st.db.QueryRowContext(ctx, `SELECT owner FROM batches WHERE id = ?`, r.id).Scan(&owner); err != nil {
+		return fmt.Errorf("read the owner of batch %s: %w", r.id, err)
+	}
+	ctx = WithOwner(ctx, owner)
 	deadline := time.Now().Add(r.s.cfg.Window)
 	if b.ExpiresAt != nil {
 		deadline = time.Unix(*b.ExpiresAt, 0)
@@ -375,7 +381,7 @@ func (r *runner) runLine(ctx context.Context, line int, raw []byte) error {
 	for pause := lineRetryBase; ; pause = min(2*pause, lineRetryMax) {
 		reqID = newID("req_")
 		status, body, err = r.s.cfg.Exec(ctx, reqID, in.Body)
-		if !retryableStatus(status) || ctx.Err() != nil {
+		if !retryableStatus(status) || ctx.Err() != nil || errors.Is(err, ErrFinal) {
 			break
 		}
 		if err != nil {

@@ -124,6 +124,19 @@ func WithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
+// OwnerFrom returns the owner ctx names (see [WithOwner]), or "". The
+// context an [ExecFunc] gets names its batch's owner.
+func OwnerFrom(ctx context.Context) string {
+	o, _ := ctx.Value(ownerKey{}).(string)
+	return o
+}
+
+// ErrFinal, wrapped by an [ExecFunc]'s error, says its answer is final
+// though its status is one that is otherwise asked again (429 for a key
+// over its spend cap, which will not refill): the line is recorded as
+// answered.
+var ErrFinal = errors.New("final answer")
+
 // ownerOf returns the owner of r (see WithOwner).
 func ownerOf(r *http.Request) string {
 	o, _ := r.Context().Value(ownerKey{}).(string)
