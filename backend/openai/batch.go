@@ -83,7 +83,9 @@ func NewBatch(cfg Config) (*Batch, error) {
 }
 
 // String describes b as [Model.String] does, never showing the API key.
-func (b *Batch) String() string { return "openai.Batch(" + strings.TrimPrefix(b.m.String(), "openai.Model(") }
+func (b *Batch) String() string {
+	return "openai.Batch(" + strings.TrimPrefix(b.m.String(), "openai.Model(")
+}
 
 // GoString is String, so that %#v shows no API key either.
 func (b *Batch) GoString() string { return b.String() }
