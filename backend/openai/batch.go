@@ -351,11 +351,7 @@ type resultLine struct {
 func (b *Batch) parseLine(file string, n int, raw []byte) batchmode.Result {
 	var l resultLine
 	if err := json.Unmarshal(raw, &l); err != nil {
-		var id struct {
-			CustomID string `json:"custom_id"`
-		}
-		json.Unmarshal(raw, &id) // best effort: the id of a line otherwise malformed
-		return batchmode.Result{ID: id.CustomID, Err: b.m.errorf(0, llm.ErrServer, "batch file %s line %d: malformed: %v", file, n, err)}
+		return batchmode.Result{ID: customID(raw), Err: b.m.errorf(0, llm.ErrServer, "batch file %s line %d: malformed: %v", file, n, err)}
 	}
 	res := batchmode.Result{ID: l.CustomID}
 	switch {
@@ -471,4 +467,42 @@ func (b *Batch) do(ctx context.Context, method, path string, body io.Reader, con
 		return nil, b.m.statusError(resp)
 	}
 	return resp, nil
+}
+
+// customID returns the top-level "custom_id" of a line that may be
+// malformed after it, reading its tokens up to the first error; "" when
+// none comes before.
+func customID(raw []byte) string {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	depth := 0
+	key := true // the next string at depth 1 is a key
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				depth++
+			} else {
+				depth--
+			}
+			if depth == 1 {
+				key = true
+			}
+			continue
+		case string:
+			if depth == 1 && key && t == "custom_id" {
+				if v, err := d.Token(); err == nil {
+					s, _ := v.(string)
+					return s
+				}
+				return ""
+			}
+		}
+		if depth == 1 {
+			key = !key
+		}
+	}
 }
