@@ -97,7 +97,7 @@ func TestImportRules(t *testing.T) {
 
 		// The simulator's HTTP server wraps the in-process model; the value
 		// generator is internal to the two.
-		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen", "internal/oaiwire", "server/batchapi", "internal/groupcommit"}, // batchapi: the simulator's Batch API
+		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen", "internal/oaiwire", "server/batchapi"}, // batchapi: the simulator's Batch API
 		"backend/sim/internal/gen": {},
 
 		// Satellite packages are built on the root's public API; the root

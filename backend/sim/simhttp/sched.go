@@ -165,6 +165,15 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var running []*seq
 	defer func() { s.stop(running) }()
+	if s.batch != nil {
+		// Before the scheduler stops: the batches' lines in flight end
+		// unrecorded rather than failed.
+		defer func() {
+			if err := s.batch.close(); err != nil {
+				s.cfg.Logger.WarnContext(ctx, "sim batch store", "err", err)
+			}
+		}()
+	}
 	timer := time.NewTimer(0)
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing
 	defer timer.Stop()

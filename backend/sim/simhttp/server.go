@@ -1,6 +1,7 @@
 package simhttp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,6 +147,17 @@ type Config struct {
 	// carries OpenAI's x-ratelimit-* headers. Zero means no limit of that
 	// kind.
 	RPM, TPM int
+	// Batch mounts OpenAI's Batch API (/v1/files and /v1/batches, see
+	// package server/batchapi) whose lines the server answers as chat
+	// completions, outside RPM and TPM, and serves its counts at GET
+	// /sim/batch/stats ([BatchStats]). Its store is in a temporary
+	// directory that [New] makes and [Server.Run] removes when it
+	// returns. The zero value mounts none.
+	Batch bool
+	// BatchDelay is the least time a batch takes from its creation to
+	// its completion, as a provider's batch takes hours (see
+	// batchapi.Config.Hold). Zero means none.
+	BatchDelay time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -311,6 +323,8 @@ type Server struct {
 
 	acct *account // the rate limits; nil: none
 
+	batch *batchMode // the Batch API; nil: none
+
 	mu      sync.Mutex // protects phase, queue, waiting and seq.state
 	phase   phase
 	queue   []*seq // FIFO of sequences waiting for a slot; left ones are skipped
@@ -364,6 +378,11 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.NoPrefixCache {
 		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
 	}
+	if cfg.Batch {
+		if s.batch, err = newBatchMode(s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -408,6 +427,15 @@ type Stats struct {
 	Running int
 	// Waiting is the number of requests waiting for a slot.
 	Waiting int
+}
+
+// BatchStats returns the counts of the Batch API (Config.Batch); zero
+// without one.
+func (s *Server) BatchStats() BatchStats {
+	if s.batch == nil {
+		return BatchStats{}
+	}
+	return s.batch.stats()
 }
 
 // Stats returns the server's counters and gauges. It is safe to call at
@@ -464,9 +492,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeMetrics(w)
+	case path == "/sim/batch/stats" && s.batch != nil:
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.batch.stats())
 	case strings.HasPrefix(path, "/v1/"):
 		if !s.authorized(r) {
 			writeError(w, errAuth)
+			return
+		}
+		if s.batch != nil && isBatchPath(path) {
+			s.batch.mux.ServeHTTP(w, r)
 			return
 		}
 		switch path {
