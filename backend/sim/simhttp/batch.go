@@ -78,6 +78,23 @@ func newBatchMode(s *Server) (*batchMode, error) {
 	return b, nil
 }
 
+// serveBatch serves a request to the Batch API once Run has opened it.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.batchReady:
+	case <-r.Context().Done():
+		return
+	}
+	s.mu.Lock()
+	stopped := s.phase == phaseStopped
+	s.mu.Unlock()
+	if s.batch == nil || stopped {
+		writeError(w, errNotRunning)
+		return
+	}
+	s.batch.mux.ServeHTTP(w, r)
+}
+
 // close stops the batches' runners and removes the store.
 func (b *batchMode) close() error {
 	b.api.Stop()

@@ -151,8 +151,8 @@ type Config struct {
 	// package server/batchapi) whose lines the server answers as chat
 	// completions, outside RPM and TPM, and serves its counts at GET
 	// /sim/batch/stats ([BatchStats]). Its store is in a temporary
-	// directory that [New] makes and [Server.Run] removes when it
-	// returns. The zero value mounts none.
+	// directory that [Server.Run] makes when it starts and removes when
+	// it returns. The zero value mounts none.
 	Batch bool
 	// BatchDelay is the least time a batch takes from its creation to
 	// its completion, as a provider's batch takes hours (see
@@ -205,6 +205,9 @@ func (c Config) validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
+	}
+	if c.BatchDelay < 0 {
+		errs = append(errs, fmt.Errorf("simhttp: batch_delay = %v, want a duration >= 0", c.BatchDelay))
 	}
 	if c.ContextWindow < 0 {
 		errs = append(errs, fmt.Errorf("simhttp: context_window = %d, want > 0", c.ContextWindow))
@@ -323,7 +326,11 @@ type Server struct {
 
 	acct *account // the rate limits; nil: none
 
-	batch *batchMode // the Batch API; nil: none
+	// batchReady is closed by Run once batch is set (nil without
+	// Config.Batch); batch is the Batch API, nil if its store could not
+	// be opened. Both are read without mu after batchReady is closed.
+	batchReady chan struct{}
+	batch      *batchMode
 
 	mu      sync.Mutex // protects phase, queue, waiting and seq.state
 	phase   phase
@@ -379,9 +386,7 @@ func New(cfg Config) (*Server, error) {
 		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
 	}
 	if cfg.Batch {
-		if s.batch, err = newBatchMode(s); err != nil {
-			return nil, err
-		}
+		s.batchReady = make(chan struct{})
 	}
 	return s, nil
 }
@@ -432,6 +437,14 @@ type Stats struct {
 // BatchStats returns the counts of the Batch API (Config.Batch); zero
 // without one.
 func (s *Server) BatchStats() BatchStats {
+	if s.batchReady == nil {
+		return BatchStats{}
+	}
+	select {
+	case <-s.batchReady:
+	default:
+		return BatchStats{} // Run has not started
+	}
 	if s.batch == nil {
 		return BatchStats{}
 	}
@@ -492,20 +505,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeMetrics(w)
-	case path == "/sim/batch/stats" && s.batch != nil:
+	case path == "/sim/batch/stats" && s.cfg.Batch:
 		if !get {
 			writeError(w, errMethod)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.batch.stats())
+		json.NewEncoder(w).Encode(s.BatchStats())
 	case strings.HasPrefix(path, "/v1/"):
 		if !s.authorized(r) {
 			writeError(w, errAuth)
 			return
 		}
-		if s.batch != nil && isBatchPath(path) {
-			s.batch.mux.ServeHTTP(w, r)
+		if s.cfg.Batch && isBatchPath(path) {
+			s.serveBatch(w, r)
 			return
 		}
 		switch path {
