@@ -52,7 +52,7 @@ func TestImportRules(t *testing.T) {
 		// providers bill for images, documents and audio.
 		"internal/media":      {"llm", "internal/netguard"}, // the loader fetches URLs through http_get's guard
 		"internal/netguard":   {},
-		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire"}, // jsonenc: request bodies without the SDK's reflection
+		"backend/openai":      {"llm", "internal/sse", "internal/retry", "jsonenc", "internal/oaiwire", "backend/batchmode"}, // batchmode: the Batch API provider; jsonenc: request bodies without the SDK's reflection
 		"backend/anthropic":   {"llm", "internal/sse", "internal/retry", "internal/media", "backend/batchmode"},
 		"backend/bedrock":     {"llm", "internal/sse", "internal/retry", "internal/media"},
 		"backend/batchmode":   {"llm", "respcache"}, // the batch-round Model and the Provider a backend's batch API implements
@@ -98,7 +98,7 @@ func TestImportRules(t *testing.T) {
 
 		// The simulator's HTTP server wraps the in-process model; the value
 		// generator is internal to the two.
-		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen", "internal/oaiwire"},
+		"backend/sim/simhttp":      {"llm", "backend/sim", "backend/sim/internal/gen", "internal/oaiwire", "server/batchapi"}, // batchapi: the simulator's Batch API
 		"backend/sim/internal/gen": {},
 
 		// Satellite packages are built on the root's public API; the root

@@ -157,6 +157,9 @@ func appendCounters(dst []byte, st *agent.State) []byte {
 	if st.Usage.MediaTokens != 0 {
 		dst = appendIntField(dst, `,"media_tokens":`, st.Usage.MediaTokens)
 	}
+	if st.Usage.CacheWriteTokens != 0 {
+		dst = appendIntField(dst, `,"cache_write_tokens":`, st.Usage.CacheWriteTokens)
+	}
 	t := &st.Timings
 	dst = appendIntField(dst, `},"timings":{"queue":`, int64(t.Queue))
 	dst = appendIntField(dst, `,"inference":`, int64(t.Inference))

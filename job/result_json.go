@@ -101,6 +101,9 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Usage.MediaTokens != 0 {
 		out = strconv.AppendInt(append(out, `,"media_tokens":`...), r.Usage.MediaTokens, 10)
 	}
+	if r.Usage.CacheWriteTokens != 0 {
+		out = strconv.AppendInt(append(out, `,"cache_write_tokens":`...), r.Usage.CacheWriteTokens, 10)
+	}
 	t := &r.Timings
 	out = appendSecs(append(out, `},"timings":{"queue_s":`...), t.Queue)
 	out = appendSecs(append(out, `,"inference_s":`...), t.Inference)

@@ -79,4 +79,19 @@
 //
 // A cancelled context yields an error wrapping the context's error, not an
 // APIError. The API key never appears in an error.
+//
+// # Batch API
+//
+// [NewBatch] returns a [Batch], the batchmode.Provider of OpenAI's Files
+// and Batches API (backend URL openai://?mode=batch, or
+// openai+https://HOST/v1?mode=batch and sim+http://HOST:PORT?mode=batch
+// for servers that serve it): a submission is a JSONL file uploaded with
+// purpose batch whose lines carry the very body [Model.Generate] sends,
+// run as a batch of /v1/chat/completions with a 24h completion window at
+// half the price; results are read back from the output and error files
+// by custom_id and decoded as Generate decodes an answer. A line's HTTP
+// status gets the class Generate gives it; a line the batch did not run
+// (batch_expired, batch_cancelled) wraps batchmode.ErrUnanswered; a
+// malformed line fails alone. vLLM, SGLang, llama.cpp and Ollama have no
+// batch API: their URLs refuse mode=batch.
 package openai

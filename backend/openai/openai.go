@@ -95,7 +95,17 @@ type Config struct {
 	// the flavor's default: openai 8, generic 16, vllm and sglang 64,
 	// llamacpp 8, ollama 4, sim 64.
 	Concurrency int
+	// Mode is "" for the real-time chat-completions client ([New]) or
+	// ModeBatch for OpenAI's Batch API ([NewBatch]), at the batch price;
+	// the caller picks the constructor by it. Zero means real time.
+	Mode string
+	// Window is the completion window a batch asks for, in Batch mode.
+	// Zero means DefaultBatchWindow (24h, the only one OpenAI offers).
+	Window time.Duration
 }
+
+// ModeBatch is the Config.Mode of OpenAI's Batch API: see [NewBatch].
+const ModeBatch = "batch"
 
 // flavorInfo is what a flavor implies.
 type flavorInfo struct {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // urlScheme is what a backend URL scheme stands for.
@@ -39,8 +40,10 @@ var urlSchemes = map[string]urlScheme{
 //
 // vllm, sglang, llamacpp and ollama URLs may leave out the host
 // (127.0.0.1); any URL but openai:// may give a path, which replaces "/v1".
-// The one query parameter is model=NAME, which sets Config.Model; others
-// are an error. Credentials are never part of the URL (the caller sets
+// The query parameters are model=NAME, which sets Config.Model, and, for
+// openai://, openai+http(s):// and sim+http:// alone, mode=batch, which
+// sets Config.Mode to ModeBatch (OpenAI's Batch API, see [NewBatch]), and
+// window=24h, its Config.Window; others are an error. Credentials are never part of the URL (the caller sets
 // Config.APIKey), and a URL carrying any is refused without being repeated
 // in the error.
 func ParseURL(raw string) (Config, error) {
@@ -64,10 +67,27 @@ func ParseURL(raw string) (Config, error) {
 		return Config{}, fmt.Errorf("openai: backend URL %s: query: %w", where, err)
 	}
 	for k, v := range q {
-		if k != "model" {
+		val := v[len(v)-1]
+		switch k {
+		case "model":
+			cfg.Model = val
+		case "mode":
+			if val != ModeBatch {
+				return Config{}, fmt.Errorf("openai: backend URL %s: unknown mode %q, want %q", where, val, ModeBatch)
+			}
+			cfg.Mode = val
+		case "window":
+			d, err := time.ParseDuration(val)
+			if err != nil || d < time.Hour || d%time.Hour != 0 {
+				return Config{}, fmt.Errorf("openai: backend URL %s: window %q: want a whole number of hours such as 24h", where, val)
+			}
+			cfg.Window = d
+		default:
 			return Config{}, fmt.Errorf("openai: backend URL %s: unknown parameter %q", where, k)
 		}
-		cfg.Model = v[len(v)-1]
+	}
+	if cfg.Window != 0 && cfg.Mode != ModeBatch {
+		return Config{}, fmt.Errorf("openai: backend URL %s: window is for mode=batch only", where)
 	}
 	if u.Fragment != "" {
 		return Config{}, fmt.Errorf("openai: backend URL %s: unexpected fragment", where)
@@ -106,6 +126,9 @@ func ParseURL(raw string) (Config, error) {
 	path := u.EscapedPath()
 	if path == "" || path == "/" {
 		path = "/v1"
+	}
+	if cfg.Mode == ModeBatch && s.flavor != FlavorGeneric && s.flavor != FlavorSim {
+		return Config{}, fmt.Errorf("openai: backend URL %s: %s:// has no batch API; mode=batch is for openai://, openai+http(s):// and sim+http://", where, u.Scheme)
 	}
 	cfg.Flavor = s.flavor
 	cfg.BaseURL = s.scheme + "://" + host + path

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -39,6 +40,16 @@ func TestParseURL(t *testing.T) {
 		{name: "sim", url: "sim+http://127.0.0.1:7070", want: openai.Config{BaseURL: "http://127.0.0.1:7070/v1", Flavor: openai.FlavorSim}},
 		{name: "path replaces /v1", url: "vllm://gpu1:8000/proxy/v1", want: openai.Config{BaseURL: "http://gpu1:8000/proxy/v1", Flavor: openai.FlavorVLLM}},
 		{name: "empty model", url: "vllm://gpu1?model=", want: openai.Config{BaseURL: "http://gpu1:8000/v1", Flavor: openai.FlavorVLLM}},
+		{name: "openai batch", url: "openai://?mode=batch&model=gpt-4.1-mini", want: openai.Config{BaseURL: "https://api.openai.com/v1", Flavor: openai.FlavorOpenAI, Model: "gpt-4.1-mini", Mode: openai.ModeBatch}},
+		{name: "openai batch window", url: "openai://?mode=batch&window=24h", want: openai.Config{BaseURL: "https://api.openai.com/v1", Flavor: openai.FlavorOpenAI, Mode: openai.ModeBatch, Window: 24 * time.Hour}},
+		{name: "generic batch", url: "openai+https://llm.example.com/v1?mode=batch", want: openai.Config{BaseURL: "https://llm.example.com/v1", Flavor: openai.FlavorGeneric, Mode: openai.ModeBatch}},
+		{name: "sim batch", url: "sim+http://127.0.0.1:7070?mode=batch", want: openai.Config{BaseURL: "http://127.0.0.1:7070/v1", Flavor: openai.FlavorSim, Mode: openai.ModeBatch}},
+
+		{name: "vllm batch refused", url: "vllm://gpu1?mode=batch", wantErr: "vllm:// has no batch API"},
+		{name: "ollama batch refused", url: "ollama://?mode=batch", wantErr: "ollama:// has no batch API"},
+		{name: "unknown mode", url: "openai://?mode=bulk", wantErr: `unknown mode "bulk"`},
+		{name: "window not hours", url: "openai://?mode=batch&window=90m", wantErr: `window "90m"`},
+		{name: "window without batch", url: "openai://?window=24h", wantErr: "window is for mode=batch only"},
 
 		{name: "unknown parameter", url: "vllm://gpu1?modle=x", wantErr: `unknown parameter "modle"`},
 		{name: "api key parameter", url: "openai://?api_key=sk-abc", wantErr: `unknown parameter "api_key"`},

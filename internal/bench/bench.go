@@ -72,6 +72,10 @@ type Options struct {
 	// simulator corrupts. Defaults to 0; other scenarios refuse it.
 	Corrupt float64
 
+	// KillAt is the provider-batch scenario's ProviderBatchOptions.KillAt;
+	// other scenarios refuse it.
+	KillAt int
+
 	// TimeScale scales the agentic scenario's durations (tool latencies,
 	// the simulator's step times). Defaults to DefaultAgenticTimeScale;
 	// other scenarios refuse it.
@@ -134,7 +138,7 @@ type Report struct {
 }
 
 // Scenarios lists the scenario names in the order they are documented.
-var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout", "agentic", "ratelimit"}
+var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "submit", "share", "gateway", "batch", "npc", "pack", "scaleout", "agentic", "ratelimit", "provider-batch"}
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
@@ -210,8 +214,21 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		}
 		_, err = RunScaleout(ctx, exe, ScaleoutOptions{N: opt.N, Dir: opt.Dir, JSON: opt.JSON}, w)
 		return nil, err
+	case "provider-batch":
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 || opt.TimeScale != 0 {
+			return nil, errors.New("bench: provider-batch takes only -n, --kill-at, --dir and --json")
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: provider-batch runs this binary's run command: %w", err)
+		}
+		_, err = RunProviderBatch(ctx, exe, ProviderBatchOptions{N: opt.N, KillAt: opt.KillAt, Dir: opt.Dir, JSON: opt.JSON}, w)
+		return nil, err
 	default:
 		return nil, fmt.Errorf("bench: unknown scenario %q (known: %s)", scenario, strings.Join(Scenarios, ", "))
+	}
+	if opt.KillAt != 0 {
+		return nil, fmt.Errorf("bench: --kill-at applies to the provider-batch scenario only, not %s", scenario)
 	}
 	if opt.Corrupt != 0 {
 		return nil, fmt.Errorf("bench: --corrupt applies to the pack scenario only, not %s", scenario)

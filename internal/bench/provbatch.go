@@ -7,12 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/batchagent/batchagent/backend/sim"
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 )
 
 // Defaults of the provider-batch scenario.
@@ -137,7 +143,7 @@ func RunProviderBatch(ctx context.Context, exe string, opt ProviderBatchOptions,
 		killed := false
 		err := runJob(ctx, exe, job, inPath, out, func(cmd *exec.Cmd) bool {
 			st, err := sim.stats(ctx)
-			if err != nil || st.Batches < opt.KillAt {
+			if err != nil || st.Batches < int64(opt.KillAt) {
 				return false
 			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -167,7 +173,7 @@ func RunProviderBatch(ctx context.Context, exe string, opt ProviderBatchOptions,
 	if err != nil {
 		return r, err
 	}
-	r.Submissions, r.Lines, r.DuplicateSubmissions = st.Batches, st.Lines, st.DuplicateSubmissions
+	r.Submissions, r.Lines, r.DuplicateSubmissions = int(st.Batches), int(st.Lines), int(st.DuplicateSubmissions)
 	if opt.JSON {
 		b, _ := json.Marshal(r)
 		fmt.Fprintln(w, string(b))
@@ -290,4 +296,47 @@ func readProviderBatchResults(out string, n int) (providerBatchResults, error) {
 		return res, fmt.Errorf("bench: %s has %d results for %d inputs", out, res.ok+res.failed, n)
 	}
 	return res, nil
+}
+
+// batchSim is the HTTP simulator with its Batch API, served on a loopback
+// port for the scenario's runs.
+type batchSim struct {
+	addr string
+	srv  *simhttp.Server
+	stop func()
+}
+
+// startBatchSim serves the simulator, its Batch API completing each batch
+// after delay, on a free loopback port. Its model calls every tool on two
+// turns, then answers: three model calls per agent.
+func startBatchSim(ctx context.Context, delay time.Duration) (*batchSim, error) {
+	srv, err := simhttp.New(simhttp.Config{
+		Model:           sim.Config{ToolTurns: 2, Seed: 1},
+		MaxSeqs:         256,
+		MaxQueue:        -1,
+		PrefillPerToken: time.Microsecond, DecodeStep: time.Millisecond, DecodeStepPerSeq: 10 * time.Microsecond,
+		Batch: true, BatchDelay: delay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(sctx) })
+	wg.Go(func() { _ = hs.Serve(ln) })
+	return &batchSim{addr: ln.Addr().String(), srv: srv, stop: func() {
+		cancel()
+		_ = hs.Close()
+		wg.Wait()
+	}}, nil
+}
+
+// stats returns what the simulator's Batch API received.
+func (s *batchSim) stats(context.Context) (simhttp.BatchStats, error) {
+	return s.srv.BatchStats(), nil
 }

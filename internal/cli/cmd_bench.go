@@ -31,6 +31,7 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
   batchagent bench fair --fail 0.02 --mode engine,naive
   batchagent bench slots --count 5
   batchagent bench pack --corrupt 0.1 --json
+  batchagent bench provider-batch --kill-at 2 --json
   batchagent bench agentic --json
   batchagent bench agentic -n 500 --mode naive,las,las+cont --time-scale 0.05
   batchagent bench live --backend openai+http://127.0.0.1:11434/v1 --model llama3 -n 48 --json`,
@@ -57,6 +58,7 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.IntVar(&f.opt.Rate, "rate", 0, fmt.Sprintf("gateway: requests per second (0: %d)", bench.DefaultGatewayRate))
 	fl.DurationVar(&f.opt.Duration, "duration", 0, fmt.Sprintf("gateway: how long each phase lasts (0: %v)", bench.DefaultGatewayDuration))
 	fl.Float64Var(&f.opt.Corrupt, "corrupt", 0, "pack: share of packed entries the simulator corrupts, in [0, 1]")
+	fl.IntVar(&f.opt.KillAt, "kill-at", 0, "provider-batch: SIGKILL the run once the endpoint has that many batches, then resume it")
 	fl.Float64Var(&f.opt.TimeScale, "time-scale", 0, fmt.Sprintf("agentic: scale of every duration (tool latencies, the simulator's steps; 0: %g)", bench.DefaultAgenticTimeScale))
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fl.StringVar(&f.traceFile, "trace", "", "write an execution trace to this file")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +49,12 @@ models a continuous-batching GPU server (vLLM-like): a running batch of
 --max-seqs sequences, a waiting queue of --max-queue requests (then 429),
 chunked prefill of the uncached prompt tokens, and a prefix cache in a KV
 cache of --kv-cache-tokens tokens (least recently used blocks evicted;
-counters on /metrics). It runs
+counters on /metrics). It also serves OpenAI's Batch API (/v1/files,
+/v1/batches; backend sim+http://HOST:PORT?mode=batch): each line is
+answered as a chat completion outside --rpm and --tpm, and a batch
+completes no sooner than --batch-delay after its creation; GET
+/sim/batch/stats counts batches, lines and duplicate_submissions
+(custom_ids submitted in more than one batch). It runs
 until SIGINT or SIGTERM, then lets requests in flight finish.`,
 		Example: `  batchagent sim serve --addr 127.0.0.1:0 --seed 7 --tool-turns 0
   batchagent sim serve --fault rate_limited --log-level debug`,
@@ -90,6 +96,7 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.DurationVar(&f.cfg.RetryAfter, "retry-after", 0, "wait the rate_limited and overloaded faults ask for (0: 1s for rate_limited, none for overloaded)")
 	fl.IntVar(&f.cfg.RPM, "rpm", 0, "requests per minute the server enforces as a hosted API does: 429 with Retry-After when over, x-ratelimit-* headers on every answer (0: no limit)")
 	fl.IntVar(&f.cfg.TPM, "tpm", 0, "tokens (prompt and completion) per minute the server enforces, like --rpm (0: no limit)")
+	fl.DurationVar(&f.cfg.BatchDelay, "batch-delay", time.Second, "least time a batch of the Batch API (/v1/files, /v1/batches) takes from its creation to its completion, as a provider's takes hours; the batch counts are at /sim/batch/stats")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every request (same as --log-level debug)")
 	return cmd
 }
@@ -123,6 +130,7 @@ func simServe(ctx context.Context, f simFlags, logger *slog.Logger, stderr io.Wr
 			return exitUsage
 		}
 	}
+	cfg.Batch = true
 	cfg.Logger = logger
 	s, err := simhttp.New(cfg)
 	if err != nil {

@@ -155,6 +155,7 @@ func TestSimUsageErrors(t *testing.T) {
 		{"unknown fault", []string{"sim", "serve", "--fault", "meteor"}, 2, ""},
 		{"corrupt above 1", []string{"sim", "serve", "--corrupt", "2"}, 2, "corrupt = 2, want a value in [0, 1]"},
 		{"negative rpm", []string{"sim", "serve", "--rpm", "-1"}, 2, "rpm = -1"},
+		{"negative batch delay", []string{"sim", "serve", "--batch-delay", "-1s"}, 2, "batch_delay = -1s"},
 		{"empty key variable", []string{"sim", "serve", "--api-key-env", "SIM_EMPTY_KEY"}, 2, ""},
 		{"positional", []string{"sim", "serve", "extra"}, 2, ""},
 		{"bad address", []string{"sim", "serve", "--addr", "localhost"}, 2, ""},
@@ -168,5 +169,27 @@ func TestSimUsageErrors(t *testing.T) {
 				t.Errorf("Main(%q) = %d, stderr %q, want %d and a stderr containing %q", tt.args, code, stderr, tt.want, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestSimServeBatchAPI: sim serve mounts the Batch API and its counts.
+func TestSimServeBatchAPI(t *testing.T) {
+	url, stop := startSim(t, "--batch-delay", "10ms")
+	for _, path := range []string{"/v1/batches", "/sim/batch/stats"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d %s", path, resp.StatusCode, data)
+		}
+		if path == "/sim/batch/stats" && strings.TrimSpace(string(data)) != `{"batches":0,"lines":0,"duplicate_submissions":0}` {
+			t.Errorf("GET %s = %s", path, data)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
 	}
 }

@@ -56,6 +56,7 @@ func Discounted(p llm.Price) llm.Price {
 	f := 1 - p.BatchDiscount
 	p.Input *= f
 	p.CachedInput *= f
+	p.CacheWrite *= f
 	p.Output *= f
 	return p
 }

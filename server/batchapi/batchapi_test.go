@@ -65,7 +65,13 @@ func (e *echo) exec(ctx context.Context, reqID string, body json.RawMessage) (in
 // Authorization header, and returns the Server and a client.
 func serve(t *testing.T, st *batchapi.Store, e *echo) (*batchapi.Server, *openai.Client, func(key string) *openai.Client) {
 	t.Helper()
-	s, err := batchapi.New(batchapi.Config{Store: st, Exec: e.exec})
+	return serveConfig(t, batchapi.Config{Store: st, Exec: e.exec})
+}
+
+// serveConfig is serve with a Config of the caller's.
+func serveConfig(t *testing.T, cfg batchapi.Config) (*batchapi.Server, *openai.Client, func(key string) *openai.Client) {
+	t.Helper()
+	s, err := batchapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,5 +256,33 @@ func TestOwners(t *testing.T) {
 	}
 	if got, err := a.Batches.Get(t.Context(), b.ID); err != nil || got.ID != b.ID {
 		t.Fatalf("own batch: %v, %v", got, err)
+	}
+}
+
+// TestHold: a batch whose lines are done at once stays in_progress until
+// Config.Hold has passed since its creation, then completes.
+func TestHold(t *testing.T) {
+	const hold = 800 * time.Millisecond
+	e := &echo{done: map[string]int{}}
+	_, c, _ := serveConfig(t, batchapi.Config{Store: open(t, t.TempDir()), Exec: e.exec, Hold: hold})
+	start := time.Now()
+	id := submit(t, c, input(3)).ID
+	b := wait(t, c, id, func(b *openai.Batch) bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.done) == 3
+	})
+	if b.Status != openai.BatchStatusInProgress && time.Since(start) < hold {
+		t.Fatalf("batch %s with its lines done before the hold, want in_progress", b.Status)
+	}
+	b = wait(t, c, id, final)
+	if b.Status != openai.BatchStatusCompleted || b.RequestCounts.Completed != 3 {
+		t.Fatalf("batch %+v, want 3 lines completed", b)
+	}
+	if took := time.Since(start); took < hold {
+		t.Errorf("batch completed after %v, want no sooner than the hold %v", took, hold)
+	}
+	if _, err := batchapi.New(batchapi.Config{Store: open(t, t.TempDir()), Exec: e.exec, Hold: -time.Second}); err == nil {
+		t.Error("New with a negative Hold: no error")
 	}
 }

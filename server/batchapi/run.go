@@ -27,6 +27,7 @@ type runner struct {
 	id         string
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when the batch is cancelled
+	started    time.Time     // when startBatch started it: Config.Hold's origin
 }
 
 func (r *runner) requestCancel() { r.cancelOnce.Do(func() { close(r.cancelled) }) }
@@ -42,7 +43,7 @@ func (s *Server) startBatch(id string) bool {
 	if _, ok := s.runners[id]; ok {
 		return true
 	}
-	r := &runner{s: s, id: id, cancelled: make(chan struct{})}
+	r := &runner{s: s, id: id, cancelled: make(chan struct{}), started: time.Now()}
 	s.runners[id] = r
 	s.wg.Add(1)
 	go func() {
@@ -127,6 +128,23 @@ func (r *runner) run(ctx context.Context) error {
 	default:
 		if expCtx.Err() != nil {
 			final = "expired"
+		}
+	}
+	if final == "completed" && b.Status != "finalizing" {
+		// Config.Hold: a batch done early stays in_progress.
+		if wait := time.Until(r.started.Add(r.s.cfg.Hold)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-r.cancelled:
+				final = "cancelled"
+			case <-expCtx.Done():
+				final = "expired"
+			}
+			t.Stop()
 		}
 	}
 	if b.Status == "finalizing" {

@@ -54,6 +54,13 @@ type Config struct {
 	// batch not done by then ends expired. Tests shorten it. Defaults to
 	// DefaultWindow (24h).
 	Window time.Duration
+	// Hold is the least time a batch takes: one whose lines are all done
+	// sooner stays in_progress until Hold has passed since its runner
+	// started (its creation, or the Server's start for a resumed batch),
+	// as a provider's batch completes hours after it was created. The
+	// simulator sets it (`batchagent sim serve --batch-delay`). Defaults
+	// to none: a batch completes as soon as its lines are done.
+	Hold time.Duration
 	// Logger receives Warn lines for lines and batches that fail and
 	// Error lines for the store's failures. Defaults to none: silent.
 	Logger *slog.Logger
@@ -81,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Exec == nil {
 		return nil, errors.New("batchapi: no store or no Exec")
 	}
-	if cfg.MaxLines < 0 || cfg.MaxBytes < 0 || cfg.MaxBodyBytes < 0 || cfg.Concurrency < 0 || cfg.Window < 0 {
+	if cfg.MaxLines < 0 || cfg.MaxBytes < 0 || cfg.MaxBodyBytes < 0 || cfg.Concurrency < 0 || cfg.Window < 0 || cfg.Hold < 0 {
 		return nil, errors.New("batchapi: negative limit")
 	}
 	cfg.MaxLines = cmp.Or(cfg.MaxLines, DefaultMaxLines)

@@ -15,4 +15,13 @@
 // hot path), the timing model of [Server] and the injected faults
 // ([Fault]). [Serve] serves a Server on a listener until its context
 // ends, then shuts down gracefully (`batchagent sim serve`).
+//
+// With [Config.Batch] the server also serves OpenAI's Batch API
+// (/v1/files, /v1/batches, through package server/batchapi, on a store in
+// a temporary directory): each line is answered by the server's own
+// chat-completion handler, outside the account's rate limits, and a batch
+// completes no sooner than [Config.BatchDelay] after its creation, as a
+// provider's does hours later. GET /sim/batch/stats counts the batches,
+// their lines and the custom_ids submitted in more than one batch
+// ([BatchStats]), which a run that never pays twice keeps at zero.
 package simhttp

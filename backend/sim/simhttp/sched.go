@@ -152,6 +152,8 @@ func (s *Server) leave(q *seq) {
 // requests still queued or running then fail (503, or a cut stream). It
 // returns ErrServerStarted if Run was called before: a server runs once.
 // Requests that arrived before Run are served in their arrival order.
+// With Config.Batch it opens the Batch API's store first, and returns
+// the error if it cannot.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.phase != phaseNew {
@@ -165,6 +167,21 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var running []*seq
 	defer func() { s.stop(running) }()
+	if s.batchReady != nil {
+		b, err := newBatchMode(s)
+		s.batch = b
+		close(s.batchReady)
+		if err != nil {
+			return err
+		}
+		// Before the scheduler stops: the batches' lines in flight end
+		// unrecorded rather than failed.
+		defer func() {
+			if err := b.close(); err != nil {
+				s.cfg.Logger.WarnContext(ctx, "sim batch store", "err", err)
+			}
+		}()
+	}
 	timer := time.NewTimer(0)
 	timer.Stop() // since Go 1.23 a stopped timer delivers nothing
 	defer timer.Stop()

@@ -1,6 +1,7 @@
 package simhttp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,6 +147,17 @@ type Config struct {
 	// carries OpenAI's x-ratelimit-* headers. Zero means no limit of that
 	// kind.
 	RPM, TPM int
+	// Batch mounts OpenAI's Batch API (/v1/files and /v1/batches, see
+	// package server/batchapi) whose lines the server answers as chat
+	// completions, outside RPM and TPM, and serves its counts at GET
+	// /sim/batch/stats ([BatchStats]). Its store is in a temporary
+	// directory that [Server.Run] makes when it starts and removes when
+	// it returns. The zero value mounts none.
+	Batch bool
+	// BatchDelay is the least time a batch takes from its creation to
+	// its completion, as a provider's batch takes hours (see
+	// batchapi.Config.Hold). Zero means none.
+	BatchDelay time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -193,6 +205,9 @@ func (c Config) validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
+	}
+	if c.BatchDelay < 0 {
+		errs = append(errs, fmt.Errorf("simhttp: batch_delay = %v, want a duration >= 0", c.BatchDelay))
 	}
 	if c.ContextWindow < 0 {
 		errs = append(errs, fmt.Errorf("simhttp: context_window = %d, want > 0", c.ContextWindow))
@@ -311,6 +326,12 @@ type Server struct {
 
 	acct *account // the rate limits; nil: none
 
+	// batchReady is closed by Run once batch is set (nil without
+	// Config.Batch); batch is the Batch API, nil if its store could not
+	// be opened. Both are read without mu after batchReady is closed.
+	batchReady chan struct{}
+	batch      *batchMode
+
 	mu      sync.Mutex // protects phase, queue, waiting and seq.state
 	phase   phase
 	queue   []*seq // FIFO of sequences waiting for a slot; left ones are skipped
@@ -364,6 +385,9 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.NoPrefixCache {
 		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
 	}
+	if cfg.Batch {
+		s.batchReady = make(chan struct{})
+	}
 	return s, nil
 }
 
@@ -408,6 +432,23 @@ type Stats struct {
 	Running int
 	// Waiting is the number of requests waiting for a slot.
 	Waiting int
+}
+
+// BatchStats returns the counts of the Batch API (Config.Batch); zero
+// without one.
+func (s *Server) BatchStats() BatchStats {
+	if s.batchReady == nil {
+		return BatchStats{}
+	}
+	select {
+	case <-s.batchReady:
+	default:
+		return BatchStats{} // Run has not started
+	}
+	if s.batch == nil {
+		return BatchStats{}
+	}
+	return s.batch.stats()
 }
 
 // Stats returns the server's counters and gauges. It is safe to call at
@@ -464,9 +505,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeMetrics(w)
+	case path == "/sim/batch/stats" && s.cfg.Batch:
+		if !get {
+			writeError(w, errMethod)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.BatchStats())
 	case strings.HasPrefix(path, "/v1/"):
 		if !s.authorized(r) {
 			writeError(w, errAuth)
+			return
+		}
+		if s.cfg.Batch && isBatchPath(path) {
+			s.serveBatch(w, r)
 			return
 		}
 		switch path {

@@ -461,7 +461,11 @@ func (s *Server) prepare(ctx context.Context, cr *oaiwire.Request) (*job, *apiEr
 }
 
 // chat serves POST /v1/chat/completions.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.serveChat(w, r, s.acct) }
+
+// serveChat answers a chat completion under the rate limits of acct (nil:
+// none, as for the lines of a batch).
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, acct *account) {
 	s.requests.Add(1)
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -495,8 +499,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.fault = fault
-	if s.acct != nil {
-		if wait, over := s.acct.take(time.Now(), j.q.prompt+j.q.total, w.Header()); wait > 0 {
+	if acct != nil {
+		if wait, over := acct.take(time.Now(), j.q.prompt+j.q.total, w.Header()); wait > 0 {
 			s.limited.Add(1)
 			writeError(w, &apiError{status: http.StatusTooManyRequests, typ: over, code: "rate_limit_exceeded",
 				message: "Rate limit reached for " + over + " per minute (simulated)", retryAfter: wait})
