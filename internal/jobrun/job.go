@@ -59,6 +59,10 @@ type JobOptions struct {
 	SharedTools tool.Cache
 	// NoCache turns the response cache off (--no-cache, a dry run).
 	NoCache bool
+	// SharedCache, when set, is the store the response cache keeps its
+	// answers in instead of a SQLite file: a worker's, in Redis, shared
+	// with the other workers.
+	SharedCache respcache.Store
 }
 
 // Name names the job of the file at path: the file's id, else the file's
@@ -99,7 +103,7 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	if j.Model, err = config.OpenBackend(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv); err != nil {
 		return nil, err
 	}
-	if j.Cache, err = openCache(cj, j.Model, o.NoCache, os.Getenv); err != nil {
+	if j.Cache, err = openCache(cj, j.Model, o.NoCache, o.SharedCache, os.Getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if j.Cache != nil {
