@@ -116,6 +116,14 @@ func (c *Cache) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Stored: c.stored.Load(), Errors: c.errs.Load(), Saved: saved}
 }
 
+// Counts returns the calls answered from the cache and the tokens their
+// answers had cost: Stats' Hits and Saved, for batchagent.Stats (it is a
+// batchagent.CacheCounter).
+func (c *Cache) Counts() (calls int64, saved llm.Usage) {
+	st := c.Stats()
+	return st.Hits, st.Saved
+}
+
 // lookup returns the answer stored under key, or nil: absent, expired,
 // or unreadable (a failed read or a damaged entry is a miss, never a
 // wrong answer).

@@ -175,6 +175,9 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 	cfg := j.File.Engine
 	cfg.Logger = logger
+	if j.Cache != nil {
+		cfg.ResponseCache = j.Cache // its hits in the engine's Stats
+	}
 	c, hosted := j.Model.(llm.Capable)
 	hosted = hosted && !c.Capabilities().InProcess
 	if hosted || cfg.Admission.RateLimit.TPM > 0 {
