@@ -146,3 +146,19 @@ func TestResponseStoreRedisDown(t *testing.T) {
 		t.Errorf("with Redis down: stats %+v, want errors counted and no hit", st)
 	}
 }
+
+// TestRunNoCache: a run created with NoCache (the coordinator's
+// --no-cache) says so to the workers that read it; others do not.
+func TestRunNoCache(t *testing.T) {
+	q, _ := open(t)
+	for _, noCache := range []bool{true, false} {
+		id := "nocache-" + map[bool]string{true: "on", false: "off"}[noCache]
+		if _, _, err := q.CreateRun(t.Context(), queue.Run{ID: id, Job: []byte("id: x\n"), JobPath: "/jobs/x.yaml", NoCache: noCache}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := q.RunStatus(t.Context(), id)
+		if err != nil || st.NoCache != noCache {
+			t.Errorf("RunStatus(%s) = NoCache %v, %v; want %v", id, st.NoCache, err, noCache)
+		}
+	}
+}
