@@ -35,6 +35,10 @@ type Config struct {
 	// their last completed turn. States are saved under the Spec's ID.
 	// Defaults to nil: no checkpointing.
 	Checkpoint Checkpointer
+	// ResponseCache, when set, is the response cache the engine's models
+	// answer through (respcache's Wrap): its hits are reported in
+	// [Stats].CachedCalls and SavedUsage. Nil means none.
+	ResponseCache CacheCounter
 	// RetryFailed, with Checkpoint, runs inputs whose saved result is a
 	// failure again. Defaults to false.
 	RetryFailed bool

@@ -20,7 +20,8 @@ var ErrShutdown = engine.ErrShutdown
 // [Interactive] work served before [Batch] work), the places for active
 // agents, the checkpoint and the counters. It is safe for concurrent use.
 type Engine struct {
-	core *engine.Engine
+	core  *engine.Engine
+	cache CacheCounter // cfg.ResponseCache; nil: none
 }
 
 // New returns an Engine with cfg's settings. The error wraps
@@ -41,7 +42,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{core: core}, nil
+	return &Engine{core: core, cache: cfg.ResponseCache}, nil
 }
 
 // Drain starts a graceful stop: no more inputs are admitted and agents stop

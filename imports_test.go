@@ -31,7 +31,7 @@ func TestImportRules(t *testing.T) {
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
 		"server/batchapi":    {"internal/groupcommit", "internal/oaiwire"},
-		"queue":              {"", "agent", "job", "llm", "sched"},
+		"queue":              {"", "agent", "job", "llm", "sched", "respcache"}, // respcache: the response cache's Store in Redis
 		"tool/mcptool":       {"tool"},
 		"schema":             {},
 		"internal/sse":       {},

@@ -85,6 +85,12 @@ type Stats struct {
 	// the job's model, 1 and on its fallbacks (the eighth counts the later
 	// ones too). A failed result is not counted, whatever tier it reached.
 	ByTier map[int]int64
+	// CachedCalls counts the model calls answered from the engine's
+	// response cache ([Config.ResponseCache]) instead of a backend, and
+	// SavedUsage the tokens those answers had cost when first paid. Zero
+	// without a cache.
+	CachedCalls int64
+	SavedUsage  llm.Usage
 	// BreakerChanges counts the state changes of the backends' circuit
 	// breakers (closed to open, open to half-open, half-open to closed or
 	// open).
@@ -107,7 +113,17 @@ func (e *Engine) Stats() Stats {
 		s.ToolErrors += t.Errors
 	}
 	s.ByTier, s.BreakerChanges = e.core.ByTier()
+	if e.cache != nil {
+		s.CachedCalls, s.SavedUsage = e.cache.Counts()
+	}
 	t := admission.Total(s.Backends)
 	s.Inflight, s.Waiting, s.Limit, s.Throttles, s.Pauses, s.LimitHistory, s.RateLimits = t.Inflight, t.Waiting, t.Limit, t.Throttles, t.Pauses, t.LimitHistory, t.RateLimits
 	return s
+}
+
+// A CacheCounter counts the model calls a response cache answered, and
+// the tokens their answers had cost: *respcache.Cache is one. Set it as
+// [Config.ResponseCache] to have [Engine.Stats] report them.
+type CacheCounter interface {
+	Counts() (calls int64, saved llm.Usage)
 }

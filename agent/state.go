@@ -64,6 +64,14 @@ type State struct {
 	// the model's context window: older tool results shortened, older
 	// turns dropped (see Config.ContextWindow).
 	Compactions int `json:"compactions,omitempty"`
+	// CachedCalls counts the agent's model calls answered from a response
+	// cache, and SavedTokens the tokens those answers had cost, over all
+	// its runs. The agent's loop does not know which answers came from a
+	// cache: what installs the cache keeps them (a run's checkpointer adds
+	// the calls since the state was loaded), so that a resumed agent's
+	// result counts the cached calls of its earlier runs too.
+	CachedCalls int   `json:"cached_calls,omitempty"`
+	SavedTokens int64 `json:"saved_tokens,omitempty"`
 	// MaxTokens is the token cap raised after a truncated answer, used by
 	// the agent's later calls, kept between the configured MaxTokens and
 	// MaxTokensLimit; zero means the configured one.
@@ -156,6 +164,7 @@ func (st *State) Result(jobID string) job.Result {
 	r := job.Result{
 		Index: st.Index, Input: st.Input, Output: st.Output, ModelCalls: st.ModelCalls, Turns: st.Turns,
 		ToolCalls: st.ToolCalls, ToolErrors: st.ToolErrors, Repairs: st.Repairs, Truncations: st.Truncations, Compactions: st.Compactions, Usage: st.Usage,
+		CachedCalls: st.CachedCalls, SavedTokens: st.SavedTokens,
 		Timings: job.Timings{Queue: t.Queue, Inference: t.Inference, Tools: t.Tools, Backoff: t.Backoff, TTFT: t.TTFT, Total: t.Total},
 		Started: st.Started, Spans: st.Spans, Tier: st.Tier, Packed: st.Packed,
 	}

@@ -146,6 +146,12 @@ func appendCounters(dst []byte, st *agent.State) []byte {
 	if st.Compactions != 0 {
 		dst = appendIntField(dst, `,"compactions":`, int64(st.Compactions))
 	}
+	if st.CachedCalls != 0 {
+		dst = appendIntField(dst, `,"cached_calls":`, int64(st.CachedCalls))
+	}
+	if st.SavedTokens != 0 {
+		dst = appendIntField(dst, `,"saved_tokens":`, st.SavedTokens)
+	}
 	if st.MaxTokens != 0 {
 		dst = appendIntField(dst, `,"max_tokens":`, int64(st.MaxTokens))
 	}

@@ -21,6 +21,10 @@ type Run struct {
 	Job []byte
 	// JobPath is the job file's absolute path on the coordinator's host.
 	JobPath string
+	// NoCache turns the response cache off on the workers (the
+	// coordinator's --no-cache): every model call is paid. A run keeps
+	// the NoCache it was created with.
+	NoCache bool
 	// Created is when the run was created. Zero means now (CreateRun sets
 	// it).
 	Created time.Time
@@ -51,15 +55,17 @@ const (
 	fTotal     = "total"
 	fDone      = "done"
 	fCoordBeat = "coord_beat"
+	fNoCache   = "no_cache"
 )
 
 // createScript registers a run unless its hash exists: KEYS run hash,
-// runs set; ARGV id, job, job path, created (RFC 3339), created (unix ms).
+// runs set; ARGV id, job, job path, created (RFC 3339), created (unix ms),
+// no cache ("1" or "0").
 // It returns 1 when it created the run, 0 when it existed.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'job', ARGV[2], 'job_path', ARGV[3], 'created', ARGV[4],
-	'enqueued', 0, 'total', -1, 'done', 0)
+	'enqueued', 0, 'total', -1, 'done', 0, 'no_cache', ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 return 1
 `)
@@ -82,8 +88,12 @@ func (c *Client) CreateRun(ctx context.Context, r Run) (st RunStatus, existed bo
 	if r.Created.IsZero() {
 		r.Created = time.Now()
 	}
+	noCache := "0"
+	if r.NoCache {
+		noCache = "1"
+	}
 	n, err := createScript.Run(ctx, c.rdb, []string{c.runKey(r.ID), c.runsKey()},
-		r.ID, r.Job, r.JobPath, r.Created.Format(time.RFC3339Nano), r.Created.UnixMilli()).Int()
+		r.ID, r.Job, r.JobPath, r.Created.Format(time.RFC3339Nano), r.Created.UnixMilli(), noCache).Int()
 	if err != nil {
 		return RunStatus{}, false, c.fail(fmt.Sprintf("create run %q", r.ID), err)
 	}
@@ -106,7 +116,7 @@ func (c *Client) RunStatus(ctx context.Context, id string) (RunStatus, error) {
 
 // parseRun reads a run's hash.
 func parseRun(id string, h map[string]string) (RunStatus, error) {
-	st := RunStatus{Run: Run{ID: id, Job: []byte(h[fJob]), JobPath: h[fJobPath]}}
+	st := RunStatus{Run: Run{ID: id, Job: []byte(h[fJob]), JobPath: h[fJobPath], NoCache: h[fNoCache] == "1"}}
 	var err error
 	if st.Created, err = time.Parse(time.RFC3339Nano, h[fCreated]); err != nil {
 		return RunStatus{}, fmt.Errorf("queue: run %q: bad created time %q", id, h[fCreated])

@@ -3,26 +3,17 @@ package respcache
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
 	"github.com/batchagent/batchagent/llm"
 )
-
-// busyTimeoutMillis is how long a connection waits for a lock another
-// process holds on the file.
-const busyTimeoutMillis = 10000
 
 // Config configures a [Cache]. The zero Config is valid.
 type Config struct {
@@ -59,16 +50,30 @@ type Stats struct {
 	Saved llm.Usage
 }
 
-// Cache is a file of answers to model calls. It is safe for concurrent
-// use; several processes may share its file.
+// Cache is a store of answers to model calls: a SQLite file ([Open]) or
+// another [Store] ([New]). It is safe for concurrent use; several
+// processes may share its file or store.
 type Cache struct {
-	cfg  Config
-	path string
-	db   *sql.DB
+	cfg     Config
+	path    string // "" for a Store not a file
+	entries Store
 
 	hits, misses, stored, errs atomic.Int64
 	mu                         sync.Mutex
 	saved                      llm.Usage
+}
+
+// New returns a Cache keeping its answers in s, under cfg's TTL and
+// Nondeterministic (cfg.Path is not used). Close closes s.
+func New(s Store, cfg Config) (*Cache, error) {
+	if s == nil {
+		return nil, errors.New("respcache: nil store")
+	}
+	if cfg.TTL < 0 {
+		return nil, fmt.Errorf("respcache: ttl %v: must not be negative", cfg.TTL)
+	}
+	cfg.Path = ""
+	return &Cache{cfg: cfg, entries: s}, nil
 }
 
 // Open opens the cache file of cfg, creating it (and its directory) when
@@ -89,54 +94,19 @@ func Open(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("respcache: %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("respcache: %w", err)
-	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	s, err := openFile(abs)
 	if err != nil {
-		return nil, fmt.Errorf("respcache: %s: %w", abs, err)
-	}
-	// One connection: statements of this process queue on it instead of
-	// meeting each other's locks; other processes wait on the busy
-	// timeout.
-	db.SetMaxOpenConns(1)
-	const schema = `CREATE TABLE IF NOT EXISTS responses (
-		key TEXT PRIMARY KEY,
-		response BLOB NOT NULL,
-		sum BLOB NOT NULL,
-		created INTEGER NOT NULL
-	)`
-	if _, err := db.Exec(schema); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("respcache: %s is not a usable response cache (remove it, or run with --no-cache): %w", abs, err)
-	}
-	var check string
-	if err := db.QueryRow(`PRAGMA quick_check`).Scan(&check); err != nil || check != "ok" {
-		_ = db.Close()
-		if err == nil {
-			err = errors.New(check)
-		}
-		return nil, fmt.Errorf("respcache: %s is corrupt (remove it, or run with --no-cache): %w", abs, err)
+		return nil, err
 	}
 	cfg.Path = abs
-	return &Cache{cfg: cfg, path: abs, db: db}, nil
+	return &Cache{cfg: cfg, path: abs, entries: s}, nil
 }
 
-// dsn is the file: URI of abs with the pragmas every connection runs.
-func dsn(abs string) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	q := url.Values{"_pragma": {fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis), "journal_mode(WAL)", "synchronous(NORMAL)"}}
-	return "file://" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
-}
-
-// Path is the cache's file, absolute.
+// Path is the cache's file, absolute; "" for a cache in another Store.
 func (c *Cache) Path() string { return c.path }
 
-// Close closes the file.
-func (c *Cache) Close() error { return c.db.Close() }
+// Close closes the cache's store.
+func (c *Cache) Close() error { return c.entries.Close() }
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() Stats {
@@ -146,33 +116,37 @@ func (c *Cache) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Stored: c.stored.Load(), Errors: c.errs.Load(), Saved: saved}
 }
 
+// Counts returns the calls answered from the cache and the tokens their
+// answers had cost: Stats' Hits and Saved, for batchagent.Stats (it is a
+// batchagent.CacheCounter).
+func (c *Cache) Counts() (calls int64, saved llm.Usage) {
+	st := c.Stats()
+	return st.Hits, st.Saved
+}
+
 // lookup returns the answer stored under key, or nil: absent, expired,
 // or unreadable (a failed read or a damaged entry is a miss, never a
 // wrong answer).
 func (c *Cache) lookup(ctx context.Context, key string) *llm.Response {
-	var (
-		blob, sum []byte
-		created   int64
-	)
-	err := c.db.QueryRowContext(ctx, `SELECT response, sum, created FROM responses WHERE key = ?`, key).Scan(&blob, &sum, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
+	e, ok, err := c.entries.Get(ctx, key)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.errs.Add(1)
 		}
 		return nil
 	}
-	if c.cfg.TTL > 0 && time.Since(time.Unix(0, created)) > c.cfg.TTL {
+	if !ok {
 		return nil
 	}
-	if got := sha256.Sum256(blob); string(got[:]) != string(sum) {
+	if c.cfg.TTL > 0 && time.Since(e.Created) > c.cfg.TTL {
+		return nil
+	}
+	if got := sha256.Sum256(e.Response); string(got[:]) != string(e.Sum) {
 		c.errs.Add(1)
 		return nil
 	}
 	var r llm.Response
-	if err := json.Unmarshal(blob, &r); err != nil || !complete(&r) {
+	if err := json.Unmarshal(e.Response, &r); err != nil || !complete(&r) {
 		c.errs.Add(1)
 		return nil
 	}
@@ -192,8 +166,7 @@ func (c *Cache) store(ctx context.Context, key string, r *llm.Response) {
 	sum := sha256.Sum256(blob)
 	// The caller's cancellation must not lose an answer already paid for.
 	ctx = context.WithoutCancel(ctx)
-	if _, err := c.db.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key, response, sum, created) VALUES (?, ?, ?, ?)`,
-		key, blob, sum[:], time.Now().UnixNano()); err != nil {
+	if err := c.entries.Put(ctx, key, Entry{Response: blob, Sum: sum[:], Created: time.Now()}, c.cfg.TTL); err != nil {
 		c.errs.Add(1)
 		return
 	}

@@ -27,7 +27,7 @@ func TestStoreKeepsOnlyCompleteAnswers(t *testing.T) {
 		t.Errorf("lookup = %+v, want the stored answer", r)
 	}
 	// A damaged entry is a miss, not a wrong answer.
-	if _, err := c.db.Exec(`UPDATE responses SET response = ? WHERE key = 'ok'`, []byte(`{"message":{"role":"assistant","content":"wrong"},"finish_reason":"stop"}`)); err != nil {
+	if _, err := c.entries.(*file).db.Exec(`UPDATE responses SET response = ? WHERE key = 'ok'`, []byte(`{"message":{"role":"assistant","content":"wrong"},"finish_reason":"stop"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if r := c.lookup(ctx, "ok"); r != nil {
@@ -51,7 +51,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal("fresh entry missed")
 	}
 	old := time.Now().Add(-2 * time.Hour).UnixNano()
-	if _, err := c.db.Exec(`UPDATE responses SET created = ?`, old); err != nil {
+	if _, err := c.entries.(*file).db.Exec(`UPDATE responses SET created = ?`, old); err != nil {
 		t.Fatal(err)
 	}
 	if c.lookup(ctx, "k") != nil {

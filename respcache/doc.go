@@ -1,8 +1,10 @@
 // Package respcache answers model calls from earlier runs: a cross-run
 // cache of responses keyed by the canonical form of their request.
 //
-// A [Cache] is a SQLite file (WAL mode, with a busy timeout, so that
-// several processes may share it). [Cache.Wrap] returns an llm.Model that
+// A [Cache] keeps its answers in a [Store]: a SQLite file ([Open]; WAL
+// mode, with a busy timeout, so that several processes may share it), or
+// a store several machines share ([New] with queue.ResponseStore, in
+// Redis), under the same rules. [Cache.Wrap] returns an llm.Model that
 // answers a request seen before from the file and passes any other to the
 // model it wraps, storing its answer when it is complete: finish reason
 // stop or tool_calls, no error, the stream read to its end. The key is

@@ -177,7 +177,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	var w *bufio.Writer                        // the output's, once open
 	var snap atomic.Pointer[progress.Counters] // the progress line's, set every 2 s by the coordinator
 	c, err := queue.NewCoordinator(queue.CoordinatorConfig{
-		Client: q, Run: queue.Run{ID: id, Job: data, JobPath: abs}, Window: rf.window,
+		Client: q, Run: queue.Run{ID: id, Job: data, JobPath: abs, NoCache: f.NoCache}, Window: rf.window,
 		OutageBudget: cj.Def.OutageBudget, Written: written,
 		// The inputs are read again from the first, from the file counted.
 		Inputs: func() (batchagent.Inputs, error) {

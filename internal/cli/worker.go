@@ -122,7 +122,7 @@ func runWorker(ctx context.Context, f workerFlags, logger *slog.Logger, stderr i
 // as the coordinator read them, parsed with relative paths resolved
 // against the coordinator's job directory, and its backend and tools
 // opened as `batchagent run` opens them, its limits shared in Redis (see
-// queue.Client.ShareLimits).
+// queue.Client.ShareLimits), its response cache kept in Redis.
 func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) func(context.Context, queue.RunStatus) (queue.Job, error) {
 	return func(ctx context.Context, st queue.RunStatus) (queue.Job, error) {
 		cj, err := config.Parse(st.Job, st.JobPath, filepath.Dir(st.JobPath))
@@ -132,7 +132,12 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		// The run's cacheable tool results are shared by its workers: under
 		// the run's ID, since the same tool call may read other files in
 		// another run's job directory.
-		j, err := jobrun.OpenJob(ctx, st.JobPath, cj, jobrun.JobOptions{Name: st.ID, SharedTools: queue.NewToolCache(q.Redis(), q.Key("tool", st.ID)+":")})
+		// Its model calls' answers are shared by every run's workers (a key
+		// is a request's hash), unless the coordinator ran with --no-cache.
+		j, err := jobrun.OpenJob(ctx, st.JobPath, cj, jobrun.JobOptions{
+			Name: st.ID, SharedTools: queue.NewToolCache(q.Redis(), q.Key("tool", st.ID)+":"),
+			NoCache: st.NoCache, SharedCache: queue.NewResponseStore(q.Redis(), q.Key("resp")+":"),
+		})
 		if err != nil {
 			return queue.Job{}, err
 		}

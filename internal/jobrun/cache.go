@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchagent/batchagent/agent"
 	"github.com/batchagent/batchagent/internal/config"
+	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/respcache"
@@ -21,8 +22,11 @@ const CacheEnv = "BATCHAGENT_CACHE"
 // cache is off: by noCache (--no-cache, a dry run), by the file's
 // `cache: off`, by BATCHAGENT_CACHE=off, or, for a file without a cache
 // key, because model runs in this process (the simulator) and costs
-// nothing. It returns nil, nil when off.
-func openCache(cj *config.Job, model llm.Model, noCache bool, getenv func(string) string) (*respcache.Cache, error) {
+// nothing. It returns nil, nil when off. shared, when set, is the store
+// the cache keeps its answers in (a worker's, in Redis) instead of a
+// file: the file's cache.path and BATCHAGENT_CACHE's path are then
+// unused, its ttl and nondeterministic kept.
+func openCache(cj *config.Job, model llm.Model, noCache bool, shared respcache.Store, getenv func(string) string) (*respcache.Cache, error) {
 	if noCache {
 		return nil, nil
 	}
@@ -43,7 +47,15 @@ func openCache(cj *config.Job, model llm.Model, noCache bool, getenv func(string
 	if cc.Off {
 		return nil, nil
 	}
-	c, err := respcache.Open(respcache.Config{Path: cc.Path, TTL: cc.TTL, Nondeterministic: cc.Nondeterministic})
+	cfg := respcache.Config{Path: cc.Path, TTL: cc.TTL, Nondeterministic: cc.Nondeterministic}
+	if shared != nil {
+		c, err := respcache.New(shared, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		return c, nil
+	}
+	c, err := respcache.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -52,17 +64,26 @@ func openCache(cj *config.Job, model llm.Model, noCache bool, getenv func(string
 
 // cacheTallies counts the cached calls of each agent of a run: a
 // agent.Scope that gives each agent a respcache.Tally, wrapping the
-// Observer the run already had (the tracer's), if any.
+// Observer the run already had (the tracer's), if any. With a checkpoint
+// store (see checkpointer), the counts of a resumed agent's earlier runs
+// are added.
 type cacheTallies struct {
-	next agent.Observer // nil: none
+	next agent.Observer // nil: none; set before the run starts
 	mu   sync.Mutex
 	by   map[int]*respcache.Tally // by input index, until the result is written
+	base map[int]cachedCounts     // by input index: the counts of the agent's state as saved, before this run's
 }
 
-// newCacheTallies returns the tallies of a run whose context carried the
-// Observer next (nil: none).
-func newCacheTallies(next agent.Observer) *cacheTallies {
-	return &cacheTallies{next: next, by: make(map[int]*respcache.Tally)}
+// cachedCounts are an agent's cached calls and the tokens they saved.
+type cachedCounts struct {
+	calls int
+	saved int64
+}
+
+// newCacheTallies returns the tallies of a run; set next before it
+// starts.
+func newCacheTallies() *cacheTallies {
+	return &cacheTallies{by: make(map[int]*respcache.Tally), base: make(map[int]cachedCounts)}
 }
 
 // Agent gives the agent of input index its tally, under next's scope
@@ -80,17 +101,62 @@ func (c *cacheTallies) Agent(ctx context.Context, jobID string, index int) (cont
 }
 
 // fill sets the cached calls and tokens saved of r from its agent's
-// tally, and forgets the tally.
+// tally and its earlier runs' counts, and forgets them. A result
+// restored from the checkpoint (no tally) keeps its saved counts.
 func (c *cacheTallies) fill(r *job.Result) {
 	c.mu.Lock()
-	t := c.by[r.Index]
+	t, base := c.by[r.Index], c.base[r.Index]
 	delete(c.by, r.Index)
+	delete(c.base, r.Index)
 	c.mu.Unlock()
 	if t == nil {
 		return
 	}
 	calls, saved := t.Counts()
-	r.CachedCalls, r.SavedTokens = calls, saved.Total()
+	r.CachedCalls, r.SavedTokens = base.calls+calls, base.saved+saved.Total()
+}
+
+// add sets the counts of st to those it was saved with plus its agent's
+// tally in this run, noting the former for fill.
+func (c *cacheTallies) add(st *agent.State) {
+	c.mu.Lock()
+	t := c.by[st.Index]
+	c.base[st.Index] = cachedCounts{st.CachedCalls, st.SavedTokens}
+	c.mu.Unlock()
+	if t == nil {
+		return
+	}
+	calls, saved := t.Counts()
+	st.CachedCalls += calls
+	st.SavedTokens += saved.Total()
+}
+
+// checkpointer returns the run's store s saving each agent's cached
+// calls with its state (agent.State.CachedCalls), so that a resumed
+// agent's result counts those of its earlier runs. The engine's state
+// keeps the counts it was loaded with: each save adds this run's.
+func (c *cacheTallies) checkpointer(s *outfile.Store) *tallyStore {
+	return &tallyStore{Store: s, t: c}
+}
+
+// tallyStore is a run's checkpoint store that saves its agents' cached
+// calls with their states.
+type tallyStore struct {
+	*outfile.Store
+	t *cacheTallies
+}
+
+// Save saves st with its cached calls.
+func (s *tallyStore) Save(ctx context.Context, st agent.State) error {
+	s.t.add(&st) // st is a copy
+	return s.Store.Save(ctx, st)
+}
+
+// SaveAsync saves the final state st with its cached calls. The engine's
+// own st gets them: it is final, and not run again.
+func (s *tallyStore) SaveAsync(st *agent.State, done func(error)) {
+	s.t.add(st)
+	s.Store.SaveAsync(st, done)
 }
 
 // Turn is next's, when there is one.

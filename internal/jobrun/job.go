@@ -68,6 +68,10 @@ type JobOptions struct {
 	Journal string
 	// Logger receives a batch-delivered backend's log; nil: none.
 	Logger *slog.Logger
+	// SharedCache, when set, is the store the response cache keeps its
+	// answers in instead of a SQLite file: a worker's, in Redis, shared
+	// with the other workers.
+	SharedCache respcache.Store
 }
 
 // Name names the job of the file at path: the file's id, else the file's
@@ -118,7 +122,7 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 			}
 		}()
 	}
-	if j.Cache, err = openCache(cj, j.Model, o.NoCache, os.Getenv); err != nil {
+	if j.Cache, err = openCache(cj, j.Model, o.NoCache, o.SharedCache, os.Getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if j.Cache != nil {
@@ -194,6 +198,9 @@ func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 		// Each agent waits in a batch for hours: as many as a batch holds
 		// wait at once, not the engine's default.
 		cfg.MaxActive = batchmode.DefaultConcurrency
+	}
+	if j.Cache != nil {
+		cfg.ResponseCache = j.Cache // its hits in the engine's Stats
 	}
 	c, hosted := j.Model.(llm.Capable)
 	hosted = hosted && !c.Capabilities().InProcess

@@ -85,7 +85,7 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 		r.closers = append(r.closers, namedCloser{"media", j.Media})
 	}
 	if j.Cache != nil {
-		r.cache = j.Cache
+		r.cache, r.tallies = j.Cache, newCacheTallies()
 		r.closers = append(r.closers, namedCloser{"cache", j.Cache})
 	}
 	cfg, err := j.EngineConfig(o.Logger)

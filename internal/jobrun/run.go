@@ -65,6 +65,8 @@ type Run struct {
 	onEnd func()
 	// cache answers the calls asked before; nil when off.
 	cache *respcache.Cache
+	// tallies count each agent's cached calls; nil without a cache.
+	tallies *cacheTallies
 }
 
 // namedCloser is a file the run closes, with what it is for errors.
@@ -128,10 +130,10 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 	var outputs []json.RawMessage // for the reduce step
 	var unavailable error         // why the engine stopped: the backend never answered
 	capped := 0                   // agents stopped by the spend cap: pending
-	var tallies *cacheTallies     // each agent's cached calls; nil without a cache
+	tallies := r.tallies          // each agent's cached calls; nil without a cache
 	streamCtx := runCtx
-	if r.cache != nil {
-		tallies = newCacheTallies(agent.ObserverFrom(runCtx))
+	if tallies != nil {
+		tallies.next = agent.ObserverFrom(runCtx)
 		streamCtx = agent.WithObserver(runCtx, tallies)
 	}
 	results, err := r.engine.Stream(streamCtx, r.spec, r.inputs)

@@ -38,6 +38,9 @@ func (r *Run) openStore(statePath string, retryFailed bool, cfg *batchagent.Conf
 	r.closers = append(r.closers, namedCloser{"state", store})
 	r.saved = &outfile.Store{Store: store}
 	cfg.Checkpoint, cfg.RetryFailed, cfg.StopOnCheckpointError = r.saved, retryFailed, true
+	if r.tallies != nil {
+		cfg.Checkpoint = r.tallies.checkpointer(r.saved) // the agents' cached calls kept through a resume
+	}
 	r.statePath = statePath
 	return nil
 }

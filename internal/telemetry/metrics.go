@@ -242,6 +242,8 @@ var (
 	descCheckpointErr = desc("checkpoint_errors_total", "Checkpoint saves that failed.")
 	descTier          = desc("results_by_tier_total", "Results by the tier that answered them (0: the spec's model, 1..: its fallbacks).", "tier")
 	descBreaker       = desc("breaker_changes_total", "State changes of the backends' circuit breakers.")
+	descCachedCalls   = desc("cached_calls_total", "Model calls answered from the response cache instead of a backend.")
+	descSavedTokens   = desc("cache_saved_tokens_total", "Tokens the response cache's answers had cost when first paid.")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -253,7 +255,7 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLimit, descInflight, descWaiting, descThrottles, descPauses,
 		descToolCalls, descToolExecuted, descToolCoalesced, descToolCacheHits, descToolErrors,
 		descStarted, descDone, descRestored, descRunning, descFailures, descModelCalls, descTurns, descCheckpointErr,
-		descTier, descBreaker} {
+		descTier, descBreaker, descCachedCalls, descSavedTokens} {
 		ch <- d
 	}
 }
@@ -315,6 +317,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descModelCalls, s.ModelCalls)
 	counter(descTurns, s.Turns)
 	counter(descCheckpointErr, s.CheckpointErrors)
+	counter(descCachedCalls, s.CachedCalls)
+	counter(descSavedTokens, s.SavedUsage.Total())
 	tiers := slices.Sorted(maps.Keys(s.ByTier))
 	for _, tier := range tiers {
 		counter(descTier, s.ByTier[tier], strconv.Itoa(tier))
