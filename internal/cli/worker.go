@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -141,10 +144,31 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 			_ = j.Close() // the setup error is the one to report
 			return queue.Job{}, err
 		}
-		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger})
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger,
+			Hosted: !strings.HasPrefix(j.Addr, "sim://"), Account: accountOf(cj)})
 		return queue.Job{Config: cfg, Spec: j.Spec, Close: func() error {
 			limits.Close()
 			return j.Close()
 		}}, nil
 	}
+}
+
+// accountOf names the account a job's backend bills, for sharing its
+// learnt rate limits among the workers of that account only: a short hash
+// of the API key the backend is opened with (the job's api_key_env, else
+// the provider's usual variable), never the key; "" without a key.
+func accountOf(cj *config.Job) string {
+	env := cj.APIKeyEnv
+	if env == "" {
+		env = "OPENAI_API_KEY"
+		if strings.HasPrefix(cj.Backend, "anthropic") {
+			env = "ANTHROPIC_API_KEY"
+		}
+	}
+	key := os.Getenv(env)
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("batchagent rate-limit account\x00" + key))
+	return hex.EncodeToString(sum[:8])
 }
