@@ -341,6 +341,7 @@ backend: "sim+http://%s"
 system: "You answer in one short sentence."
 task: "Describe item {id}."
 max_tokens: 64
+cache: off
 limits:
   max_retries: 10
 `, rs.addr)
