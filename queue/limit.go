@@ -125,8 +125,6 @@ type bucket struct {
 	poll       chan struct{} // a token while a caller polls Redis; buffer 1: a lock that respects ctx
 }
 
-func (b *bucket) on() bool { return b.limit.Rate > 0 }
-
 // perMinuteLimit returns the GCRA limit of perMin a minute, with burst
 // as a fraction of it; the zero Limit (off) for perMin 0.
 func perMinuteLimit(perMin int, burst float64) redis_rate.Limit {
