@@ -92,7 +92,7 @@ func TestImportRules(t *testing.T) {
 		// Commands and flags: each reads its flags, calls one package and
 		// prints.
 		"internal/cli": {"", "server/batchapi", "backend/sim", "backend/sim/simhttp", "checkpoint", "internal/bench", "internal/config",
-			"internal/estimate", "internal/jobrun", "internal/openaibatch", "internal/prices", "internal/progress", "internal/outfile", "internal/report",
+			"internal/estimate", "internal/jobrun", "internal/openaibatch", "internal/prices", "internal/progress", "internal/outfile", "internal/report", "internal/spend",
 			"internal/telemetry", "llm", "queue", "server"},
 		"cmd/batchagent": {"internal/cli"},
 

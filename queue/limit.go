@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	mrand "math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 )
 
 // SharedRateConfig configures a [SharedRate]. RPM and TPM may not both be
-// zero.
+// zero, unless Learn is set.
 type SharedRateConfig struct {
 	// RPM is requests per minute, over every process that shares the key.
 	// Zero means no request limit.
@@ -37,7 +39,25 @@ type SharedRateConfig struct {
 	// Logger receives warnings (a correction Redis refused). Defaults to a
 	// logger that discards.
 	Logger *slog.Logger
+	// Learn makes the budgets also take the limits a backend reports in
+	// its answers' headers ([SharedRate.Sync]), kept in Redis for every
+	// process that shares the key: each budget is the lower of the
+	// configured and the learnt limit, and one with neither admits
+	// everything until a limit is learnt. With Learn, RPM and TPM may both
+	// be zero.
+	Learn bool
 }
+
+// learnRefresh is how often a learning SharedRate rereads the limits
+// learnt by other processes: before it has any, at most once a second;
+// after, every learnKnownRefresh.
+const (
+	learnRefresh      = time.Second
+	learnKnownRefresh = 30 * time.Second
+	// learntTTL is how long learnt limits stay in Redis after they were
+	// last reported.
+	learntTTL = time.Hour
+)
 
 // DefaultSharedBurst is the default of [SharedRateConfig.Burst]: a
 // sixtieth of the minute's budget, so that a sliding minute never carries
@@ -82,22 +102,37 @@ var ErrSharedLimit = job.ErrLimitUnavailable
 //
 // A SharedRate is safe for concurrent use.
 type SharedRate struct {
-	rdb redis.UniversalClient
-	lim *redis_rate.Limiter
-	key string
-	log *slog.Logger
-	req bucket
-	tok bucket
+	rdb   redis.UniversalClient
+	lim   *redis_rate.Limiter
+	key   string
+	log   *slog.Logger
+	burst float64
+	learn bool
+	req   bucket
+	tok   bucket
+
+	fetchMu sync.Mutex // held while the learnt limits are reread
+	mu      sync.Mutex // protects the fields below and the buckets' limits
+	fetched time.Time  // when the learnt limits were last read from Redis
+	learnt  [2]int64   // the learnt rpm and tpm as last read or reported; 0: none
 }
 
 // bucket is one GCRA budget and the lock its local pollers share.
 type bucket struct {
-	key   string // redis_rate's key, without its "rate:" prefix
-	limit redis_rate.Limit
-	poll  chan struct{} // a token while a caller polls Redis; buffer 1: a lock that respects ctx
+	key        string // redis_rate's key, without its "rate:" prefix
+	configured int    // the configured limit per minute; 0: none
+	limit      redis_rate.Limit
+	poll       chan struct{} // a token while a caller polls Redis; buffer 1: a lock that respects ctx
 }
 
-func (b *bucket) on() bool { return b.limit.Rate > 0 }
+// perMinuteLimit returns the GCRA limit of perMin a minute, with burst
+// as a fraction of it; the zero Limit (off) for perMin 0.
+func perMinuteLimit(perMin int, burst float64) redis_rate.Limit {
+	if perMin <= 0 {
+		return redis_rate.Limit{}
+	}
+	return redis_rate.Limit{Rate: perMin, Period: time.Minute, Burst: max(1, int(float64(perMin)*burst))}
+}
 
 // NewSharedRate returns the budgets of cfg kept in Redis under key (for
 // example Client.Key("rate", backend)), shared with every SharedRate of
@@ -111,7 +146,7 @@ func NewSharedRate(rdb redis.UniversalClient, key string, cfg SharedRateConfig) 
 		return nil, errors.New("queue: shared rate limit without a key")
 	case cfg.RPM < 0 || cfg.TPM < 0:
 		return nil, fmt.Errorf("queue: shared rate limit %s: negative limit (rpm %d, tpm %d)", key, cfg.RPM, cfg.TPM)
-	case cfg.RPM == 0 && cfg.TPM == 0:
+	case cfg.RPM == 0 && cfg.TPM == 0 && !cfg.Learn:
 		return nil, fmt.Errorf("queue: shared rate limit %s: neither rpm nor tpm set", key)
 	case cfg.Burst < 0 || cfg.Burst > 1:
 		return nil, fmt.Errorf("queue: shared rate limit %s: burst %v not in (0, 1]", key, cfg.Burst)
@@ -122,19 +157,15 @@ func NewSharedRate(rdb redis.UniversalClient, key string, cfg SharedRateConfig) 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	limit := func(perMin int) redis_rate.Limit {
-		if perMin == 0 {
-			return redis_rate.Limit{}
-		}
-		return redis_rate.Limit{Rate: perMin, Period: time.Minute, Burst: max(1, int(float64(perMin)*cfg.Burst))}
-	}
 	return &SharedRate{
-		rdb: rdb,
-		lim: redis_rate.NewLimiter(rdb),
-		key: key,
-		log: cfg.Logger,
-		req: bucket{key: key + ":rpm", limit: limit(cfg.RPM), poll: make(chan struct{}, 1)},
-		tok: bucket{key: key + ":tpm", limit: limit(cfg.TPM), poll: make(chan struct{}, 1)},
+		rdb:   rdb,
+		lim:   redis_rate.NewLimiter(rdb),
+		key:   key,
+		log:   cfg.Logger,
+		burst: cfg.Burst,
+		learn: cfg.Learn,
+		req:   bucket{key: key + ":rpm", configured: cfg.RPM, limit: perMinuteLimit(cfg.RPM, cfg.Burst), poll: make(chan struct{}, 1)},
+		tok:   bucket{key: key + ":tpm", configured: cfg.TPM, limit: perMinuteLimit(cfg.TPM, cfg.Burst), poll: make(chan struct{}, 1)},
 	}, nil
 }
 
@@ -142,22 +173,26 @@ func NewSharedRate(rdb redis.UniversalClient, key string, cfg SharedRateConfig) 
 // shared budgets, and takes it (tokens 0: the request budget only). A
 // request estimated above the token burst waits for the burst and is
 // charged the rest at once. It returns ctx's error when ctx ends first,
-// and an error wrapping [ErrSharedLimit] when Redis fails.
+// and an error wrapping [ErrSharedLimit] when Redis fails. A learning
+// SharedRate with no limit configured or learnt yet admits at once.
 func (s *SharedRate) Wait(ctx context.Context, tokens int) error {
-	if s.req.on() {
-		if err := s.take(ctx, &s.req, 1); err != nil {
+	req, tok, err := s.limits(ctx)
+	if err != nil {
+		return err
+	}
+	if req.Rate > 0 {
+		if err := s.take(ctx, &s.req, req, 1); err != nil {
 			return err
 		}
 	}
-	if !s.tok.on() || tokens <= 0 {
+	if tok.Rate <= 0 || tokens <= 0 {
 		return nil
 	}
-	burst := s.tok.limit.Burst
-	if err := s.take(ctx, &s.tok, min(tokens, burst)); err != nil {
+	if err := s.take(ctx, &s.tok, tok, min(tokens, tok.Burst)); err != nil {
 		return err
 	}
-	if tokens > burst {
-		if err := s.charge(ctx, &s.tok, tokens-burst); err != nil {
+	if tokens > tok.Burst {
+		if err := s.charge(ctx, &s.tok, tok, tokens-tok.Burst); err != nil {
 			return s.fail(ctx, err)
 		}
 	}
@@ -168,19 +203,153 @@ func (s *SharedRate) Wait(ctx context.Context, tokens int) error {
 // excess at once, whatever the budget holds; a shortfall is given back.
 // A Redis failure is logged at Warn and the correction dropped.
 func (s *SharedRate) Correct(ctx context.Context, estimated, actual int) {
-	if !s.tok.on() || actual == estimated {
+	s.mu.Lock()
+	tok := s.tok.limit
+	s.mu.Unlock()
+	if tok.Rate <= 0 || actual == estimated {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, sharedCorrectTimeout)
 	defer cancel()
-	if err := s.charge(ctx, &s.tok, actual-estimated); err != nil {
+	if err := s.charge(ctx, &s.tok, tok, actual-estimated); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "shared token budget not corrected",
 			slog.String("key", s.key), slog.Int("tokens", actual-estimated), slog.Any("err", err))
 	}
 }
 
-// take waits until n fit b's budget and takes them.
-func (s *SharedRate) take(ctx context.Context, b *bucket, n int) error {
+// Limits returns the budgets' limits per minute now (zero: none), the
+// learnt ones included as this process last read or learnt them.
+func (s *SharedRate) Limits() (rpm, tpm int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.req.limit.Rate, s.tok.limit.Rate
+}
+
+// Sync learns from what a backend reported in an answer's headers: the
+// account's limits per minute (zero: not reported) become the shared
+// budgets' limits, in Redis for every process that shares the key (the
+// lower of the configured and the reported limit), and the remaining
+// counts (each meaningful only with its limit reported) lower the budgets
+// to them when they hold more, so that every process waits for the
+// account to refill instead of meeting 429s. It never raises a budget.
+// It does nothing unless the SharedRate learns ([SharedRateConfig.Learn]);
+// a Redis failure is logged at Warn and the report dropped. It makes the
+// SharedRate a sched.SharedSyncer.
+func (s *SharedRate) Sync(ctx context.Context, limitRequests, remainingRequests, limitTokens, remainingTokens int64) {
+	if !s.learn {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedCorrectTimeout)
+	defer cancel()
+	clamp := func(n int64) int64 {
+		if n <= 0 || n > math.MaxInt32 {
+			return 0
+		}
+		return n
+	}
+	rpm, tpm := clamp(limitRequests), clamp(limitTokens)
+	s.mu.Lock()
+	changed := (rpm > 0 && rpm != s.learnt[0]) || (tpm > 0 && tpm != s.learnt[1])
+	if changed {
+		if rpm > 0 {
+			s.learnt[0] = rpm
+		}
+		if tpm > 0 {
+			s.learnt[1] = tpm
+		}
+		s.applyLocked()
+	}
+	learnt := s.learnt
+	req, tok := s.req.limit, s.tok.limit
+	s.mu.Unlock()
+	if changed {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, s.learntKey(), "rpm", learnt[0], "tpm", learnt[1])
+			p.Expire(ctx, s.learntKey(), learntTTL)
+			return nil
+		})
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "learnt rate limits not shared",
+				slog.String("key", s.key), slog.Int64("rpm", learnt[0]), slog.Int64("tpm", learnt[1]), slog.Any("err", err))
+		}
+	}
+	lower := func(b *bucket, l redis_rate.Limit, limit, left int64) {
+		if limit <= 0 || l.Rate <= 0 || left < 0 || left >= int64(l.Burst) {
+			return // the budget never holds more than its burst
+		}
+		interval := l.Period.Seconds() / float64(l.Rate)
+		if err := lowerScript.Run(ctx, s.rdb, []string{"rate:" + b.key}, interval, l.Burst, left).Err(); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "shared budget not lowered to what the backend reported remains",
+				slog.String("key", b.key), slog.Int64("remaining", left), slog.Any("err", err))
+		}
+	}
+	lower(&s.req, req, limitRequests, remainingRequests)
+	lower(&s.tok, tok, limitTokens, remainingTokens)
+}
+
+func (s *SharedRate) learntKey() string { return "rate:" + s.key + ":learnt" }
+
+// applyLocked sets the buckets' limits to the lower of the configured and
+// the learnt ones. s.mu is held.
+func (s *SharedRate) applyLocked() {
+	pick := func(configured int, learnt int64) int {
+		switch {
+		case learnt <= 0:
+			return configured
+		case configured <= 0:
+			return int(learnt)
+		}
+		return min(configured, int(learnt))
+	}
+	s.req.limit = perMinuteLimit(pick(s.req.configured, s.learnt[0]), s.burst)
+	s.tok.limit = perMinuteLimit(pick(s.tok.configured, s.learnt[1]), s.burst)
+}
+
+// limits returns the buckets' limits, first rereading the learnt ones
+// from Redis when they are due (a learning SharedRate only).
+func (s *SharedRate) limits(ctx context.Context) (req, tok redis_rate.Limit, err error) {
+	if s.learn {
+		// Callers wait for a reread in flight: none is admitted on the
+		// limits it is replacing.
+		s.fetchMu.Lock()
+		defer s.fetchMu.Unlock()
+	}
+	s.mu.Lock()
+	due := s.learn && time.Since(s.fetched) >= learnRefresh &&
+		(s.learnt == [2]int64{} || time.Since(s.fetched) >= learnKnownRefresh)
+	if due {
+		s.fetched = time.Now() // one reread a period; a failure retries then
+	}
+	s.mu.Unlock()
+	if due {
+		vals, err := s.rdb.HMGet(ctx, s.learntKey(), "rpm", "tpm").Result()
+		if err != nil {
+			return req, tok, s.fail(ctx, err)
+		}
+		var got [2]int64
+		for i, v := range vals {
+			if str, ok := v.(string); ok {
+				if n, err := strconv.ParseInt(str, 10, 64); err == nil && n > 0 && n <= math.MaxInt32 {
+					got[i] = n
+				}
+			}
+		}
+		s.mu.Lock()
+		for i := range got {
+			if got[i] > 0 {
+				s.learnt[i] = got[i]
+			}
+		}
+		s.applyLocked()
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.req.limit, s.tok.limit, nil
+}
+
+// take waits until n fit b's budget of limit l and takes them.
+func (s *SharedRate) take(ctx context.Context, b *bucket, l redis_rate.Limit, n int) error {
 	select { // one poller per bucket in this process
 	case b.poll <- struct{}{}:
 	case <-ctx.Done():
@@ -189,7 +358,7 @@ func (s *SharedRate) take(ctx context.Context, b *bucket, n int) error {
 	defer func() { <-b.poll }()
 	var timer *time.Timer
 	for {
-		res, err := s.lim.AllowN(ctx, b.key, b.limit, n)
+		res, err := s.lim.AllowN(ctx, b.key, l, n)
 		if err != nil {
 			return s.fail(ctx, err)
 		}
@@ -220,13 +389,35 @@ func (s *SharedRate) fail(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrSharedLimit, s.key, err)
 }
 
-// charge moves b's GCRA state by n (negative: gives back) whatever it
-// holds, keeping redis_rate's format: its key holds the theoretical
-// arrival time in seconds since 2017-01-01, expiring when it is past.
-func (s *SharedRate) charge(ctx context.Context, b *bucket, n int) error {
-	interval := b.limit.Period.Seconds() / float64(b.limit.Rate)
+// charge moves b's GCRA state of limit l by n (negative: gives back)
+// whatever it holds, keeping redis_rate's format: its key holds the
+// theoretical arrival time in seconds since 2017-01-01, expiring when it
+// is past.
+func (s *SharedRate) charge(ctx context.Context, b *bucket, l redis_rate.Limit, n int) error {
+	interval := l.Period.Seconds() / float64(l.Rate)
 	return chargeScript.Run(ctx, s.rdb, []string{"rate:" + b.key}, interval, n).Err()
 }
+
+// lowerScript lowers what redis_rate's key KEYS[1] (emission interval
+// ARGV[1] seconds, burst ARGV[2]) lets through at once to ARGV[3]: it
+// moves the theoretical arrival time to now + (burst − ARGV[3]) ×
+// interval when it is before that, never back.
+var lowerScript = redis.NewScript(`
+local key = KEYS[1]
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local left = tonumber(ARGV[3])
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = tonumber(redis.call("GET", key) or "0")
+local want = now + (burst - left) * interval
+if want <= tat or want <= now then
+  return 0
+end
+redis.call("SET", key, want, "EX", math.ceil(want - now))
+return 1
+`)
 
 // chargeScript adds ARGV[2] emission intervals of ARGV[1] seconds to the
 // theoretical arrival time of redis_rate's key KEYS[1] (see its allowN),

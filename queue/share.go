@@ -2,6 +2,7 @@ package queue
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,7 +24,20 @@ type ShareConfig struct {
 	Visibility time.Duration
 	// Logger receives the shared limits' warnings. Nil discards them.
 	Logger *slog.Logger
+	// Hosted says the backend is a hosted API that reports its account's
+	// limits in its answers' headers (x-ratelimit-*,
+	// anthropic-ratelimit-*): its calls share a learning budget
+	// ([SharedRateConfig.Learn]) even with no rpm or tpm configured, so
+	// that every worker paces from the limits any of them learnt.
+	Hosted bool
+	// Account names the account the backend's calls are billed to, for
+	// example a hash of its API key (never the key itself): workers share
+	// a budget only with those of the same account. "": one budget per
+	// backend address.
+	Account string
 }
+
+var _ sched.SharedSyncer = (*SharedRate)(nil)
 
 // SharedLimits are the shared slot limits an engine made through
 // [Client.ShareLimits] (one per backend, as it first calls it). Close them
@@ -53,7 +67,8 @@ func (l *SharedLimits) Close() {
 // worker, one limit in Redis for every worker that calls the same backend
 // address and model, rather than one per worker: rpm and tpm one budget
 // ([SharedRate]), so that the account's limit stays one limit however
-// many workers run, and max_inflight, when set, one adaptive limit on the
+// many workers run (for a Hosted backend, also the limits its headers
+// report: [SharedRate.Sync]), and max_inflight, when set, one adaptive limit on the
 // calls in flight ([SharedSlots]), so that a server sized for N sequences
 // gets at most N. Only sc.Model's calls share. It returns the slot limits
 // the engine makes, for the caller to close after the engine.
@@ -78,14 +93,19 @@ func (c *Client) ShareLimits(cfg *batchagent.Config, sc ShareConfig) *SharedLimi
 		}
 	}
 	rl := cfg.Admission.RateLimit
-	if rl.RPM <= 0 && rl.TPM <= 0 {
+	if rl.RPM <= 0 && rl.TPM <= 0 && !sc.Hosted {
 		return limits
+	}
+	key := []string{"rate", sc.Addr}
+	if sc.Account != "" {
+		key = append(key, sc.Account)
 	}
 	cfg.Admission.RateLimit.Shared = func(b batchagent.Backend) (sched.Shared, error) {
 		if b.Model != sc.Model {
 			return nil, nil
 		}
-		sr, err := NewSharedRate(c.rdb, c.Key("rate", sc.Addr, b.Name), SharedRateConfig{RPM: rl.RPM, TPM: rl.TPM, Logger: sc.Logger})
+		sr, err := NewSharedRate(c.rdb, c.Key(slices.Concat(key, []string{b.Name})...), SharedRateConfig{
+			RPM: max(rl.RPM, 0), TPM: max(rl.TPM, 0), Learn: sc.Hosted, Logger: sc.Logger})
 		if err != nil {
 			return nil, err
 		}

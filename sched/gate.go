@@ -527,6 +527,9 @@ func (t *Ticket) Release(o Outcome) {
 		tokLeft = o.RemainingTokens
 	}
 	g.rate.Sync(reqLeft, tokLeft)
+	if s, ok := g.share.(SharedSyncer); ok && (o.LimitRequests > 0 || o.LimitTokens > 0) {
+		s.Sync(context.Background(), o.LimitRequests, reqLeft, o.LimitTokens, tokLeft)
+	}
 }
 
 func (t *Ticket) endWarm() {

@@ -140,3 +140,16 @@ func (r *Rate) Sync(requests, tokens int64) {
 // Paced reports whether a request or token budget is in force
 // (configured or learnt).
 func (r *Rate) Paced() bool { return r.req.Limit() != rate.Inf || r.tok.Limit() != rate.Inf }
+
+// SharedSyncer is a [Shared] budget that also learns from what the backend
+// reported in its answers: a [Gate] with one passes every answer's
+// reported limits and remaining counts to Sync as it releases the call
+// (package queue's SharedRate keeps them in Redis for every process).
+type SharedSyncer interface {
+	Shared
+	// Sync takes the per-minute limits the backend reported (zero: not
+	// reported) and what it said remains of them (meaningful only with its
+	// limit reported; negative: not reported). It must not block for
+	// long.
+	Sync(ctx context.Context, limitRequests, remainingRequests, limitTokens, remainingTokens int64)
+}

@@ -193,10 +193,14 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
 		return nil, err
 	case "ratelimit":
-		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 || opt.TimeScale != 0 {
-			return nil, errors.New("bench: ratelimit takes only -n and --json")
+		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 || opt.TimeScale != 0 {
+			return nil, errors.New("bench: ratelimit takes only -n, --dir and --json")
 		}
-		_, err := RunRatelimit(ctx, RatelimitOptions{N: opt.N, JSON: opt.JSON}, w)
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: ratelimit runs this binary's worker command: %w", err)
+		}
+		_, err = RunRatelimit(ctx, RatelimitOptions{N: opt.N, JSON: opt.JSON, Exe: exe, Dir: opt.Dir}, w)
 		return nil, err
 	case "agentic":
 		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" || opt.Corrupt != 0 {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/batchagent/batchagent"
@@ -19,9 +26,12 @@ import (
 
 // Defaults of the ratelimit scenario.
 const (
-	// DefaultRatelimitN is the ratelimit scenario's number of agents:
-	// about 35 s at the enforced 600 requests a minute.
-	DefaultRatelimitN = 360
+	// DefaultRatelimitN is the ratelimit scenario's number of agents per
+	// line: about 25 s at the enforced 600 requests a minute.
+	DefaultRatelimitN = 300
+	// RatelimitWorkers is the number of worker processes of the scenario's
+	// second line, which share the account through Redis.
+	RatelimitWorkers = 3
 	// RatelimitRPM and RatelimitTPM are the limits the simulator enforces.
 	RatelimitRPM = 600
 	RatelimitTPM = 200_000
@@ -33,6 +43,13 @@ type RatelimitOptions struct {
 	N int
 	// JSON prints one JSON object per line instead of a table row.
 	JSON bool
+	// Exe is the batchagent binary whose worker and run --redis commands
+	// the second line runs (RatelimitWorkers workers and a coordinator on
+	// a fresh redis-server). "": the one-process line only.
+	Exe string
+	// Dir holds the second line's files (job, inputs, results, Redis's).
+	// "": a temporary directory, removed after.
+	Dir string
 }
 
 // RatelimitReport is one line of the ratelimit scenario.
@@ -67,8 +84,11 @@ type RatelimitReport struct {
 
 // RunRatelimit runs the ratelimit scenario: N single-call agents through
 // the OpenAI backend against the HTTP simulator enforcing RatelimitRPM and
-// RatelimitTPM with OpenAI's headers, no limit configured in the engine:
-// its pacing comes from the headers alone. One process (workers 1).
+// RatelimitTPM with OpenAI's headers, no limit configured: the pacing
+// comes from the headers alone. The first line runs them in one process
+// (workers 1); with opt.Exe, the second through RatelimitWorkers worker
+// processes and a coordinator sharing a redis-server, whose workers share
+// the limits any of them learnt (queue.SharedRate.Sync).
 func RunRatelimit(ctx context.Context, opt RatelimitOptions, w io.Writer) ([]RatelimitReport, error) {
 	if opt.N < 0 {
 		return nil, errors.New("bench: ratelimit wants -n ≥ 0")
@@ -76,18 +96,40 @@ func RunRatelimit(ctx context.Context, opt RatelimitOptions, w io.Writer) ([]Rat
 	if opt.N == 0 {
 		opt.N = DefaultRatelimitN
 	}
+	var reports []RatelimitReport
 	r, err := ratelimitRun(ctx, opt.N)
 	if err != nil {
 		return nil, err
 	}
-	if opt.JSON {
+	printRatelimit(w, opt.JSON, r)
+	reports = append(reports, r)
+	if opt.Exe == "" {
+		return reports, nil
+	}
+	dir := opt.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "batchagent-ratelimit-"); err != nil {
+			return reports, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	r, err = ratelimitWorkersRun(ctx, opt.Exe, dir, opt.N, RatelimitWorkers)
+	if err != nil {
+		return reports, err
+	}
+	printRatelimit(w, opt.JSON, r)
+	return append(reports, r), nil
+}
+
+// printRatelimit prints one line of the scenario.
+func printRatelimit(w io.Writer, asJSON bool, r RatelimitReport) {
+	if asJSON {
 		out, _ := json.Marshal(r)
 		fmt.Fprintln(w, string(out))
-	} else {
-		fmt.Fprintf(w, "ratelimit workers=%d n=%d  wall %.1fs  429s %d (%d in all)  %.0f rpm / %d  %.0f tpm / %d  limit share %.3f  learnt %d rpm %d tpm  ok %d  failed %d\n",
-			r.Workers, r.N, r.WallS, r.HTTP429, r.HTTP429Total, r.AchievedRPM, r.RPM, r.AchievedTPM, r.TPM, r.LimitShare, r.LearntRPM, r.LearntTPM, r.OK, r.Failed)
+		return
 	}
-	return []RatelimitReport{r}, nil
+	fmt.Fprintf(w, "ratelimit workers=%d n=%d  wall %.1fs  429s %d (%d in all)  %.0f rpm / %d  %.0f tpm / %d  limit share %.3f  learnt %d rpm %d tpm  ok %d  failed %d\n",
+		r.Workers, r.N, r.WallS, r.HTTP429, r.HTTP429Total, r.AchievedRPM, r.RPM, r.AchievedTPM, r.TPM, r.LimitShare, r.LearntRPM, r.LearntTPM, r.OK, r.Failed)
 }
 
 // statusLog records when the server received each chat request and how
@@ -150,9 +192,18 @@ func (s *statusWriter) Flush() {
 	}
 }
 
-// ratelimitRun runs the agents against a fresh rate-limited simulator.
-func ratelimitRun(ctx context.Context, n int) (RatelimitReport, error) {
-	r := RatelimitReport{Scenario: "ratelimit", Workers: 1, N: n, RPM: RatelimitRPM, TPM: RatelimitTPM}
+// ratelimitServer is the rate-limited simulator of the scenario, served
+// on a local port, with the log of its answers.
+type ratelimitServer struct {
+	srv  *simhttp.Server
+	addr string
+	log  statusLog
+	stop func()
+}
+
+// startRatelimitServer serves a fresh simulator enforcing RatelimitRPM
+// and RatelimitTPM; stop ends it.
+func startRatelimitServer(ctx context.Context) (*ratelimitServer, error) {
 	srv, err := simhttp.New(simhttp.Config{
 		Model:           sim.Config{ToolTurns: -1, Seed: 1},
 		MaxSeqs:         64,
@@ -161,24 +212,71 @@ func ratelimitRun(ctx context.Context, n int) (RatelimitReport, error) {
 		RPM: RatelimitRPM, TPM: RatelimitTPM,
 	})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return r, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	var log statusLog
+	rs := &ratelimitServer{srv: srv, addr: ln.Addr().String()}
 	sctx, cancel := context.WithCancel(ctx)
-	hs := &http.Server{Handler: log.wrap(srv), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: rs.log.wrap(srv), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Run(sctx) })
 	wg.Go(func() { _ = hs.Serve(ln) })
-	defer func() {
+	rs.stop = func() {
 		cancel()
 		_ = hs.Close()
 		wg.Wait()
-	}()
-	ocfg, err := openai.ParseURL("sim+http://" + ln.Addr().String())
+	}
+	return rs, nil
+}
+
+// measure fills r's 429 counts and rates from the server's log and stats.
+func (rs *ratelimitServer) measure(r *RatelimitReport) {
+	ss := rs.srv.Stats()
+	r.LLMCalls = ss.Requests
+	log := &rs.log
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	r.HTTP429Total = int64(len(log.limited))
+	for _, t := range log.limited {
+		if !log.firstAnswer.IsZero() && t.After(log.firstAnswer) {
+			r.HTTP429++
+		}
+	}
+	// The rate from the first answer on: the requests that arrived after
+	// it, over the time from it to the last arrival.
+	var after int
+	var last time.Time
+	for _, t := range log.arrivals {
+		if t.After(log.firstAnswer) {
+			after++
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	if span := last.Sub(log.firstAnswer).Minutes(); after > 1 && span > 0 {
+		r.AchievedRPM = round(float64(after)/span, 1)
+		if answered := ss.Requests - ss.RateLimited; answered > 0 {
+			perCall := float64(ss.PromptTokens+ss.GenerationTokens) / float64(answered)
+			r.AchievedTPM = round(r.AchievedRPM*perCall, 0)
+		}
+		r.LimitShare = round(max(r.AchievedRPM/float64(r.RPM), r.AchievedTPM/float64(r.TPM)), 3)
+	}
+}
+
+// ratelimitRun runs the agents in this process against a fresh
+// rate-limited simulator.
+func ratelimitRun(ctx context.Context, n int) (RatelimitReport, error) {
+	r := RatelimitReport{Scenario: "ratelimit", Workers: 1, N: n, RPM: RatelimitRPM, TPM: RatelimitTPM}
+	rs, err := startRatelimitServer(ctx)
+	if err != nil {
+		return r, err
+	}
+	defer rs.stop()
+	ocfg, err := openai.ParseURL("sim+http://" + rs.addr)
 	if err != nil {
 		return r, err
 	}
@@ -214,35 +312,132 @@ func ratelimitRun(ctx context.Context, n int) (RatelimitReport, error) {
 		}
 	}
 	r.LearntRPM, r.LearntTPM = st.RateLimits.RPM, st.RateLimits.TPM
-	ss := srv.Stats()
-	r.LLMCalls = ss.Requests
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	r.HTTP429Total = int64(len(log.limited))
-	for _, t := range log.limited {
-		if !log.firstAnswer.IsZero() && t.After(log.firstAnswer) {
-			r.HTTP429++
-		}
+	rs.measure(&r)
+	return r, ctx.Err()
+}
+
+// ratelimitWorkersRun runs the agents through workers worker processes of
+// exe and a coordinator (run --redis) on a fresh redis-server in dir,
+// against a fresh rate-limited simulator, with no limit in the job: the
+// workers pace from the limits the headers report, shared in Redis.
+func ratelimitWorkersRun(ctx context.Context, exe, dir string, n, workers int) (RatelimitReport, error) {
+	r := RatelimitReport{Scenario: "ratelimit", Workers: workers, N: n, RPM: RatelimitRPM, TPM: RatelimitTPM}
+	rs, err := startRatelimitServer(ctx)
+	if err != nil {
+		return r, err
 	}
-	// The rate from the first answer on: the requests that arrived after
-	// it, over the time from it to the last arrival.
-	var after int
-	var last time.Time
-	for _, t := range log.arrivals {
-		if t.After(log.firstAnswer) {
-			after++
-			if t.After(last) {
-				last = t
+	defer rs.stop()
+	redis, addr, err := startRedis(ctx, dir)
+	if err != nil {
+		return r, err
+	}
+	defer func() {
+		_ = redis.Process.Kill()
+		_ = redis.Wait()
+	}()
+	url := "redis://" + addr
+	job := fmt.Sprintf(`name: ratelimit
+backend: "sim+http://%s"
+system: "You answer in one short sentence."
+task: "Describe item {id}."
+max_tokens: 64
+cache: off
+limits:
+  max_retries: 10
+`, rs.addr)
+	jobPath := filepath.Join(dir, "ratelimit.yaml")
+	if err := os.WriteFile(jobPath, []byte(job), 0o644); err != nil {
+		return r, fmt.Errorf("bench: %w", err)
+	}
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "{\"id\": %d}\n", i)
+	}
+	inPath, outPath := filepath.Join(dir, "ratelimit-in.jsonl"), filepath.Join(dir, "ratelimit-out.jsonl")
+	if err := os.WriteFile(inPath, []byte(in.String()), 0o644); err != nil {
+		return r, fmt.Errorf("bench: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			if p.ProcessState == nil {
+				_ = p.Process.Kill()
+				_ = p.Wait()
 			}
 		}
-	}
-	if span := last.Sub(log.firstAnswer).Minutes(); after > 1 && span > 0 {
-		r.AchievedRPM = round(float64(after)/span, 1)
-		if answered := ss.Requests - ss.RateLimited; answered > 0 {
-			perCall := float64(ss.PromptTokens+ss.GenerationTokens) / float64(answered)
-			r.AchievedTPM = round(r.AchievedRPM*perCall, 0)
+	}()
+	for i := range workers {
+		cmd := exec.CommandContext(ctx, exe, "worker", "--redis", url, "--max-active", strconv.Itoa(n), "--id", fmt.Sprintf("ratelimit-%d", i))
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			return r, fmt.Errorf("bench: start worker: %w", err)
 		}
-		r.LimitShare = round(max(r.AchievedRPM/float64(r.RPM), r.AchievedTPM/float64(r.TPM)), 3)
+		procs = append(procs, cmd)
 	}
+	start := time.Now()
+	coord := exec.CommandContext(ctx, exe, "run", jobPath, "--inputs", inPath, "--out", outPath, "--redis", url, "--no-cache")
+	var stderr strings.Builder
+	coord.Stdout, coord.Stderr = io.Discard, &stderr
+	if err := coord.Run(); err != nil {
+		return r, fmt.Errorf("bench: coordinator: %w: %s", err, tail(stderr.String()))
+	}
+	r.WallS = round(time.Since(start).Seconds(), 3)
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		_ = p.Wait()
+	}
+	r.OK, r.Failed, err = countResultLines(outPath, n)
+	if err != nil {
+		return r, err
+	}
+	// The workers learnt the limits from the headers: their shared budget
+	// holds them in Redis.
+	r.LearntRPM, r.LearntTPM = learntInRedis(ctx, addr)
+	rs.measure(&r)
 	return r, ctx.Err()
+}
+
+// learntScript answers "RPM TPM" of the first learnt limits in Redis
+// (queue.SharedRate keeps them in a hash whose key ends in ":learnt").
+const learntScript = `local k = redis.call("KEYS", "*:learnt")[1]
+if not k then return "0 0" end
+local v = redis.call("HMGET", k, "rpm", "tpm")
+return (v[1] or "0") .. " " .. (v[2] or "0")`
+
+// learntInRedis returns the limits the workers learnt and shared in the
+// Redis at addr; zeros when none were or Redis does not say.
+func learntInRedis(ctx context.Context, addr string) (rpm, tpm int) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return 0, 0
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	args := []string{"EVAL", learntScript, "0"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		return 0, 0
+	}
+	br := bufio.NewReader(c)
+	head, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, 0
+	}
+	body, err := br.ReadString('\n')
+	if err != nil {
+		return 0, 0
+	}
+	_, _ = fmt.Sscanf(strings.TrimSpace(body), "%d %d", &rpm, &tpm)
+	return rpm, tpm
 }

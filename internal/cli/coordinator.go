@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -104,8 +105,8 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return fail(exitUsage, fmt.Errorf("%s: a job with pack: does not run with --redis (workers run each input on its own): drop pack: or --redis", path))
 	case cj.BatchDelivery(cj.Backend):
 		return fail(exitUsage, fmt.Errorf("%s: a job delivered through the provider's batch API (delivery: batch, or mode=batch) does not run with --redis: one process submits every call, and workers would each keep their own batches; run it without --redis", path))
-	case cj.MaxCost > 0:
-		return fail(exitUsage, fmt.Errorf("%s: a job with limits.max_cost does not run with --redis yet (the cap is kept in one process, and the workers' spend is not shared): run it without --redis, or drop limits.max_cost", path))
+	case cj.MaxCost > 0 && !estimate.PriceOf(cj).Known:
+		return fail(exitUsage, fmt.Errorf("%s: limits.max_cost is set but model %q has no known price: set pricing: {input: ..., output: ...} (dollars per million tokens) in the job file, or remove limits.max_cost", path, cj.Def.ModelName))
 	}
 	outPath := cj.Output
 	if f.Out != "" {
@@ -258,9 +259,18 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	begin := time.Now()
 	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	runErr := c.Run(sigCtx)
+	runCtx, capStop := sigCtx, func() (bool, queue.SpendState) { return false, queue.SpendState{} }
+	if cj.MaxCost > 0 {
+		ledger := q.SpendLedger(id)
+		if err := ledger.Reopen(ctx); err != nil { // a run stopped at the cap goes on under this cap
+			return fail(exitFailed, err)
+		}
+		runCtx, capStop = watchSpendCap(sigCtx, ledger)
+	}
+	runErr := c.Run(runCtx)
+	capped, capState := capStop()
 	interrupted := sigCtx.Err() != nil
-	if interrupted && errors.Is(runErr, sigCtx.Err()) {
+	if (interrupted || capped) && errors.Is(runErr, context.Canceled) {
 		runErr = nil
 	}
 	stopProgress()
@@ -281,6 +291,15 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	case runErr != nil:
 		fmt.Fprintln(stderr, "batchagent run:", runErr)
 		return exitFailed
+	case capped:
+		total := sum.Total
+		if total < 0 {
+			total = estimate
+		}
+		pending := max(total-sum.Written, 0)
+		fmt.Fprintf(stderr, "batchagent run: stopped at the spend cap: $%.4f spent of $%.4f; %d inputs pending — run again with a higher limits.max_cost to run them\n",
+			capState.Spent, cj.MaxCost, pending)
+		return exitFailed
 	case interrupted:
 		if !f.quiet {
 			fmt.Fprintf(stderr, "  run %s goes on on the workers; run the same command again to collect its results\n", id)
@@ -290,4 +309,58 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return exitFailed
 	}
 	return exitOK
+}
+
+// spendCapPoll is how often the coordinator reads a capped run's spend.
+const spendCapPoll = 250 * time.Millisecond
+
+// watchSpendCap returns ctx, canceled once the run's spend ledger says a
+// call was refused at the cap and no call is in flight any more (their
+// reservations settled): the workers start nothing more, so the
+// coordinator stops collecting, leaving the rest pending. stop ends the
+// watch and reports whether the cap stopped the run, with the ledger's
+// last state.
+func watchSpendCap(ctx context.Context, l *queue.SpendLedger) (context.Context, func() (bool, queue.SpendState)) {
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		mu     sync.Mutex
+		capped bool
+		last   queue.SpendState
+	)
+	done := make(chan struct{})
+	go func() { // owned by stop, which waits for it
+		defer close(done)
+		tick := time.NewTicker(spendCapPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			st, err := l.State(ctx)
+			if err != nil {
+				continue // Redis away: the coordinator's own reads report it
+			}
+			mu.Lock()
+			last = st
+			if st.Reached && st.Reserved < 1e-9 {
+				capped = true
+				mu.Unlock()
+				cancel()
+				return
+			}
+			mu.Unlock()
+		}
+	}()
+	return ctx, func() (bool, queue.SpendState) {
+		cancel()
+		<-done
+		if st, err := l.State(context.Background()); err == nil {
+			last = st
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return capped, last
+	}
 }

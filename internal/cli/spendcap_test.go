@@ -1,12 +1,16 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/batchagent/batchagent/internal/redistest"
 )
 
 // capPricing prices a completion token at a dollar and a prompt token at
@@ -137,13 +141,45 @@ func TestRunSpendCapUnknownPrice(t *testing.T) {
 	}
 }
 
-// TestRunSpendCapNotOverRedis: a capped job is refused with --redis, whose
-// workers could not share the cap, before Redis is reached.
-func TestRunSpendCapNotOverRedis(t *testing.T) {
-	dir, job := newJob(t, "pricing: {input: 1, output: 1}\nlimits:\n  max_cost: 5\n")
-	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n")
-	code, _, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--out", filepath.Join(dir, "out.jsonl"), "--redis", "redis://127.0.0.1:1")
-	if code != 2 || !strings.Contains(stderr, "limits.max_cost does not run with --redis") {
-		t.Errorf("exit %d, stderr %q; want 2 and the cap named", code, stderr)
+// TestRunSpendCapOverRedis: 50 agents of two calls each through two
+// worker processes and a coordinator, with the $150 cap of capPricing
+// kept in Redis: the workers together stop at the cap (spent ≤ cap + one
+// call's worst case per worker), the coordinator says so with exit status
+// 1 and leaves the rest pending, and the results it wrote cost no more
+// than the spend.
+func TestRunSpendCapOverRedis(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	_, addr := startModelServer(t, 1)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, 50, "")
+	appendTo(t, job, capPricing)
+	for i := range 2 {
+		id := fmt.Sprintf("w%d", i+1)
+		startProc(t, dir, id, "worker", "--redis", rs.URL, "--id", id, "--max-active", "8")
+	}
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--quiet")
+	if code := coord.wait(t, 60*time.Second); code != 1 {
+		t.Fatalf("capped run over Redis: exit %d, want 1; stderr:\n%s", code, coord.stderr.String())
+	}
+	stderr := coord.stderr.String()
+	m := regexp.MustCompile(`stopped at the spend cap: \$([0-9.]+) spent of \$150\.0000; (\d+) inputs pending`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("stderr does not say the cap stopped the run:\n%s", stderr)
+	}
+	spent, _ := strconv.ParseFloat(m[1], 64)
+	pending, _ := strconv.Atoi(m[2])
+	if spent <= 0 || spent > 150+2*50.01 {
+		t.Errorf("spent $%v under a $150 cap over 2 workers, want at most the cap plus one call ($50) per worker", spent)
+	}
+	lines := readCostLines(t, readFileString(t, filepath.Join(dir, "out.jsonl")))
+	var linesCost float64
+	for _, l := range lines {
+		if l.Cost != nil {
+			linesCost += *l.Cost
+		}
+	}
+	t.Logf("over Redis: $%.4f spent of $150 by 2 workers, %d results, %d pending", spent, len(lines), pending)
+	if linesCost > spent+0.0001 || pending <= 0 || len(lines)+pending != 50 {
+		t.Errorf("%d results costing $%v, %d pending, $%v spent: want 50 in all, some pending, results within the spend", len(lines), linesCost, pending, spent)
 	}
 }

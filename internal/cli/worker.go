@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/batchagent/batchagent/internal/config"
 	"github.com/batchagent/batchagent/internal/jobrun"
+	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/queue"
 )
 
@@ -146,10 +150,52 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 			_ = j.Close() // the setup error is the one to report
 			return queue.Job{}, err
 		}
-		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger})
+		if j.Cap != nil { // the run's spend is kept in Redis for all its workers
+			j.Cap.Share(sharedLedger{q.SpendLedger(st.ID)})
+		}
+		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger,
+			Hosted: !strings.HasPrefix(j.Addr, "sim://"), Account: accountOf(cj)})
 		return queue.Job{Config: cfg, Spec: j.Spec, Close: func() error {
 			limits.Close()
 			return j.Close()
 		}}, nil
 	}
+}
+
+// accountOf names the account a job's backend bills, for sharing its
+// learnt rate limits among the workers of that account only: a short hash
+// of the API key the backend is opened with (the job's api_key_env, else
+// the provider's usual variable), never the key; "" without a key.
+func accountOf(cj *config.Job) string {
+	env := cj.APIKeyEnv
+	if env == "" {
+		env = "OPENAI_API_KEY"
+		if strings.HasPrefix(cj.Backend, "anthropic") {
+			env = "ANTHROPIC_API_KEY"
+		}
+	}
+	key := os.Getenv(env)
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("batchagent rate-limit account\x00" + key))
+	return hex.EncodeToString(sum[:8])
+}
+
+// sharedLedger is a run's spend ledger in Redis as the spend cap's Ledger.
+type sharedLedger struct{ l *queue.SpendLedger }
+
+func (s sharedLedger) Reserve(ctx context.Context, limit, dollars float64) (spend.Verdict, float64, error) {
+	v, spent, err := s.l.Reserve(ctx, limit, dollars)
+	switch v {
+	case queue.SpendReserved:
+		return spend.Reserved, spent, err
+	case queue.SpendWait:
+		return spend.Wait, spent, err
+	}
+	return spend.Refused, spent, err
+}
+
+func (s sharedLedger) Settle(ctx context.Context, reserved, cost float64) error {
+	return s.l.Settle(ctx, reserved, cost)
 }

@@ -19,6 +19,7 @@ import (
 	"iter"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/batchagent/batchagent/job"
 	"github.com/batchagent/batchagent/llm"
@@ -34,7 +35,8 @@ var ErrCapReached = errors.New("spend cap reached")
 // wraps. It is safe for concurrent use: each call takes its lock twice,
 // to reserve and to settle.
 type Cap struct {
-	limit float64 // dollars
+	limit  float64 // dollars
+	ledger Ledger  // set by Share: the spend kept where other processes share it
 
 	mu       sync.Mutex
 	spent    float64 // dollars settled, the prior spend included
@@ -87,12 +89,57 @@ func (c *Cap) Refused() int64 {
 	return c.refused
 }
 
+// Verdict is a [Ledger]'s answer to a reservation.
+type Verdict int
+
+// The verdicts of [Ledger.Reserve].
+const (
+	// Reserved: the dollars are reserved.
+	Reserved Verdict = iota
+	// Wait: they fit once calls in flight settle; ask again.
+	Wait
+	// Refused: they do not fit even then; the cap is reached, for every
+	// process that shares the ledger.
+	Refused
+)
+
+// Ledger keeps a cap's spent and reserved dollars where several processes
+// share them (package queue's SpendLedger keeps them in Redis for a run's
+// workers), so that together they stop at one cap. Its operations are
+// atomic: concurrent reservations never together pass the limit.
+type Ledger interface {
+	// Reserve reserves dollars when spent + reserved + dollars ≤ limit
+	// (Reserved); else it answers Wait while spent + dollars ≤ limit and
+	// nothing was refused, and otherwise marks the cap reached (Refused).
+	// spent is the dollars spent over every process.
+	Reserve(ctx context.Context, limit, dollars float64) (v Verdict, spent float64, err error)
+	// Settle ends a reservation of reserved dollars with its real cost.
+	Settle(ctx context.Context, reserved, cost float64) error
+}
+
+// ledgerPoll is how often a call waiting for room in a shared ledger asks
+// it again.
+const ledgerPoll = 50 * time.Millisecond
+
+// Share keeps c's spend in l, shared with the other processes of the run,
+// instead of in this process. Call it before any call reserves.
+// AddSpent still counts locally only (each process restores its own
+// prior spend; a shared run keeps its spend in l across restarts).
+func (c *Cap) Share(l Ledger) {
+	c.mu.Lock()
+	c.ledger = l
+	c.mu.Unlock()
+}
+
 // reserve reserves dollars for a call, or returns the error refusing
 // it. A call that would fit the cap were the calls in flight settled
 // (their reservations are worst cases, mostly returned) waits for them;
 // one that would not fit even then is refused, and so is every call after
 // it. ctx ends the wait with its error.
 func (c *Cap) reserve(ctx context.Context, dollars float64) error {
+	if c.ledger != nil {
+		return c.reserveShared(ctx, dollars)
+	}
 	for {
 		c.mu.Lock()
 		if !c.reached && c.spent+c.reserved+dollars <= c.limit {
@@ -103,8 +150,7 @@ func (c *Cap) reserve(ctx context.Context, dollars float64) error {
 		if c.reached || c.spent+dollars > c.limit {
 			c.reached = true
 			c.refused++
-			err := fmt.Errorf("%w: $%.4f spent of limits.max_cost $%.4f, and the next call may cost up to $%.4f: %w",
-				ErrCapReached, c.spent, c.limit, dollars, job.ErrStopped)
+			err := c.refusal(dollars)
 			c.mu.Unlock()
 			return err
 		}
@@ -122,18 +168,76 @@ func (c *Cap) reserve(ctx context.Context, dollars float64) error {
 	}
 }
 
+// refusal returns the error of a call of dollars refused. c.mu is held.
+func (c *Cap) refusal(dollars float64) error {
+	return fmt.Errorf("%w: $%.4f spent of limits.max_cost $%.4f, and the next call may cost up to $%.4f: %w",
+		ErrCapReached, c.spent, c.limit, dollars, job.ErrStopped)
+}
+
+// reserveShared is reserve through the shared ledger: it asks the ledger
+// again every ledgerPoll while the answer is Wait. A ledger that cannot
+// be asked fails the call with its error (not a refusal).
+func (c *Cap) reserveShared(ctx context.Context, dollars float64) error {
+	var timer *time.Timer
+	for {
+		v, spent, err := c.ledger.Reserve(ctx, c.limit, dollars)
+		if err != nil {
+			return fmt.Errorf("spend cap: %w", err)
+		}
+		c.mu.Lock()
+		c.spent = spent
+		switch v {
+		case Reserved:
+			c.reserved += dollars
+			c.mu.Unlock()
+			return nil
+		case Refused:
+			c.reached = true
+			c.refused++
+			err := c.refusal(dollars)
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(ledgerPoll)
+			defer timer.Stop()
+		} else {
+			timer.Reset(ledgerPoll)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // settle ends a call's reservation of reserved dollars: cost is what it
-// really cost. It wakes the calls waiting for room.
+// really cost. It wakes the calls waiting for room. With a shared ledger,
+// a settlement the ledger refuses is dropped, not retried (it may have
+// been applied): the reservation stays counted, so the cap errs on the
+// side of spending less.
 func (c *Cap) settle(reserved, cost float64) {
+	if l := c.ledger; l != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		_ = l.Settle(ctx, reserved, cost)
+		cancel()
+	}
 	c.mu.Lock()
 	c.reserved -= reserved
-	c.spent += cost
+	if c.ledger == nil {
+		c.spent += cost
+	}
 	if c.settled != nil {
 		close(c.settled)
 		c.settled = nil
 	}
 	c.mu.Unlock()
 }
+
+// settleTimeout bounds a settlement in a shared ledger.
+const settleTimeout = 5 * time.Second
 
 // Model returns m with every call reserving against c at price p (per
 // million tokens). The model it returns keeps m's optional interfaces

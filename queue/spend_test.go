@@ -1,0 +1,67 @@
+package queue_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/batchagent/batchagent/queue"
+)
+
+// TestSpendLedgerNeverOverReserves checks the shared spend cap: 40
+// concurrent reservations of $1 under a $10 cap, from two clients, reserve
+// exactly 10 and ask the rest to wait; once those settle at $1 each, a
+// reservation is refused and the ledger says the cap is reached, for
+// every client; Reopen lets a higher cap reserve again.
+func TestSpendLedgerNeverOverReserves(t *testing.T) {
+	c, _ := open(t)
+	a, b := c.SpendLedger("run1"), c.SpendLedger("run1")
+	var reserved, waiting atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		wg.Go(func() {
+			v, _, err := l.Reserve(t.Context(), 10, 1)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case v == queue.SpendReserved:
+				reserved.Add(1)
+			case v == queue.SpendWait:
+				waiting.Add(1)
+			default:
+				t.Errorf("verdict %v before anything was spent", v)
+			}
+		})
+	}
+	wg.Wait()
+	if reserved.Load() != 10 || waiting.Load() != 30 {
+		t.Fatalf("%d reserved, %d asked to wait; want 10, 30", reserved.Load(), waiting.Load())
+	}
+	for range 10 {
+		if err := a.Settle(t.Context(), 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, spent, err := b.Reserve(t.Context(), 10, 0.5)
+	if err != nil || v != queue.SpendRefused || spent != 10 {
+		t.Fatalf("Reserve at the cap = %v, $%v, %v; want refused, $10", v, spent, err)
+	}
+	st, err := a.State(t.Context())
+	if err != nil || !st.Reached || st.Spent != 10 || st.Reserved != 0 {
+		t.Fatalf("State = %+v, %v; want reached, $10 spent, $0 reserved", st, err)
+	}
+	// Refused once, every later call is, even one that would fit.
+	if v, _, _ := a.Reserve(t.Context(), 100, 0.5); v != queue.SpendRefused {
+		t.Errorf("Reserve after a refusal = %v, want refused", v)
+	}
+	if err := a.Reopen(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := a.Reserve(t.Context(), 100, 0.5); v != queue.SpendReserved {
+		t.Errorf("Reserve after Reopen under a higher cap = %v, want reserved", v)
+	}
+}
