@@ -106,7 +106,7 @@ func TestImportRules(t *testing.T) {
 		"reduce": {""},
 		// The gateway serves the engine (and agents' progress through
 		// agent.Observer) over OpenAI's wire format.
-		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire"},
+		"server": {"", "agent", "server/batchapi", "llm", "internal/oaiwire", "internal/prices", "internal/spend"}, // prices, spend: the per-key spend cap
 		// OpenAI's chat-completions wire format: requests, answers, chunks and
 		// error bodies, for the gateway, the simulator and the OpenAI backend.
 		"internal/oaiwire": {"llm", "jsonenc", "internal/media"}, // the one strict data: URL reader
