@@ -196,7 +196,9 @@ func TestBatchModelAsksCancelledAgain(t *testing.T) {
 // TestBatchModelResumesFromJournal: a Model closed while its batch runs
 // leaves the batch in its journal; a new Model on the same journal,
 // asked the same requests, answers them from that batch without creating
-// another.
+// another. The first Model closes as soon as the server has the batch:
+// with Create's answer read and journaled, or not yet read (then the
+// second Model finds the batch by listing).
 func TestBatchModelResumesFromJournal(t *testing.T) {
 	t.Parallel()
 	s := newBatchServer(t)
@@ -244,14 +246,6 @@ func TestBatchModelResumesFromJournal(t *testing.T) {
 	}
 	if n, sizes := s.creates(); n != 1 {
 		t.Errorf("server created %d batches (%v requests), want the first alone", n, sizes)
-	}
-	// The batch's id was journaled though the Model closed just after
-	// creating it: the second Model polled it without looking for it.
-	s.mu.Lock()
-	lists := s.listCalls
-	s.mu.Unlock()
-	if lists != 0 {
-		t.Errorf("the second Model listed batches %d times, want 0: the journal holds the batch's id", lists)
 	}
 	if st := second.Stats(); st.Resumed != 1 || st.Submissions != 0 {
 		t.Errorf("second Model's stats %+v, want 1 batch resumed, 0 submitted", st)
