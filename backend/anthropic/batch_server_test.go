@@ -50,6 +50,11 @@ type batchServer struct {
 	betas     []string
 	// resultKeys holds the x-api-key header of each results request.
 	resultKeys []string
+	// decide, when set, gives the outcome of request q of batch b (and,
+	// when it succeeded, its message, "" for the plain text) in place of
+	// the custom_id's prefix: for callers whose custom_ids are not theirs
+	// to choose (batchmode.Model). "" keeps the prefix's outcome.
+	decide func(b *fakeBatch, q fakeRequest) (outcome, msg string)
 }
 
 type fakeBatch struct {
@@ -240,6 +245,17 @@ func outcome(b *fakeBatch, q fakeRequest) string {
 	}
 }
 
+// outcome is the result type of request q of batch b, and the message of
+// a succeeded one ("": the plain text). s.mu is held.
+func (s *batchServer) outcome(b *fakeBatch, q fakeRequest) (string, string) {
+	if s.decide != nil && !b.cancelled {
+		if o, msg := s.decide(b, q); o != "" {
+			return o, msg
+		}
+	}
+	return outcome(b, q), s.answer[q.CustomID]
+}
+
 // object is b as the API shows it.
 func (s *batchServer) object(b *fakeBatch) map[string]any {
 	counts := map[string]int{"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
@@ -251,7 +267,8 @@ func (s *batchServer) object(b *fakeBatch) map[string]any {
 	if b.ended {
 		status = "ended"
 		for _, q := range b.requests {
-			counts[outcome(b, q)]++
+			o, _ := s.outcome(b, q)
+			counts[o]++
 		}
 		host := s.srv
 		if s.resultsHost != nil {
@@ -283,9 +300,9 @@ func (s *batchServer) results(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/binary")
 	for _, q := range b.requests {
 		var res string
-		switch outcome(b, q) {
+		o, msg := s.outcome(b, q)
+		switch o {
 		case "succeeded":
-			msg := s.answer[q.CustomID]
 			if msg == "" {
 				msg = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"answer ` + q.CustomID + `"}],` +
 					`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":5,"cache_creation_input_tokens":2,"output_tokens":3}}`
@@ -298,7 +315,7 @@ func (s *batchServer) results(w http.ResponseWriter, r *http.Request) {
 			}
 			res = `{"type":"errored","error":{"type":"error","error":{"type":"` + typ + `","message":"request ` + q.CustomID + ` failed"}}}`
 		default:
-			res = `{"type":"` + outcome(b, q) + `"}`
+			res = `{"type":"` + o + `"}`
 		}
 		fmt.Fprintf(w, "{\"custom_id\":%q,\"result\":%s}\n", q.CustomID, res)
 	}

@@ -115,7 +115,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		r := got[ok]
 		want := &llm.Response{
 			Message:      llm.Message{Role: llm.RoleAssistant, Content: "answer " + ok},
-			Usage:        llm.Usage{PromptTokens: 17, CompletionTokens: 3, CachedTokens: 5},
+			Usage:        llm.Usage{PromptTokens: 17, CompletionTokens: 3, CachedTokens: 5, CacheWriteTokens: 2},
 			FinishReason: llm.FinishStop,
 		}
 		if r.Err != nil {

@@ -424,7 +424,10 @@ func (m *Model) submit(batch []*call) {
 		s.tokens += c.tokens
 		recs[i] = record{id: c.id, key: c.key, attempt: m.attemptOf(c.id), tokens: c.tokens}
 	}
-	if err := m.j.begin(m.ctx, s.tag, s.started, recs); err != nil {
+	// The journal records each step even while the Model closes: a
+	// created batch bills, and the next process must find its id there.
+	jctx := context.WithoutCancel(m.ctx)
+	if err := m.j.begin(jctx, s.tag, s.started, recs); err != nil {
 		m.fail(s, fmt.Errorf("batchmode: journal: %w", err))
 		return
 	}
@@ -435,7 +438,7 @@ func (m *Model) submit(batch []*call) {
 	}
 	s.fileID = fileID
 	s.started = time.Now()
-	if err := m.j.set(m.ctx, s.tag, stateCreating, fileID, "", s.started); err != nil {
+	if err := m.j.set(jctx, s.tag, stateCreating, fileID, "", s.started); err != nil {
 		m.fail(s, fmt.Errorf("batchmode: journal: %w", err))
 		return
 	}
@@ -445,7 +448,7 @@ func (m *Model) submit(batch []*call) {
 		return
 	}
 	s.batchID = batchID
-	if err := m.j.set(m.ctx, s.tag, stateRunning, "", batchID, time.Time{}); err != nil {
+	if err := m.j.set(jctx, s.tag, stateRunning, "", batchID, time.Time{}); err != nil {
 		m.fail(s, fmt.Errorf("batchmode: journal: %w", err))
 		return
 	}
