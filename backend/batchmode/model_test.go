@@ -73,6 +73,14 @@ func quick(journal string) batchmode.Config {
 	return batchmode.Config{Journal: journal, Linger: 50 * time.Millisecond, PollEvery: 20 * time.Millisecond}
 }
 
+// exactly is quick with submissions of n calls, whatever the machine's
+// load: an hour's linger.
+func exactly(journal string, n int) batchmode.Config {
+	cfg := quick(journal)
+	cfg.Linger, cfg.MinLines = time.Hour, n
+	return cfg
+}
+
 func newModel(t *testing.T, p batchmode.Provider, cfg batchmode.Config) *batchmode.Model {
 	t.Helper()
 	m, err := batchmode.New(p, cfg)
@@ -116,7 +124,7 @@ func ask(t *testing.T, ctx context.Context, m llm.Model, reqs ...*llm.Request) [
 
 func TestModelAnswersThroughOneBatch(t *testing.T) {
 	s := startSim(t, 100*time.Millisecond, simhttp.Config{})
-	m := newModel(t, provider(t, s.url), quick(filepath.Join(t.TempDir(), "j.db")))
+	m := newModel(t, provider(t, s.url), exactly(filepath.Join(t.TempDir(), "j.db"), 20))
 	var reqs []*llm.Request
 	for i := range 20 {
 		reqs = append(reqs, question(i))
@@ -141,18 +149,25 @@ func TestModelAnswersThroughOneBatch(t *testing.T) {
 	}
 }
 
-func TestModelMinLinesSplitsSubmissions(t *testing.T) {
+// TestModelMinLines: with an hour's linger, a submission goes out as
+// soon as MinLines calls wait, not before; a call given up before its
+// submission went out is never sent.
+func TestModelMinLines(t *testing.T) {
 	s := startSim(t, 50*time.Millisecond, simhttp.Config{})
 	cfg := quick(filepath.Join(t.TempDir(), "j.db"))
-	cfg.Linger, cfg.MinLines = time.Hour, 4 // only full submissions go out
+	cfg.Linger, cfg.MinLines = time.Hour, 4
 	m := newModel(t, provider(t, s.url), cfg)
-	var reqs []*llm.Request
-	for i := range 12 {
-		reqs = append(reqs, question(i))
+	ask(t, t.Context(), m, question(0), question(1), question(2), question(3))
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	for i := 4; i < 7; i++ {
+		if _, err := m.Generate(ctx, question(i)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("call %d of 3 waiting = %v, want DeadlineExceeded (no submission below MinLines)", i, err)
+		}
 	}
-	ask(t, t.Context(), m, reqs...)
-	if st := s.BatchStats(); st.Batches < 3 || st.Lines != 12 {
-		t.Errorf("endpoint received %+v, want 12 lines in batches of at most 4 lines each", st)
+	ask(t, t.Context(), m, question(7), question(8), question(9), question(10))
+	if st := s.BatchStats(); st.Batches != 2 || st.Lines != 8 {
+		t.Errorf("endpoint received %+v, want 2 batches of 4 lines: the given-up calls never sent", st)
 	}
 }
 
@@ -213,7 +228,7 @@ func TestModelJournalAnswersAgain(t *testing.T) {
 	s := startSim(t, 50*time.Millisecond, simhttp.Config{})
 	journal := filepath.Join(t.TempDir(), "j.db")
 	p := provider(t, s.url)
-	m := newModel(t, p, quick(journal))
+	m := newModel(t, p, exactly(journal, 2))
 	first := ask(t, t.Context(), m, question(1), question(2))
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -238,7 +253,7 @@ func TestModelResumesRunningBatch(t *testing.T) {
 	s := startSim(t, time.Second, simhttp.Config{})
 	journal := filepath.Join(t.TempDir(), "j.db")
 	p := provider(t, s.url)
-	m := newModel(t, p, quick(journal))
+	m := newModel(t, p, exactly(journal, 3))
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 3)
 	for i := range 3 {
@@ -297,7 +312,7 @@ func TestModelLostCreateAnswer(t *testing.T) {
 		http.Error(w, `{"error":{"message":"bad gateway","type":"server_error"}}`, http.StatusBadGateway)
 		return true
 	})
-	m := newModel(t, provider(t, base), quick(filepath.Join(t.TempDir(), "j.db")))
+	m := newModel(t, provider(t, base), exactly(filepath.Join(t.TempDir(), "j.db"), 2))
 	ask(t, t.Context(), m, question(1), question(2))
 	if st := s.BatchStats(); st.Batches != 1 || st.DuplicateSubmissions != 0 {
 		t.Errorf("endpoint received %+v, want the one batch created, found again", st)
