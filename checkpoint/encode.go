@@ -160,11 +160,11 @@ func appendCounters(dst []byte, st *agent.State) []byte {
 	if st.Usage.CachedTokens != 0 {
 		dst = appendIntField(dst, `,"cached_tokens":`, st.Usage.CachedTokens)
 	}
-	if st.Usage.MediaTokens != 0 {
-		dst = appendIntField(dst, `,"media_tokens":`, st.Usage.MediaTokens)
-	}
 	if st.Usage.CacheWriteTokens != 0 {
 		dst = appendIntField(dst, `,"cache_write_tokens":`, st.Usage.CacheWriteTokens)
+	}
+	if st.Usage.MediaTokens != 0 {
+		dst = appendIntField(dst, `,"media_tokens":`, st.Usage.MediaTokens)
 	}
 	t := &st.Timings
 	dst = appendIntField(dst, `},"timings":{"queue":`, int64(t.Queue))

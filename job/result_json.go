@@ -98,11 +98,11 @@ func (r *Result) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Usage.CachedTokens != 0 {
 		out = strconv.AppendInt(append(out, `,"cached_tokens":`...), r.Usage.CachedTokens, 10)
 	}
-	if r.Usage.MediaTokens != 0 {
-		out = strconv.AppendInt(append(out, `,"media_tokens":`...), r.Usage.MediaTokens, 10)
-	}
 	if r.Usage.CacheWriteTokens != 0 {
 		out = strconv.AppendInt(append(out, `,"cache_write_tokens":`...), r.Usage.CacheWriteTokens, 10)
+	}
+	if r.Usage.MediaTokens != 0 {
+		out = strconv.AppendInt(append(out, `,"media_tokens":`...), r.Usage.MediaTokens, 10)
 	}
 	t := &r.Timings
 	out = appendSecs(append(out, `},"timings":{"queue_s":`...), t.Queue)
