@@ -150,6 +150,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	}
 	defer in.Close()
 	price := estimate.PriceOf(cj) // before the count named estimate hides the package
+	jobrun.WarnUnpriced(cj, price, f.Logger)
 	digest := sha256.New()
 	estimate, err := format.Count(io.TeeReader(in, digest))
 	if err == nil {

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,24 @@ func TestWorkerLinesCountCachedCalls(t *testing.T) {
 		if calls := model.Stats().Requests; calls != 40 {
 			t.Errorf("after the run into %s the server saw %d model calls, want 40: the first run's only", out, calls)
 		}
+	}
+}
+
+// TestRunOverRedisWarnsUnknownPrice: the coordinator of a run over Redis
+// says once that the job's model has no known price.
+func TestRunOverRedisWarnsUnknownPrice(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	_, addr := startModelServer(t, 0)
+	dir := t.TempDir()
+	job, in := scaleJob(t, dir, addr, 3, "")
+	appendTo(t, job, "model: coord-unpriced-model\n")
+	startProc(t, dir, "w1", "worker", "--redis", rs.URL, "--id", "w1")
+	coord := startProc(t, dir, "coordinator", "run", job, "--inputs", in, "--out", "out.jsonl", "--redis", rs.URL, "--quiet")
+	if code := coord.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, coord.stderr.String())
+	}
+	stderr := coord.stderr.String()
+	if n := strings.Count(stderr, "no known price for model"); n != 1 || !strings.Contains(stderr, "model=coord-unpriced-model") {
+		t.Errorf("coordinator's stderr warns of the unknown price %d times, want once, naming the model:\n%s", n, stderr)
 	}
 }

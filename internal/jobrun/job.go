@@ -102,7 +102,7 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	}
 	j.Price = estimate.PriceFor(cj, j.Backend)
 	j.Addr = config.BackendAddr(j.Backend)
-	warnUnpriced(cj, j.Price, o.Logger)
+	WarnUnpriced(cj, j.Price, o.Logger)
 	if cj.MaxCost > 0 {
 		if err := checkCapPrices(path, cj, j.Price); err != nil {
 			return nil, err
@@ -246,10 +246,12 @@ func checkCapPrices(path string, cj *config.Job, price estimate.Price) error {
 	return nil
 }
 
-// warnUnpriced logs, once per model per process (prices.Warn), that the
+// WarnUnpriced logs, once per model per process (prices.Warn), that the
 // job's model or a fallback tier's has no known price, so its cost is not
-// counted. Models left unnamed (the backend's default) are not named.
-func warnUnpriced(cj *config.Job, price estimate.Price, log *slog.Logger) {
+// counted; price is the job's model's (estimate.PriceOf). Models left
+// unnamed (the backend's default) are not named. OpenJob calls it; a
+// coordinator, which opens no job, calls it itself.
+func WarnUnpriced(cj *config.Job, price estimate.Price, log *slog.Logger) {
 	if !price.Known && cj.Def.ModelName != "" {
 		prices.Warn(log, cj.Def.ModelName, "the job file's pricing: {input: ..., output: ...}")
 	}
