@@ -50,7 +50,10 @@ func (c *Client) SpendLedger(run string) *SpendLedger {
 // Reserve reserves dollars when spent + reserved + dollars ≤ limit
 // (SpendReserved); else it answers SpendWait while spent + dollars ≤
 // limit and no call was refused, and otherwise marks the cap reached
-// (SpendRefused). It also returns the dollars spent by every worker.
+// (SpendRefused). It also returns the dollars spent by every worker. The
+// limit set by [SpendLedger.Reopen], when there is one, wins over limit:
+// it is the cap of the run's latest start, which workers that opened the
+// run's job before it (with its cap then) do not know.
 func (l *SpendLedger) Reserve(ctx context.Context, limit, dollars float64) (SpendVerdict, float64, error) {
 	res, err := spendReserve.Run(ctx, l.rdb, []string{l.key}, strconv.FormatFloat(limit, 'g', -1, 64), strconv.FormatFloat(dollars, 'g', -1, 64)).StringSlice()
 	if err != nil {
@@ -84,6 +87,8 @@ func (l *SpendLedger) Settle(ctx context.Context, reserved, cost float64) error 
 // SpendState is what a [SpendLedger] holds.
 type SpendState struct {
 	Spent, Reserved float64 // dollars
+	// Limit is the cap set by the latest Reopen; 0 when none was.
+	Limit float64
 	// Reached: a call was refused; no call starts until the run is
 	// started again (Reset) with a higher cap.
 	Reached bool
@@ -91,7 +96,7 @@ type SpendState struct {
 
 // State reads the ledger.
 func (l *SpendLedger) State(ctx context.Context) (SpendState, error) {
-	vals, err := l.rdb.HMGet(ctx, l.key, "spent", "reserved", "reached").Result()
+	vals, err := l.rdb.HMGet(ctx, l.key, "spent", "reserved", "reached", "limit").Result()
 	if err != nil {
 		return SpendState{}, l.fail(ctx, err)
 	}
@@ -100,13 +105,22 @@ func (l *SpendLedger) State(ctx context.Context) (SpendState, error) {
 		f, _ := strconv.ParseFloat(s, 64)
 		return f
 	}
-	return SpendState{Spent: num(vals[0]), Reserved: num(vals[1]), Reached: num(vals[2]) > 0}, nil
+	return SpendState{Spent: num(vals[0]), Reserved: num(vals[1]), Reached: num(vals[2]) > 0, Limit: num(vals[3])}, nil
 }
 
-// Reopen clears the reached mark, keeping the spend: a run started again
-// (with a higher cap) lets calls reserve again.
-func (l *SpendLedger) Reopen(ctx context.Context) error {
-	if err := l.rdb.HDel(ctx, l.key, "reached").Err(); err != nil {
+// Reopen starts the run again under limit dollars, keeping the spend: it
+// clears the reached mark, so calls reserve again while they fit, and
+// sets the limit every worker's reservations are held to from then on,
+// whatever cap the job they opened says (a run resumed with a higher
+// limits.max_cost is the same run: its workers may hold the job from
+// before).
+func (l *SpendLedger) Reopen(ctx context.Context, limit float64) error {
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, l.key, "reached")
+		p.HSet(ctx, l.key, "limit", strconv.FormatFloat(limit, 'g', -1, 64))
+		return nil
+	})
+	if err != nil {
 		return l.fail(ctx, err)
 	}
 	return nil
@@ -123,10 +137,10 @@ func (l *SpendLedger) fail(ctx context.Context, err error) error {
 }
 
 // spendReserve reserves ARGV[2] dollars in KEYS[1] under the limit
-// ARGV[1]: it answers {"reserved"|"wait"|"refused", spent}, as
-// spend.Ledger.Reserve says.
+// ARGV[1], or the limit Reopen set in KEYS[1]: it answers
+// {"reserved"|"wait"|"refused", spent}, as spend.Ledger.Reserve says.
 var spendReserve = redis.NewScript(`
-local limit = tonumber(ARGV[1])
+local limit = tonumber(redis.call("HGET", KEYS[1], "limit") or ARGV[1])
 local dollars = tonumber(ARGV[2])
 local spent = tonumber(redis.call("HGET", KEYS[1], "spent") or "0")
 local reserved = tonumber(redis.call("HGET", KEYS[1], "reserved") or "0")

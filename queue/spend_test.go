@@ -58,10 +58,43 @@ func TestSpendLedgerNeverOverReserves(t *testing.T) {
 	if v, _, _ := a.Reserve(t.Context(), 100, 0.5); v != queue.SpendRefused {
 		t.Errorf("Reserve after a refusal = %v, want refused", v)
 	}
-	if err := a.Reopen(t.Context()); err != nil {
+	if err := a.Reopen(t.Context(), 100); err != nil {
 		t.Fatal(err)
 	}
 	if v, _, _ := a.Reserve(t.Context(), 100, 0.5); v != queue.SpendReserved {
 		t.Errorf("Reserve after Reopen under a higher cap = %v, want reserved", v)
+	}
+}
+
+// TestSpendLedgerReopenSetsLimit: the limit of Reopen holds every
+// worker's reservations, whatever limit they pass (a worker that opened
+// the run's job under its first cap passes that one), and the spend from
+// before is kept.
+func TestSpendLedgerReopenSetsLimit(t *testing.T) {
+	c, _ := open(t)
+	l := c.SpendLedger("run-reopen")
+	if v, _, err := l.Reserve(t.Context(), 10, 8); err != nil || v != queue.SpendReserved {
+		t.Fatalf("Reserve = %v, %v; want reserved", v, err)
+	}
+	if err := l.Settle(t.Context(), 8, 8); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := l.Reserve(t.Context(), 10, 5); v != queue.SpendRefused {
+		t.Fatalf("Reserve past $10 = %v, want refused", v)
+	}
+	if err := l.Reopen(t.Context(), 20); err != nil {
+		t.Fatal(err)
+	}
+	// A worker still holding the $10 cap of the first start.
+	v, spent, err := l.Reserve(t.Context(), 10, 5)
+	if err != nil || v != queue.SpendReserved || spent != 8 {
+		t.Fatalf("Reserve of $5 under the stale $10 after Reopen($20) = %v, $%v, %v; want reserved, $8 spent kept", v, spent, err)
+	}
+	if v, _, _ := l.Reserve(t.Context(), 1000, 10); v != queue.SpendWait {
+		t.Errorf("Reserve of $10 passing Reopen's $20 with a worker's $1000 = %v, want wait (13 + 10 > 20, 8 + 10 ≤ 20)", v)
+	}
+	st, err := l.State(t.Context())
+	if err != nil || st.Limit != 20 || st.Spent != 8 || st.Reserved != 5 {
+		t.Errorf("State = %+v, %v; want limit 20, $8 spent, $5 reserved", st, err)
 	}
 }

@@ -48,6 +48,15 @@ type Job struct {
 	// worker calls it once the run's engine is shut down, or when the
 	// engine could not be built.
 	Close func() error
+	// Agent, if set, is called as each of the run's agents starts here,
+	// with the context it is started under and its index: it returns the
+	// context to start it under (carrying, say, a per-agent counter that
+	// the job's model wrappers fill) and a function that completes the
+	// agent's result before it is recorded (called once, from the agent's
+	// goroutine; not for an agent released to another worker). It is
+	// how a job adds what it counts per agent, such as the calls its
+	// response cache answered, to the result lines.
+	Agent func(ctx context.Context, index int) (context.Context, func(*batchagent.Result))
 }
 
 // WorkerConfig configures a [Worker]. Client and Open are required.
@@ -120,10 +129,11 @@ type Worker struct {
 type workerRun struct {
 	spec   *batchagent.Spec
 	engine *batchagent.Engine
-	close  func() error // Job.Close; nil when none
-	err    error        // why the job could not be opened; nil when it was
-	retry  time.Time    // when to try opening a failed job again
-	used   time.Time    // when a task of the run last started here
+	close  func() error                                                           // Job.Close; nil when none
+	agent  func(context.Context, int) (context.Context, func(*batchagent.Result)) // Job.Agent; nil when none
+	err    error                                                                  // why the job could not be opened; nil when it was
+	retry  time.Time                                                              // when to try opening a failed job again
+	used   time.Time                                                              // when a task of the run last started here
 }
 
 // NewWorker checks cfg, fills in its defaults and returns a worker.
@@ -338,9 +348,16 @@ func (w *Worker) start(ctx context.Context, t Task) {
 		w.agents.Go(func() { w.finish(t, inputFailure(t.Run, t.Index, fmt.Errorf("task input: %w", err))) })
 		return
 	}
-	h := r.engine.Agent(ctx, r.spec, t.Index, in)
+	actx, complete := ctx, func(*batchagent.Result) {}
+	if r.agent != nil {
+		actx, complete = r.agent(ctx, t.Index)
+	}
+	h := r.engine.Agent(actx, r.spec, t.Index, in)
 	w.agents.Go(func() {
 		res, _ := h.Wait(context.WithoutCancel(ctx)) // the engine ends every Handle
+		if !releasable(res.Err) {
+			complete(&res)
+		}
 		w.finish(t, res)
 	})
 }
@@ -383,7 +400,7 @@ func (w *Worker) openRun(ctx context.Context, id string) (*workerRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &workerRun{spec: j.Spec, close: j.Close}
+	r := &workerRun{spec: j.Spec, close: j.Close, agent: j.Agent}
 	j.Config.MaxActive = w.cfg.MaxActive
 	j.Config.Checkpoint = w.q.Checkpointer()
 	if r.engine, err = batchagent.New(j.Config); err != nil {

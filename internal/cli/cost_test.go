@@ -82,7 +82,7 @@ func TestRunReportsCost(t *testing.T) {
 func TestRunCostUnknown(t *testing.T) {
 	_, addr := startModelServer(t, 0)
 	job, in := scaleJob(t, t.TempDir(), addr, 3, "")
-	appendTo(t, job, "model: no-such-model\n")
+	appendTo(t, job, "model: no-such-model-cost-test\n") // named by no other test: the warning is once per process
 	code, stdout, stderr := run(t, t.Context(), "run", job, "--inputs", in, "--no-state")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
@@ -96,8 +96,11 @@ func TestRunCostUnknown(t *testing.T) {
 			t.Errorf("line %d has cost %v, want none: the price is unknown", l.Index, *l.Cost)
 		}
 	}
-	if want := " cost: unknown (no price for model no-such-model)\n"; !strings.Contains(stderr, want) {
+	if want := " cost: unknown (no price for model no-such-model-cost-test)\n"; !strings.Contains(stderr, want) {
 		t.Errorf("summary lacks %q:\n%s", want, stderr)
+	}
+	if n := strings.Count(stderr, "no known price for model"); n != 1 || !strings.Contains(stderr, "model=no-such-model-cost-test") {
+		t.Errorf("stderr warns of the unknown price %d times, want once, naming the model:\n%s", n, stderr)
 	}
 }
 

@@ -155,7 +155,7 @@ func jobOpener(q *queue.Client, visibility time.Duration, logger *slog.Logger) f
 		}
 		limits := q.ShareLimits(&cfg, queue.ShareConfig{Addr: j.Addr, Model: j.Model, Visibility: visibility, Logger: logger,
 			Hosted: !strings.HasPrefix(j.Addr, "sim://"), Account: accountOf(cj)})
-		return queue.Job{Config: cfg, Spec: j.Spec, Close: func() error {
+		return queue.Job{Config: cfg, Spec: j.Spec, Agent: j.AgentTally(), Close: func() error {
 			limits.Close()
 			return j.Close()
 		}}, nil

@@ -176,6 +176,16 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	srv := g.Server
+	if err := metrics.WatchKeySpend(func() []telemetry.KeySpend {
+		var out []telemetry.KeySpend
+		for _, k := range srv.Spend() {
+			out = append(out, telemetry.KeySpend{Name: k.Name, Spent: k.Spent, Reserved: k.Reserved, Limit: k.Limit})
+		}
+		return out
+	}); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

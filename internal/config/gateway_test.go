@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -199,5 +200,75 @@ func TestServeKeyMaxCostOpen(t *testing.T) {
 	}
 	if strings.Contains(log, "model=gpt") {
 		t.Errorf("log = %q warns of gpt, which the table prices (gpt-4o-mini)", log)
+	}
+}
+
+// TestServeKeySpendMetrics: serve's /metrics carries each capped key's
+// spend and cap by the key's name, never the key itself.
+func TestServeKeySpendMetrics(t *testing.T) {
+	sc, err := config.ParseServe([]byte("backends:\n  gpt:\n    url: sim://\n    model: gpt-4o-mini\nkeys:\n  - name: ci\n    env: CI_KEY\n    max_cost: 3\n  - name: free\n    env: FREE_KEY\n"), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{"CI_KEY": "sk-ci-secret", "FREE_KEY": "sk-free-secret"}
+	g, err := sc.Open(t.Context(), nil, slog.New(slog.DiscardHandler), func(k string) string { return secrets[k] })
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer g.Close()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.Server.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	srv := httptest.NewServer(g.Server)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt","messages":[{"role":"user","content":"hello"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-ci-secret")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("chat completion by key ci: %s", resp.Status)
+	}
+	resp, err = http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	metrics := body.String()
+	gauge := func(name string) (float64, bool) {
+		for line := range strings.SplitSeq(metrics, "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				var f float64
+				if _, err := fmt.Sscan(v, &f); err != nil {
+					t.Fatalf("%s: value %q: %v", name, v, err)
+				}
+				return f, true
+			}
+		}
+		return 0, false
+	}
+	if v, ok := gauge(`batchagent_key_spend_limit_dollars{key="ci"}`); !ok || v != 3 {
+		t.Errorf("limit gauge of ci = %v (present %v), want 3; metrics:\n%s", v, ok, metrics)
+	}
+	if v, ok := gauge(`batchagent_key_spend_dollars{key="ci"}`); !ok || v <= 0 || v >= 3 {
+		t.Errorf("spend gauge of ci = %v (present %v), want the cost of one call, above 0 and under the cap", v, ok)
+	}
+	if v, ok := gauge(`batchagent_key_spend_reserved_dollars{key="ci"}`); !ok || v != 0 {
+		t.Errorf("reserved gauge of ci = %v (present %v), want 0 with no call in flight", v, ok)
+	}
+	if strings.Contains(metrics, `key="free"`) {
+		t.Errorf("metrics carry key free, which has no cap")
+	}
+	if strings.Contains(metrics, "secret") {
+		t.Errorf("metrics carry a key's secret")
 	}
 }

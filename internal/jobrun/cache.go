@@ -62,6 +62,25 @@ func openCache(cj *config.Job, model llm.Model, noCache bool, shared respcache.S
 	return c, nil
 }
 
+// AgentTally returns, for a job with a response cache, the hook a worker
+// runs each agent under (queue.Job.Agent): the agent's context carrying a
+// respcache.Tally of its own, and the function that adds the tally's
+// counts to the agent's result (cached_calls, saved_tokens), as a local
+// run's cacheTallies does. Nil when the job has no cache.
+func (j *Job) AgentTally() func(context.Context, int) (context.Context, func(*job.Result)) {
+	if j.Cache == nil {
+		return nil
+	}
+	return func(ctx context.Context, _ int) (context.Context, func(*job.Result)) {
+		t := new(respcache.Tally)
+		return respcache.WithTally(ctx, t), func(r *job.Result) {
+			calls, saved := t.Counts()
+			r.CachedCalls += calls
+			r.SavedTokens += saved.Total()
+		}
+	}
+}
+
 // cacheTallies counts the cached calls of each agent of a run: a
 // agent.Scope that gives each agent a respcache.Tally, wrapping the
 // Observer the run already had (the tracer's), if any. With a checkpoint

@@ -102,6 +102,7 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 	}
 	j.Price = estimate.PriceFor(cj, j.Backend)
 	j.Addr = config.BackendAddr(j.Backend)
+	WarnUnpriced(cj, j.Price, o.Logger)
 	if cj.MaxCost > 0 {
 		if err := checkCapPrices(path, cj, j.Price); err != nil {
 			return nil, err
@@ -243,6 +244,22 @@ func checkCapPrices(path string, cj *config.Job, price estimate.Price) error {
 		}
 	}
 	return nil
+}
+
+// WarnUnpriced logs, once per model per process (prices.Warn), that the
+// job's model or a fallback tier's has no known price, so its cost is not
+// counted; price is the job's model's (estimate.PriceOf). Models left
+// unnamed (the backend's default) are not named. OpenJob calls it; a
+// coordinator, which opens no job, calls it itself.
+func WarnUnpriced(cj *config.Job, price estimate.Price, log *slog.Logger) {
+	if !price.Known && cj.Def.ModelName != "" {
+		prices.Warn(log, cj.Def.ModelName, "the job file's pricing: {input: ..., output: ...}")
+	}
+	for _, f := range cj.Fallbacks {
+		if _, ok := fallbackKnown(cj, f.Model); !ok && f.Model != "" {
+			prices.Warn(log, f.Model, "the job file's pricing, which prices the job's model only: a fallback tier needs a model the built-in table prices")
+		}
+	}
 }
 
 // fallbackPrice returns the price of a fallback tier's model: the job

@@ -75,6 +75,13 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //   - cost_dollars{job}: the cost of the job's tokens so far.
 //   - cost_projected_dollars{job}: the job's projected cost, once it can
 //     be projected.
+//
+// And, once [Metrics.WatchKeySpend] names a gateway's capped keys:
+//
+//   - key_spend_dollars{key}, key_spend_reserved_dollars{key},
+//     key_spend_limit_dollars{key}: what each API key with a spend cap
+//     has spent, holds reserved for its calls in flight, and may spend
+//     (its max_cost); key is the key's name, never the key.
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -368,5 +375,47 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, cost.Spent, c.job)
 	if cost.Projecting {
 		ch <- prometheus.MustNewConstMetric(descCostProjected, prometheus.GaugeValue, cost.Projected, c.job)
+	}
+}
+
+// KeySpend is one API key's spend, as [Metrics.WatchKeySpend] reads it:
+// the key's name (never the key itself) and its dollars spent, reserved
+// by its calls in flight, and its limit.
+type KeySpend struct {
+	Name                   string
+	Spent, Reserved, Limit float64
+}
+
+var (
+	descKeySpend    = desc("key_spend_dollars", "Dollars spent by each API key with a spend cap, since the gateway started, by key name.", "key")
+	descKeyReserved = desc("key_spend_reserved_dollars", "Dollars each API key with a spend cap holds reserved for its calls in flight, by key name.", "key")
+	descKeyLimit    = desc("key_spend_limit_dollars", "Each API key's spend cap (max_cost) in dollars, by key name.", "key")
+)
+
+// WatchKeySpend adds the spend of a gateway's capped API keys to m, read
+// from spend at each scrape: batchagent_key_spend_dollars{key},
+// batchagent_key_spend_reserved_dollars{key} and
+// batchagent_key_spend_limit_dollars{key}. spend must be safe for
+// concurrent use. A second call returns an error.
+func (m *Metrics) WatchKeySpend(spend func() []KeySpend) error {
+	return m.reg.Register(keySpendCollector(spend))
+}
+
+// keySpendCollector reads the keys' spend at scrape time.
+type keySpendCollector func() []KeySpend
+
+// Describe implements prometheus.Collector.
+func (c keySpendCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descKeySpend
+	ch <- descKeyReserved
+	ch <- descKeyLimit
+}
+
+// Collect implements prometheus.Collector.
+func (c keySpendCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, k := range c() {
+		ch <- prometheus.MustNewConstMetric(descKeySpend, prometheus.GaugeValue, k.Spent, k.Name)
+		ch <- prometheus.MustNewConstMetric(descKeyReserved, prometheus.GaugeValue, k.Reserved, k.Name)
+		ch <- prometheus.MustNewConstMetric(descKeyLimit, prometheus.GaugeValue, k.Limit, k.Name)
 	}
 }
