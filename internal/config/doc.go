@@ -54,6 +54,12 @@
 //	  cached_input: 1.25          # defaults to input
 //	  output: 10
 //	  cache_write: 3.125          # prompt tokens written to the cache; defaults to input
+//	delivery: batch               # Job.Delivery: calls through the provider's batch API; or
+//	                              # {mode: batch, linger: 30s, poll_every: 1m, min_lines: 1000,
+//	                              #  max_enqueued_tokens: 2000000}; realtime (the default)
+//	cache:                        # Job.Cache: the response cache; off: none
+//	  path: answers.db            # default: the user cache directory's batchagent/responses.db
+//	  ttl: 720h
 //	pack:                         # Def.Pack: agents share model calls (no tools or mcp)
 //	  max_agents: 20              # per call, 2 or more; required in pack
 //	  max_prompt_tokens: 4000     # per call; defaults to job.DefaultPackPromptTokens
@@ -76,6 +82,7 @@
 //	  max_active: 1024            # Config.MaxActive
 //	  max_inflight: 8             # Config.Admission.MaxInflight; also fixed_inflight
 //	  rpm: 600                    # Config.Admission.RateLimit; also tpm
+//	  max_cost: 25                # Job.MaxCost: dollars; no call starts past it
 //	  max_queued: 4               # Config.Admission.Backpressure; off: no queue probe
 //	  probe_interval: 200ms       # Config.Admission.Backpressure.Interval
 //	  policy: fifo                # Config.Admission.Policy: fifo, turns or las
