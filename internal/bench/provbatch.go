@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,57 +244,14 @@ func runJob(ctx context.Context, exe, job, in, out string, kill func(*exec.Cmd) 
 	}
 }
 
-// providerBatchResults is what a run's results file holds.
-type providerBatchResults struct {
-	ok, failed int
-	cost       float64
-	maxCalls   int
-}
-
 // readProviderBatchResults reads the results file out of n inputs: one
 // line per input, each with its cost.
-func readProviderBatchResults(out string, n int) (providerBatchResults, error) {
-	var res providerBatchResults
-	f, err := os.Open(out)
-	if err != nil {
-		return res, fmt.Errorf("bench: %w", err)
+func readProviderBatchResults(out string, n int) (results, error) {
+	res, err := readResults(out, n)
+	if err == nil && res.costed != n {
+		err = fmt.Errorf("bench: %s: %d of %d lines have no cost", out, n-res.costed, n)
 	}
-	defer f.Close()
-	seen := make([]bool, n)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var line struct {
-			Index    int             `json:"index"`
-			Error    json.RawMessage `json:"error"`
-			Cost     *float64        `json:"cost"`
-			LLMCalls int             `json:"model_calls"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return res, fmt.Errorf("bench: %s: %w", out, err)
-		}
-		if line.Index < 0 || line.Index >= n || seen[line.Index] {
-			return res, fmt.Errorf("bench: %s: index %d out of range or seen twice", out, line.Index)
-		}
-		seen[line.Index] = true
-		if len(line.Error) > 0 {
-			res.failed++
-		} else {
-			res.ok++
-		}
-		if line.Cost == nil {
-			return res, fmt.Errorf("bench: %s: input %d has no cost", out, line.Index)
-		}
-		res.cost += *line.Cost
-		res.maxCalls = max(res.maxCalls, line.LLMCalls)
-	}
-	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("bench: %s: %w", out, err)
-	}
-	if res.ok+res.failed != n {
-		return res, fmt.Errorf("bench: %s has %d results for %d inputs", out, res.ok+res.failed, n)
-	}
-	return res, nil
+	return res, err
 }
 
 // batchSim is the HTTP simulator with its Batch API, served on a loopback

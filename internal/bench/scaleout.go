@@ -208,9 +208,26 @@ func cpuOf(cmd *exec.Cmd) time.Duration {
 // countResultLines counts the result lines of out: ok ones and failed ones,
 // checking that each of the n indexes has exactly one.
 func countResultLines(out string, n int) (ok, failed int, err error) {
+	res, err := readResults(out, n)
+	return res.ok, res.failed, err
+}
+
+// results is what a run's results file holds.
+type results struct {
+	ok, failed int
+	// cost sums the lines' costs; costed counts the lines that have one.
+	cost     float64
+	costed   int
+	maxCalls int // the most model calls of one line
+}
+
+// readResults reads the results file out of n inputs, checking that each
+// of the n indexes has exactly one line.
+func readResults(out string, n int) (results, error) {
+	var res results
 	f, err := os.Open(out)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: %w", err)
+		return res, fmt.Errorf("bench: %w", err)
 	}
 	defer f.Close()
 	seen := make([]bool, n)
@@ -218,29 +235,36 @@ func countResultLines(out string, n int) (ok, failed int, err error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var line struct {
-			Index int             `json:"index"`
-			Error json.RawMessage `json:"error"`
+			Index      int             `json:"index"`
+			Error      json.RawMessage `json:"error"`
+			Cost       *float64        `json:"cost"`
+			ModelCalls int             `json:"model_calls"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return ok, failed, fmt.Errorf("bench: %s: %w", out, err)
+			return res, fmt.Errorf("bench: %s: %w", out, err)
 		}
 		if line.Index < 0 || line.Index >= n || seen[line.Index] {
-			return ok, failed, fmt.Errorf("bench: %s: index %d out of range or seen twice", out, line.Index)
+			return res, fmt.Errorf("bench: %s: index %d out of range or seen twice", out, line.Index)
 		}
 		seen[line.Index] = true
 		if len(line.Error) > 0 {
-			failed++
+			res.failed++
 		} else {
-			ok++
+			res.ok++
 		}
+		if line.Cost != nil {
+			res.cost += *line.Cost
+			res.costed++
+		}
+		res.maxCalls = max(res.maxCalls, line.ModelCalls)
 	}
 	if err := sc.Err(); err != nil {
-		return ok, failed, fmt.Errorf("bench: %s: %w", out, err)
+		return res, fmt.Errorf("bench: %s: %w", out, err)
 	}
-	if ok+failed != n {
-		return ok, failed, fmt.Errorf("bench: %s has %d results for %d inputs", out, ok+failed, n)
+	if res.ok+res.failed != n {
+		return res, fmt.Errorf("bench: %s has %d results for %d inputs", out, res.ok+res.failed, n)
 	}
-	return ok, failed, nil
+	return res, nil
 }
 
 // startRedis starts a redis-server with its files in dir on a free
