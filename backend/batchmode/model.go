@@ -469,7 +469,11 @@ func (m *Model) attemptOf(id string) int {
 
 // create creates s's batch. A failed Create is tried again only after Find
 // says the batch does not exist: the failure may have been the answer's,
-// not the request's.
+// not the request's. It is tried until it succeeds or is refused for
+// good, however long the provider is unreachable (or the Model closes,
+// leaving the submission in the journal for the next process to find):
+// giving up could leave a batch running, and billing, whose calls would
+// be asked again.
 func (m *Model) create(s *sub) (string, error) {
 	pause := time.Second
 	for {
@@ -493,12 +497,22 @@ func (m *Model) create(s *sub) (string, error) {
 	}
 }
 
-// retry calls f until it succeeds, fails for good, or the Model closes.
+// uploadTries is how many times an upload refused for the moment (429,
+// 5xx) is tried before its calls fail with the refusal, for the engine's
+// retries and outage handling to take over. Nothing is billed for an
+// upload, so giving up is safe; a Create is tried until it is known to
+// have happened or not (see create).
+const uploadTries = 5
+
+// retry calls f until it succeeds, fails for good, has been refused
+// uploadTries times, or the Model closes. A connection failure is not
+// tried again: the engine tells a backend that is down or mistyped from
+// one that flickers.
 func retry[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	pause := time.Second
-	for {
+	for try := 1; ; try++ {
 		v, err := f()
-		if err == nil || !llm.IsTransient(err) {
+		if err == nil || !llm.IsTransient(err) || errors.Is(err, llm.ErrConnection) || try == uploadTries {
 			return v, err
 		}
 		select {

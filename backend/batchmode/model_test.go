@@ -455,3 +455,22 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestModelUnreachableFailsFast: nothing listens where the provider is:
+// the call fails with a connection error at once (the engine's outage
+// handling takes over), not after retries that never end.
+func TestModelUnreachableFailsFast(t *testing.T) {
+	ln := httptest.NewServer(http.NotFoundHandler())
+	base := ln.URL
+	ln.Close() // nothing listens there now
+	m := newModel(t, provider(t, base), quick(filepath.Join(t.TempDir(), "j.db")))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := m.Generate(ctx, question(1))
+	if !errors.Is(err, llm.ErrConnection) {
+		t.Fatalf("Generate = %v, want a connection error", err)
+	}
+	if st := m.Stats(); st.Submissions != 0 {
+		t.Errorf("Stats = %+v, want no submission", st)
+	}
+}
