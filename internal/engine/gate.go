@@ -203,11 +203,13 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	rl := llm.RateLimitOf(err) // a 429 says how the account stands too
 	if resp != nil {
 		o.Tokens = int(resp.Usage.Total())
+		o.OutputTokens = int(resp.Usage.CompletionTokens)
 		rl = resp.RateLimit
 	}
 	if rl != nil {
 		o.LimitRequests, o.LimitTokens = rl.LimitRequests, rl.LimitTokens
 		o.RemainingRequests, o.RemainingTokens = rl.RemainingRequests, rl.RemainingTokens
+		o.LimitOutputTokens, o.RemainingOutputTokens = rl.LimitOutputTokens, rl.RemainingOutputTokens
 	}
 	p.t.Release(o)
 }
