@@ -88,7 +88,7 @@ func (e *Engine) Gates() []admission.Stats {
 		st := g.g.Stats()
 		s[i] = admission.Stats{Backend: admission.Backend{Model: g.model, Name: g.name}, Inflight: st.Inflight, Waiting: st.Waiting,
 			Limit: st.Limit, LimitHistory: st.LimitHistory, Throttles: st.Throttles, Pauses: st.Pauses,
-			RateLimits: admission.RateLimit{RPM: st.RPM, TPM: st.TPM}}
+			RateLimits: admission.RateLimit{RPM: st.RPM, TPM: st.TPM, OTPM: st.OTPM}}
 	}
 	return s
 }
