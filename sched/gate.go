@@ -30,8 +30,10 @@ import (
 //     (Retry-After), and after connection failures, with a growing
 //     back-off;
 //  5. a slot of the [Scheduler], served by [Class], then by priority: the
-//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then a slot of the
-//     limit shared with other processes ([GateConfig.SharedSlots]).
+//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then, holding it,
+//     the output-token budget while it is in debt ([GateConfig.OTPM], or
+//     a limit the backend reported: see [Rate.TakeOutput]), and a slot of
+//     the limit shared with other processes ([GateConfig.SharedSlots]).
 //
 // A call that got its slot while a pause began gives it back and waits
 // again from step 3. Once [GateConfig.Stop] is closed, the waits of steps
