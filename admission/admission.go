@@ -127,6 +127,12 @@ type RateLimit struct {
 	// TPM is tokens per minute, estimated before each call with CountTokens
 	// and corrected with the usage the call reports. Defaults to none.
 	TPM int
+	// OTPM is output tokens per minute, for a backend that limits them
+	// apart (Anthropic): paced by debt, each call's output taken once it
+	// is answered, so that the next calls wait for the refill. Defaults to
+	// none, unless the backend reports one in its headers; it is not part
+	// of the Shared budget.
+	OTPM int
 	// CountTokens estimates a request's prompt tokens. Defaults to about
 	// four bytes a token. It is called only while a token budget is in
 	// force (TPM, or one learnt from the backend's headers).
@@ -197,6 +203,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("negative max inflight %d", c.MaxInflight)
 	case c.RateLimit.RPM < 0 || c.RateLimit.TPM < 0:
 		return fmt.Errorf("negative rate limit (rpm %d, tpm %d)", c.RateLimit.RPM, c.RateLimit.TPM)
+	case c.RateLimit.OTPM < 0:
+		return fmt.Errorf("negative output-token rate limit (otpm %d)", c.RateLimit.OTPM)
 	case c.Backpressure.MaxQueued < 0 || c.Backpressure.Interval < 0:
 		return fmt.Errorf("negative backpressure setting (max queued %d, interval %v)", c.Backpressure.MaxQueued, c.Backpressure.Interval)
 	case c.StartWindow < 0:
@@ -246,6 +254,7 @@ func (c Config) Gate(m llm.Model, name string) (Gate, error) {
 		Fixed:         c.FixedInflight,
 		RPM:           c.RateLimit.RPM,
 		TPM:           c.RateLimit.TPM,
+		OTPM:          c.RateLimit.OTPM,
 		Warm:          c.WarmPrefix,
 		MaxQueued:     c.Backpressure.MaxQueued,
 		ProbeInterval: c.Backpressure.Interval,

@@ -19,6 +19,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{admission.Config{MaxInflight: -1}, "negative max inflight -1"},
 		{admission.Config{RateLimit: admission.RateLimit{TPM: -2}}, "negative rate limit (rpm 0, tpm -2)"},
+		{admission.Config{RateLimit: admission.RateLimit{OTPM: -3}}, "negative output-token rate limit (otpm -3)"},
 		{admission.Config{Policy: "srpt"}, `unknown policy "srpt" (known: fifo, turns, las)`},
 		{admission.Config{NoStartWindow: true, StartWindow: time.Second}, "no start window contradicts start window 1s"},
 		{admission.Config{PauseBackoff: job.Backoff{Max: -time.Second}}, "negative pause backoff"},

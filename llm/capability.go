@@ -72,6 +72,14 @@ type RateLimitInfo struct {
 	// ResetRequests and ResetTokens are how long until the windows refill.
 	ResetRequests time.Duration
 	ResetTokens   time.Duration
+	// LimitOutputTokens, RemainingOutputTokens and ResetOutputTokens are
+	// the output-token limit per minute, what is left of it and how long
+	// until it refills, where the API limits output tokens apart
+	// (Anthropic's anthropic-ratelimit-output-tokens-*); LimitTokens then
+	// counts input tokens only. Zero: not reported.
+	LimitOutputTokens     int64
+	RemainingOutputTokens int64
+	ResetOutputTokens     time.Duration
 }
 
 // Secret is a credential. It redacts itself when printed, formatted or

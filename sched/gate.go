@@ -30,8 +30,10 @@ import (
 //     (Retry-After), and after connection failures, with a growing
 //     back-off;
 //  5. a slot of the [Scheduler], served by [Class], then by priority: the
-//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then a slot of the
-//     limit shared with other processes ([GateConfig.SharedSlots]).
+//     limit adapts by [AIMD] unless [GateConfig.Fixed]; then, holding it,
+//     the output-token budget while it is in debt ([GateConfig.OTPM], or
+//     a limit the backend reported: see [Rate.TakeOutput]), and a slot of
+//     the limit shared with other processes ([GateConfig.SharedSlots]).
 //
 // A call that got its slot while a pause began gives it back and waits
 // again from step 3. Once [GateConfig.Stop] is closed, the waits of steps
@@ -122,6 +124,10 @@ type GateConfig struct {
 	// TPM is tokens per minute. Zero means none, unless the backend
 	// reports one ([Outcome.LimitTokens]).
 	TPM int
+	// OTPM is output tokens per minute, paced by debt ([Rate]). Zero
+	// means none, unless the backend reports one
+	// ([Outcome.LimitOutputTokens]).
+	OTPM int
 
 	// Shared is a budget shared with other processes that call the same
 	// backend: every call also waits on it after the local budgets
@@ -186,8 +192,8 @@ func (c *GateConfig) validate() error {
 		return fmt.Errorf("sched: gate initial limit %d above its limit %d", c.Initial, c.Limit)
 	case c.Limit == 0 && c.Initial > 0:
 		return fmt.Errorf("sched: gate initial limit %d without a limit", c.Initial)
-	case c.RPM < 0 || c.TPM < 0:
-		return fmt.Errorf("sched: negative gate rate limit (rpm %d, tpm %d)", c.RPM, c.TPM)
+	case c.RPM < 0 || c.TPM < 0 || c.OTPM < 0:
+		return fmt.Errorf("sched: negative gate rate limit (rpm %d, tpm %d, otpm %d)", c.RPM, c.TPM, c.OTPM)
 	case c.MaxQueued < 0 || c.ProbeInterval < 0:
 		return fmt.Errorf("sched: negative gate backpressure setting (max queued %d, interval %v)", c.MaxQueued, c.ProbeInterval)
 	case c.PauseBase < 0 || c.PauseMax < 0 || c.StartWindow < 0:
@@ -231,7 +237,7 @@ func (c *GateConfig) withDefaults() {
 // A gate that limits nothing only watches for outages; its owner may let
 // calls to a backend that declares nothing of itself bypass it.
 func (c GateConfig) Limits() bool {
-	return c.Limit > 0 || c.Declared > 0 || c.RPM > 0 || c.TPM > 0 || c.Warm || c.Probe != nil ||
+	return c.Limit > 0 || c.Declared > 0 || c.RPM > 0 || c.TPM > 0 || c.OTPM > 0 || c.Warm || c.Probe != nil ||
 		c.Shared != nil || c.SharedSlots != nil
 }
 
@@ -263,7 +269,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 			return nil, err
 		}
 	}
-	if g.rate, err = NewRate(RateConfig{RPM: cfg.RPM, TPM: cfg.TPM}); err != nil {
+	if g.rate, err = NewRate(RateConfig{RPM: cfg.RPM, TPM: cfg.TPM, OTPM: cfg.OTPM}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -275,6 +281,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 type Ticket struct {
 	g         *Gate
 	estimated int    // tokens taken from the token budget
+	output    int    // output tokens taken from the output-token budget
 	epoch     uint64 // the AIMD epoch the call was admitted in
 	lease     string // the shared slot's lease; "" when none
 	id, gen   uint64 // the call's id and outage generation, for outage.observe
@@ -359,12 +366,24 @@ func (g *Gate) AcquireOrder(ctx context.Context, class Class, flow uint64, o Ord
 				return nil, err
 			}
 		}
+		// The output-token budget is paced by debt and settled before a
+		// slot is freed (Release): waiting for it while holding the slot
+		// lets a call freed by a Release go only once that call's output
+		// is paid for.
+		out, err := g.rate.TakeOutput(ctx)
+		if err != nil {
+			g.slots.Release()
+			t.endWarm()
+			return nil, err
+		}
+		t.output = out
 		if g.slotsShared != nil {
 			sctx, done := g.stoppable(ctx)
 			lease, err := g.slotsShared.Acquire(sctx)
 			done()
 			if err != nil {
 				g.slots.Release()
+				g.rate.SpendOutput(t.output, 0)
 				t.endWarm()
 				return nil, g.stoppedOr(err)
 			}
@@ -377,6 +396,8 @@ func (g *Gate) AcquireOrder(ctx context.Context, class Class, flow uint64, o Ord
 			}
 		}
 		// Paused while this call waited for its slots: give them back.
+		g.rate.SpendOutput(t.output, 0)
+		t.output = 0
 		g.slots.Release()
 		if g.slotsShared != nil {
 			g.slotsShared.Release(ctx, t.lease, false, false)
@@ -462,6 +483,10 @@ type Outcome struct {
 	// Tokens is the call's actual total tokens; it corrects the token
 	// budget. Zero means unknown.
 	Tokens int
+	// OutputTokens is the call's actual output (completion) tokens; they
+	// are taken from the output-token budget, if one is in force. Zero
+	// means none or unknown.
+	OutputTokens int
 	// LimitRequests and LimitTokens are the per-minute limits the backend
 	// reported (x-ratelimit-* headers); zero means none. Lower than the
 	// configured ones, or with none configured, they are adopted.
@@ -472,6 +497,11 @@ type Outcome struct {
 	// limit (LimitRequests, LimitTokens) reported: backends report the
 	// three together.
 	RemainingRequests, RemainingTokens int64
+	// LimitOutputTokens is the per-minute output-token limit the backend
+	// reported (anthropic-ratelimit-output-tokens-*), adopted like the
+	// others; RemainingOutputTokens what it said is left of it, meaningful
+	// only with the limit reported. Zero: none.
+	LimitOutputTokens, RemainingOutputTokens int64
 }
 
 // Answering records that the backend began to answer the call (its first
@@ -492,6 +522,14 @@ func (t *Ticket) Answering() {
 // With prefix warming, releasing the first call lets the others go.
 func (t *Ticket) Release(o Outcome) {
 	g := t.g
+	// The output-token budget first, before the slot and the warm-up are
+	// freed: the calls they let go find this call's output spent and wait
+	// for its refill.
+	g.rate.Learn(0, 0, o.LimitOutputTokens)
+	g.rate.SpendOutput(t.output, o.OutputTokens)
+	if o.LimitOutputTokens > 0 {
+		g.rate.Sync(-1, -1, o.RemainingOutputTokens)
+	}
 	g.slots.Release()
 	t.endWarm()
 	congested := o.Signal == SignalCongested
@@ -518,7 +556,7 @@ func (t *Ticket) Release(o Outcome) {
 			g.share.Correct(context.Background(), t.estimated, o.Tokens)
 		}
 	}
-	g.rate.Learn(o.LimitRequests, o.LimitTokens)
+	g.rate.Learn(o.LimitRequests, o.LimitTokens, 0)
 	reqLeft, tokLeft := int64(-1), int64(-1)
 	if o.LimitRequests > 0 {
 		reqLeft = o.RemainingRequests
@@ -526,7 +564,7 @@ func (t *Ticket) Release(o Outcome) {
 	if o.LimitTokens > 0 {
 		tokLeft = o.RemainingTokens
 	}
-	g.rate.Sync(reqLeft, tokLeft)
+	g.rate.Sync(reqLeft, tokLeft, -1)
 	if s, ok := g.share.(SharedSyncer); ok && (o.LimitRequests > 0 || o.LimitTokens > 0) {
 		s.Sync(context.Background(), o.LimitRequests, reqLeft, o.LimitTokens, tokLeft)
 	}
@@ -603,9 +641,9 @@ type GateStats struct {
 	Throttles int64
 	// Pauses counts how often backpressure paused admission.
 	Pauses int64
-	// RPM and TPM are the rate budgets in force (configured or learnt);
-	// zero means none.
-	RPM, TPM int
+	// RPM, TPM and OTPM are the rate budgets in force (configured or
+	// learnt); zero means none.
+	RPM, TPM, OTPM int
 }
 
 // Stats returns a snapshot of the gate. The slice in it is the caller's.
@@ -617,7 +655,7 @@ func (g *Gate) Stats() GateStats {
 		s.LimitHistory = g.aimd.History()
 	}
 	rl := g.rate.Limits()
-	s.RPM, s.TPM = rl.RPM, rl.TPM
+	s.RPM, s.TPM, s.OTPM = rl.RPM, rl.TPM, rl.OTPM
 	return s
 }
 

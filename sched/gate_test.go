@@ -48,6 +48,7 @@ func TestGateRejectsBadConfig(t *testing.T) {
 		{Initial: 2},
 		{RPM: -1},
 		{TPM: -1},
+		{OTPM: -1},
 		{MaxQueued: -1},
 		{ProbeInterval: -time.Second},
 		{PauseBase: -time.Second},
@@ -517,4 +518,44 @@ func TestGateLimitDefaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGateOutputDebt: the output-token limit a backend reports is learnt,
+// and a call's output is spent before its slot is freed, so that the call
+// waiting for that slot goes only once the output is paid for; without an
+// output limit, outputs delay nothing.
+func TestGateOutputDebt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(t, sched.GateConfig{Limit: 1, Fixed: true})
+		start := time.Now()
+		first := admit(t, g)
+		admitted := make(chan time.Duration, 1)
+		go func() {
+			tk := admit(t, g)
+			admitted <- time.Since(start)
+			tk.Release(sched.Outcome{})
+		}()
+		synctest.Wait() // the second call waits for the slot
+		// 60,000 output tokens a minute (1000/s); the answer used 12,000.
+		first.Release(sched.Outcome{OutputTokens: 12_000, LimitOutputTokens: 60_000, RemainingOutputTokens: 48_000})
+		if got := <-admitted; got < 12*time.Second || got > 12010*time.Millisecond {
+			t.Errorf("the call waiting for the slot of a 12,000-token answer was admitted after %v, want 12s (its refill at 60,000 a minute)", got)
+		}
+		if got := g.Stats(); got.OTPM != 60_000 || got.RPM != 0 || got.TPM != 0 {
+			t.Errorf("Stats() rates = %d rpm %d tpm %d otpm, want only the reported 60000 otpm", got.RPM, got.TPM, got.OTPM)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(t, sched.GateConfig{Limit: 1, Fixed: true, RPM: 6000})
+		start := time.Now()
+		for range 10 {
+			admit(t, g).Release(sched.Outcome{OutputTokens: 100_000, LimitRequests: 6000, RemainingRequests: 5000})
+		}
+		if got := time.Since(start); got != 0 {
+			t.Errorf("ten long answers without an output limit took %v, want 0", got)
+		}
+		if got := g.Stats().OTPM; got != 0 {
+			t.Errorf("Stats().OTPM with none configured nor reported = %d, want 0", got)
+		}
+	})
 }

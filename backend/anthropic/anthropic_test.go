@@ -152,10 +152,14 @@ func TestRateLimit(t *testing.T) {
 				"Anthropic-Ratelimit-Tokens-Remaining":   {"79000"},
 				"Anthropic-Ratelimit-Tokens-Reset":       {"2000-01-01T00:01:00Z"},
 				// Ignored while tokens-* is present.
-				"Anthropic-Ratelimit-Input-Tokens-Limit": {"1"},
+				"Anthropic-Ratelimit-Input-Tokens-Limit":      {"1"},
+				"Anthropic-Ratelimit-Output-Tokens-Limit":     {"16000"},
+				"Anthropic-Ratelimit-Output-Tokens-Remaining": {"15500"},
+				"Anthropic-Ratelimit-Output-Tokens-Reset":     {"2000-01-01T00:00:02Z"},
 			},
 			want: &llm.RateLimitInfo{LimitRequests: 50, RemainingRequests: 0, ResetRequests: 12 * time.Second,
-				LimitTokens: 80000, RemainingTokens: 79000, ResetTokens: time.Minute},
+				LimitTokens: 80000, RemainingTokens: 79000, ResetTokens: time.Minute,
+				LimitOutputTokens: 16000, RemainingOutputTokens: 15500, ResetOutputTokens: 2 * time.Second},
 		},
 		{
 			name: "input tokens only, a reset in the past",

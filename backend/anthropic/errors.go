@@ -228,8 +228,8 @@ func (m *Model) newError(status int, msg string, class error, wait time.Duration
 	return &llm.APIError{Backend: backendName, StatusCode: status, Message: msg, RetryAfter: wait, Err: class}
 }
 
-// rateLimit reads the anthropic-ratelimit-* headers: requests, and tokens
-// (or input tokens, where only those are reported). Reset times are RFC 3339
+// rateLimit reads the anthropic-ratelimit-* headers: requests, tokens (or
+// input tokens, where only those are reported) and output tokens. Reset times are RFC 3339
 // instants, returned as the wait from now. It returns nil when no header is
 // present.
 func rateLimit(h http.Header, now time.Time) *llm.RateLimitInfo {
@@ -262,6 +262,9 @@ func rateLimit(h http.Header, now time.Time) *llm.RateLimitInfo {
 	count(tokens+"limit", &rl.LimitTokens)
 	count(tokens+"remaining", &rl.RemainingTokens)
 	reset(tokens+"reset", &rl.ResetTokens)
+	count(p+"output-tokens-limit", &rl.LimitOutputTokens)
+	count(p+"output-tokens-remaining", &rl.RemainingOutputTokens)
+	reset(p+"output-tokens-reset", &rl.ResetOutputTokens)
 	if !found {
 		return nil
 	}

@@ -31,7 +31,20 @@ func TestRateLimitHeaders(t *testing.T) {
 			"anthropic-ratelimit-input-tokens-limit": "20000", "anthropic-ratelimit-input-tokens-remaining": "0",
 			"anthropic-ratelimit-input-tokens-reset":  "2026-11-29T13:00:00+01:00",
 			"anthropic-ratelimit-output-tokens-limit": "8000",
-		}, &llm.RateLimitInfo{LimitTokens: 20000}},
+		}, &llm.RateLimitInfo{LimitTokens: 20000, LimitOutputTokens: 8000}},
+		{"input and output tokens", map[string]string{
+			"anthropic-ratelimit-requests-limit": "4000", "anthropic-ratelimit-requests-remaining": "3999",
+			"anthropic-ratelimit-requests-reset":     "2026-11-29T12:00:00.015Z",
+			"anthropic-ratelimit-input-tokens-limit": "2000000", "anthropic-ratelimit-input-tokens-remaining": "1998000",
+			"anthropic-ratelimit-input-tokens-reset":  "2026-11-29T12:00:01Z",
+			"anthropic-ratelimit-output-tokens-limit": "400000", "anthropic-ratelimit-output-tokens-remaining": "0",
+			"anthropic-ratelimit-output-tokens-reset": "2026-11-29T12:00:09Z",
+		}, &llm.RateLimitInfo{LimitRequests: 4000, RemainingRequests: 3999, ResetRequests: 15 * time.Millisecond,
+			LimitTokens: 2000000, RemainingTokens: 1998000, ResetTokens: time.Second,
+			LimitOutputTokens: 400000, RemainingOutputTokens: 0, ResetOutputTokens: 9 * time.Second}},
+		{"output tokens only", map[string]string{
+			"anthropic-ratelimit-output-tokens-remaining": "12", "anthropic-ratelimit-output-tokens-limit": "x",
+		}, &llm.RateLimitInfo{RemainingOutputTokens: 12}},
 		{"reset in the past", map[string]string{
 			"anthropic-ratelimit-requests-reset": "2026-11-29T11:00:00Z",
 		}, &llm.RateLimitInfo{}},
@@ -73,7 +86,11 @@ func FuzzRateLimitHeaders(f *testing.F) {
 		h.Set("anthropic-ratelimit-requests-limit", limit)
 		h.Set("anthropic-ratelimit-input-tokens-remaining", remaining)
 		h.Set("anthropic-ratelimit-requests-reset", reset)
-		if rl := rateLimit(h, now); rl != nil && (rl.LimitRequests < 0 || rl.RemainingTokens < 0 || rl.ResetRequests < 0) {
+		h.Set("anthropic-ratelimit-output-tokens-limit", remaining)
+		h.Set("anthropic-ratelimit-output-tokens-remaining", limit)
+		h.Set("anthropic-ratelimit-output-tokens-reset", reset)
+		if rl := rateLimit(h, now); rl != nil && (rl.LimitRequests < 0 || rl.RemainingTokens < 0 || rl.ResetRequests < 0 ||
+			rl.LimitOutputTokens < 0 || rl.RemainingOutputTokens < 0 || rl.ResetOutputTokens < 0) {
 			t.Errorf("rateLimit(%q, %q, %q) = %+v: negative field", limit, remaining, reset, *rl)
 		}
 	})

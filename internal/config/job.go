@@ -138,6 +138,7 @@ func (j *Job) keys() keys {
 			{"fixed_inflight", &a.FixedInflight},
 			{"rpm", &a.RateLimit.RPM},
 			{"tpm", &a.RateLimit.TPM},
+			{"otpm", &a.RateLimit.OTPM},
 			{"max_queued", offInt{v: &a.Backpressure.MaxQueued, off: &a.Backpressure.Disabled, minusOne: true}},
 			{"policy", &a.Policy},
 			{"continuation", offDuration{v: &a.Continuation}},

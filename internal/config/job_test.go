@@ -298,11 +298,11 @@ func TestParsePolicy(t *testing.T) {
 
 func TestParseAdmissionSettings(t *testing.T) {
 	want := batchagent.Admission{
-		RateLimit: batchagent.RateLimit{RPM: 500, TPM: 90000}, FixedInflight: true, WarmPrefix: true,
+		RateLimit: batchagent.RateLimit{RPM: 500, TPM: 90000, OTPM: 16000}, FixedInflight: true, WarmPrefix: true,
 		Backpressure: batchagent.Backpressure{Disabled: true},
 	}
 	for _, off := range []string{"off", "-1"} { // -1: the deprecated spelling
-		j, err := config.Parse([]byte("task: x\nwarm_prefix: true\nlimits:\n  rpm: 500\n  tpm: 90000\n  fixed_inflight: true\n  max_queued: "+off+"\n"), "job.yaml", t.TempDir())
+		j, err := config.Parse([]byte("task: x\nwarm_prefix: true\nlimits:\n  rpm: 500\n  tpm: 90000\n  otpm: 16000\n  fixed_inflight: true\n  max_queued: "+off+"\n"), "job.yaml", t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,8 +310,9 @@ func TestParseAdmissionSettings(t *testing.T) {
 			t.Errorf("max_queued: %s: admission (-want +got):\n%s", off, diff)
 		}
 	}
-	_, err := config.Parse([]byte("task: x\nlimits:\n  rpm: -5\n  max_queued: -2\n"), "job.yaml", t.TempDir())
-	for _, w := range []string{"job.yaml:3:8: limits.rpm: must not be negative", "job.yaml:4:15: limits.max_queued: must be off or not negative (-1, deprecated, means off too), got -2"} {
+	_, err := config.Parse([]byte("task: x\nlimits:\n  rpm: -5\n  max_queued: -2\n  otpm: -1\n"), "job.yaml", t.TempDir())
+	for _, w := range []string{"job.yaml:3:8: limits.rpm: must not be negative", "job.yaml:4:15: limits.max_queued: must be off or not negative (-1, deprecated, means off too), got -2",
+		"job.yaml:5:9: limits.otpm: must not be negative"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Parse(bad limits) = %v, want it to contain %q", err, w)
 		}

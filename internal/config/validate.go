@@ -108,6 +108,7 @@ func (d *decoder) validateLimits(j *Job) {
 		{"limits.max_active", int64(j.Engine.MaxActive)},
 		{"limits.rpm", int64(j.Engine.Admission.RateLimit.RPM)},
 		{"limits.tpm", int64(j.Engine.Admission.RateLimit.TPM)},
+		{"limits.otpm", int64(j.Engine.Admission.RateLimit.OTPM)},
 	} {
 		if f.v < 0 && d.ok(f.path) {
 			d.report(d.at(f.path), f.path, "must not be negative, got %d", f.v)

@@ -88,7 +88,7 @@ func (e *Engine) Gates() []admission.Stats {
 		st := g.g.Stats()
 		s[i] = admission.Stats{Backend: admission.Backend{Model: g.model, Name: g.name}, Inflight: st.Inflight, Waiting: st.Waiting,
 			Limit: st.Limit, LimitHistory: st.LimitHistory, Throttles: st.Throttles, Pauses: st.Pauses,
-			RateLimits: admission.RateLimit{RPM: st.RPM, TPM: st.TPM}}
+			RateLimits: admission.RateLimit{RPM: st.RPM, TPM: st.TPM, OTPM: st.OTPM}}
 	}
 	return s
 }
@@ -203,11 +203,13 @@ func (p *permit) Release(resp *llm.Response, err error) {
 	rl := llm.RateLimitOf(err) // a 429 says how the account stands too
 	if resp != nil {
 		o.Tokens = int(resp.Usage.Total())
+		o.OutputTokens = int(resp.Usage.CompletionTokens)
 		rl = resp.RateLimit
 	}
 	if rl != nil {
 		o.LimitRequests, o.LimitTokens = rl.LimitRequests, rl.LimitTokens
 		o.RemainingRequests, o.RemainingTokens = rl.RemainingRequests, rl.RemainingTokens
+		o.LimitOutputTokens, o.RemainingOutputTokens = rl.LimitOutputTokens, rl.RemainingOutputTokens
 	}
 	p.t.Release(o)
 }

@@ -154,10 +154,13 @@ func writeSummary(w io.Writer, s summary) {
 		t.Add("tiers", "answered by %s · breaker changes %d", strings.Join(tiers, ", "), st.BreakerChanges)
 	}
 	t.Add("concurrency", "%s", concurrencyLine(st, s.limitSource))
-	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 {
+	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 || st.RateLimits.OTPM > 0 {
 		v := fmt.Sprintf("%d calls · backpressure pauses %d", st.Throttles, st.Pauses)
 		if rl := st.RateLimits; rl.RPM > 0 || rl.TPM > 0 {
 			v += fmt.Sprintf(" · rate limits %d rpm, %d tpm", rl.RPM, rl.TPM)
+		}
+		if otpm := st.RateLimits.OTPM; otpm > 0 {
+			v += fmt.Sprintf(" · %d output tokens a minute", otpm)
 		}
 		t.Add("throttled", "%s", v)
 	}
