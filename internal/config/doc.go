@@ -81,7 +81,7 @@
 //	  outage_budget: 5m           # Def.OutageBudget; off: outages get max_retries only
 //	  max_active: 1024            # Config.MaxActive
 //	  max_inflight: 8             # Config.Admission.MaxInflight; also fixed_inflight
-//	  rpm: 600                    # Config.Admission.RateLimit; also tpm
+//	  rpm: 600                    # Config.Admission.RateLimit; also tpm and otpm (output tokens)
 //	  max_cost: 25                # Job.MaxCost: dollars; no call starts past it
 //	  max_queued: 4               # Config.Admission.Backpressure; off: no queue probe
 //	  probe_interval: 200ms       # Config.Admission.Backpressure.Interval
