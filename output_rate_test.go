@@ -124,16 +124,21 @@ func runOTPM(t *testing.T, srv *otpmServer, n int) []batchagent.Result {
 // TestOutputTokenLimitFromHeaders: an Anthropic account whose output-token
 // limit binds (3,000,000 a minute, 1000-token answers: 50 calls a second,
 // a bucket of two answers) is paced from the output-token headers of its
-// first answer on: no call after it meets a 429. Without those headers
-// the same run meets 429s, so the pacing is what keeps them away.
+// first answer on: no call after it meets a 429 (a few, on a loaded
+// machine). Without those headers the same run meets ten times as many
+// at the least, so the pacing is what keeps them away.
 func TestOutputTokenLimitFromHeaders(t *testing.T) {
 	const n = 60
 	paced := &otpmServer{rate: 50_000, capacity: 2000, output: 1000, outputHeaders: true}
 	start := time.Now()
 	runOTPM(t, paced, n)
 	took := time.Since(start)
-	if paced.refused != 0 || paced.answered != n {
-		t.Errorf("with the output-token headers: %d answered, %d refused with a 429; want %d and 0", paced.answered, paced.refused, n)
+	// The server's bucket refills in real time and holds two answers: a
+	// machine loaded enough to delay a paced call by 40 ms can still meet
+	// one. A few such are timing, not pacing: the blind run below meets
+	// dozens.
+	if paced.refused > 3 || paced.answered != n {
+		t.Errorf("with the output-token headers: %d answered, %d refused with a 429; want %d and at most 3", paced.answered, paced.refused, n)
 	}
 	// 59 answers after the first, 20 ms of output budget each.
 	if took < 1100*time.Millisecond {
@@ -144,8 +149,8 @@ func TestOutputTokenLimitFromHeaders(t *testing.T) {
 	blind := &otpmServer{rate: 50_000, capacity: 2000, output: 1000}
 	start = time.Now()
 	runOTPM(t, blind, n)
-	if blind.refused == 0 {
-		t.Errorf("without the output-token headers no call met a 429 (%d answered in %v): the server does not bind, the test proves nothing", blind.answered, time.Since(start))
+	if blind.refused < 10*max(paced.refused, 3) {
+		t.Errorf("without the output-token headers %d calls met a 429 (%d answered in %v), with them %d: the server does not bind, or pacing does not help", blind.refused, blind.answered, time.Since(start), paced.refused)
 	}
 	t.Logf("unpaced: %d calls in %v, %d refused", n, time.Since(start), blind.refused)
 }
