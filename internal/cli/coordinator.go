@@ -25,7 +25,6 @@ import (
 	"github.com/batchagent/batchagent/internal/outfile"
 	"github.com/batchagent/batchagent/internal/progress"
 	"github.com/batchagent/batchagent/queue"
-	"go.yaml.in/yaml/v3"
 )
 
 // defaultWindow is --window's default: the inputs enqueued but without a
@@ -161,7 +160,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	}
 	id := rf.runID
 	if id == "" {
-		id = runIDOf(abs, runIdentity(data), inPath, hex.EncodeToString(digest.Sum(nil)), outPath)
+		id = runIDOf(abs, config.RunIdentity(data), inPath, hex.EncodeToString(digest.Sum(nil)), outPath)
 	}
 	lock, err := outfile.TakeLock(outPath, "output", outfile.Holder(path, outPath))
 	if err != nil {
@@ -215,7 +214,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 	if err != nil {
 		return fail(exitFailed, err)
 	}
-	if existed && !bytes.Equal(runIdentity(st.Job), runIdentity(data)) {
+	if existed && !bytes.Equal(config.RunIdentity(st.Job), config.RunIdentity(data)) {
 		return fail(exitUsage, fmt.Errorf("run %s exists in Redis with another job file (%s): give another --run-id", id, st.JobPath))
 	}
 
@@ -367,47 +366,4 @@ func watchSpendCap(ctx context.Context, l *queue.SpendLedger) (context.Context, 
 		defer mu.Unlock()
 		return capped, last
 	}
-}
-
-// runIdentity returns what of a job file's bytes makes a run over Redis
-// the same run: the file with the value of limits.max_cost left out (kept
-// as "set", so adding or removing a cap is another run, whose workers open
-// the job with or without one). A run stopped at its spend cap and started
-// again with a higher one is thus the same run: it keeps its results, its
-// pending inputs and its spend ledger, as a local run does (its checkpoint
-// fingerprint leaves the cap out). A file that sets no cap, or that does
-// not parse, is its bytes as they are.
-func runIdentity(job []byte) []byte {
-	var doc yaml.Node
-	if yaml.Unmarshal(job, &doc) != nil || len(doc.Content) == 0 {
-		return job
-	}
-	limits := mappingValue(doc.Content[0], "limits")
-	if limits == nil {
-		return job
-	}
-	maxCost := mappingValue(limits, "max_cost")
-	if maxCost == nil || maxCost.Kind != yaml.ScalarNode {
-		return job
-	}
-	maxCost.Value, maxCost.Tag, maxCost.Style = "set", "!!str", 0
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return job
-	}
-	return out
-}
-
-// mappingValue returns the value of key in the mapping m, or nil when m is
-// no mapping or has no such key.
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
