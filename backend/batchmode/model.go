@@ -381,7 +381,7 @@ func (m *Model) take() []*call {
 		if m.lim.MaxBytes > 0 && bytes+int64(len(c.line))+1 > m.lim.MaxBytes {
 			break
 		}
-		if cap := m.cfg.MaxEnqueuedTokens; cap > 0 && m.enqueued+tokens+c.tokens > cap && (n > 0 || m.enqueued > 0) {
+		if most := m.cfg.MaxEnqueuedTokens; most > 0 && m.enqueued+tokens+c.tokens > most && (n > 0 || m.enqueued > 0) {
 			break
 		}
 		n++
