@@ -554,9 +554,7 @@ func (rw *responseWriter) fail(err error) {
 		writeError(rw.w, e)
 		return
 	}
-	var b oaiwire.ErrorBody
-	_ = json.Unmarshal(e.body(rw.w.Header().Get(requestIDHeader)), &struct {
-		Error *oaiwire.ErrorBody `json:"error"`
-	}{&b})
-	rw.event("error", map[string]any{"code": b.Code, "message": b.Message, "param": b.Param})
+	var b struct{ Error oaiwire.ErrorBody }
+	_ = json.Unmarshal(e.body(rw.w.Header().Get(requestIDHeader)), &b) // our own JSON: cannot fail
+	rw.event("error", map[string]any{"code": b.Error.Code, "message": b.Error.Message, "param": e.param})
 }
