@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchagent/batchagent/internal/oaiwire"
+	"github.com/batchagent/batchagent/internal/spend"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -110,7 +111,10 @@ func (s *Server) prepareForward(ctx context.Context, c *client, path string, bod
 	}
 	worst := x.worst(p)
 	if err := c.cap.Reserve(ctx, worst); err != nil {
-		return nil, budgetExceeded(c)
+		if errors.Is(err, spend.ErrCapReached) {
+			return nil, budgetExceeded(c)
+		}
+		return nil, errorOf(err)
 	}
 	x.settle = func(u llm.Usage, answered bool) {
 		cost := 0.0
