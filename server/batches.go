@@ -46,6 +46,9 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 // whole cause, for the log).
 func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
 	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
+	if p := batchapi.EndpointFrom(ctx); p != "/v1/chat/completions" {
+		return s.execForwardLine(ctx, s.clientByOwner(batchapi.OwnerFrom(ctx)), reqID, p, body)
+	}
 	var cr oaiwire.Request
 	if je := oaiwire.CheckJSON(body); je != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: je.Param(), message: "body: " + je.Error()})
