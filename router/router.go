@@ -333,7 +333,20 @@ func (r *Router) pickLocked(tried []bool) (best *deployment, at int, open bool) 
 	var bestLoad, bestLat float64
 	open = true
 	for i, d := range r.deps {
-		if tried[i] || d.breaker.State() == gobreaker.StateOpen {
+		if tried[i] {
+			continue
+		}
+		switch d.breaker.State() {
+		case gobreaker.StateOpen:
+			continue
+		case gobreaker.StateHalfOpen:
+			// Its cooldown is over: the next call probes it, so that a
+			// deployment back in service is found even when the others
+			// are idle and faster.
+			if d.inflight == 0 {
+				return d, i, false
+			}
+			open = false
 			continue
 		}
 		open = false
