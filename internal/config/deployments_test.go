@@ -235,3 +235,44 @@ func TestServeDeploymentsFailover(t *testing.T) {
 		t.Errorf("b got no calls after its return (requests %v, then %v)", reqs["b"], after["b"])
 	}
 }
+
+// TestServeDeploymentsParse: deployments decode with their keys; a
+// backend with both url and deployments, or neither, or a deployment
+// without url or with a negative limit, is refused naming where.
+func TestServeDeploymentsParse(t *testing.T) {
+	sc, err := config.ParseServe([]byte(`backends:
+  gpt:
+    model: gpt-4o-mini
+    cooldown: 2s
+    deployments:
+      - {name: eu, url: "sim://?seed=1", api_key_env: EU_KEY, weight: 2, max_inflight: 64, rpm: 600}
+      - {url: "sim://?seed=2", model: other, fixed_inflight: true}
+`), "serve.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sc.Backends[0]
+	want := []config.ServeDeployment{
+		{Name: "eu", URL: "sim://?seed=1", APIKeyEnv: "EU_KEY", Weight: 2, MaxInflight: 64, RPM: 600},
+		{URL: "sim://?seed=2", Model: "other", FixedInflight: true},
+	}
+	if len(b.Deployments) != 2 || b.Deployments[0] != want[0] || b.Deployments[1] != want[1] || b.Cooldown != 2*time.Second {
+		t.Errorf("backend = %+v, want deployments %+v and cooldown 2s", b, want)
+	}
+	tests := []struct{ name, yaml, want string }{
+		{"both", "backends:\n  m:\n    url: sim://\n    deployments: [{url: \"sim://\"}]\n", "backends.m: set url or deployments, not both"},
+		{"neither", "backends:\n  m:\n    model: x\n", "backends.m.url: required key is missing"},
+		{"no url", "backends:\n  m:\n    deployments: [{name: a}]\n", "backends.m.deployments[0].url: required key is missing"},
+		{"negative", "backends:\n  m:\n    deployments: [{url: \"sim://\", weight: -1}]\n", "backends.m.deployments[0]: weight, max_inflight and rpm must be finite and not negative"},
+		{"unknown key", "backends:\n  m:\n    deployments: [{url: \"sim://\", weigth: 1}]\n", "weigth"},
+		{"negative cooldown", "backends:\n  m:\n    cooldown: -1s\n    deployments: [{url: \"sim://\"}]\n", "backends.m.cooldown: must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.ParseServe([]byte(tt.yaml), "serve.yaml", t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseServe = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
