@@ -221,8 +221,10 @@ func (r *Router) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 }
 
 // Stream streams req from the least-loaded healthy deployment; a stream
-// whose first item is an llm.ErrConnection failure is started again on
-// another deployment, each at most once. The errors are Generate's. A
+// that fails with llm.ErrConnection before its first event (a rate-limit
+// report aside) is started again on another deployment, each at most
+// once. A stream cut after it has yielded part of the answer ends with
+// that error: the part cannot be taken back. The errors are Generate's. A
 // deployment whose model does not stream yields an error: Capabilities
 // says Streaming only when all of them do.
 func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
@@ -252,7 +254,11 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 						break
 					}
 				}
-				first = false
+				if ev.Type != llm.EventRateLimit {
+					// A rate-limit report says nothing of the answer:
+					// the stream may still start again elsewhere.
+					first = false
+				}
 				if !yield(ev, err) {
 					break
 				}

@@ -60,12 +60,18 @@ func (d *deployment) serve(ln net.Listener) {
 	go func() { _ = hs.Serve(ln) }() // ends when kill closes hs
 }
 
-// kill closes the listener and every connection: the deployment is gone.
+// kill closes the listener and the idle connections, and lets the calls
+// in flight finish: from then on, connecting fails. (A cut mid-answer is
+// not replayed: see router.Router.Stream.)
 func (d *deployment) kill() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.hs != nil {
-		_ = d.hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := d.hs.Shutdown(ctx); err != nil {
+			_ = d.hs.Close()
+		}
 		d.hs = nil
 	}
 }
