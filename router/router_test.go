@@ -25,6 +25,8 @@ type fakeModel struct {
 	// midStream: the stream fails with a connection failure after its
 	// first event.
 	midStream bool
+	// rateFirst: a down stream reports rate limits before it fails.
+	rateFirst bool
 }
 
 func (f *fakeModel) fail() error {
@@ -53,6 +55,9 @@ func (f *fakeModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.
 	return func(yield func(llm.Event, error) bool) {
 		f.calls.Add(1)
 		if f.down.Load() && !f.midStream {
+			if f.rateFirst && !yield(llm.Event{Type: llm.EventRateLimit, RateLimit: &llm.RateLimitInfo{LimitRequests: 1}}, nil) {
+				return
+			}
 			yield(llm.Event{}, f.fail())
 			return
 		}
@@ -170,15 +175,17 @@ func TestStreamFailover(t *testing.T) {
 	tests := []struct {
 		name      string
 		midStream bool
+		rateFirst bool
 		want      string
 		wantErr   bool
 	}{
-		{"before the first event", false, "b", false},
-		{"after the first event", true, "a", true},
+		{"before the first event", false, false, "b", false},
+		{"after a rate-limit report only", false, true, "b", false},
+		{"after the first event", true, false, "a", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := &fakeModel{name: "a", midStream: tt.midStream}, &fakeModel{name: "b"}
+			a, b := &fakeModel{name: "a", midStream: tt.midStream, rateFirst: tt.rateFirst}, &fakeModel{name: "b"}
 			a.down.Store(true)
 			r := newRouter(t, router.Config{Deployments: []router.Deployment{{Model: a, Weight: 10}, {Model: b}}})
 			if !r.Capabilities().Streaming {
