@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"net/http"
 	"sync"
 	"time"
 
@@ -271,6 +272,35 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 				return
 			}
 		}
+	}
+}
+
+// Forward sends an OpenAI endpoint's body (embeddings, legacy
+// completions: see llm.Forwarder) to the least-loaded healthy deployment,
+// and again to another one, each at most once, while they fail to
+// connect, as Generate does. The deployment's slot is held until the
+// answer's headers have come, not while its body is read. A deployment
+// that serves no such endpoint answers an *llm.APIError of class
+// llm.ErrBadRequest.
+func (r *Router) Forward(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	tried := make([]bool, len(r.deps))
+	for {
+		d, done, err := r.acquire(ctx, tried)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := d.Model.(llm.Forwarder)
+		if !ok {
+			r.release(d, done, time.Now(), nil)
+			return nil, &llm.APIError{Backend: "router", Err: llm.ErrBadRequest, Message: "router: deployment " + d.Name + " does not serve " + path}
+		}
+		start := time.Now()
+		resp, err := f.Forward(ctx, path, body)
+		r.release(d, done, start, err)
+		if err != nil && errors.Is(err, llm.ErrConnection) && ctx.Err() == nil && r.another(tried) {
+			continue
+		}
+		return resp, err
 	}
 }
 
