@@ -32,8 +32,8 @@ func (x ExtraFields) Accepts(name string) bool {
 // stream chunk (system_fingerprint, service_tier, a vendor's fields) and
 // Choice those of its choice (logprobs). JSON null members are left out.
 type Extra struct {
-	Top    map[string]json.RawMessage
-	Choice map[string]json.RawMessage
+	Top    map[string]json.RawMessage `json:"top,omitempty"`
+	Choice map[string]json.RawMessage `json:"choice,omitempty"`
 }
 
 // Merge folds o, a later piece of the same answer, into x: arrays

@@ -196,7 +196,7 @@ type Response struct {
 	RateLimit *RateLimitInfo `json:"-"`
 	// Extra is what the backend answered beyond the other members
 	// (logprobs, system_fingerprint), or nil.
-	Extra *Extra `json:"-"`
+	Extra *Extra `json:"extra,omitempty"`
 }
 
 // Usage counts the tokens of one or more model calls.
