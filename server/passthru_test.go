@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/backend/anthropic"
@@ -320,7 +321,9 @@ func FuzzExtraFieldsForwarded(f *testing.F) {
 		sent := map[string]string{}
 		for _, kv := range [][2]string{{n1, v1}, {n2, v2}} {
 			name, value := kv[0], strings.TrimSpace(kv[1])
-			if !json.Valid([]byte(value)) || name == "" || known(name) || sent[name] != "" {
+			// A name that is not UTF-8 cannot be sent as itself (JSON
+			// encoding makes it U+FFFD).
+			if !json.Valid([]byte(value)) || name == "" || !utf8.ValidString(name) || known(name) || sent[name] != "" {
 				continue
 			}
 			var compact bytes.Buffer
