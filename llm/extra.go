@@ -36,14 +36,20 @@ type Extra struct {
 	Choice map[string]json.RawMessage `json:"choice,omitempty"`
 }
 
-// Merge folds o, a later piece of the same answer, into x: arrays
-// (logprobs' content) are concatenated, objects merged member by member,
-// any other value replaced.
+// Merge folds o, a later piece of the same answer, into x. A member of
+// the choice is merged with its earlier pieces: arrays (logprobs'
+// content) concatenated, objects merged member by member, any other
+// value replaced. A member of the answer itself (system_fingerprint,
+// llama.cpp's timings) is the same in every chunk, or its latest value
+// is the whole one: it is replaced.
 func (x *Extra) Merge(o *Extra) {
 	if o == nil {
 		return
 	}
-	x.Top = mergeMembers(x.Top, o.Top)
+	if len(o.Top) > 0 && x.Top == nil {
+		x.Top = make(map[string]json.RawMessage, len(o.Top))
+	}
+	maps.Copy(x.Top, o.Top)
 	x.Choice = mergeMembers(x.Choice, o.Choice)
 }
 

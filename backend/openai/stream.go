@@ -209,8 +209,10 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 			yield(llm.Event{}, m.inlineError(data))
 			return
 		}
-		if x, _ := oaiwire.ReadAnswerExtra(data); x != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: x}, nil) {
-			return // data decoded above: a JSON object
+		if oaiwire.HasAnswerExtra(data) {
+			if x, _ := oaiwire.ReadAnswerExtra(data); x != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: x}, nil) {
+				return // data decoded above: a JSON object
+			}
 		}
 		if !m.chunkEvents(&st, &c, yield) {
 			return
