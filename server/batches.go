@@ -56,6 +56,9 @@ func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessag
 	if err := json.Unmarshal(body, &cr); err != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
 	}
+	if err := cr.ReadExtra(body); err != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a JSON object: " + err.Error()})
+	}
 	cr.Stream, cr.StreamOptions = false, nil
 	m, input, e := s.modeFor(&cr, batchagent.Batch)
 	if e != nil {

@@ -510,6 +510,9 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 		if cr.N != nil && *cr.N != 1 {
 			return nil, "", badParam("n", "only n=1 is supported: an agent gives one answer")
 		}
+		if e := extraRefused(cr.Model, llm.ExtraFields{}, cr.Extra); e != nil {
+			return nil, "", e // an agent sends no field of the client's on
+		}
 		in, media, e := agentInput(cr)
 		if e != nil {
 			return nil, "", e
@@ -536,6 +539,13 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 	if e := mediaRefused(cr.Model, b.Model, req.Messages); e != nil {
 		return nil, "", e
 	}
+	var x llm.ExtraFields
+	if c, ok := b.Model.(llm.Capable); ok {
+		x = c.Capabilities().Extra
+	}
+	if e := extraRefused(cr.Model, x, req.Extra); e != nil {
+		return nil, "", e
+	}
 	req.Model = b.Name
 	return &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}, lastUser(cr), nil
 }
@@ -557,6 +567,10 @@ func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *oaiwire.Re
 	if err := json.Unmarshal(body, cr); err != nil {
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
 			message: "request body is not a chat completions request: " + err.Error()}
+	}
+	if err := cr.ReadExtra(body); err != nil {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
+			message: "request body is not a JSON object: " + err.Error()}
 	}
 	return nil
 }
