@@ -59,3 +59,45 @@ func TestForwardFailsOver(t *testing.T) {
 		t.Errorf("Forward to a model without the endpoint = %v, want ErrBadRequest", err)
 	}
 }
+
+// TestExtraFieldsOfDeployments: a router takes the extra request fields
+// that every deployment sends on, and no other.
+func TestExtraFieldsOfDeployments(t *testing.T) {
+	verbatim := &capModel{caps: llm.Capabilities{Extra: llm.ExtraFields{Verbatim: true}}}
+	topK := &capModel{caps: llm.Capabilities{Extra: llm.ExtraFields{Translated: "top_k user"}}}
+	none := &capModel{}
+	for _, c := range []struct {
+		name    string
+		deps    []llm.Model
+		accepts []string
+		refuses []string
+	}{
+		{"all verbatim", []llm.Model{verbatim, verbatim}, []string{"logprobs", "top_k"}, nil},
+		{"verbatim and translating", []llm.Model{verbatim, topK}, []string{"top_k", "user"}, []string{"logprobs"}},
+		{"one takes none", []llm.Model{verbatim, none}, nil, []string{"logprobs", "top_k"}},
+	} {
+		var deps []router.Deployment
+		for _, m := range c.deps {
+			deps = append(deps, router.Deployment{Model: m})
+		}
+		x := newRouter(t, router.Config{Deployments: deps}).Capabilities().Extra
+		for _, f := range c.accepts {
+			if !x.Accepts(f) {
+				t.Errorf("%s: %q refused (%+v)", c.name, f, x)
+			}
+		}
+		for _, f := range c.refuses {
+			if x.Accepts(f) {
+				t.Errorf("%s: %q accepted (%+v)", c.name, f, x)
+			}
+		}
+	}
+}
+
+// capModel is a model that declares caps.
+type capModel struct {
+	fakeModel
+	caps llm.Capabilities
+}
+
+func (m *capModel) Capabilities() llm.Capabilities { return m.caps }

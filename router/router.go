@@ -7,6 +7,7 @@ import (
 	"iter"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,10 +173,31 @@ func merge(acc, c llm.Capabilities, first bool) llm.Capabilities {
 	acc.PromptCaching = acc.PromptCaching && c.PromptCaching
 	acc.InProcess = acc.InProcess && c.InProcess
 	acc.DefaultConcurrency += c.DefaultConcurrency
+	acc.Extra = mergeExtra(acc.Extra, c.Extra)
 	if acc.Media != c.Media {
 		acc.Media = llm.Media{} // text only, unless all take the same media
 	}
 	return acc
+}
+
+// mergeExtra returns the extra request fields that two deployments both
+// send on (verbatim or translated): a call may go to either.
+func mergeExtra(a, b llm.ExtraFields) llm.ExtraFields {
+	switch {
+	case a.Verbatim && b.Verbatim:
+		return a
+	case a.Verbatim:
+		return b
+	case b.Verbatim:
+		return a
+	}
+	var both []string
+	for _, name := range strings.Fields(a.Translated) {
+		if b.Accepts(name) {
+			both = append(both, name)
+		}
+	}
+	return llm.ExtraFields{Translated: strings.Join(both, " ")}
 }
 
 // unhealthy reports whether err says the deployment itself failed: it
