@@ -114,7 +114,9 @@ func TestRunProviderBatch(t *testing.T) {
 	srv, addr := startBatchSim(t)
 	dir := t.TempDir()
 	rtJob, in := provBatchJob(t, dir, "realtime", addr, "realtime", n)
-	job, _ := provBatchJob(t, dir, "batch", addr, "{mode: batch, linger: 100ms, poll_every: 50ms}", n)
+	// A submission as soon as a round's n calls wait: a short linger split
+	// rounds in two on a loaded machine (6 submissions in CI).
+	job, _ := provBatchJob(t, dir, "batch", addr, fmt.Sprintf("{mode: batch, linger: 2s, min_lines: %d, poll_every: 50ms}", n), n)
 
 	code, stdout, stderr := run(t, t.Context(), "run", rtJob, "--inputs", in, "--no-state", "--quiet")
 	if code != 0 {
