@@ -530,13 +530,15 @@ func (t *Ticket) Release(o Outcome) {
 	if o.LimitOutputTokens > 0 {
 		g.rate.Sync(-1, -1, o.RemainingOutputTokens)
 	}
-	g.slots.Release()
-	t.endWarm()
 	congested := o.Signal == SignalCongested
 	if congested {
 		g.throttles.Add(1)
 	}
+	// The pause this outcome calls for begins before the slot is freed: a
+	// call let go by the freed slot sees it and waits for its end.
 	pause, firstConnFail := g.out.observe(t.id, t.gen, t.began, o)
+	g.slots.Release()
+	t.endWarm()
 	if pause > 0 {
 		g.log.LogAttrs(context.Background(), slog.LevelWarn, "backend cannot answer: admission paused for every call",
 			slog.Duration("pause", pause), slog.Any("err", o.Err))
