@@ -28,6 +28,9 @@ func TestImportRules(t *testing.T) {
 		// The cross-run cache of model answers, in SQLite: an llm.Model
 		// wrapper.
 		"respcache": {"llm"},
+		// One model name over several deployments: an llm.Model that picks
+		// the least-loaded healthy one (its own admission and breaker).
+		"router": {"llm"},
 		// The Batch API: files, batches and their store; the gateway mounts
 		// it and runs its lines.
 		"server/batchapi":    {"internal/groupcommit", "internal/oaiwire"},
@@ -81,7 +84,7 @@ func TestImportRules(t *testing.T) {
 		// The simulators: a dry run on sim:// or sim+http:// counts tokens
 		// as the simulator it will run on does.
 		"internal/estimate": {"", "agent", "backend/sim", "backend/sim/simhttp", "input", "internal/config", "internal/media", "internal/prices", "internal/tokens", "llm"}, // media: the inputs' media tokens as the backend bills them
-		"internal/config":   {"", "backend/anthropic", "backend/batchmode", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
+		"internal/config":   {"", "backend/anthropic", "backend/batchmode", "backend/bedrock", "backend/openai", "backend/sim", "server/batchapi", "internal/prices", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "router", "schema", "server", "tool", "tool/filetool", "tool/httptool", "tool/mcptool", "tool/sqltool"},
 		// The run of a job file (`batchagent run` without its flags):
 		// open the job, inputs, output and state; stream, summarise.
 		"internal/jobrun": {"", "agent", "backend/batchmode", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",

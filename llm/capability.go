@@ -34,6 +34,9 @@ type Capabilities struct {
 	// a server; admission neither gates nor paces it as it does a
 	// backend that declares its capabilities.
 	InProcess bool
+	// Extra is what the backend does with a request's extra fields
+	// ([Request.Extra]); the zero value: it takes none.
+	Extra ExtraFields
 }
 
 // Capable is implemented by Models that declare their capabilities.

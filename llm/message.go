@@ -166,6 +166,12 @@ type Request struct {
 	// Nil means none (a packed call, a gateway request). The caller must
 	// not modify it.
 	Input map[string]any `json:"-"`
+	// Extra holds request fields that no other member holds, by name,
+	// each a JSON value as the client sent it (a gateway's logprobs,
+	// top_k, a vendor's guided_json). A backend sends each on verbatim or
+	// translated, as its [Capabilities].Extra declares, and refuses the
+	// others: an extra field is never dropped. Nil means none.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // FinishReason says why a generation stopped.
@@ -188,6 +194,9 @@ type Response struct {
 	Usage Usage `json:"usage"`
 	// RateLimit is what the backend reported about its rate limits, or nil.
 	RateLimit *RateLimitInfo `json:"-"`
+	// Extra is what the backend answered beyond the other members
+	// (logprobs, system_fingerprint), or nil.
+	Extra *Extra `json:"extra,omitempty"`
 }
 
 // Usage counts the tokens of one or more model calls.

@@ -50,6 +50,11 @@ const (
 	// response. A consumer that needs only the whole response may ignore
 	// it.
 	EventToolCallDone
+	// EventExtra carries, in Extra, members of the answer that no other
+	// event holds (a chunk's logprobs, system_fingerprint), before the
+	// events of the same chunk. A consumer that does not pass answers on
+	// verbatim may ignore it.
+	EventExtra
 )
 
 // An Event is one piece of a streamed response.
@@ -60,6 +65,7 @@ type Event struct {
 	Usage        Usage
 	FinishReason FinishReason
 	RateLimit    *RateLimitInfo
+	Extra        *Extra
 }
 
 // A ToolCallDelta is a piece of a streamed tool call.
@@ -90,6 +96,7 @@ type Accumulator struct {
 	usage  Usage
 	finish FinishReason
 	limit  *RateLimitInfo
+	extra  *Extra
 }
 
 // callOverhead is what a tool call counts against Accumulator.Limit
@@ -156,6 +163,11 @@ func (a *Accumulator) Add(ev Event) error {
 		a.finish = ev.FinishReason
 	case EventRateLimit:
 		a.limit = ev.RateLimit
+	case EventExtra:
+		if a.extra == nil {
+			a.extra = &Extra{}
+		}
+		a.extra.Merge(ev.Extra)
 	}
 	return nil
 }
@@ -199,6 +211,7 @@ func (a *Accumulator) Response() *Response {
 		FinishReason: a.finish,
 		Usage:        a.usage,
 		RateLimit:    a.limit,
+		Extra:        a.extra,
 	}
 	for _, c := range a.calls {
 		args := json.RawMessage(c.args)

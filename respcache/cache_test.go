@@ -2,6 +2,7 @@ package respcache_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -279,5 +280,31 @@ func TestSharedFile(t *testing.T) {
 	}
 	if got := sc.Stats().Calls; got != 0 {
 		t.Errorf("a third cache on the file passed %d calls through, want 0", got)
+	}
+}
+
+// TestKeyHoldsExtras: a request's extra fields change the answer, so they
+// are part of the key, canonically (key order and spacing within a value
+// do not count); a request without extras keeps the key it had.
+func TestKeyHoldsExtras(t *testing.T) {
+	base := &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+	with := func(extra map[string]json.RawMessage) string {
+		r := *base
+		r.Extra = extra
+		k, err := respcache.Key(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	plain := with(nil)
+	if empty := with(map[string]json.RawMessage{}); empty != plain {
+		t.Errorf("empty extras key %s, want the plain key %s", empty, plain)
+	}
+	a := with(map[string]json.RawMessage{"logit_bias": json.RawMessage(`{"1":-100,"2":5}`)})
+	b := with(map[string]json.RawMessage{"logit_bias": json.RawMessage(`{ "2": 5, "1": -100 }`)})
+	c := with(map[string]json.RawMessage{"logit_bias": json.RawMessage(`{"1":-100,"2":6}`)})
+	if a == plain || a != b || a == c {
+		t.Errorf("keys: plain %s, a %s, b (a reordered) %s, c (another value) %s; want a = b, all else distinct", plain, a, b, c)
 	}
 }

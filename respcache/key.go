@@ -28,6 +28,10 @@ type canonical struct {
 	TopP        *float64        `json:"top_p,omitempty"`
 	Seed        *int64          `json:"seed,omitempty"`
 	Stop        []string        `json:"stop,omitempty"`
+	// Extra is the request's extra fields (logprobs, top_k, a vendor's):
+	// they change the answer. Absent when none, so that the keys of
+	// requests without extras are those of before.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // Key returns the cache key of req: the SHA-256, hex, of its canonical
@@ -36,7 +40,7 @@ type canonical struct {
 func Key(req *llm.Request) (string, error) {
 	c := canonical{
 		Version: keyVersion, Model: req.Model, Tools: req.Tools, Output: req.Output,
-		MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, Stop: req.Stop,
+		MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, Stop: req.Stop, Extra: req.Extra,
 		Messages: make([]llm.Message, len(req.Messages)),
 	}
 	for i, m := range req.Messages {

@@ -146,6 +146,9 @@ func (s *streamer) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 // replay yields r as a stream: its text, its tool calls (each followed
 // by its end), usage and the end.
 func replay(r *llm.Response, yield func(llm.Event, error) bool) {
+	if r.Extra != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: r.Extra}, nil) {
+		return
+	}
 	if r.Message.Content != "" && !yield(llm.Event{Type: llm.EventText, Text: r.Message.Content}, nil) {
 		return
 	}

@@ -46,12 +46,18 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 // whole cause, for the log).
 func (s *Server) execLine(ctx context.Context, reqID string, body json.RawMessage) (int, json.RawMessage, error) {
 	refuse := func(e *apiError) (int, json.RawMessage, error) { return e.status, e.body(reqID), e }
+	if p := batchapi.EndpointFrom(ctx); p != "/v1/chat/completions" {
+		return s.execForwardLine(ctx, s.clientByOwner(batchapi.OwnerFrom(ctx)), reqID, p, body)
+	}
 	var cr oaiwire.Request
 	if je := oaiwire.CheckJSON(body); je != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", param: je.Param(), message: "body: " + je.Error()})
 	}
 	if err := json.Unmarshal(body, &cr); err != nil {
 		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a valid chat completions request: " + err.Error()})
+	}
+	if err := cr.ReadExtra(body); err != nil {
+		return refuse(&apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json", message: "body is not a JSON object: " + err.Error()})
 	}
 	cr.Stream, cr.StreamOptions = false, nil
 	m, input, e := s.modeFor(&cr, batchagent.Batch)

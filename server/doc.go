@@ -11,7 +11,21 @@
 //     format: a role chunk, content and tool-call deltas, a finish chunk,
 //     a usage chunk when stream_options.include_usage is set, then
 //     "data: [DONE]". Errors are OpenAI's error object.
-//   - GET /v1/models: the backend models, then "agent:NAME" for each agent.
+//   - POST /v1/responses (OpenAI's Responses API), streamed or not: the
+//     request (input as a string or message and function-call items,
+//     instructions, function tools, tool_choice, max_output_tokens,
+//     temperature, top_p, text.format) becomes a chat completion run by
+//     the same modes; the answer is a Responses object, or its events
+//     (response.created ... response.completed). Other fields are a 400
+//     unsupported_parameter naming them.
+//   - POST /v1/embeddings and POST /v1/completions (legacy): forwarded to
+//     a backend that is an [llm.Forwarder] — verbatim to an
+//     OpenAI-compatible one (the model renamed to the backend's), answered
+//     offline by the simulator — and answered as it answers; a backend
+//     that is not one (Anthropic, Bedrock) is a 400 unsupported_endpoint.
+//     Both are also Batch API endpoints.
+//   - GET /v1/models: the backend models, then "agent:NAME" for each agent;
+//     GET /v1/models/{model}: one of them, or 404 model_not_found.
 //   - GET /health: 200 while the process serves (liveness).
 //   - GET /ready: 200 while the server is not shutting down and every
 //     backend that can be probed answers its queue probe; see Server.

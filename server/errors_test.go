@@ -97,7 +97,9 @@ func TestErrorStatuses(t *testing.T) {
 		{"unknown role", `{"model":"sim","messages":[{"role":"wizard","content":"hi"}]}`, 400, "invalid_value"},
 		{"image URL that is not https", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "invalid_value"},
 		{"bad response format", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"yaml"}}`, 400, "invalid_value"},
-		{"unknown fields are ignored", `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"hi"}],"x":1}],"frobnicate":true}`, 200, ""},
+		{"unknown message fields are ignored", `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"hi"}],"x":1}]}`, 200, ""},
+		// The simulator cannot send an extra field on: refused, never dropped.
+		{"unknown field refused by the simulator", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"frobnicate":true}`, 400, "unsupported_parameter"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/v1/chat/completions", strings.NewReader(tt.body))

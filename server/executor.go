@@ -24,6 +24,7 @@ const (
 	chunkReasoning                      // Event: agent progress, never buffered as content
 	chunkUsage                          // Usage: the tokens of the answer (every turn's, in agent mode)
 	chunkFinish                         // Finish: why the answer ended
+	chunkExtra                          // Extra: the backend's answer members no other chunk holds
 )
 
 // chunk is what a mode yields: structured values, never wire bytes.
@@ -34,6 +35,7 @@ type chunk struct {
 	event    *Event
 	usage    llm.Usage
 	finish   llm.FinishReason
+	extra    *llm.Extra
 }
 
 // mode is one way of answering a request: a passthrough model call or an
@@ -121,6 +123,10 @@ type executor struct {
 	nextCall  map[int]bool  // tool-call indices whose first delta is out
 	buf       bytes.Buffer  // one SSE event being written
 	firstByte time.Duration // time to the first chunk
+	// extra is the backend's answer members no other chunk holds: all of
+	// them for the non-streamed answer, those not yet written for a stream
+	// (they go with its next chunk).
+	extra *llm.Extra
 }
 
 // execute runs m and writes its answer. It returns m's error (also
@@ -191,6 +197,12 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 			continue // written after the finish chunk
 		case chunkFinish:
 			x.finish = c.finish
+		case chunkExtra:
+			if x.extra == nil {
+				x.extra = &llm.Extra{}
+			}
+			x.extra.Merge(c.extra)
+			continue // written with the next chunk, or in the answer
 		}
 		if x.stream {
 			if err := x.writeChunk(c); err != nil {
@@ -285,6 +297,10 @@ func (x *executor) event(d oaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
 	sc.Choices = []oaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
 	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
+	if x.extra != nil {
+		b = withExtra(b, x.extra)
+		x.extra = nil
+	}
 	x.buf.WriteString("data: ")
 	x.buf.Write(b)
 	x.buf.WriteString("\n\n")
@@ -347,6 +363,9 @@ func (x *executor) writeCompletion() error {
 		Choices: []oaiwire.Choice{{Message: msg, FinishReason: string(resp.FinishReason)}},
 		Usage:   x.wireUsage(),
 	})
+	if x.extra != nil {
+		b = withExtra(b, x.extra)
+	}
 	x.w.Header().Set("Content-Type", "application/json")
 	x.wrote = true
 	if _, err := x.w.Write(append(b, '\n')); err != nil {
@@ -363,4 +382,40 @@ func (x *executor) wireUsage() *oaiwire.Usage {
 		u.Cost = &c
 	}
 	return u
+}
+
+// withExtra returns b, a completion or a chunk, with x's members set on
+// it and on its first choice, replacing the gateway's own (a null
+// logprobs). The gateway writes no member an upstream's answer holds but
+// in its own terms, so extras (logprobs, system_fingerprint, a vendor's
+// fields) go back to the client as the backend sent them.
+func withExtra(b []byte, x *llm.Extra) []byte {
+	if x.Empty() {
+		return b
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return b
+	}
+	for k, v := range x.Top {
+		if _, ours := top[k]; !ours || string(top[k]) == "null" {
+			top[k] = v
+		}
+	}
+	if len(x.Choice) > 0 {
+		var choices []map[string]json.RawMessage
+		if json.Unmarshal(top["choices"], &choices) == nil && len(choices) > 0 {
+			for k, v := range x.Choice {
+				if _, ours := choices[0][k]; !ours || string(choices[0][k]) == "null" {
+					choices[0][k] = v
+				}
+			}
+			top["choices"], _ = json.Marshal(choices) // raw members already valid
+		}
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return b
+	}
+	return out
 }

@@ -43,6 +43,8 @@ func (p *passthrough) chunks(ctx context.Context, admitted func()) iter.Seq2[chu
 				c = chunk{kind: chunkUsage, usage: ev.Usage}
 			case llm.EventDone:
 				c = chunk{kind: chunkFinish, finish: ev.FinishReason}
+			case llm.EventExtra:
+				c = chunk{kind: chunkExtra, extra: ev.Extra}
 			default:
 				continue
 			}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/batchagent/batchagent/internal/oaiwire"
 	"github.com/batchagent/batchagent/llm"
@@ -20,7 +22,7 @@ func llmRequest(cr *oaiwire.Request) (*llm.Request, *apiError) {
 	if cr.N != nil && *cr.N != 1 {
 		return nil, badParam("n", "only n=1 is supported")
 	}
-	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed}
+	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed, Extra: cr.Extra}
 	msgs, fault := cr.LLMMessagesWithMedia()
 	if fault != nil {
 		return nil, messageError(fault)
@@ -113,6 +115,21 @@ func mediaRefused(name string, model llm.Model, msgs []llm.Message) *apiError {
 				return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "unsupported_content", param: param,
 					message: fmt.Sprintf("the model %q cannot take %s (its %s part): %v", name, param, p.Kind, err)}
 			}
+		}
+	}
+	return nil
+}
+
+// extraRefused returns the answer to a request whose extra fields (those
+// the gateway does not read) the model, whose backend does with them
+// what x says, cannot send on: 400 naming the first such field, in name
+// order; nil when it sends them all on, verbatim or translated. name is
+// the model the client asked for.
+func extraRefused(name string, x llm.ExtraFields, extra map[string]json.RawMessage) *apiError {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if !x.Accepts(k) {
+			return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "unsupported_parameter", param: k,
+				message: fmt.Sprintf("the model %q does not support the parameter %q: its backend has no counterpart for it", name, k)}
 		}
 	}
 	return nil

@@ -138,7 +138,8 @@ type Config struct {
 	Metrics http.Handler
 	// Instrument, if set, wraps the handling of each route (its path:
 	// "/health", "/ready", "/v1/models", "/v1/chat/completions",
-	// "/metrics", "/v1/files", "/v1/batches", or "other" for unknown
+	// "/v1/responses", "/v1/embeddings", "/v1/completions", "/metrics",
+	// "/v1/files", "/v1/batches", or "other" for unknown
 	// paths), once per route: for request metrics. Defaults to none.
 	Instrument func(route string, h http.Handler) http.Handler
 
@@ -166,8 +167,10 @@ type Config struct {
 }
 
 // Server is the OpenAI-compatible gateway: an http.Handler over an
-// engine. It serves POST /v1/chat/completions, GET /v1/models, GET
-// /health and GET /ready, and with [Config.Batches] the Batch API
+// engine. It serves POST /v1/chat/completions, POST /v1/responses (mapped
+// onto the same modes), POST /v1/embeddings and /v1/completions (forwarded
+// to backends that are an [llm.Forwarder]), GET /v1/models and
+// /v1/models/{model}, GET /health and GET /ready, and with [Config.Batches] the Batch API
 // (/v1/files, /v1/batches). It is safe for concurrent use.
 type Server struct {
 	cfg     Config
@@ -303,7 +306,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer b.finish()
 		}
 	}
-	if r.URL.Path == "/v1/chat/completions" {
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/embeddings":
 		// A client that reads its answer too slowly does not hold the
 		// request past its time.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.BodyTimeout + s.cfg.RequestTimeout + writeGrace))
@@ -506,6 +510,9 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 		if cr.N != nil && *cr.N != 1 {
 			return nil, "", badParam("n", "only n=1 is supported: an agent gives one answer")
 		}
+		if e := extraRefused(cr.Model, llm.ExtraFields{}, cr.Extra); e != nil {
+			return nil, "", e // an agent sends no field of the client's on
+		}
 		in, media, e := agentInput(cr)
 		if e != nil {
 			return nil, "", e
@@ -532,6 +539,13 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 	if e := mediaRefused(cr.Model, b.Model, req.Messages); e != nil {
 		return nil, "", e
 	}
+	var x llm.ExtraFields
+	if c, ok := b.Model.(llm.Capable); ok {
+		x = c.Capabilities().Extra
+	}
+	if e := extraRefused(cr.Model, x, req.Extra); e != nil {
+		return nil, "", e
+	}
 	req.Model = b.Name
 	return &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}, lastUser(cr), nil
 }
@@ -553,6 +567,10 @@ func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *oaiwire.Re
 	if err := json.Unmarshal(body, cr); err != nil {
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
 			message: "request body is not a chat completions request: " + err.Error()}
+	}
+	if err := cr.ReadExtra(body); err != nil {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
+			message: "request body is not a JSON object: " + err.Error()}
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func TestPassthrough(t *testing.T) {
 // usage on every chunk of a stream that asked for usage, and [DONE] last.
 func TestStreamWire(t *testing.T) {
 	g := simGateway(t, -1)
-	body := `{"model":"sim","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hi"}],"some_future_field":{"x":1}}`
+	body := `{"model":"sim","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hi"}]}`
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	resp, err := http.DefaultClient.Do(req)

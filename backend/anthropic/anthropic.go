@@ -210,6 +210,7 @@ func New(cfg Config) (*Model, error) {
 			PromptCaching:      true,
 			DefaultConcurrency: cfg.Concurrency,
 			Media:              media,
+			Extra:              llm.ExtraFields{Translated: extraFields},
 		},
 	}, nil
 }

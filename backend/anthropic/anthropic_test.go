@@ -126,7 +126,8 @@ func TestCapabilities(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := newModel(t, tt.cfg).Capabilities()
 			want := llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: tt.want,
-				Media: llm.Media{Image: true, ImageURL: true, File: true, FileURL: true, FileID: true, Billing: "anthropic"}}
+				Media: llm.Media{Image: true, ImageURL: true, File: true, FileURL: true, FileID: true, Billing: "anthropic"},
+				Extra: llm.ExtraFields{Translated: "parallel_tool_calls top_k user"}}
 			if got != want {
 				t.Errorf("Capabilities() = %+v, want %+v", got, want)
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
@@ -93,6 +95,9 @@ func (m *Model) translate(req *llm.Request) (*call, error) {
 		}
 		c.params.Tools = append(c.params.Tools, sdk.ToolUnionParam{OfTool: &tp})
 		c.output, c.wrapped = name, wrapped
+	}
+	if err := translateExtra(c, req.Extra); err != nil {
+		return nil, err
 	}
 	// The shared prefix is tools, then system: mark the end of each.
 	if n := len(c.params.Tools); n > 0 {
@@ -260,4 +265,51 @@ func outputText(input []byte, wrapped bool) string {
 // badRequest is a request that cannot be sent.
 func badRequest(msg string) *llm.APIError {
 	return &llm.APIError{Backend: backendName, Message: msg, Err: llm.ErrBadRequest}
+}
+
+// extraFields are the extra request fields (llm.Request.Extra) the
+// Messages API has a counterpart for.
+const extraFields = "parallel_tool_calls top_k user"
+
+// translateExtra maps a request's extra fields onto c: top_k to top_k,
+// parallel_tool_calls false to the tool choice's
+// disable_parallel_tool_use, user to metadata.user_id. Any other field
+// is refused, naming it: none is dropped.
+func translateExtra(c *call, extra map[string]json.RawMessage) error {
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		raw := extra[name]
+		switch name {
+		case "top_k":
+			var k int64
+			if err := json.Unmarshal(raw, &k); err != nil || k < 0 {
+				return badRequest("top_k must be a non-negative integer")
+			}
+			c.params.TopK = param.NewOpt(k)
+		case "parallel_tool_calls":
+			var parallel bool
+			if err := json.Unmarshal(raw, &parallel); err != nil {
+				return badRequest("parallel_tool_calls must be true or false")
+			}
+			if parallel {
+				continue // the API's default
+			}
+			switch tc := &c.params.ToolChoice; {
+			case tc.OfAny != nil:
+				tc.OfAny.DisableParallelToolUse = param.NewOpt(true)
+			case tc.OfTool != nil:
+				tc.OfTool.DisableParallelToolUse = param.NewOpt(true)
+			case len(c.params.Tools) > 0:
+				tc.OfAuto = &sdk.ToolChoiceAutoParam{DisableParallelToolUse: param.NewOpt(true)}
+			}
+		case "user":
+			var user string
+			if err := json.Unmarshal(raw, &user); err != nil {
+				return badRequest("user must be a string")
+			}
+			c.params.Metadata.UserID = param.NewOpt(user)
+		default:
+			return badRequest(fmt.Sprintf("the request field %q has no counterpart in the Anthropic Messages API", name))
+		}
+	}
+	return nil
 }

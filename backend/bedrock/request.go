@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -47,6 +48,12 @@ func (m *Model) buildParams(req *llm.Request) (*params, error) {
 	}
 	if p.modelID == "" {
 		return nil, badRequest("no model: set the request's model or Config.Model")
+	}
+	if len(req.Extra) > 0 {
+		name := slices.Sorted(maps.Keys(req.Extra))[0]
+		// Converse has no place for a field it does not name: refused,
+		// never dropped.
+		return nil, badRequest(fmt.Sprintf("the request field %q has no counterpart in the Bedrock Converse API", name))
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {

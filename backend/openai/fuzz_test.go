@@ -44,7 +44,7 @@ func FuzzSSEStream(f *testing.F) {
 			if n := len(events); n > 0 && events[n-1].Type == llm.EventDone {
 				t.Fatalf("event %+v after EventDone", ev)
 			}
-			if ev.Type < llm.EventText || ev.Type > llm.EventToolCallDone || (ev.Type == llm.EventToolCall && ev.ToolCall.Index < 0) {
+			if ev.Type < llm.EventText || ev.Type > llm.EventExtra || (ev.Type == llm.EventToolCall && ev.ToolCall.Index < 0) || (ev.Type == llm.EventExtra && ev.Extra.Empty()) {
 				t.Fatalf("bad event %+v", ev)
 			}
 			events = append(events, ev)

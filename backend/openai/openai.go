@@ -151,6 +151,9 @@ func caps(promptCaching bool, concurrency int, media llm.Media) llm.Capabilities
 		PromptCaching:      promptCaching,
 		DefaultConcurrency: concurrency,
 		Media:              media,
+		// An OpenAI-compatible server takes a request's extra fields
+		// (logprobs, top_k, guided_json) as they came.
+		Extra: llm.ExtraFields{Verbatim: true},
 	}
 }
 

@@ -72,10 +72,12 @@ func (m *Model) decodeCompletion(status int, body []byte) (*llm.Response, error)
 		}
 	}
 	u, _ := usage(wu, rawField(c.JSON.ExtraFields["timings"]))
+	extra, _ := oaiwire.ReadAnswerExtra(body) // body decoded above: a JSON object
 	return &llm.Response{
 		Message:      msg,
 		FinishReason: finishReason(ch.FinishReason, len(msg.ToolCalls) > 0),
 		Usage:        u,
+		Extra:        extra,
 	}, nil
 }
 

@@ -209,6 +209,11 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 			yield(llm.Event{}, m.inlineError(data))
 			return
 		}
+		if oaiwire.HasAnswerExtra(data) {
+			if x, _ := oaiwire.ReadAnswerExtra(data); x != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: x}, nil) {
+				return // data decoded above: a JSON object
+			}
+		}
 		if !m.chunkEvents(&st, &c, yield) {
 			return
 		}
@@ -284,6 +289,9 @@ func (m *Model) replayCompletion(ctx context.Context, raw *http.Response, maxTok
 	resp, err := m.readCompletion(ctx, raw, maxTokens)
 	if err != nil {
 		yield(llm.Event{}, err)
+		return
+	}
+	if resp.Extra != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: resp.Extra}, nil) {
 		return
 	}
 	if resp.Message.Content != "" && !yield(llm.Event{Type: llm.EventText, Text: resp.Message.Content}, nil) {

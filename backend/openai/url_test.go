@@ -94,6 +94,7 @@ func TestParseURL(t *testing.T) {
 func TestNew(t *testing.T) {
 	t.Parallel()
 	mediaAll := llm.Media{Image: true, ImageURL: true, Audio: true, File: true, FileID: true, Billing: "openai"}
+	verbatim := llm.ExtraFields{Verbatim: true} // every flavor forwards extra fields as they came
 	mediaImages := llm.Media{Image: true, ImageURL: true, Billing: "openai"}
 	tests := []struct {
 		name    string
@@ -102,23 +103,23 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "openai default address", cfg: openai.Config{Flavor: openai.FlavorOpenAI},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: 8, Media: mediaAll}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, DefaultConcurrency: 8, Media: mediaAll}},
 		{name: "generic", cfg: openai.Config{BaseURL: "http://h/v1"},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 16, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 16, Media: mediaImages}},
 		{name: "generic with metrics", cfg: openai.Config{BaseURL: "http://h/v1", MetricsURL: "http://h:9090/metrics"},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, QueueProbe: true, DefaultConcurrency: 16, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, QueueProbe: true, DefaultConcurrency: 16, Media: mediaImages}},
 		{name: "vllm", cfg: openai.Config{Flavor: openai.FlavorVLLM},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaImages}},
 		{name: "sglang", cfg: openai.Config{Flavor: openai.FlavorSGLang},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaImages}},
 		{name: "llamacpp", cfg: openai.Config{Flavor: openai.FlavorLlamaCpp},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 8, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 8, Media: mediaImages}},
 		{name: "ollama", cfg: openai.Config{Flavor: openai.FlavorOllama},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 4, Media: llm.Media{Image: true, Billing: "openai"}}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 4, Media: llm.Media{Image: true, Billing: "openai"}}},
 		{name: "sim", cfg: openai.Config{Flavor: openai.FlavorSim, BaseURL: "http://127.0.0.1:7070/v1"},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaAll}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaAll}},
 		{name: "concurrency override", cfg: openai.Config{Flavor: openai.FlavorVLLM, Concurrency: 200},
-			want: llm.Capabilities{Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 200, Media: mediaImages}},
+			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 200, Media: mediaImages}},
 
 		{name: "zero config", cfg: openai.Config{}, wantErr: "BaseURL is required"},
 		{name: "sim needs BaseURL", cfg: openai.Config{Flavor: openai.FlavorSim}, wantErr: "BaseURL is required"},

@@ -408,6 +408,13 @@ func (m *Model) plan(req *llm.Request) (resp *llm.Response, tm timing, err error
 	if len(req.Messages) == 0 {
 		return nil, timing{}, &llm.APIError{Backend: "sim", StatusCode: 400, Message: "request has no messages", Err: llm.ErrBadRequest}
 	}
+	if len(req.Extra) > 0 {
+		name := slices.Sorted(maps.Keys(req.Extra))[0]
+		// The simulator reads no field it does not name: refused, never
+		// dropped.
+		return nil, timing{}, &llm.APIError{Backend: "sim", StatusCode: 400, Err: llm.ErrBadRequest,
+			Message: fmt.Sprintf("the request field %q is not supported by the simulator", name)}
+	}
 	n := m.calls.Add(1)
 	r := gen.NewRNG(m.cfg.Seed, uint64(n))
 	tm = timing{perToken: m.cfg.PerToken, scale: 1}

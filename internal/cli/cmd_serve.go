@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,15 @@ token), are answered 503 with Retry-After; those begun have shutdown_grace
 // cap, then the Batch API's data directory.
 func writeServed(w io.Writer, sc *config.Serve, dataDir string) {
 	for _, b := range sc.Backends {
-		fmt.Fprintf(w, "  model %q: passthrough to %s%s\n", b.Name, config.BackendAddr(b.URL), upstreamModel(b.Model))
+		if len(b.Deployments) == 0 {
+			fmt.Fprintf(w, "  model %q: passthrough to %s%s\n", b.Name, config.BackendAddr(b.URL), upstreamModel(b.Model))
+			continue
+		}
+		var to []string
+		for _, d := range b.Deployments {
+			to = append(to, config.BackendAddr(d.URL)+upstreamModel(cmp.Or(d.Model, b.Model)))
+		}
+		fmt.Fprintf(w, "  model %q: passthrough to the least-loaded of %s\n", b.Name, strings.Join(to, ", "))
 	}
 	for _, a := range sc.Agents {
 		var tools []string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/batchagent/batchagent"
@@ -12,6 +13,7 @@ import (
 	"github.com/batchagent/batchagent/internal/telemetry"
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
+	"github.com/batchagent/batchagent/router"
 	"github.com/batchagent/batchagent/server"
 	"github.com/batchagent/batchagent/server/batchapi"
 )
@@ -63,15 +65,32 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 	var models []opened
 	backends := map[string]batchagent.Backend{}
 	admission := map[batchagent.Backend]batchagent.Admission{}
+	var routers []namedRouter
 	for _, b := range sc.Backends {
-		m, err := OpenBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv)
-		if err != nil {
-			return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
+		var m llm.Model
+		a := batchagent.Admission{MaxInflight: b.MaxInflight, FixedInflight: b.FixedInflight,
+			RateLimit: batchagent.RateLimit{RPM: b.RPM, TPM: b.TPM}}
+		if len(b.Deployments) > 0 {
+			rt, err := openRouter(ctx, b, getenv)
+			if err != nil {
+				return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
+			}
+			routers = append(routers, namedRouter{b.Name, rt})
+			m = rt
+			// The deployments admit their own calls; the engine's gate
+			// holds the rest back at their sum.
+			if a.MaxInflight == 0 || a.MaxInflight > rt.MaxInflight() {
+				a.MaxInflight = rt.MaxInflight()
+			}
+			a.FixedInflight = true
+		} else {
+			var err error
+			if m, err = OpenBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv); err != nil {
+				return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
+			}
 		}
 		be := batchagent.Backend{Model: m, Name: b.Model}
 		backends[b.Name] = be
-		a := batchagent.Admission{MaxInflight: b.MaxInflight, FixedInflight: b.FixedInflight,
-			RateLimit: batchagent.RateLimit{RPM: b.RPM, TPM: b.TPM}}
 		if b.TPM > 0 {
 			counter, err := tokens.New(b.Model)
 			if err != nil {
@@ -164,12 +183,20 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 	}
 	g.shutdownTrace = shutdown
 	tracer := telemetry.NewAgentTracer(tp)
+	tracer.Content = sc.TraceContent
+	if err := metrics.WatchDeployments(deploymentStats(routers)); err != nil {
+		return nil, err
+	}
 	g.Server, err = server.New(server.Config{
 		Engine: engine, Backends: backends, Agents: agents, Keys: keys,
 		MaxBodyBytes: sc.MaxBodyBytes, RequestTimeout: sc.RequestTimeout, Prices: prices, Logger: logger,
 		HeaderTimeout: sc.HeaderTimeout, BodyTimeout: sc.BodyTimeout, UploadTimeout: sc.Batch.UploadTimeout, IdleTimeout: sc.IdleTimeout,
 		MaxConnections: sc.MaxConnections, MaxConnectionsPerClient: sc.MaxConnectionsPerClient,
-		Recorder: metrics, Metrics: metrics.Exposition(), Instrument: metrics.Handler,
+		Recorder: metrics, Metrics: metrics.Exposition(),
+		// A caller's traceparent becomes the parent of the request's spans.
+		Instrument: func(route string, h http.Handler) http.Handler {
+			return metrics.Handler(route, telemetry.Extract(h))
+		},
 		Tracer: tracer, Observer: tracer, Batches: store,
 		BatchMaxLines: sc.Batch.MaxLines, BatchMaxBytes: sc.Batch.MaxBytes, BatchConcurrency: sc.Batch.Concurrency,
 	})
@@ -223,5 +250,48 @@ func warnUnpriced(sc *Serve, served map[string]server.Price, logger *slog.Logger
 func TableWindow(def *batchagent.Def) {
 	if w, ok := prices.ContextWindow(def.ModelName); ok && def.ContextWindow == 0 {
 		def.ContextWindow = w
+	}
+}
+
+// namedRouter is a served model over several deployments.
+type namedRouter struct {
+	model string
+	r     *router.Router
+}
+
+// openRouter opens the deployments of b and returns their router.
+func openRouter(ctx context.Context, b ServeBackend, getenv func(string) string) (*router.Router, error) {
+	cfg := router.Config{Cooldown: b.Cooldown}
+	seen := map[string]int{}
+	for i, d := range b.Deployments {
+		m, err := OpenBackend(ctx, d.URL, cmp.Or(d.Model, b.Model), d.APIKeyEnv, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("deployments[%d]: %w", i, err)
+		}
+		name := d.Name
+		if name == "" {
+			name = BackendAddr(d.URL)
+			if seen[name]++; seen[name] > 1 {
+				name = fmt.Sprintf("%s#%d", name, i)
+			}
+		}
+		cfg.Deployments = append(cfg.Deployments, router.Deployment{Name: name, Model: m, Weight: d.Weight,
+			MaxInflight: d.MaxInflight, FixedInflight: d.FixedInflight, RPM: d.RPM})
+	}
+	return router.New(cfg)
+}
+
+// deploymentStats returns the reader of the routers' deployments for
+// /metrics.
+func deploymentStats(routers []namedRouter) func() []telemetry.DeploymentStats {
+	return func() []telemetry.DeploymentStats {
+		var out []telemetry.DeploymentStats
+		for _, nr := range routers {
+			for _, st := range nr.r.Stats() {
+				out = append(out, telemetry.DeploymentStats{Model: nr.model, Deployment: st.Name, Inflight: st.Inflight,
+					Limit: st.Limit, Requests: st.Requests, Failures: st.Failures, State: st.State})
+			}
+		}
+		return out
 	}
 }

@@ -44,6 +44,13 @@ const DefaultServeAddr = "127.0.0.1:8080"
 //	    max_inflight: 32           # admission, as a job file's limits
 //	    rpm: 0
 //	    tpm: 0
+//	  gpt:                        # or several deployments of one model
+//	    model: gpt-4o-mini
+//	    deployments:              # the least-loaded healthy one gets each call
+//	      - {url: "https://eu.example.com/v1", api_key_env: EU_KEY, max_inflight: 64, weight: 2}
+//	      - {url: "https://us.example.com/v1", api_key_env: US_KEY, max_inflight: 32, rpm: 600}
+//	    cooldown: 5s               # a failing deployment's breaker stays open this long
+//	trace_content: false          # record prompts and answers in spans (input.value, output.value)
 //	keys:
 //	  - name: ci
 //	    env: BATCHAGENT_CI_KEY     # or sha256: <hex SHA-256 of the key>
@@ -92,6 +99,11 @@ type Serve struct {
 	// Batch holds the Batch API's limits. Zero fields mean the server's
 	// defaults.
 	Batch ServeBatch
+	// TraceContent records prompts and answers in the spans
+	// (OpenInference input.value, output.value), as `batchagent run`'s
+	// content switch. Defaults to false: names, token counts and errors
+	// only.
+	TraceContent bool
 	// Dir is the absolute directory of the file; Path the file as given.
 	Dir, Path string
 }
@@ -112,10 +124,54 @@ type ServeBackend struct {
 	MaxInflight   int
 	FixedInflight bool
 	RPM, TPM      int
+	// Deployments, when set instead of URL, are several deployments of
+	// the model: each call goes to the least-loaded healthy one (package
+	// router). MaxInflight, RPM and TPM then cap them all together.
+	Deployments []ServeDeployment
+	// Cooldown is how long a failing deployment's breaker stays open
+	// before a probe. Zero means the router's default (5s).
+	Cooldown time.Duration
+}
+
+// ServeDeployment is one deployment of a served model.
+type ServeDeployment struct {
+	// Name labels the deployment in /metrics. Defaults to its host:port.
+	Name string
+	// URL is the deployment's backend URL. Required.
+	URL string
+	// Model overrides the model name sent upstream. Defaults to the
+	// backend's.
+	Model string
+	// APIKeyEnv names the variable of the deployment's key.
+	APIKeyEnv string
+	// Weight scales its share among equally loaded deployments. Defaults
+	// to 1.
+	Weight float64
+	// MaxInflight, FixedInflight and RPM are its own admission. Zero
+	// means the router's defaults (the backend's declared concurrency, or
+	// 64; no rate cap).
+	MaxInflight   int
+	FixedInflight bool
+	RPM           int
+}
+
+func (p *ServeDeployment) keys() keys {
+	return keys{
+		{"name", &p.Name},
+		{"url", &p.URL},
+		{"model", &p.Model},
+		{"api_key_env", &p.APIKeyEnv},
+		{"weight", &p.Weight},
+		{"max_inflight", &p.MaxInflight},
+		{"fixed_inflight", &p.FixedInflight},
+		{"rpm", &p.RPM},
+	}
 }
 
 func (b *ServeBackend) keys() keys {
 	return keys{
+		{"deployments", &b.Deployments},
+		{"cooldown", &b.Cooldown},
 		{"url", &b.URL},
 		{"model", &b.Model},
 		{"api_key_env", &b.APIKeyEnv},
@@ -224,6 +280,7 @@ func (s *Serve) keys() keys {
 		{"max_connections", &s.MaxConnections},
 		{"max_connections_per_client", &s.MaxConnectionsPerClient},
 		{"shutdown_grace", &s.ShutdownGrace},
+		{"trace_content", &s.TraceContent},
 		{"backends", serveBackends{s}},
 		{"keys", &s.Keys},
 		{"agents", serveAgents{s}},
@@ -249,8 +306,24 @@ func (f serveBackends) decode(d *decoder, n *yaml.Node, path string) {
 		b := ServeBackend{Name: e.key.Value}
 		p := join(path, e.key.Value)
 		d.into(e.value, p, &b)
-		if b.URL == "" && !d.bad[p] {
-			d.report(e.value, p+".url", "required key is missing (a backend URL, such as \"sim://\")")
+		switch {
+		case d.bad[p]:
+		case b.URL == "" && len(b.Deployments) == 0:
+			d.report(e.value, p+".url", "required key is missing (a backend URL, such as \"sim://\"; or deployments)")
+		case b.URL != "" && len(b.Deployments) > 0:
+			d.report(e.value, p, "set url or deployments, not both")
+		}
+		for i, dep := range b.Deployments {
+			dp := fmt.Sprintf("%s.deployments[%d]", p, i)
+			if dep.URL == "" {
+				d.report(e.value, dp+".url", "required key is missing (the deployment's backend URL)")
+			}
+			if dep.MaxInflight < 0 || dep.RPM < 0 || !(dep.Weight >= 0) || math.IsInf(dep.Weight, 0) {
+				d.report(e.value, dp, "weight, max_inflight and rpm must be finite and not negative (weight %v, max_inflight %d, rpm %d)", dep.Weight, dep.MaxInflight, dep.RPM)
+			}
+		}
+		if b.Cooldown < 0 {
+			d.report(e.value, p+".cooldown", "must not be negative")
 		}
 		f.s.Backends = append(f.s.Backends, b)
 	}

@@ -146,6 +146,9 @@ func (e *Engine) call(ctx context.Context, m llm.Model, req *llm.Request, p *per
 // its text, each tool call whole and done, its usage, and the end.
 func responseEvents(resp *llm.Response) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
+		if resp.Extra != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: resp.Extra}) {
+			return
+		}
 		if resp.Message.Content != "" && !yield(llm.Event{Type: llm.EventText, Text: resp.Message.Content}) {
 			return
 		}

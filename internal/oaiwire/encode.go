@@ -103,6 +103,9 @@ func AppendRequest(b []byte, req *llm.Request, o RequestOptions) ([]byte, error)
 	if b, err = appendSampling(b, req, o.MaxCompletionTokens); err != nil {
 		return b, err
 	}
+	if b, err = appendExtra(b, req.Extra); err != nil {
+		return b, err
+	}
 	if o.Stream {
 		// Servers that ignore stream_options simply send no usage chunk.
 		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
@@ -129,6 +132,9 @@ func RequestSize(req *llm.Request) int {
 	}
 	if req.Output != nil {
 		n += len(req.Output.Schema) + 128
+	}
+	for k, v := range req.Extra {
+		n += len(k) + len(v) + 4
 	}
 	return n + n/8 // escapes
 }

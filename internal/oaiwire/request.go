@@ -37,6 +37,9 @@ type Request struct {
 	N                   *int            `json:"n,omitempty"`
 	Stream              bool            `json:"stream,omitempty"`
 	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	// Extra is the members Request does not read, by name, as the client
+	// wrote them; set by [Request.ReadExtra], nil when none.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // StreamOptions is a request's "stream_options".

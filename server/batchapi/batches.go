@@ -10,12 +10,18 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// batchEndpoint is the one endpoint batches may target.
+// batchEndpoint is the endpoint batches target by default.
 const batchEndpoint = "/v1/chat/completions"
+
+// Endpoints are the endpoints a batch may target, as OpenAI's Batch API
+// allows: each line's url must equal its batch's.
+var Endpoints = []string{batchEndpoint, "/v1/embeddings", "/v1/completions"}
 
 // fileObject is OpenAI's File object.
 type fileObject struct {
@@ -305,8 +311,8 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errShutdown)
 		return
 	}
-	if req.Endpoint != batchEndpoint {
-		writeError(w, badParam("endpoint", fmt.Sprintf("endpoint %q is not supported (only %s)", req.Endpoint, batchEndpoint)))
+	if !slices.Contains(Endpoints, req.Endpoint) {
+		writeError(w, badParam("endpoint", fmt.Sprintf("endpoint %q is not supported (only %s)", req.Endpoint, strings.Join(Endpoints, ", "))))
 		return
 	}
 	if req.CompletionWindow != "24h" {

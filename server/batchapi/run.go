@@ -83,7 +83,7 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancel()
 
 	if b.Status == "validating" {
-		total, model, errs, err := r.validate(expCtx, b.InputFileID)
+		total, model, errs, err := r.validate(expCtx, b.InputFileID, b.Endpoint)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -189,8 +189,8 @@ const maxBatchErrors = 1000
 
 // validate reads the input file and returns its number of lines (blank
 // lines are skipped), the model of its first line and what is wrong with
-// it, line by line.
-func (r *runner) validate(ctx context.Context, fileID string) (int, string, []batchError, error) {
+// it, line by line; each line's url must be endpoint.
+func (r *runner) validate(ctx context.Context, fileID, endpoint string) (int, string, []batchError, error) {
 	f, err := r.s.cfg.Store.openFile(fileID)
 	if err != nil {
 		return 0, "", []batchError{{Code: "file_not_found", Message: fmt.Sprintf("the input file %s cannot be read", fileID)}}, nil
@@ -251,8 +251,8 @@ func (r *runner) validate(ctx context.Context, fileID string) (int, string, []ba
 		if in.Method != http.MethodPost {
 			add(n, "invalid_method", "method", fmt.Sprintf("method %q is not supported (only POST)", clip(in.Method)))
 		}
-		if in.URL != batchEndpoint {
-			add(n, "invalid_url", "url", fmt.Sprintf("url %q does not match the batch's endpoint %s", clip(in.URL), batchEndpoint))
+		if in.URL != endpoint {
+			add(n, "invalid_url", "url", fmt.Sprintf("url %q does not match the batch's endpoint %s", clip(in.URL), endpoint))
 		}
 		if b := bytes.TrimSpace(in.Body); len(b) == 0 || b[0] != '{' {
 			add(n, "invalid_body", "body", "body must be a JSON object")
@@ -398,7 +398,7 @@ func (r *runner) runLine(ctx context.Context, line int, raw []byte) error {
 	)
 	for pause := lineRetryBase; ; pause = min(2*pause, lineRetryMax) {
 		reqID = newID("req_")
-		status, body, err = r.s.cfg.Exec(ctx, reqID, in.Body)
+		status, body, err = r.s.cfg.Exec(withEndpoint(ctx, in.URL), reqID, in.Body)
 		if !retryableStatus(status) || ctx.Err() != nil || errors.Is(err, ErrFinal) {
 			break
 		}

@@ -22,8 +22,9 @@ const (
 	DefaultWindow       = 24 * time.Hour
 )
 
-// ExecFunc answers one line's request body as POST /v1/chat/completions
-// would, never streamed, under the request id requestID: the answer's
+// ExecFunc answers one line's request body as a POST to its url would
+// (/v1/chat/completions unless [EndpointFrom] of its context names
+// another of [Endpoints]), never streamed, under the request id requestID: the answer's
 // status, its JSON body, and the failure the body tells of (nil on
 // success), whose whole cause goes to the log. It is called from many
 // goroutines at once, with a context that ends when the batch's window
@@ -117,6 +118,22 @@ func (s *Server) Stop() {
 	s.stop()
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// endpointKey is the context key of a line's url.
+type endpointKey struct{}
+
+func withEndpoint(ctx context.Context, url string) context.Context {
+	return context.WithValue(ctx, endpointKey{}, url)
+}
+
+// EndpointFrom returns the url of the batch line an [ExecFunc]'s context
+// runs: one of [Endpoints], "/v1/chat/completions" when it names none.
+func EndpointFrom(ctx context.Context) string {
+	if u, _ := ctx.Value(endpointKey{}).(string); u != "" {
+		return u
+	}
+	return batchEndpoint
 }
 
 // ownerKey is the context key of a request's owner.

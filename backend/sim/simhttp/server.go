@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/batchagent/batchagent/backend/sim"
 	"github.com/batchagent/batchagent/backend/sim/internal/gen"
+	"github.com/batchagent/batchagent/llm"
 )
 
 // Server defaults. The timing defaults are calibrated to vLLM serving
@@ -528,6 +530,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.chat(w, r)
+		case "/v1/embeddings", "/v1/completions":
+			if r.Method != http.MethodPost {
+				writeError(w, errMethod)
+				return
+			}
+			s.forward(w, r)
 		case "/v1/models":
 			if !get {
 				writeError(w, errMethod)
@@ -599,4 +607,30 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		"# TYPE batchagent_sim_busy_seconds_total counter\nbatchagent_sim_busy_seconds_total %g\n", st.BusyTime.Seconds())
 	fmt.Fprintf(w, "# HELP batchagent_sim_rejected_total Requests answered 429 because the queue was full.\n"+
 		"# TYPE batchagent_sim_rejected_total counter\nbatchagent_sim_rejected_total %d\n", st.Rejected)
+}
+
+// forward answers POST /v1/embeddings and /v1/completions with the
+// simulated model's [sim.Model.Forward].
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err != nil {
+		writeError(w, badRequest("reading the body: %v", err))
+		return
+	}
+	resp, err := s.model.Forward(r.Context(), r.URL.Path, body)
+	if err != nil {
+		e := badRequest("%v", err)
+		if ae, ok := errors.AsType[*llm.APIError](err); ok {
+			e = badRequest("%s", ae.Message)
+			if ae.StatusCode >= 500 {
+				e = faultErrors[FaultOverloaded]
+			}
+		}
+		writeError(w, e)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
 }

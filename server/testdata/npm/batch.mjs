@@ -1,5 +1,6 @@
 // batch.mjs: uploads the JSONL in INPUT_FILE with files.create, starts a
-// batch over it, polls batches.retrieve until it is done (at most
+// batch over it at ENDPOINT (default /v1/chat/completions),
+// polls batches.retrieve until it is done (at most
 // TIMEOUT_MS, default 20 s), and prints {batch, output, errors}: the
 // final batch object and the parsed lines of its output and error files.
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ async function lines(c, id) {
 run(async () => {
   const c = client();
   const file = await c.files.create({ file: await toFile(readFileSync(need('INPUT_FILE')), 'images.jsonl'), purpose: 'batch' });
-  let batch = await c.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+  let batch = await c.batches.create({ input_file_id: file.id, endpoint: process.env.ENDPOINT || '/v1/chat/completions', completion_window: '24h' });
   const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 20_000);
   while (!['completed', 'failed', 'expired', 'cancelled'].includes(batch.status)) {
     if (Date.now() > deadline) throw new Error(`batch ${batch.id} still ${batch.status}`);
