@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/batchagent/batchagent/jsonenc"
 	"github.com/batchagent/batchagent/llm"
@@ -20,6 +21,10 @@ var RequestFields = []string{
 
 // ReadExtra sets r.Extra to the members of body, r's JSON, that Request
 // does not read, each as the client wrote it; nil when there are none.
+// Request reads its members by their exact names: encoding/json matches
+// names regardless of case, so a member such as "N" or "Model", which
+// json.Unmarshal read into r, is taken back out of r (r is read again
+// from the exactly named members) and kept as an extra field.
 func (r *Request) ReadExtra(body []byte) error {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(body, &all); err != nil {
@@ -29,8 +34,31 @@ func (r *Request) ReadExtra(body []byte) error {
 		delete(all, k)
 	}
 	r.Extra = nil
-	if len(all) > 0 {
+	if len(all) == 0 {
+		return nil
+	}
+	r.Extra = all
+	for k := range all {
+		if !slices.ContainsFunc(RequestFields, func(f string) bool { return strings.EqualFold(f, k) }) {
+			continue
+		}
+		// Rare: a name that folds onto one Request reads. Read r again
+		// from the exact members only.
+		var exact map[string]json.RawMessage
+		if err := json.Unmarshal(body, &exact); err != nil {
+			return err
+		}
+		maps.DeleteFunc(exact, func(name string, _ json.RawMessage) bool { return !slices.Contains(RequestFields, name) })
+		b, err := json.Marshal(exact)
+		if err != nil {
+			return err
+		}
+		*r = Request{}
+		if err := json.Unmarshal(b, r); err != nil {
+			return err
+		}
 		r.Extra = all
+		return nil
 	}
 	return nil
 }
