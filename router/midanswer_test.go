@@ -154,3 +154,27 @@ func TestStreamCutNotReplayed(t *testing.T) {
 func chunk(s string) string {
 	return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n"
 }
+
+// TestStreamCutReplayedForWholeAnswer: under llm.WithWholeAnswer (the
+// caller shows nothing until the end) a stream cut mid-answer is started
+// again on the other deployment, and the caller gets only that answer.
+func TestStreamCutReplayedForWholeAnswer(t *testing.T) {
+	dying := dyingUpstream(t, writeRaw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		chunk(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}`+"\n\n")))
+	live := &fakeModel{name: "live"}
+	r := newRouter(t, router.Config{Deployments: []router.Deployment{
+		{Name: "dying", Model: dying, Weight: 100}, {Name: "live", Model: live}}})
+	var text string
+	for ev, err := range r.Stream(llm.WithWholeAnswer(t.Context()), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}) {
+		if err != nil {
+			t.Fatalf("Stream: %v after %q, want the live deployment's answer", err, text)
+		}
+		text += ev.Text
+	}
+	if text != "live" {
+		t.Errorf("Stream = %q, want %q alone (the cut part held back)", text, "live")
+	}
+	if d := statsOf(r, "dying"); d.Requests != 1 || d.Failures != 1 {
+		t.Errorf("dying %+v, want one call, failed", d)
+	}
+}

@@ -263,12 +263,16 @@ func (r *Router) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 // Generate's calls that run again do, is started again on another
 // deployment, each at most once. A stream cut after it has yielded part
 // of the answer is not replayed: it ends with that error, since the part
-// cannot be taken back. The errors are Generate's. A
+// cannot be taken back. Under a context marked by llm.WithWholeAnswer
+// (the caller shows nothing until the answer is whole) the events are
+// held back until the deployment's stream ends, and a stream cut
+// mid-answer is started again on another deployment, as Generate does. The errors are Generate's. A
 // deployment whose model does not stream yields an error: Capabilities
 // says Streaming only when all of them do.
 func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		tried := make([]bool, len(r.deps))
+		whole := llm.WantsWholeAnswer(ctx)
 		for {
 			d, done, err := r.acquire(ctx, tried)
 			if err != nil {
@@ -283,6 +287,22 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 				return
 			}
 			start := time.Now()
+			if whole {
+				evs, err := collect(s.Stream(ctx, req))
+				r.release(d, done, start, err)
+				if err != nil && rerun(err) && ctx.Err() == nil && r.another(tried) {
+					continue
+				}
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				if err != nil {
+					yield(llm.Event{}, err)
+				}
+				return
+			}
 			first, retry := true, false
 			var last error
 			for ev, err := range s.Stream(ctx, req) {
@@ -311,6 +331,18 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 			}
 		}
 	}
+}
+
+// collect gathers a stream's events up to its end or its first error.
+func collect(seq iter.Seq2[llm.Event, error]) ([]llm.Event, error) {
+	var evs []llm.Event
+	for ev, err := range seq {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
 }
 
 // Forward sends an OpenAI endpoint's body (embeddings, legacy
