@@ -38,7 +38,12 @@
 // A stream is started again elsewhere only while it has yielded nothing
 // but rate-limit reports. A stream cut after its first content event is
 // not replayed: the caller has seen part of the answer, which cannot be
-// taken back, so the stream ends with the cut's error. Likewise Forward
+// taken back, so the stream ends with the cut's error. A caller that
+// shows nothing until the answer is whole says so with
+// [llm.WithWholeAnswer] (the gateway does, for a non-streamed request,
+// which the engine makes as a stream): the router then holds the events
+// back until the deployment's stream ends, and a stream cut mid-answer
+// runs again on another deployment, as Generate's calls do. Likewise Forward
 // (embeddings, legacy completions) holds its deployment until the
 // answer's headers: a body cut after them reaches the caller as it is.
 //
