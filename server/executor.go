@@ -158,6 +158,11 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 		sent.Store(int64(max(time.Since(start), time.Nanosecond)))
 		x.begin() // a drain that stopped x first cancels it
 	}
+	if !x.stream {
+		// Nothing is shown before the answer is whole: a call cut
+		// mid-answer may run again on another deployment.
+		ctx = llm.WithWholeAnswer(ctx)
+	}
 	for c, err := range m.chunks(ctx, admitted) {
 		// The one disconnection check.
 		select {
