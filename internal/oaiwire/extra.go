@@ -95,7 +95,8 @@ var (
 
 // ReadAnswerExtra returns the members of data, a chat completion or a
 // stream chunk, that no llm type holds: its own and its first choice's
-// (index 0), null members left out; nil when there are none. data must
+// (index 0), null members left out, and its other choices (index 1 and
+// up, of a request for n > 1) whole in Choices; nil when there are none. data must
 // be valid JSON, as the caller's decode of it checked; one that is not
 // an object has none.
 func ReadAnswerExtra(data []byte) (*llm.Extra, error) {
@@ -114,13 +115,14 @@ func ReadAnswerExtra(data []byte) (*llm.Extra, error) {
 					return idx == nil
 				})
 				if idx != nil && string(idx) != "0" {
+					x.Choices = append(x.Choices, bytes.Clone(c))
 					return true
 				}
 				eachMember(c, func(k, v []byte) bool {
 					x.Choice = addMember(x.Choice, k, v, choiceFields)
 					return true
 				})
-				return false
+				return true
 			})
 			return true
 		}
@@ -157,15 +159,18 @@ func addMember(m map[string]json.RawMessage, k, v []byte, known []string) map[st
 // HasAnswerExtra reports, without allocating, whether data, a valid
 // chat completion or stream chunk, may hold members [ReadAnswerExtra]
 // returns: a non-null member of its own or of a choice that no llm type
-// holds. Streams check it on each chunk before the full decode, which
-// most chunks do not need.
+// holds, or a choice other than the first (index 1 and up). Streams
+// check it on each chunk before the full decode, which most chunks do
+// not need.
 func HasAnswerExtra(data []byte) bool {
 	found := false
 	eachMember(data, func(k, v []byte) bool {
 		if string(k) == "choices" {
 			eachElement(v, func(c []byte) bool {
 				eachMember(c, func(k, v []byte) bool {
-					if !slices.Contains(choiceFields, string(k)) && string(v) != "null" {
+					if string(k) == "index" {
+						found = string(v) != "0"
+					} else if !slices.Contains(choiceFields, string(k)) && string(v) != "null" {
 						found = true
 					}
 					return !found
