@@ -46,3 +46,38 @@ func TestReadExtraExactNames(t *testing.T) {
 		t.Fatalf("extra %v, n %v", r.Extra, r.N)
 	}
 }
+
+// TestSameAnswerExtra: a chunk matches an Extra only when the members
+// ReadAnswerExtra returns for it are those of the Extra, by name and raw
+// value; and the check does not allocate.
+func TestSameAnswerExtra(t *testing.T) {
+	first := []byte(`{"id":"c","object":"chat.completion.chunk","system_fingerprint":"fp1","choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[]},"finish_reason":null}]}`)
+	x, err := oaiwire.ReadAnswerExtra(first)
+	if err != nil || x == nil {
+		t.Fatalf("ReadAnswerExtra: %v, %v", x, err)
+	}
+	for _, tc := range []struct {
+		name string
+		data string
+		want bool
+	}{
+		{"same members, other text", `{"id":"c","object":"chat.completion.chunk","system_fingerprint":"fp1","choices":[{"index":0,"delta":{"content":"b"},"logprobs":{"content":[]},"finish_reason":null}]}`, true},
+		{"null members left out", `{"id":"c","system_fingerprint":"fp1","service_tier":null,"choices":[{"index":0,"delta":{},"logprobs":{"content":[]}}]}`, true},
+		{"other choice ignored", `{"system_fingerprint":"fp1","choices":[{"index":1,"x":1},{"index":0,"logprobs":{"content":[]}}]}`, true},
+		{"value changed", `{"system_fingerprint":"fp2","choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
+		{"choice value changed", `{"system_fingerprint":"fp1","choices":[{"index":0,"logprobs":{"content":[1]}}]}`, false},
+		{"member missing", `{"system_fingerprint":"fp1","choices":[{"index":0,"delta":{}}]}`, false},
+		{"member added", `{"system_fingerprint":"fp1","service_tier":"default","choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
+		{"escaped name", `{"system_\u0066ingerprint":"fp1","choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
+	} {
+		if got := oaiwire.SameAnswerExtra([]byte(tc.data), x); got != tc.want {
+			t.Errorf("%s: SameAnswerExtra = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if oaiwire.SameAnswerExtra(first, nil) {
+		t.Error("SameAnswerExtra with no Extra = true")
+	}
+	if n := testing.AllocsPerRun(100, func() { oaiwire.SameAnswerExtra(first, x) }); n != 0 {
+		t.Errorf("SameAnswerExtra allocates %v times", n)
+	}
+}
