@@ -118,11 +118,12 @@ type executor struct {
 	events    []Event         // reasoning events, for the non-streamed answer
 	usage     llm.Usage
 	finish    llm.FinishReason
-	wrote     bool          // the stream's headers and role chunk are out
-	finished  bool          // the finish chunk is out
-	nextCall  map[int]bool  // tool-call indices whose first delta is out
-	buf       bytes.Buffer  // one SSE event being written
-	firstByte time.Duration // time to the first chunk
+	wrote     bool                     // the stream's headers and role chunk are out
+	finished  bool                     // the finish chunk is out
+	nextCall  map[int]bool             // tool-call indices whose first delta is out
+	buf       bytes.Buffer             // one SSE event being written
+	rc        *http.ResponseController // x.w's, made at the first flush
+	firstByte time.Duration            // time to the first chunk
 	// extra is the backend's answer members no other chunk holds: all of
 	// them for the non-streamed answer, those not yet written for a stream
 	// (they go with its next chunk).
@@ -296,12 +297,19 @@ func (x *executor) writeChunk(c chunk) error {
 func (x *executor) event(d oaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
 	sc.Choices = []oaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
-	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
 	if x.extra != nil {
+		b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
 		b = withExtra(b, x.extra)
 		x.extra = nil
+		x.buf.WriteString("data: ")
+		x.buf.Write(b)
+		x.buf.WriteString("\n\n")
+		return
 	}
+	// Appended in place: the common text chunk without reflection or a
+	// copy.
 	x.buf.WriteString("data: ")
+	b, _ := sc.AppendJSON(x.buf.AvailableBuffer()) // strings, numbers and raw JSON already valid: cannot fail
 	x.buf.Write(b)
 	x.buf.WriteString("\n\n")
 }
@@ -313,7 +321,10 @@ func (x *executor) flush() error {
 	if err != nil {
 		return err
 	}
-	return http.NewResponseController(x.w).Flush()
+	if x.rc == nil {
+		x.rc = http.NewResponseController(x.w) // one per answer, not per chunk
+	}
+	return x.rc.Flush()
 }
 
 // endStream writes the finish chunk (when the mode sent none), the usage

@@ -81,3 +81,32 @@ func TestSameAnswerExtra(t *testing.T) {
 		t.Errorf("SameAnswerExtra allocates %v times", n)
 	}
 }
+
+// TestChunkAppendJSON: Chunk.AppendJSON writes what json.Marshal writes,
+// byte for byte, for the chunks it writes by hand and for the others.
+func TestChunkAppendJSON(t *testing.T) {
+	text := func(s string) *string { return &s }
+	for _, c := range []oaiwire.Chunk{
+		{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1700000000, Model: "sim", Choices: []oaiwire.ChunkChoice{{Delta: oaiwire.Delta{Role: "assistant", Content: text("")}}}},
+		{ID: "a<b>&\u2028", Object: "chat.completion.chunk", Created: -1, Model: "m\"\\\n\x01\xff", Usage: oaiwire.Null, Choices: []oaiwire.ChunkChoice{{Delta: oaiwire.Delta{Content: text("héllo <w> \t\"q\" \u2029 \xc3")}}}},
+		{ID: "x", Choices: []oaiwire.ChunkChoice{{Index: 2, Delta: oaiwire.Delta{}, FinishReason: text("stop")}, {Delta: oaiwire.Delta{Role: "assistant"}}}},
+		{ID: "x", Choices: []oaiwire.ChunkChoice{}},
+		{ID: "nil choices"},
+		{ID: "usage", Choices: []oaiwire.ChunkChoice{}, Usage: &oaiwire.Usage{PromptTokens: 3}},
+		{ID: "reasoning", Choices: []oaiwire.ChunkChoice{{Delta: oaiwire.Delta{ReasoningContent: "think", Event: json.RawMessage(`{"a":1}`)}}}},
+		{ID: "tools", Choices: []oaiwire.ChunkChoice{{Delta: oaiwire.Delta{ToolCalls: []oaiwire.ToolCall{{ID: "c", Type: "function"}}}}}},
+		{ID: "logprobs", Choices: []oaiwire.ChunkChoice{{Logprobs: &struct{}{}}}},
+	} {
+		want, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.AppendJSON([]byte("prefix"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "prefix"+string(want) {
+			t.Errorf("AppendJSON(%s)\n got %s\nwant prefix%s", c.ID, got, want)
+		}
+	}
+}
