@@ -181,14 +181,20 @@ func merge(acc, c llm.Capabilities, first bool) llm.Capabilities {
 }
 
 // mergeExtra returns the extra request fields that two deployments both
-// send on (verbatim or translated): a call may go to either.
+// send on (verbatim or translated): a call may go to either. When either
+// answers one choice a call, so does the merge (a gateway then fans n
+// out rather than sending it on).
 func mergeExtra(a, b llm.ExtraFields) llm.ExtraFields {
+	one := a.OneChoice || b.OneChoice
 	switch {
 	case a.Verbatim && b.Verbatim:
+		a.OneChoice = one
 		return a
 	case a.Verbatim:
+		b.OneChoice = one
 		return b
 	case b.Verbatim:
+		a.OneChoice = one
 		return a
 	}
 	var both []string
@@ -197,7 +203,7 @@ func mergeExtra(a, b llm.ExtraFields) llm.ExtraFields {
 			both = append(both, name)
 		}
 	}
-	return llm.ExtraFields{Translated: strings.Join(both, " ")}
+	return llm.ExtraFields{Translated: strings.Join(both, " "), OneChoice: one}
 }
 
 // unhealthy reports whether err says the deployment itself failed: it

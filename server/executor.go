@@ -122,9 +122,10 @@ type executor struct {
 	usage   llm.Usage
 	// choices is each choice's state, by index: one but for n > 1.
 	choices   []choiceState
-	wrote     bool          // the stream's headers are out
-	buf       bytes.Buffer  // one SSE event being written
-	firstByte time.Duration // time to the first chunk
+	wrote     bool                     // the stream's headers are out
+	buf       bytes.Buffer             // one SSE event being written
+	rc        *http.ResponseController // x.w's, made at the first flush
+	firstByte time.Duration            // time to the first chunk
 	// extra is the backend's answer members no other chunk holds: all of
 	// them for the non-streamed answer, those not yet written for a stream
 	// (they go with its next chunk).
@@ -344,23 +345,32 @@ func (x *executor) writeChunk(c chunk) error {
 func (x *executor) event(i int, d oaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
 	sc.Choices = []oaiwire.ChunkChoice{{Index: i, Delta: d, FinishReason: finish}}
-	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
+	var xt *llm.Extra // the extras this chunk carries
 	switch {
 	case i == 0 && x.extra != nil:
-		b = withExtra(b, x.extra)
-		x.extra = nil
+		xt, x.extra = x.extra, nil
 	case i > 0:
 		st := &x.choices[i]
 		if x.extra != nil && len(x.extra.Top) > 0 || len(st.extra) > 0 {
-			xt := &llm.Extra{Choice: st.extra}
+			xt = &llm.Extra{Choice: st.extra}
 			if x.extra != nil {
 				xt.Top, x.extra.Top = x.extra.Top, nil
 			}
-			b = withExtra(b, xt)
 			st.extra = nil
 		}
 	}
+	if xt != nil {
+		b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
+		b = withExtra(b, xt)
+		x.buf.WriteString("data: ")
+		x.buf.Write(b)
+		x.buf.WriteString("\n\n")
+		return
+	}
+	// Appended in place: the common text chunk without reflection or a
+	// copy.
 	x.buf.WriteString("data: ")
+	b, _ := sc.AppendJSON(x.buf.AvailableBuffer()) // strings, numbers and raw JSON already valid: cannot fail
 	x.buf.Write(b)
 	x.buf.WriteString("\n\n")
 }
@@ -372,7 +382,10 @@ func (x *executor) flush() error {
 	if err != nil {
 		return err
 	}
-	return http.NewResponseController(x.w).Flush()
+	if x.rc == nil {
+		x.rc = http.NewResponseController(x.w) // one per answer, not per chunk
+	}
+	return x.rc.Flush()
 }
 
 // endStream writes each choice's finish chunk (when the mode sent none),

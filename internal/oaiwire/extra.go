@@ -185,6 +185,57 @@ func HasAnswerExtra(data []byte) bool {
 	return found
 }
 
+// SameAnswerExtra reports, without allocating, whether the members
+// [ReadAnswerExtra] would return for data, a valid chat completion or
+// stream chunk, are exactly those of x, by name and raw value. Servers
+// repeat the same extras in every chunk of a stream (llama.cpp's and
+// OpenAI's system_fingerprint): a stream checks each chunk against the
+// previous chunk's Extra and sends that one again, unchanged, instead of
+// decoding a new one. A name with an escape in it never matches.
+func SameAnswerExtra(data []byte, x *llm.Extra) bool {
+	if x == nil {
+		return false
+	}
+	same := true
+	var top, choice int // the members of x seen
+	match := func(k, v []byte, known []string, m map[string]json.RawMessage, n *int) bool {
+		if slices.Contains(known, string(k)) || string(v) == "null" {
+			return true
+		}
+		if bytes.IndexByte(k, '\\') >= 0 {
+			same = false
+			return false
+		}
+		if w, ok := m[string(k)]; !ok || !bytes.Equal(w, v) {
+			same = false
+			return false
+		}
+		*n++
+		return true
+	}
+	eachMember(data, func(k, v []byte) bool {
+		if string(k) == "choices" {
+			eachElement(v, func(c []byte) bool {
+				var idx []byte
+				eachMember(c, func(k, v []byte) bool {
+					if string(k) == "index" {
+						idx = v
+					}
+					return idx == nil
+				})
+				if idx != nil && string(idx) != "0" {
+					return true
+				}
+				eachMember(c, func(k, v []byte) bool { return match(k, v, choiceFields, x.Choice, &choice) })
+				return false
+			})
+			return same
+		}
+		return match(k, v, answerFields, x.Top, &top)
+	})
+	return same && top == len(x.Top) && choice == len(x.Choice)
+}
+
 // eachMember calls fn with the raw key (between its quotes) and value of
 // each member of the JSON object b, until fn returns false.
 func eachMember(b []byte, fn func(k, v []byte) bool) {
