@@ -29,6 +29,9 @@ type Pack struct {
 	// alone is over it gets a call of its own. Defaults to
 	// DefaultPackPromptTokens.
 	MaxPromptTokens int
+	// Auto lets the engine choose, from what it measures, whether to pack
+	// and how many tasks a call, up to MaxAgents.
+	Auto bool
 }
 
 // DefaultPackPromptTokens is Pack.MaxPromptTokens when unset.
