@@ -271,7 +271,9 @@ func TestLiveCancelFreesSlot(t *testing.T) {
 }
 
 // TestLiveEngineInflight runs the engine with max_inflight below and above
-// the server's parallel sequences: every agent ends ok, and no more calls
+// the server's parallel sequences: every agent ends ok (a grammar-bound
+// answer, which ends where its JSON closes: the story model's free text
+// would run on to max_tokens, an answer the engine counts as cut), and no more calls
 // are in flight at once than the limit (above it, the server queues the
 // surplus itself).
 func TestLiveEngineInflight(t *testing.T) {
@@ -285,7 +287,8 @@ func TestLiveEngineInflight(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := batchagent.NewSpec(batchagent.Def{ID: "inflight", Model: m, Task: "Tell a story about {name}.", MaxTokens: shortTokens})
+			spec, err := batchagent.NewSpec(batchagent.Def{ID: "inflight", Model: m, Task: "Name {name} in one word.",
+				OutputSchema: json.RawMessage(wordSchema), MaxTokens: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,8 +306,8 @@ func TestLiveEngineInflight(t *testing.T) {
 			for _, r := range results {
 				if r.Err != nil {
 					t.Errorf("agent %d: %v", r.Index, r.Err)
-				} else if r.Raw == "" || r.Usage.CompletionTokens <= 0 {
-					t.Errorf("agent %d: answer %q usage %+v: want text and completion tokens", r.Index, r.Raw, r.Usage)
+				} else if len(r.Output) == 0 || r.Usage.CompletionTokens <= 0 {
+					t.Errorf("agent %d: output %s usage %+v: want an answer and completion tokens", r.Index, r.Output, r.Usage)
 				} else {
 					ok++
 				}
