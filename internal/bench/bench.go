@@ -126,6 +126,12 @@ type Report struct {
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 	MaxTokens        int   `json:"max_tokens,omitempty"`
+	// TokensPerS is the completion tokens the server reported over wall_s
+	// (live): the decode throughput the mode drew from the server.
+	TokensPerS *float64 `json:"tokens_per_s,omitempty"`
+	// SchemaValidShare is the share of agents whose final answer parsed
+	// and validated against the output schema (live).
+	SchemaValidShare *float64 `json:"schema_valid_share,omitempty"`
 
 	// StateShare is, for mode engine+state, its throughput over that of
 	// mode engine run just before it in the same round: the median of
