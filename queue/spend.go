@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -124,6 +126,60 @@ func (l *SpendLedger) Reopen(ctx context.Context, limit float64) error {
 		return l.fail(ctx, err)
 	}
 	return nil
+}
+
+// SpendWatchEvery is how often [SpendLedger.Watch] reads the ledger.
+const SpendWatchEvery = 250 * time.Millisecond
+
+// Watch returns ctx, canceled once the ledger says a call was refused at
+// the cap and no call is in flight any more (their reservations settled):
+// the workers start nothing more, so a coordinator stops collecting,
+// leaving the rest pending. stop ends the watch and reports whether the
+// cap stopped the run, with the ledger's last state. A read that fails
+// (Redis away) is tried again at the next tick.
+func (l *SpendLedger) Watch(ctx context.Context) (_ context.Context, stop func() (bool, SpendState)) {
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		mu     sync.Mutex
+		capped bool
+		last   SpendState
+	)
+	done := make(chan struct{})
+	go func() { // owned by stop, which waits for it
+		defer close(done)
+		tick := time.NewTicker(SpendWatchEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			st, err := l.State(ctx)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			last = st
+			if st.Reached && st.Reserved < 1e-9 {
+				capped = true
+				mu.Unlock()
+				cancel()
+				return
+			}
+			mu.Unlock()
+		}
+	}()
+	return ctx, func() (bool, SpendState) {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if st, err := l.State(context.Background()); err == nil {
+			last = st
+		}
+		return capped, last
+	}
 }
 
 func (l *SpendLedger) fail(ctx context.Context, err error) error {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/batchagent/batchagent/queue"
 )
@@ -96,5 +97,42 @@ func TestSpendLedgerReopenSetsLimit(t *testing.T) {
 	st, err := l.State(t.Context())
 	if err != nil || st.Limit != 20 || st.Spent != 8 || st.Reserved != 5 {
 		t.Errorf("State = %+v, %v; want limit 20, $8 spent, $5 reserved", st, err)
+	}
+}
+
+// TestSpendLedgerWatch: the watch does not stop a run while a call is
+// refused but another's reservation is still in flight; once that
+// settles, it cancels its context and stop reports the cap with the
+// spend. A watch stopped before the cap reports no cap.
+func TestSpendLedgerWatch(t *testing.T) {
+	c, _ := open(t)
+	l := c.SpendLedger("run-watch")
+
+	ctx, stop := l.Watch(t.Context())
+	if capped, _ := stop(); capped || ctx.Err() == nil {
+		t.Fatalf("a watch stopped at once: capped %v, context %v; want no cap, context canceled", capped, ctx.Err())
+	}
+
+	if v, _, err := l.Reserve(t.Context(), 10, 9); err != nil || v != queue.SpendReserved {
+		t.Fatalf("Reserve = %v, %v", v, err)
+	}
+	if v, _, _ := l.Reserve(t.Context(), 10, 5); v != queue.SpendWait {
+		t.Fatalf("Reserve over the cap with $9 in flight = %v, want wait", v)
+	}
+	ctx, stop = l.Watch(t.Context())
+	if err := l.Settle(t.Context(), 9, 9.5); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := l.Reserve(t.Context(), 10, 1); v != queue.SpendRefused {
+		t.Fatalf("Reserve past the cap = %v, want refused", v)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * queue.SpendWatchEvery):
+		t.Fatal("the watch's context is not canceled once the cap is reached with nothing in flight")
+	}
+	capped, st := stop()
+	if !capped || !st.Reached || st.Spent != 9.5 || st.Reserved != 0 {
+		t.Errorf("stop = %v, %+v; want capped, reached, $9.5 spent, nothing reserved", capped, st)
 	}
 }

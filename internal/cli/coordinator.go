@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -268,7 +267,7 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		if err := ledger.Reopen(ctx, cj.MaxCost); err != nil {
 			return fail(exitFailed, err)
 		}
-		runCtx, capStop = watchSpendCap(sigCtx, ledger)
+		runCtx, capStop = ledger.Watch(sigCtx)
 	}
 	runErr := c.Run(runCtx)
 	capped, capState := capStop()
@@ -312,58 +311,4 @@ func runCoordinator(ctx context.Context, path string, f runFlags, rf redisFlags,
 		return exitFailed
 	}
 	return exitOK
-}
-
-// spendCapPoll is how often the coordinator reads a capped run's spend.
-const spendCapPoll = 250 * time.Millisecond
-
-// watchSpendCap returns ctx, canceled once the run's spend ledger says a
-// call was refused at the cap and no call is in flight any more (their
-// reservations settled): the workers start nothing more, so the
-// coordinator stops collecting, leaving the rest pending. stop ends the
-// watch and reports whether the cap stopped the run, with the ledger's
-// last state.
-func watchSpendCap(ctx context.Context, l *queue.SpendLedger) (context.Context, func() (bool, queue.SpendState)) {
-	ctx, cancel := context.WithCancel(ctx)
-	var (
-		mu     sync.Mutex
-		capped bool
-		last   queue.SpendState
-	)
-	done := make(chan struct{})
-	go func() { // owned by stop, which waits for it
-		defer close(done)
-		tick := time.NewTicker(spendCapPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			st, err := l.State(ctx)
-			if err != nil {
-				continue // Redis away: the coordinator's own reads report it
-			}
-			mu.Lock()
-			last = st
-			if st.Reached && st.Reserved < 1e-9 {
-				capped = true
-				mu.Unlock()
-				cancel()
-				return
-			}
-			mu.Unlock()
-		}
-	}()
-	return ctx, func() (bool, queue.SpendState) {
-		cancel()
-		<-done
-		if st, err := l.State(context.Background()); err == nil {
-			last = st
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return capped, last
-	}
 }
