@@ -42,6 +42,8 @@ func TestImportRules(t *testing.T) {
 		"internal/engine":    {"admission", "agent", "job", "llm", "sched", "schema", "tool", "internal/retry", "internal/pack"},
 		"internal/pack":      {},
 		"internal/redistest": {},
+		// The live tests against a real inference server: test files only.
+		"internal/livetest": {},
 		// Never sched, the engine nor any internal package
 		// (TestJobImportsNoAdmission, TestOnlyMainImportsCLI).
 		"job": {"llm", "schema", "tool", "jsonenc"},
