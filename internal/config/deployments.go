@@ -160,7 +160,15 @@ func (f backendField) decode(d *decoder, n *yaml.Node, path string) {
 	case yaml.ScalarNode:
 		d.scalar(n, path, reflect.ValueOf(&f.j.Backend).Elem())
 	case yaml.MappingNode:
-		d.table(n, path, f.table())
+		rest := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Value == "url" {
+				d.problem(k, join(path, "url"), "write backend as one URL (backend: URL) or as a mapping of deployments, not both: move the URL into a deployment")
+				continue
+			}
+			rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
+		}
+		d.table(rest, path, f.table())
 		if d.bad[path] {
 			return
 		}
