@@ -168,9 +168,10 @@ func (f backendField) decode(d *decoder, n *yaml.Node, path string) {
 			}
 			rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
 		}
+		before := len(d.problems)
 		d.table(rest, path, f.table())
-		if d.bad[path] {
-			return
+		if len(d.problems) > before {
+			return // one mistake, reported once
 		}
 		if len(f.j.Deployments) == 0 {
 			d.report(n, join(path, "deployments"), "required key is missing (a list of deployments, each with its url; or write backend as one URL)")
