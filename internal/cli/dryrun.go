@@ -131,6 +131,9 @@ func runDryRun(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		}
 		return code
 	}
+	if d.job.Router != nil {
+		fmt.Fprintln(stdout, "backend:", config.DeploymentsLine(d.job.File.Deployments))
+	}
 	rep.WriteTable(stdout)
 	return code
 }

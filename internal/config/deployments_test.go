@@ -263,7 +263,7 @@ func TestServeDeploymentsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := sc.Backends[0]
-	want := []config.ServeDeployment{
+	want := []config.Deployment{
 		{Name: "eu", URL: "sim://?seed=1", APIKeyEnv: "EU_KEY", Weight: 2, MaxInflight: 64, RPM: 600},
 		{URL: "sim://?seed=2", Model: "other", FixedInflight: true},
 	}

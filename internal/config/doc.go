@@ -130,6 +130,24 @@
 // tiers. Each fallback's backend is opened as the job's own is, with its
 // own model and api_key_env; the --backend flag replaces only the job's.
 //
+// # Deployments
+//
+// A job's backend may be several deployments of its model instead of one
+// URL, as a serve file's backend may (package router; OpenDeployments):
+//
+//	backend:
+//	  deployments:                # each call goes to the least-loaded healthy one
+//	    - {name: gpu1, url: "http://gpu1:8000/v1", max_inflight: 64}
+//	    - {url: "http://gpu2:8000/v1", api_key_env: GPU2_KEY, max_inflight: 32, weight: 0.5}
+//	  cooldown: 5s                # a failing deployment's breaker stays open this long
+//
+// Each deployment keeps its own admission (max_inflight, fixed_inflight,
+// rpm); the job's limits.max_inflight caps them together. The first
+// deployment's URL is Job.Backend: the one whose prices and tokenizer the
+// job uses. The --backend flag replaces the deployments as it replaces a
+// URL. Batch delivery goes through one provider account and is refused
+// with deployments; fallback tiers take one URL each.
+//
 // # Strictness
 //
 // Parsing is strict and reports every problem at once, each with its line,

@@ -71,18 +71,13 @@ func (sc *Serve) Open(ctx context.Context, store *batchapi.Store, logger *slog.L
 		a := batchagent.Admission{MaxInflight: b.MaxInflight, FixedInflight: b.FixedInflight,
 			RateLimit: batchagent.RateLimit{RPM: b.RPM, TPM: b.TPM}}
 		if len(b.Deployments) > 0 {
-			rt, err := openRouter(ctx, b, getenv)
+			rt, err := OpenDeployments(ctx, b.Deployments, b.Model, b.Cooldown, getenv)
 			if err != nil {
 				return nil, fmt.Errorf("backends.%s: %w", b.Name, err)
 			}
 			routers = append(routers, namedRouter{b.Name, rt})
 			m = rt
-			// The deployments admit their own calls; the engine's gate
-			// holds the rest back at their sum.
-			if a.MaxInflight == 0 || a.MaxInflight > rt.MaxInflight() {
-				a.MaxInflight = rt.MaxInflight()
-			}
-			a.FixedInflight = true
+			a = RouterAdmission(a, rt)
 		} else {
 			var err error
 			if m, err = OpenBackend(ctx, b.URL, b.Model, b.APIKeyEnv, getenv); err != nil {
@@ -257,28 +252,6 @@ func TableWindow(def *batchagent.Def) {
 type namedRouter struct {
 	model string
 	r     *router.Router
-}
-
-// openRouter opens the deployments of b and returns their router.
-func openRouter(ctx context.Context, b ServeBackend, getenv func(string) string) (*router.Router, error) {
-	cfg := router.Config{Cooldown: b.Cooldown}
-	seen := map[string]int{}
-	for i, d := range b.Deployments {
-		m, err := OpenBackend(ctx, d.URL, cmp.Or(d.Model, b.Model), d.APIKeyEnv, getenv)
-		if err != nil {
-			return nil, fmt.Errorf("deployments[%d]: %w", i, err)
-		}
-		name := d.Name
-		if name == "" {
-			name = BackendAddr(d.URL)
-			if seen[name]++; seen[name] > 1 {
-				name = fmt.Sprintf("%s#%d", name, i)
-			}
-		}
-		cfg.Deployments = append(cfg.Deployments, router.Deployment{Name: name, Model: m, Weight: d.Weight,
-			MaxInflight: d.MaxInflight, FixedInflight: d.FixedInflight, RPM: d.RPM})
-	}
-	return router.New(cfg)
 }
 
 // deploymentStats returns the reader of the routers' deployments for

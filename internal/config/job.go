@@ -48,8 +48,17 @@ type Job struct {
 	// after connection failures too.
 	Engine batchagent.Config
 	// Backend is the backend URL, such as "sim://?latency=60ms&tool_turns=1".
-	// Defaults to DefaultBackend.
+	// Defaults to DefaultBackend. With Deployments it is the first
+	// deployment's URL: the one whose prices and tokenizer the job uses.
 	Backend string
+	// Deployments, when the file's backend is a mapping of deployments
+	// rather than a URL, are several deployments of the job's model: each
+	// call goes to the least-loaded healthy one (see OpenDeployments).
+	// Empty means one backend, Backend.
+	Deployments []Deployment
+	// Cooldown is how long a failing deployment's breaker stays open
+	// before a probe. Zero means the router's default (5s).
+	Cooldown time.Duration
 	// APIKeyEnv names the environment variable holding the backend's API
 	// key. Empty means the backend's usual one (OPENAI_API_KEY,
 	// ANTHROPIC_API_KEY). Keys are never written in job files.
@@ -114,7 +123,7 @@ func (j *Job) keys() keys {
 	return keys{
 		{"name", &d.ID},
 		{"model", &d.ModelName},
-		{"backend", &j.Backend},
+		{"backend", backendField{j}},
 		{"api_key_env", &j.APIKeyEnv},
 		{"fallbacks", &j.Fallbacks},
 		{"system", &d.System},

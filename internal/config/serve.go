@@ -127,45 +127,10 @@ type ServeBackend struct {
 	// Deployments, when set instead of URL, are several deployments of
 	// the model: each call goes to the least-loaded healthy one (package
 	// router). MaxInflight, RPM and TPM then cap them all together.
-	Deployments []ServeDeployment
+	Deployments []Deployment
 	// Cooldown is how long a failing deployment's breaker stays open
 	// before a probe. Zero means the router's default (5s).
 	Cooldown time.Duration
-}
-
-// ServeDeployment is one deployment of a served model.
-type ServeDeployment struct {
-	// Name labels the deployment in /metrics. Defaults to its host:port.
-	Name string
-	// URL is the deployment's backend URL. Required.
-	URL string
-	// Model overrides the model name sent upstream. Defaults to the
-	// backend's.
-	Model string
-	// APIKeyEnv names the variable of the deployment's key.
-	APIKeyEnv string
-	// Weight scales its share among equally loaded deployments. Defaults
-	// to 1.
-	Weight float64
-	// MaxInflight, FixedInflight and RPM are its own admission. Zero
-	// means the router's defaults (the backend's declared concurrency, or
-	// 64; no rate cap).
-	MaxInflight   int
-	FixedInflight bool
-	RPM           int
-}
-
-func (p *ServeDeployment) keys() keys {
-	return keys{
-		{"name", &p.Name},
-		{"url", &p.URL},
-		{"model", &p.Model},
-		{"api_key_env", &p.APIKeyEnv},
-		{"weight", &p.Weight},
-		{"max_inflight", &p.MaxInflight},
-		{"fixed_inflight", &p.FixedInflight},
-		{"rpm", &p.RPM},
-	}
 }
 
 func (b *ServeBackend) keys() keys {
@@ -313,18 +278,7 @@ func (f serveBackends) decode(d *decoder, n *yaml.Node, path string) {
 		case b.URL != "" && len(b.Deployments) > 0:
 			d.report(e.value, p, "set url or deployments, not both")
 		}
-		for i, dep := range b.Deployments {
-			dp := fmt.Sprintf("%s.deployments[%d]", p, i)
-			if dep.URL == "" {
-				d.report(e.value, dp+".url", "required key is missing (the deployment's backend URL)")
-			}
-			if dep.MaxInflight < 0 || dep.RPM < 0 || !(dep.Weight >= 0) || math.IsInf(dep.Weight, 0) {
-				d.report(e.value, dp, "weight, max_inflight and rpm must be finite and not negative (weight %v, max_inflight %d, rpm %d)", dep.Weight, dep.MaxInflight, dep.RPM)
-			}
-		}
-		if b.Cooldown < 0 {
-			d.report(e.value, p+".cooldown", "must not be negative")
-		}
+		d.checkDeployments(e.value, p, b.Deployments, b.Cooldown)
 		f.s.Backends = append(f.s.Backends, b)
 	}
 }
@@ -354,6 +308,9 @@ func (f serveAgents) decode(d *decoder, n *yaml.Node, path string) {
 		for _, pr := range sub.problems {
 			pr.Path = join(p, pr.Path)
 			d.add(pr)
+		}
+		if len(j.Deployments) > 0 {
+			d.report(sub.at("backend"), join(p, "backend"), "an agent of the gateway takes one backend URL, not deployments")
 		}
 		for _, key := range []string{"inputs", "output", "reduce"} {
 			if sub.nodes[key] != nil && !isNull(sub.nodes[key]) {

@@ -34,9 +34,11 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 		}
 	}
 
-	if j.Backend == "" {
+	switch {
+	case len(j.Deployments) > 0: // checked as they decoded
+	case j.Backend == "":
 		j.Backend = DefaultBackend
-	} else if d.ok("backend") {
+	case d.ok("backend"):
 		d.checkBackendURL("backend", j.Backend)
 	}
 
@@ -53,6 +55,7 @@ func (d *decoder) validate(j *Job, root *yaml.Node) {
 	d.validateTools(j.Tools)
 	d.validateMCP(j.MCP)
 	d.validateFallbacks(j)
+	d.validateDeployments(j)
 	d.validatePack(j)
 	d.validateReduce(j.Reduce)
 	d.validateMedia(j)

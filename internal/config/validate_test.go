@@ -212,10 +212,10 @@ func TestParseSemanticProblems(t *testing.T) {
 		},
 		{
 			name: "semantic checks skip values that did not decode",
-			in:   "task: {x: 1}\nbackend: {a: b}\nlimits: {max_turns: x}\ntools: [{name: [read_file]}]\n",
+			in:   "task: {x: 1}\nbackend: [a]\nlimits: {max_turns: x}\ntools: [{name: [read_file]}]\n",
 			want: []config.Problem{
 				{Line: 1, Col: 7, Path: "task", Msg: "expected a string, or a list of text, image, audio and file items, got a mapping"},
-				{Line: 2, Col: 10, Path: "backend", Msg: "expected a string, got a mapping"},
+				{Line: 2, Col: 10, Path: "backend", Msg: "expected a backend URL or a mapping of deployments, got a list"},
 				{Line: 3, Col: 21, Path: "limits.max_turns", Msg: "cannot unmarshal !!str `x` into int"},
 				{Line: 4, Col: 16, Path: "tools[0].name", Msg: "expected a string, got a list"},
 			},

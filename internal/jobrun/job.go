@@ -20,6 +20,7 @@ import (
 	"github.com/batchagent/batchagent/internal/tokens"
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/respcache"
+	"github.com/batchagent/batchagent/router"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -48,7 +49,12 @@ type Job struct {
 	// closes with the job.
 	Cache *respcache.Cache
 
-	closeModel io.Closer // the backend's Model, when it must be closed
+	// Router spreads the calls over the job's deployments (the file's
+	// backend.deployments); nil for one backend URL. Model wraps it.
+	Router *router.Router
+
+	closeModel io.Closer    // the backend's Model, when it must be closed
+	logger     *slog.Logger // receives each deployment's calls on Close; nil: none
 }
 
 // JobOptions are what OpenJob takes beyond the job file.
@@ -111,7 +117,17 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 			return nil, fmt.Errorf("%s: limits.max_cost: %w", path, err)
 		}
 	}
-	if j.Model, err = config.OpenBackendWith(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv,
+	if o.Backend == "" && len(cj.Deployments) > 0 {
+		// Several deployments of the model, as the gateway's: the engine
+		// admits calls to the router as to one backend.
+		if j.Router, err = config.OpenDeployments(ctx, cj.Deployments, cj.Def.ModelName, cj.Cooldown, os.Getenv); err != nil {
+			return nil, fmt.Errorf("%s: backend.%w", path, err)
+		}
+		j.Model, j.logger = j.Router, o.Logger
+		if o.Logger != nil {
+			o.Logger.Info("backend: "+config.DeploymentsLine(cj.Deployments), "job", j.Name)
+		}
+	} else if j.Model, err = config.OpenBackendWith(ctx, j.Backend, cj.Def.ModelName, cj.APIKeyEnv, os.Getenv,
 		config.BackendOptions{Delivery: cj.Delivery, Journal: o.Journal, Logger: o.Logger}); err != nil {
 		return nil, err
 	}
@@ -195,6 +211,9 @@ func OpenJob(ctx context.Context, path string, cj *config.Job, o JobOptions) (_ 
 func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 	cfg := j.File.Engine
 	cfg.Logger = logger
+	if j.Router != nil {
+		cfg.Admission = config.RouterAdmission(cfg.Admission, j.Router)
+	}
 	if _, batch := j.closeModel.(*batchmode.Model); batch && cfg.MaxActive == 0 {
 		// Each agent waits in a batch for hours: as many as a batch holds
 		// wait at once, not the engine's default.
@@ -216,7 +235,8 @@ func (j *Job) EngineConfig(logger *slog.Logger) (batchagent.Config, error) {
 }
 
 // Close closes the job's tools (an MCP server's exit status is what it
-// may report), its media loader and its response cache.
+// may report), its media loader and its response cache, and logs the calls
+// of each of its deployments (their requests, failures and breaker state).
 func (j *Job) Close() error {
 	err := j.Tools.Close()
 	if j.Media != nil {
@@ -227,6 +247,12 @@ func (j *Job) Close() error {
 	}
 	if j.closeModel != nil {
 		err = errors.Join(err, j.closeModel.Close())
+	}
+	if j.Router != nil && j.logger != nil {
+		for _, st := range j.Router.Stats() {
+			j.logger.Info("deployment", "job", j.Name, "deployment", st.Name, "requests", st.Requests,
+				"failures", st.Failures, "breaker", st.State)
+		}
 	}
 	return err
 }

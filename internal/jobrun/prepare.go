@@ -80,7 +80,7 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 	if j.closeModel != nil {
 		r.closers = append(r.closers, namedCloser{"backend", j.closeModel})
 	}
-	r.tools, r.spec, r.backendAddr, r.cap, r.price = j.Tools, j.Spec, j.Addr, j.Cap, j.Price
+	r.tools, r.spec, r.backendAddr, r.cap, r.price, r.router = j.Tools, j.Spec, j.Addr, j.Cap, j.Price, j.Router
 	if j.Media != nil {
 		r.closers = append(r.closers, namedCloser{"media", j.Media})
 	}
@@ -118,6 +118,9 @@ func Open(ctx context.Context, path string, o Options, stdout io.Writer) (*Run, 
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.limitSource = config.ConcurrencySource(j.Backend, j.Model, cfg.Admission.MaxInflight)
+	if j.Router != nil && cfg.Admission.MaxInflight == j.Router.MaxInflight() {
+		r.limitSource = fmt.Sprintf("max %d: the deployments' max_inflight, summed", cfg.Admission.MaxInflight)
+	}
 
 	// Nothing but the output can fail from here: record the run.
 	resumed, err := r.beginRun(ctx, j.Backend, o.Force)

@@ -11,6 +11,7 @@ import (
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/estimate"
 	"github.com/batchagent/batchagent/internal/progress"
+	"github.com/batchagent/batchagent/router"
 	"github.com/batchagent/batchagent/tool"
 )
 
@@ -70,6 +71,9 @@ type summary struct {
 	capped   int
 	spendCap string
 	cache    string // the cache row's value (cacheLine); "" for none
+	// deployments is the deployments row's value (deploymentsRow); ""
+	// for a job on one backend URL.
+	deployments string
 }
 
 // writeSummary prints the end-of-run summary as a table (progress.Table)
@@ -154,6 +158,9 @@ func writeSummary(w io.Writer, s summary) {
 		t.Add("tiers", "answered by %s · breaker changes %d", strings.Join(tiers, ", "), st.BreakerChanges)
 	}
 	t.Add("concurrency", "%s", concurrencyLine(st, s.limitSource))
+	if s.deployments != "" {
+		t.Add("deployments", "%s", s.deployments)
+	}
 	if st.Throttles > 0 || st.Pauses > 0 || st.RateLimits.RPM > 0 || st.RateLimits.TPM > 0 || st.RateLimits.OTPM > 0 {
 		v := fmt.Sprintf("%d calls · backpressure pauses %d", st.Throttles, st.Pauses)
 		if rl := st.RateLimits; rl.RPM > 0 || rl.TPM > 0 {
@@ -229,4 +236,26 @@ func modelCalls(st batchagent.Stats) string {
 		return fmt.Sprintf("0 (%d attempts, none answered by the server)", st.ModelCalls)
 	}
 	return fmt.Sprintf("%d (%d attempts, %d not answered)", answered, st.ModelCalls, st.Unanswered)
+}
+
+// deploymentsRow says, for the summary, how many calls each of rt's
+// deployments got, how many of those failed, and which breakers are not
+// closed: "live 30 calls · dead 2 calls, 2 failed (breaker open)". It is
+// "" for a nil rt.
+func deploymentsRow(rt *router.Router) string {
+	if rt == nil {
+		return ""
+	}
+	var parts []string
+	for _, st := range rt.Stats() {
+		p := fmt.Sprintf("%s %d calls", st.Name, st.Requests)
+		if st.Failures > 0 {
+			p += fmt.Sprintf(", %d failed", st.Failures)
+		}
+		if st.State != "closed" {
+			p += " (breaker " + st.State + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
 }

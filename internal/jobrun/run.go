@@ -23,6 +23,7 @@ import (
 	"github.com/batchagent/batchagent/llm"
 	"github.com/batchagent/batchagent/reduce"
 	"github.com/batchagent/batchagent/respcache"
+	"github.com/batchagent/batchagent/router"
 )
 
 // Run is a prepared run of a job file, `batchagent run`: engine, inputs
@@ -67,6 +68,9 @@ type Run struct {
 	cache *respcache.Cache
 	// tallies count each agent's cached calls; nil without a cache.
 	tallies *cacheTallies
+	// router spreads the calls over the job's deployments, for the
+	// summary; nil for one backend URL.
+	router *router.Router
 }
 
 // namedCloser is a file the run closes, with what it is for errors.
@@ -213,7 +217,7 @@ func (r *Run) Run(ctx context.Context, quiet bool, stderr io.Writer) Status {
 		}
 		s := summary{name: r.name, st: st, wall: time.Since(start), notWritten: notWritten, written: r.out.Written(),
 			outPath: r.outPath, limitSource: r.limitSource, cost: strings.TrimPrefix(r.price.Summary(st.Usage), "cost: "), state: state,
-			cache: r.cacheSummary()}
+			cache: r.cacheSummary(), deployments: deploymentsRow(r.router)}
 		if capped > 0 {
 			s.capped, s.spendCap = capped, r.capStopped(notWritten)
 		}
