@@ -64,10 +64,10 @@ func TestErrorStatuses(t *testing.T) {
 	wantStatus(t, "unknown agent", err, http.StatusNotFound, "model_not_found")
 
 	p := userParams("sim", "hi")
-	p.N = openai.Int(2)
-	ae := wantStatus(t, "n=2", err2(c.Chat.Completions.New(ctx, p)), http.StatusBadRequest, "invalid_value")
+	p.N = openai.Int(129) // 1 to 128 (n > 1 is fanned out: TestNFanOut)
+	ae := wantStatus(t, "n=129", err2(c.Chat.Completions.New(ctx, p)), http.StatusBadRequest, "invalid_value")
 	if ae.Param != "n" {
-		t.Errorf("n=2: param %q, want n", ae.Param)
+		t.Errorf("n=129: param %q, want n", ae.Param)
 	}
 
 	_, err = c.Chat.Completions.New(ctx, userParams("sim", strings.Repeat("long ", 2000)))

@@ -191,10 +191,11 @@ func HasAnswerExtra(data []byte) bool {
 // repeat the same extras in every chunk of a stream (llama.cpp's and
 // OpenAI's system_fingerprint): a stream checks each chunk against the
 // previous chunk's Extra and sends that one again, unchanged, instead of
-// decoding a new one. A name with an escape in it never matches.
+// decoding a new one. A name with an escape in it never matches, nor a
+// chunk or an Extra holding a choice but the first (n > 1).
 func SameAnswerExtra(data []byte, x *llm.Extra) bool {
-	if x == nil {
-		return false
+	if x == nil || len(x.Choices) > 0 {
+		return false // other choices are an answer's content, never repeated
 	}
 	same := true
 	var top, choice int // the members of x seen
@@ -224,7 +225,8 @@ func SameAnswerExtra(data []byte, x *llm.Extra) bool {
 					return idx == nil
 				})
 				if idx != nil && string(idx) != "0" {
-					return true
+					same = false // a choice but the first: read it (n > 1)
+					return false
 				}
 				eachMember(c, func(k, v []byte) bool { return match(k, v, choiceFields, x.Choice, &choice) })
 				return false

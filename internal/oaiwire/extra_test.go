@@ -63,7 +63,7 @@ func TestSameAnswerExtra(t *testing.T) {
 	}{
 		{"same members, other text", `{"id":"c","object":"chat.completion.chunk","system_fingerprint":"fp1","choices":[{"index":0,"delta":{"content":"b"},"logprobs":{"content":[]},"finish_reason":null}]}`, true},
 		{"null members left out", `{"id":"c","system_fingerprint":"fp1","service_tier":null,"choices":[{"index":0,"delta":{},"logprobs":{"content":[]}}]}`, true},
-		{"other choice ignored", `{"system_fingerprint":"fp1","choices":[{"index":1,"x":1},{"index":0,"logprobs":{"content":[]}}]}`, true},
+		{"another choice is read (n > 1)", `{"system_fingerprint":"fp1","choices":[{"index":1,"x":1},{"index":0,"logprobs":{"content":[]}}]}`, false},
 		{"value changed", `{"system_fingerprint":"fp2","choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
 		{"choice value changed", `{"system_fingerprint":"fp1","choices":[{"index":0,"logprobs":{"content":[1]}}]}`, false},
 		{"member missing", `{"system_fingerprint":"fp1","choices":[{"index":0,"delta":{}}]}`, false},
@@ -76,6 +76,15 @@ func TestSameAnswerExtra(t *testing.T) {
 	}
 	if oaiwire.SameAnswerExtra(first, nil) {
 		t.Error("SameAnswerExtra with no Extra = true")
+	}
+	// An Extra holding other choices (n > 1) is never sent again: each
+	// chunk's choices are new content (a repeat read choice 1's "Yo"
+	// twice, "YoYo").
+	two := []byte(`{"system_fingerprint":"fp1","choices":[{"index":1,"delta":{"content":"Yo"}}]}`)
+	if xc, err := oaiwire.ReadAnswerExtra(two); err != nil || xc == nil || len(xc.Choices) != 1 {
+		t.Fatalf("ReadAnswerExtra of a chunk of choice 1 = %+v, %v", xc, err)
+	} else if oaiwire.SameAnswerExtra(two, xc) {
+		t.Error("SameAnswerExtra of a chunk of choice 1 against its own Extra = true, want false")
 	}
 	if n := testing.AllocsPerRun(100, func() { oaiwire.SameAnswerExtra(first, x) }); n != 0 {
 		t.Errorf("SameAnswerExtra allocates %v times", n)
