@@ -147,6 +147,9 @@ type executor struct {
 	// Unset (no hook, a backend that never calls it, or one done reading),
 	// each chunk is sent as it is written.
 	hooked bool
+	// unflushed is set while x.w holds chunks written and not flushed
+	// (buf grew past sendAt while hooked).
+	unflushed bool
 	// sendErr is the error of the hook's send: the client is gone.
 	sendErr error
 }
@@ -362,6 +365,14 @@ func (x *executor) writeChunk(c chunk) error {
 	}
 	x.event(c.choice, d, finish)
 	if x.hooked {
+		if x.buf.Len() >= sendAt && x.sendErr == nil {
+			// Into x.w's buffer, flushed when the backend next reads:
+			// buf stays small.
+			_, err := x.w.Write(x.buf.Bytes())
+			x.buf.Reset()
+			x.unflushed = true
+			return err
+		}
 		return x.sendErr // sent when the backend next reads
 	}
 	return x.flush()
@@ -373,8 +384,11 @@ func (x *executor) writeChunk(c chunk) error {
 // the next; a failed send cancels the request, as the client is gone.
 // It runs while the executor waits for the mode's next chunk.
 func (x *executor) readHook(reading bool) {
+	if reading && !x.hooked {
+		x.buf.Grow(sendAt) // once, rather than by doubling
+	}
 	x.hooked = reading
-	if !reading || x.buf.Len() == 0 || x.sendErr != nil {
+	if !reading || x.buf.Len() == 0 && !x.unflushed || x.sendErr != nil {
 		return
 	}
 	if err := x.flush(); err != nil {
@@ -418,8 +432,13 @@ func (x *executor) event(i int, d oaiwire.Delta, finish *string) {
 	x.buf.WriteString("\n\n")
 }
 
+// sendAt is the size at which the chunks buf holds go to the
+// ResponseWriter's own buffer while they wait for the backend's read.
+const sendAt = 4 << 10
+
 // flush writes buf to the client and flushes it.
 func (x *executor) flush() error {
+	x.unflushed = false
 	_, err := x.w.Write(x.buf.Bytes())
 	x.buf.Reset()
 	if err != nil {
