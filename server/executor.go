@@ -52,6 +52,17 @@ type mode interface {
 	chunks(ctx context.Context, admitted func()) iter.Seq2[chunk, error]
 }
 
+// inlineMode is a mode that may say its chunks come from one model call
+// made on the goroutine that ranges over them (no goroutine of its own
+// between them): the executor may then hold its writes until the call
+// reads from the network (llm.WithReadHook), as the hook runs while the
+// executor waits for the next chunk.
+type inlineMode interface {
+	mode
+	// inline reports whether the mode's chunks come so.
+	inline() bool
+}
+
 // errUsed is returned by a second use of an executor.
 var errUsed = errors.New("server: executor used twice")
 
@@ -123,13 +134,24 @@ type executor struct {
 	// choices is each choice's state, by index: one but for n > 1.
 	choices   []choiceState
 	wrote     bool                     // the stream's headers are out
-	buf       bytes.Buffer             // one SSE event being written
+	buf       bytes.Buffer             // the SSE events written and not yet sent
 	rc        *http.ResponseController // x.w's, made at the first flush
 	firstByte time.Duration            // time to the first chunk
 	// extra is the backend's answer members no other chunk holds: all of
 	// them for the non-streamed answer, those not yet written for a stream
 	// (they go with its next chunk).
 	extra *llm.Extra
+	// hooked is set while the backend calls the read hook (readHook)
+	// before each read that may wait: a chunk then waits in buf until the
+	// backend would wait, and all of them go in one write and one flush.
+	// Unset (no hook, a backend that never calls it, or one done reading),
+	// each chunk is sent as it is written.
+	hooked bool
+	// unflushed is set while x.w holds chunks written and not flushed
+	// (buf grew past sendAt while hooked).
+	unflushed bool
+	// sendErr is the error of the hook's send: the client is gone.
+	sendErr error
 }
 
 // choiceState is what the executor holds of one choice of the answer.
@@ -185,6 +207,8 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 		// Nothing is shown before the answer is whole: a call cut
 		// mid-answer may run again on another deployment.
 		ctx = llm.WithWholeAnswer(ctx)
+	} else if im, ok := m.(inlineMode); ok && im.inline() {
+		ctx = llm.WithReadHook(ctx, x.readHook)
 	}
 	for c, err := range m.chunks(ctx, admitted) {
 		// The one disconnection check.
@@ -193,6 +217,9 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 			x.cancel(errClientGone)
 			return errClientGone
 		default:
+		}
+		if x.sendErr != nil {
+			return errClientGone // the hook cancelled the request
 		}
 		if err != nil {
 			if c := context.Cause(ctx); ctx.Err() != nil && (errors.Is(c, errDraining) || errors.Is(c, errGraceOver)) {
@@ -278,7 +305,7 @@ func (x *executor) fail(err error) {
 		writeError(x.w, errorOf(err))
 		return
 	}
-	x.buf.Reset()
+	// After the chunks buf may still hold.
 	x.buf.WriteString("data: ")
 	x.buf.Write(errorOf(err).body(x.w.Header().Get(requestIDHeader)))
 	x.buf.WriteString("\n\n")
@@ -337,7 +364,37 @@ func (x *executor) writeChunk(c chunk) error {
 		finish = &f
 	}
 	x.event(c.choice, d, finish)
+	if x.hooked {
+		if x.buf.Len() >= sendAt && x.sendErr == nil {
+			// Into x.w's buffer, flushed when the backend next reads:
+			// buf stays small.
+			_, err := x.w.Write(x.buf.Bytes())
+			x.buf.Reset()
+			x.unflushed = true
+			return err
+		}
+		return x.sendErr // sent when the backend next reads
+	}
 	return x.flush()
+}
+
+// readHook is the executor's llm.WithReadHook: before the backend reads
+// from the network (reading), which may wait, it sends the chunks buf
+// holds, so that each reaches the client before the backend waits for
+// the next; a failed send cancels the request, as the client is gone.
+// It runs while the executor waits for the mode's next chunk.
+func (x *executor) readHook(reading bool) {
+	if reading && !x.hooked {
+		x.buf.Grow(sendAt) // once, rather than by doubling
+	}
+	x.hooked = reading
+	if !reading || x.buf.Len() == 0 && !x.unflushed || x.sendErr != nil {
+		return
+	}
+	if err := x.flush(); err != nil {
+		x.sendErr = err
+		x.cancel(errClientGone)
+	}
 }
 
 // event appends one chunk event of choice i with d to buf, with the
@@ -375,8 +432,13 @@ func (x *executor) event(i int, d oaiwire.Delta, finish *string) {
 	x.buf.WriteString("\n\n")
 }
 
+// sendAt is the size at which the chunks buf holds go to the
+// ResponseWriter's own buffer while they wait for the backend's read.
+const sendAt = 4 << 10
+
 // flush writes buf to the client and flushes it.
 func (x *executor) flush() error {
+	x.unflushed = false
 	_, err := x.w.Write(x.buf.Bytes())
 	x.buf.Reset()
 	if err != nil {

@@ -291,3 +291,7 @@ func summary(s string) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// inline reports true: the call runs on the goroutine ranging over the
+// chunks.
+func (p *passthrough) inline() bool { return true }

@@ -102,6 +102,13 @@ func (s *Server) withCap(c *client, m mode, model string) (mode, *apiError) {
 	return cm, nil
 }
 
+// inline reports whether the capped mode is inline: the cap adds no
+// goroutine.
+func (m *capped) inline() bool {
+	im, ok := m.m.(inlineMode)
+	return ok && im.inline()
+}
+
 func (m *capped) chunks(ctx context.Context, admitted func()) iter.Seq2[chunk, error] {
 	return func(yield func(chunk, error) bool) {
 		if err := m.c.cap.Reserve(ctx, m.worst); err != nil {

@@ -24,7 +24,9 @@ import (
 // EventDone. A failure ends the sequence with an *llm.APIError, or an error
 // wrapping ctx.Err() when ctx ends first; a stream that stops before its
 // "data: [DONE]" terminator is ErrConnection, an undecodable chunk
-// ErrServer. Breaking out of the loop closes the response body.
+// ErrServer. Breaking out of the loop closes the response body. The read
+// hook of ctx (llm.WithReadHook), if any, is called around each read of
+// the response body.
 //
 // The call runs on a stack of its own (llm.OnOwnStack): the calling
 // agent's goroutine keeps 4–5 KB of stack instead of 9–11 KB through its
@@ -46,6 +48,9 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			yield(llm.Event{}, m.callError(ctx, raw, err))
 			return
 		}
+		// A gateway's read hook (llm.WithReadHook) learns when the
+		// stream may wait for the network: it sends what it holds then.
+		raw.Body = llm.HookedBody(ctx, raw.Body)
 		defer raw.Body.Close()
 		if rl := rateLimit(raw.Header); rl != nil {
 			if !yield(llm.Event{Type: llm.EventRateLimit, RateLimit: rl}, nil) {
