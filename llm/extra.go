@@ -19,6 +19,11 @@ type ExtraFields struct {
 	// own API, separated by spaces (a string keeps Capabilities
 	// comparable); any other is refused rather than dropped.
 	Translated string
+	// OneChoice: the server answers one choice whatever the request's n
+	// (the simulator): a gateway asked for n > 1 makes n calls of it
+	// rather than sending n on. A backend that does not send extra fields
+	// verbatim answers one choice a call too.
+	OneChoice bool
 }
 
 // Accepts reports whether the backend sends the extra field name on,
@@ -31,9 +36,14 @@ func (x ExtraFields) Accepts(name string) bool {
 // holds, as the backend sent them: Top those of the response object or
 // stream chunk (system_fingerprint, service_tier, a vendor's fields) and
 // Choice those of its choice (logprobs). JSON null members are left out.
+// Choices holds the answer's other choices (index 1 and up, when the
+// request asked for n > 1 in [Request.Extra]), each whole as the backend
+// sent it: a choice object with its index and message (or, in a stream,
+// its delta).
 type Extra struct {
-	Top    map[string]json.RawMessage `json:"top,omitempty"`
-	Choice map[string]json.RawMessage `json:"choice,omitempty"`
+	Top     map[string]json.RawMessage `json:"top,omitempty"`
+	Choice  map[string]json.RawMessage `json:"choice,omitempty"`
+	Choices []json.RawMessage          `json:"choices,omitempty"`
 }
 
 // Merge folds o, a later piece of the same answer, into x. A member of
@@ -51,10 +61,11 @@ func (x *Extra) Merge(o *Extra) {
 	}
 	maps.Copy(x.Top, o.Top)
 	x.Choice = mergeMembers(x.Choice, o.Choice)
+	x.Choices = append(x.Choices, o.Choices...)
 }
 
 // Empty reports whether x holds no member.
-func (x *Extra) Empty() bool { return x == nil || len(x.Top)+len(x.Choice) == 0 }
+func (x *Extra) Empty() bool { return x == nil || len(x.Top)+len(x.Choice)+len(x.Choices) == 0 }
 
 func mergeMembers(dst, src map[string]json.RawMessage) map[string]json.RawMessage {
 	if len(src) == 0 {
@@ -68,6 +79,10 @@ func mergeMembers(dst, src map[string]json.RawMessage) map[string]json.RawMessag
 	}
 	return dst
 }
+
+// MergeMember returns b, a later piece of a choice's member a (logprobs),
+// merged with a as [Extra.Merge] merges them.
+func MergeMember(a, b json.RawMessage) json.RawMessage { return mergeValue(a, b) }
 
 // mergeValue returns a followed by b: two arrays concatenated, two
 // objects merged, else b.

@@ -53,7 +53,8 @@ const (
 	// EventExtra carries, in Extra, members of the answer that no other
 	// event holds (a chunk's logprobs, system_fingerprint), before the
 	// events of the same chunk. A consumer that does not pass answers on
-	// verbatim may ignore it.
+	// verbatim may ignore it. Events may share one Extra (a stream's
+	// repeated system_fingerprint): a consumer does not modify it.
 	EventExtra
 )
 

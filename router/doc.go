@@ -23,8 +23,31 @@
 //
 // # Failing over
 //
-// A call that failed with [llm.ErrConnection] — for a stream, before its
-// first event — is sent again to another deployment, each at most once,
-// before its failure is returned: a deployment that died costs its callers
-// nothing while another one lives.
+// A call whose deployment fails it before the caller has seen any of the
+// answer is sent again to another deployment, each at most once, before
+// its failure is returned: a deployment that died costs its callers
+// nothing while another one lives. That covers a deployment that could
+// not be reached, one that died mid-answer (the request sent, the
+// connection reset or the body cut before its end: [llm.ErrConnection],
+// or [llm.ErrServer] for a body without a length that no longer parses),
+// and one answering 502 ([llm.ErrConnection]), 503 ([llm.ErrOverloaded])
+// or another 5xx ([llm.ErrServer]). A timeout is not run again (the call
+// has spent its time; the engine's retry decides), nor is a refused
+// request (4xx), which every deployment would refuse alike.
+//
+// A stream is started again elsewhere only while it has yielded nothing
+// but rate-limit reports. A stream cut after its first content event is
+// not replayed: the caller has seen part of the answer, which cannot be
+// taken back, so the stream ends with the cut's error. A caller that
+// shows nothing until the answer is whole says so with
+// [llm.WithWholeAnswer] (the gateway does, for a non-streamed request,
+// which the engine makes as a stream): the router then holds the events
+// back until the deployment's stream ends, and a stream cut mid-answer
+// runs again on another deployment, as Generate's calls do. Likewise Forward
+// (embeddings, legacy completions) holds its deployment until the
+// answer's headers: a body cut after them reaches the caller as it is.
+//
+// Only connection failures, timeouts and 5xx count against a
+// deployment's breaker; a 503 (overloaded) halves its in-flight limit
+// instead, as a 429 does.
 package router

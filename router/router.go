@@ -181,14 +181,20 @@ func merge(acc, c llm.Capabilities, first bool) llm.Capabilities {
 }
 
 // mergeExtra returns the extra request fields that two deployments both
-// send on (verbatim or translated): a call may go to either.
+// send on (verbatim or translated): a call may go to either. When either
+// answers one choice a call, so does the merge (a gateway then fans n
+// out rather than sending it on).
 func mergeExtra(a, b llm.ExtraFields) llm.ExtraFields {
+	one := a.OneChoice || b.OneChoice
 	switch {
 	case a.Verbatim && b.Verbatim:
+		a.OneChoice = one
 		return a
 	case a.Verbatim:
+		b.OneChoice = one
 		return b
 	case b.Verbatim:
+		a.OneChoice = one
 		return a
 	}
 	var both []string
@@ -197,13 +203,25 @@ func mergeExtra(a, b llm.ExtraFields) llm.ExtraFields {
 			both = append(both, name)
 		}
 	}
-	return llm.ExtraFields{Translated: strings.Join(both, " ")}
+	return llm.ExtraFields{Translated: strings.Join(both, " "), OneChoice: one}
 }
 
 // unhealthy reports whether err says the deployment itself failed: it
 // could not be reached, timed out, or answered 5xx.
 func unhealthy(err error) bool {
 	return errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrTimeout) || errors.Is(err, llm.ErrServer)
+}
+
+// rerun reports whether a call that failed with err, having shown its
+// caller nothing, may run again on another deployment: the deployment
+// could not be reached or died mid-answer (llm.ErrConnection: refused,
+// reset, a body cut before its end; a 502 from a proxy in front of it),
+// answered a 5xx or a body that does not parse (llm.ErrServer, as a cut
+// answer without a length reads), or said it is overloaded
+// (llm.ErrOverloaded: a 503 from one going down). A timeout is not: the
+// call has spent its time, and the engine's retry decides.
+func rerun(err error) bool {
+	return errors.Is(err, llm.ErrConnection) || errors.Is(err, llm.ErrServer) || errors.Is(err, llm.ErrOverloaded)
 }
 
 // Capabilities returns what every deployment declares (see llm.Capable):
@@ -222,7 +240,10 @@ func (r *Router) MaxInflight() int {
 }
 
 // Generate sends req to the least-loaded healthy deployment, and again to
-// another one, each at most once, while they fail to connect. It returns
+// another one, each at most once, while they fail to connect, die
+// mid-answer (the request sent, the answer cut), or answer 502, 503 or
+// another 5xx: the caller has seen nothing of a non-streamed answer, so
+// it is run again whole. It returns
 // the last deployment's error when none answered, an *llm.APIError
 // wrapping llm.ErrConnection when every breaker is open, and ctx's error
 // when it ends while the call waits for a slot.
@@ -236,7 +257,7 @@ func (r *Router) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 		start := time.Now()
 		resp, err := d.Model.Generate(ctx, req)
 		r.release(d, done, start, err)
-		if err != nil && errors.Is(err, llm.ErrConnection) && ctx.Err() == nil && r.another(tried) {
+		if err != nil && rerun(err) && ctx.Err() == nil && r.another(tried) {
 			continue
 		}
 		return resp, err
@@ -244,15 +265,20 @@ func (r *Router) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 }
 
 // Stream streams req from the least-loaded healthy deployment; a stream
-// that fails with llm.ErrConnection before its first event (a rate-limit
-// report aside) is started again on another deployment, each at most
-// once. A stream cut after it has yielded part of the answer ends with
-// that error: the part cannot be taken back. The errors are Generate's. A
+// that fails before its first event (a rate-limit report aside), as
+// Generate's calls that run again do, is started again on another
+// deployment, each at most once. A stream cut after it has yielded part
+// of the answer is not replayed: it ends with that error, since the part
+// cannot be taken back. Under a context marked by llm.WithWholeAnswer
+// (the caller shows nothing until the answer is whole) the events are
+// held back until the deployment's stream ends, and a stream cut
+// mid-answer is started again on another deployment, as Generate does. The errors are Generate's. A
 // deployment whose model does not stream yields an error: Capabilities
 // says Streaming only when all of them do.
 func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		tried := make([]bool, len(r.deps))
+		whole := llm.WantsWholeAnswer(ctx)
 		for {
 			d, done, err := r.acquire(ctx, tried)
 			if err != nil {
@@ -267,12 +293,28 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 				return
 			}
 			start := time.Now()
+			if whole {
+				evs, err := collect(s.Stream(ctx, req))
+				r.release(d, done, start, err)
+				if err != nil && rerun(err) && ctx.Err() == nil && r.another(tried) {
+					continue
+				}
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				if err != nil {
+					yield(llm.Event{}, err)
+				}
+				return
+			}
 			first, retry := true, false
 			var last error
 			for ev, err := range s.Stream(ctx, req) {
 				if err != nil {
 					last = err
-					if first && errors.Is(err, llm.ErrConnection) && ctx.Err() == nil && r.another(tried) {
+					if first && rerun(err) && ctx.Err() == nil && r.another(tried) {
 						retry = true
 						break
 					}
@@ -297,11 +339,25 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Eve
 	}
 }
 
+// collect gathers a stream's events up to its end or its first error.
+func collect(seq iter.Seq2[llm.Event, error]) ([]llm.Event, error) {
+	var evs []llm.Event
+	for ev, err := range seq {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
 // Forward sends an OpenAI endpoint's body (embeddings, legacy
 // completions: see llm.Forwarder) to the least-loaded healthy deployment,
 // and again to another one, each at most once, while they fail to
-// connect, as Generate does. The deployment's slot is held until the
-// answer's headers have come, not while its body is read. A deployment
+// connect or answer 502, 503 or another 5xx, as Generate does. The
+// deployment's slot is held until the answer's headers have come, not
+// while its body is read: a body cut after that reaches the caller as
+// it is. A deployment
 // that serves no such endpoint answers an *llm.APIError of class
 // llm.ErrBadRequest.
 func (r *Router) Forward(ctx context.Context, path string, body []byte) (*http.Response, error) {
@@ -319,7 +375,7 @@ func (r *Router) Forward(ctx context.Context, path string, body []byte) (*http.R
 		start := time.Now()
 		resp, err := f.Forward(ctx, path, body)
 		r.release(d, done, start, err)
-		if err != nil && errors.Is(err, llm.ErrConnection) && ctx.Err() == nil && r.another(tried) {
+		if err != nil && rerun(err) && ctx.Err() == nil && r.another(tried) {
 			continue
 		}
 		return resp, err

@@ -38,7 +38,12 @@ type npmEndpoints struct {
 	Model struct {
 		ID, Object string
 	}
-	Missing struct {
+	ChatN struct {
+		Indexes       []int
+		Texts, Finish []string
+	}
+	ChatNStream struct{ Texts []string }
+	Missing     struct {
 		Status      int
 		Code, Param string
 	}
@@ -154,6 +159,12 @@ func TestNpmEndpoints(t *testing.T) {
 			}
 			if s.Call == nil || s.Call.Name != "get_weather" || s.Call.CallID == "" || s.Call.Arguments != s.Args || !strings.Contains(s.Args, `"city"`) {
 				t.Errorf("streamed function call %+v, arguments streamed %q", s.Call, s.Args)
+			}
+			if n := got.ChatN; fmt.Sprint(n.Indexes) != "[0 1]" || len(n.Texts) != 2 || n.Texts[0] == "" || n.Texts[1] == "" || len(n.Finish) != 2 || n.Finish[1] == "" {
+				t.Errorf("chat completion with n 2: %+v, want choices 0 and 1, each with text and finish", n)
+			}
+			if ts := got.ChatNStream.Texts; len(ts) != 2 || ts[0] == "" || ts[1] == "" {
+				t.Errorf("streamed chat completion with n 2: texts %q, want 2", ts)
 			}
 			if a := got.AfterTool; a.Status != "completed" || a.Text == "" || strings.Join(a.Types, ",") != "message" {
 				t.Errorf("after the tool's output: %+v, want a message", a)

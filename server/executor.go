@@ -36,14 +36,18 @@ type chunk struct {
 	usage    llm.Usage
 	finish   llm.FinishReason
 	extra    *llm.Extra
+	// choice is the answer's choice the chunk belongs to: 0 but for a
+	// request for n > 1 choices.
+	choice int
 }
 
 // mode is one way of answering a request: a passthrough model call or an
 // agent run. It yields chunks and ends with at most one error; it stops
-// its work when ctx ends or the iteration is stopped. It calls admitted,
-// from the iterating goroutine, once the engine admits its work before
-// its first chunk (a passthrough's model call, holding a slot); a mode
-// that never calls it is in flight from its first chunk.
+// its work when ctx ends or the iteration is stopped. It calls admitted
+// (from any goroutine: it is safe for concurrent use) once the engine
+// admits its work before its first chunk (a passthrough's model call,
+// holding a slot); a mode that never calls it is in flight from its
+// first chunk.
 type mode interface {
 	chunks(ctx context.Context, admitted func()) iter.Seq2[chunk, error]
 }
@@ -113,20 +117,39 @@ type executor struct {
 	price        *Price // nil: no cost in the usage
 
 	// Filled while executing.
-	content   strings.Builder // the assistant's content, from chunkText only
-	acc       llm.Accumulator // text and tool calls, for the non-streamed answer
-	events    []Event         // reasoning events, for the non-streamed answer
-	usage     llm.Usage
-	finish    llm.FinishReason
-	wrote     bool          // the stream's headers and role chunk are out
-	finished  bool          // the finish chunk is out
-	nextCall  map[int]bool  // tool-call indices whose first delta is out
-	buf       bytes.Buffer  // one SSE event being written
-	firstByte time.Duration // time to the first chunk
+	content strings.Builder // the assistant's content (choice 0's), from chunkText only
+	events  []Event         // reasoning events, for the non-streamed answer
+	usage   llm.Usage
+	// choices is each choice's state, by index: one but for n > 1.
+	choices   []choiceState
+	wrote     bool                     // the stream's headers are out
+	buf       bytes.Buffer             // one SSE event being written
+	rc        *http.ResponseController // x.w's, made at the first flush
+	firstByte time.Duration            // time to the first chunk
 	// extra is the backend's answer members no other chunk holds: all of
 	// them for the non-streamed answer, those not yet written for a stream
 	// (they go with its next chunk).
 	extra *llm.Extra
+}
+
+// choiceState is what the executor holds of one choice of the answer.
+type choiceState struct {
+	acc      llm.Accumulator  // text and tool calls, for the non-streamed answer
+	finish   llm.FinishReason // the finish the mode sent; "": none yet
+	begun    bool             // the stream's role chunk of the choice is out
+	finished bool             // the choice's finish chunk is out
+	nextCall map[int]bool     // tool-call indices whose first delta is out
+	// extra is the members of a choice other than the first (logprobs)
+	// not yet written; the first's are in executor.extra.
+	extra map[string]json.RawMessage
+}
+
+// choice returns the state of choice i, growing x.choices to hold it.
+func (x *executor) choice(i int) *choiceState {
+	if i >= len(x.choices) {
+		x.choices = append(x.choices, make([]choiceState, i+1-len(x.choices))...)
+	}
+	return &x.choices[i]
 }
 
 // execute runs m and writes its answer. It returns m's error (also
@@ -158,6 +181,11 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 		sent.Store(int64(max(time.Since(start), time.Nanosecond)))
 		x.begin() // a drain that stopped x first cancels it
 	}
+	if !x.stream {
+		// Nothing is shown before the answer is whole: a call cut
+		// mid-answer may run again on another deployment.
+		ctx = llm.WithWholeAnswer(ctx)
+	}
 	for c, err := range m.chunks(ctx, admitted) {
 		// The one disconnection check.
 		select {
@@ -182,12 +210,15 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 		if x.firstByte == 0 {
 			x.firstByte = max(time.Since(start)-time.Duration(sent.Load()), time.Nanosecond)
 		}
+		st := x.choice(c.choice)
 		switch c.kind {
 		case chunkText:
-			x.content.WriteString(c.text)
-			x.acc.Add(llm.Event{Type: llm.EventText, Text: c.text})
+			if c.choice == 0 {
+				x.content.WriteString(c.text)
+			}
+			st.acc.Add(llm.Event{Type: llm.EventText, Text: c.text})
 		case chunkToolCall:
-			x.acc.Add(llm.Event{Type: llm.EventToolCall, ToolCall: c.toolCall})
+			st.acc.Add(llm.Event{Type: llm.EventToolCall, ToolCall: c.toolCall})
 		case chunkReasoning:
 			if !x.stream {
 				x.events = append(x.events, *c.event)
@@ -196,8 +227,20 @@ func (x *executor) run(ctx context.Context, m mode, start time.Time) error {
 			x.usage = c.usage
 			continue // written after the finish chunk
 		case chunkFinish:
-			x.finish = c.finish
+			st.finish = c.finish
 		case chunkExtra:
+			if c.extra == nil {
+				continue
+			}
+			if c.choice > 0 {
+				for k, v := range c.extra.Choice {
+					if st.extra == nil {
+						st.extra = map[string]json.RawMessage{}
+					}
+					st.extra[k] = llm.MergeMember(st.extra[k], v)
+				}
+				c.extra = &llm.Extra{Top: c.extra.Top}
+			}
 			if x.extra == nil {
 				x.extra = &llm.Extra{}
 			}
@@ -250,7 +293,8 @@ func (x *executor) chunkHead() oaiwire.Chunk {
 	return sc
 }
 
-// writeChunk writes c as SSE, preceded by the role chunk on the first.
+// writeChunk writes c as SSE, preceded by the role chunk on the first
+// of its choice.
 func (x *executor) writeChunk(c chunk) error {
 	if !x.wrote {
 		x.wrote = true
@@ -258,8 +302,12 @@ func (x *executor) writeChunk(c chunk) error {
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		x.w.WriteHeader(http.StatusOK)
+	}
+	st := x.choice(c.choice)
+	if !st.begun {
+		st.begun = true
 		empty := ""
-		x.event(oaiwire.Delta{Role: "assistant", Content: &empty}, nil)
+		x.event(c.choice, oaiwire.Delta{Role: "assistant", Content: &empty}, nil)
 	}
 	var d oaiwire.Delta
 	var finish *string
@@ -270,11 +318,11 @@ func (x *executor) writeChunk(c chunk) error {
 		tc := c.toolCall
 		i := tc.Index
 		call := oaiwire.ToolCall{Index: &i, Function: oaiwire.Function{Arguments: tc.Arguments}}
-		if x.nextCall == nil {
-			x.nextCall = map[int]bool{}
+		if st.nextCall == nil {
+			st.nextCall = map[int]bool{}
 		}
-		if !x.nextCall[i] {
-			x.nextCall[i] = true
+		if !st.nextCall[i] {
+			st.nextCall[i] = true
 			call.ID, call.Type, call.Function.Name = tc.ID, "function", tc.Name
 		}
 		d.ToolCalls = []oaiwire.ToolCall{call}
@@ -284,24 +332,45 @@ func (x *executor) writeChunk(c chunk) error {
 			d.Event, _ = json.Marshal(c.event) // strings, numbers and raw JSON already valid: cannot fail
 		}
 	case chunkFinish:
-		x.finished = true
+		st.finished = true
 		f := string(c.finish)
 		finish = &f
 	}
-	x.event(d, finish)
+	x.event(c.choice, d, finish)
 	return x.flush()
 }
 
-// event appends one chunk event with d to buf.
-func (x *executor) event(d oaiwire.Delta, finish *string) {
+// event appends one chunk event of choice i with d to buf, with the
+// extras not yet written: the answer's and the choice's.
+func (x *executor) event(i int, d oaiwire.Delta, finish *string) {
 	sc := x.chunkHead()
-	sc.Choices = []oaiwire.ChunkChoice{{Delta: d, FinishReason: finish}}
-	b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
-	if x.extra != nil {
-		b = withExtra(b, x.extra)
-		x.extra = nil
+	sc.Choices = []oaiwire.ChunkChoice{{Index: i, Delta: d, FinishReason: finish}}
+	var xt *llm.Extra // the extras this chunk carries
+	switch {
+	case i == 0 && x.extra != nil:
+		xt, x.extra = x.extra, nil
+	case i > 0:
+		st := &x.choices[i]
+		if x.extra != nil && len(x.extra.Top) > 0 || len(st.extra) > 0 {
+			xt = &llm.Extra{Choice: st.extra}
+			if x.extra != nil {
+				xt.Top, x.extra.Top = x.extra.Top, nil
+			}
+			st.extra = nil
+		}
 	}
+	if xt != nil {
+		b, _ := json.Marshal(sc) // strings, numbers and raw JSON already valid: cannot fail
+		b = withExtra(b, xt)
+		x.buf.WriteString("data: ")
+		x.buf.Write(b)
+		x.buf.WriteString("\n\n")
+		return
+	}
+	// Appended in place: the common text chunk without reflection or a
+	// copy.
 	x.buf.WriteString("data: ")
+	b, _ := sc.AppendJSON(x.buf.AvailableBuffer()) // strings, numbers and raw JSON already valid: cannot fail
 	x.buf.Write(b)
 	x.buf.WriteString("\n\n")
 }
@@ -313,18 +382,26 @@ func (x *executor) flush() error {
 	if err != nil {
 		return err
 	}
-	return http.NewResponseController(x.w).Flush()
+	if x.rc == nil {
+		x.rc = http.NewResponseController(x.w) // one per answer, not per chunk
+	}
+	return x.rc.Flush()
 }
 
-// endStream writes the finish chunk (when the mode sent none), the usage
-// chunk when asked for, and [DONE].
+// endStream writes each choice's finish chunk (when the mode sent none),
+// the usage chunk when asked for, and [DONE].
 func (x *executor) endStream() error {
-	if !x.finished {
-		f := x.acc.Response().FinishReason
-		if x.finish != "" {
-			f = x.finish
+	x.choice(0)
+	for i := range x.choices {
+		st := &x.choices[i]
+		if st.finished {
+			continue
 		}
-		if err := x.writeChunk(chunk{kind: chunkFinish, finish: f}); err != nil {
+		f := st.acc.Response().FinishReason
+		if st.finish != "" {
+			f = st.finish
+		}
+		if err := x.writeChunk(chunk{kind: chunkFinish, finish: f, choice: i}); err != nil {
 			return errClientGone
 		}
 	}
@@ -346,25 +423,34 @@ func (x *executor) endStream() error {
 
 // writeCompletion writes the non-streamed answer.
 func (x *executor) writeCompletion() error {
-	resp := x.acc.Response()
-	if x.finish != "" {
-		resp.FinishReason = x.finish
+	x.choice(0)
+	choices := make([]oaiwire.Choice, len(x.choices))
+	for i := range x.choices {
+		st := &x.choices[i]
+		resp := st.acc.Response()
+		if st.finish != "" {
+			resp.FinishReason = st.finish
+		}
+		msg := oaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
+		msg.Refusal = oaiwire.Null
+		choices[i] = oaiwire.Choice{Index: i, Message: msg, FinishReason: string(resp.FinishReason)}
 	}
-	msg := oaiwire.NewReply(resp.Message.Content, resp.Message.ToolCalls)
-	msg.Refusal = oaiwire.Null
 	if len(x.events) > 0 {
-		msg.Events, _ = json.Marshal(x.events)
+		choices[0].Message.Events, _ = json.Marshal(x.events)
 	}
 	for _, e := range x.events {
-		msg.ReasoningContent += e.text()
+		choices[0].Message.ReasoningContent += e.text()
 	}
 	b, _ := json.Marshal(oaiwire.Completion{
 		ID: x.id, Object: "chat.completion", Created: x.created, Model: x.model,
-		Choices: []oaiwire.Choice{{Message: msg, FinishReason: string(resp.FinishReason)}},
+		Choices: choices,
 		Usage:   x.wireUsage(),
 	})
 	if x.extra != nil {
 		b = withExtra(b, x.extra)
+	}
+	if len(x.choices) > 1 {
+		b = withChoiceExtras(b, x.choices)
 	}
 	x.w.Header().Set("Content-Type", "application/json")
 	x.wrote = true
@@ -382,6 +468,34 @@ func (x *executor) wireUsage() *oaiwire.Usage {
 		u.Cost = &c
 	}
 	return u
+}
+
+// withChoiceExtras returns b, a completion, with the members each of
+// its choices but the first holds in choices set on it, as withExtra
+// sets the first's.
+func withChoiceExtras(b []byte, choices []choiceState) []byte {
+	var top map[string]json.RawMessage
+	var wire []map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil || json.Unmarshal(top["choices"], &wire) != nil {
+		return b
+	}
+	changed := false
+	for i := 1; i < len(choices) && i < len(wire); i++ {
+		for k, v := range choices[i].extra {
+			if _, ours := wire[i][k]; !ours || string(wire[i][k]) == "null" {
+				wire[i][k], changed = v, true
+			}
+		}
+	}
+	if !changed {
+		return b
+	}
+	top["choices"], _ = json.Marshal(wire) // raw members already valid
+	out, err := json.Marshal(top)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // withExtra returns b, a completion or a chunk, with x's members set on

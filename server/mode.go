@@ -44,6 +44,26 @@ func (p *passthrough) chunks(ctx context.Context, admitted func()) iter.Seq2[chu
 			case llm.EventDone:
 				c = chunk{kind: chunkFinish, finish: ev.FinishReason}
 			case llm.EventExtra:
+				if ev.Extra == nil {
+					continue
+				}
+				if len(ev.Extra.Choices) > 0 {
+					// The other choices of an answer to n > 1.
+					for _, raw := range ev.Extra.Choices {
+						cs, _ := choiceChunks(raw)
+						for _, c := range cs {
+							if !yield(c, nil) {
+								return
+							}
+						}
+					}
+					rest := *ev.Extra
+					rest.Choices = nil
+					if rest.Empty() {
+						continue
+					}
+					ev.Extra = &rest
+				}
 				c = chunk{kind: chunkExtra, extra: ev.Extra}
 			default:
 				continue

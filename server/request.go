@@ -13,14 +13,26 @@ import (
 	"github.com/batchagent/batchagent/llm"
 )
 
+// maxN is the most choices a request may ask for (n).
+const maxN = 128
+
+// choicesOf returns the number of choices cr asks for: its n, 1 when
+// unset.
+func choicesOf(cr *oaiwire.Request) int {
+	if cr.N == nil {
+		return 1
+	}
+	return *cr.N
+}
+
 // llmRequest turns cr into the model request of a passthrough. It
 // returns an *apiError (400) naming the field at fault.
 func llmRequest(cr *oaiwire.Request) (*llm.Request, *apiError) {
 	if len(cr.Messages) == 0 {
 		return nil, badParam("messages", "messages must be a non-empty array")
 	}
-	if cr.N != nil && *cr.N != 1 {
-		return nil, badParam("n", "only n=1 is supported")
+	if cr.N != nil && (*cr.N < 1 || *cr.N > maxN) {
+		return nil, badParam("n", fmt.Sprintf("n must be an integer from 1 to %d, not %d", maxN, *cr.N))
 	}
 	req := &llm.Request{Temperature: cr.Temperature, TopP: cr.TopP, Seed: cr.Seed, Extra: cr.Extra}
 	msgs, fault := cr.LLMMessagesWithMedia()

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -547,7 +549,22 @@ func (s *Server) modeFor(cr *oaiwire.Request, class batchagent.Priority) (mode, 
 		return nil, "", e
 	}
 	req.Model = b.Name
-	return &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}, lastUser(cr), nil
+	pt := &passthrough{engine: s.cfg.Engine, backend: b, class: class, req: req}
+	if n := choicesOf(cr); n > 1 {
+		if x.Verbatim && !x.OneChoice {
+			// An OpenAI-compatible server answers n itself: n goes on
+			// verbatim, its choices come back whole (llm.Extra.Choices).
+			req.Extra = maps.Clone(req.Extra)
+			if req.Extra == nil {
+				req.Extra = map[string]json.RawMessage{}
+			}
+			req.Extra["n"] = json.RawMessage(strconv.Itoa(n))
+		} else {
+			// Any other backend answers one choice a call: n calls.
+			return &fanout{calls: pt, n: n}, lastUser(cr), nil
+		}
+	}
+	return pt, lastUser(cr), nil
 }
 
 // readChat reads r's body, whole, into cr. A body that is not one JSON
@@ -565,8 +582,12 @@ func (s *Server) readChat(w http.ResponseWriter, r *http.Request, cr *oaiwire.Re
 			message: "request body: " + je.Error()}
 	}
 	if err := json.Unmarshal(body, cr); err != nil {
-		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
+		e := &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",
 			message: "request body is not a chat completions request: " + err.Error()}
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			e.param = te.Field // a member of the wrong type ("n": "2") is named
+		}
+		return e
 	}
 	if err := cr.ReadExtra(body); err != nil {
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_json",

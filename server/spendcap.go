@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"strconv"
 
 	"github.com/batchagent/batchagent/internal/prices"
 	"github.com/batchagent/batchagent/internal/spend"
@@ -76,6 +77,8 @@ func (s *Server) withCap(c *client, m mode, model string) (mode, *apiError) {
 	switch m := m.(type) {
 	case *passthrough:
 		upstream = m.req.Model
+	case *fanout:
+		upstream = m.calls.req.Model
 	case *agentRun:
 		upstream = m.spec.Def().ModelName
 	}
@@ -84,8 +87,17 @@ func (s *Server) withCap(c *client, m mode, model string) (mode, *apiError) {
 		return nil, e
 	}
 	cm.price = p
-	if pt, ok := m.(*passthrough); ok {
-		cm.worst = spend.Worst(pt.req, p)
+	// A request for n choices may cost n answers: n × max_tokens (and,
+	// fanned out, n prompts).
+	switch m := m.(type) {
+	case *passthrough:
+		n := 1
+		if v, err := strconv.Atoi(string(m.req.Extra["n"])); err == nil && v > 1 {
+			n = v
+		}
+		cm.worst = spend.Worst(m.req, p) * float64(n)
+	case *fanout:
+		cm.worst = spend.Worst(m.calls.req, p) * float64(m.n)
 	}
 	return cm, nil
 }

@@ -122,7 +122,15 @@ var flavors = map[Flavor]flavorInfo{
 	FlavorSGLang:   {caps: caps(true, 64, mediaImages), baseURL: "http://127.0.0.1:30000/v1", metrics: true},
 	FlavorLlamaCpp: {caps: caps(true, 8, mediaImages), baseURL: "http://127.0.0.1:8080/v1", metrics: true},
 	FlavorOllama:   {caps: caps(false, 4, llm.Media{Image: true}), baseURL: "http://127.0.0.1:11434/v1"},
-	FlavorSim:      {caps: caps(true, 64, mediaAll), metrics: true},
+	FlavorSim:      {caps: simCaps(), metrics: true},
+}
+
+// simCaps returns the simulator's capabilities: it answers one choice
+// whatever the request's n.
+func simCaps() llm.Capabilities {
+	c := caps(true, 64, mediaAll)
+	c.Extra.OneChoice = true
+	return c
 }
 
 // The content parts the flavors take besides text.

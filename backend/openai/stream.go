@@ -72,6 +72,9 @@ type streamState struct {
 	finish   string
 	usage    llm.Usage
 	hasUsage bool
+	// extra is the last chunk's extras, sent again while chunks repeat
+	// them.
+	extra *llm.Extra
 }
 
 type callSlot struct {
@@ -210,8 +213,13 @@ func (m *Model) readStream(ctx context.Context, raw *http.Response, yield func(l
 			return
 		}
 		if oaiwire.HasAnswerExtra(data) {
-			if x, _ := oaiwire.ReadAnswerExtra(data); x != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: x}, nil) {
-				return // data decoded above: a JSON object
+			// Most servers repeat a chunk's extras in the next: the
+			// previous Extra, which no consumer changes, is sent again.
+			if !oaiwire.SameAnswerExtra(data, st.extra) {
+				st.extra, _ = oaiwire.ReadAnswerExtra(data) // data decoded above: a JSON object
+			}
+			if st.extra != nil && !yield(llm.Event{Type: llm.EventExtra, Extra: st.extra}, nil) {
+				return
 			}
 		}
 		if !m.chunkEvents(&st, &c, yield) {

@@ -117,7 +117,7 @@ func TestNew(t *testing.T) {
 		{name: "ollama", cfg: openai.Config{Flavor: openai.FlavorOllama},
 			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, DefaultConcurrency: 4, Media: llm.Media{Image: true, Billing: "openai"}}},
 		{name: "sim", cfg: openai.Config{Flavor: openai.FlavorSim, BaseURL: "http://127.0.0.1:7070/v1"},
-			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaAll}},
+			want: llm.Capabilities{Extra: llm.ExtraFields{Verbatim: true, OneChoice: true}, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 64, Media: mediaAll}},
 		{name: "concurrency override", cfg: openai.Config{Flavor: openai.FlavorVLLM, Concurrency: 200},
 			want: llm.Capabilities{Extra: verbatim, Streaming: true, NativeTools: true, NativeJSONSchema: true, PromptCaching: true, QueueProbe: true, DefaultConcurrency: 200, Media: mediaImages}},
 

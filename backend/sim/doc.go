@@ -51,7 +51,15 @@
 // next id goes missing; the last entry's member is written twice), or it
 // is written under an id not in the pack ("zz" and its id). The draws are
 // seeded by the request's tasks, so a request always gets the same answer.
-// [Model.Stats] counts packed answers and corrupted entries.
+//
+// Position bias ([Config.PositionBias] p) makes entries wrong the further
+// they sit in the pack, as models answering many questions at once do: the
+// entry at position i (from 0) of a pack of k is wrong with probability
+// p·i/(k-1). A wrong entry is valid against its schema but is another
+// value than the task's answer alone (drawn again until it differs, up to
+// 8 draws), so only a check that runs the task alone can tell. [PackSize]
+// tells a packed request's number of tasks. [Model.Stats] counts packed
+// answers, corrupted entries and wrong (biased) ones.
 //
 // # Timing and failures
 //

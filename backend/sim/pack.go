@@ -36,6 +36,31 @@ const corruptions = 4
 // corruptSalt sets the corruption draws apart from the answers' draws.
 const corruptSalt = 0x9e3779b97f4a7c15
 
+// biasSalt sets the position-bias draws apart from the corruption draws,
+// so that a PositionBias leaves the corruptions where they were.
+const biasSalt = 0xc2b2ae3d27d4eb4f
+
+// wrongTries bounds the draws of a wrong entry: a schema with few values
+// (an enum of two) may give the right one again; one with a single value
+// (a const) can never be wrong, and its entry stays right.
+const wrongTries = 8
+
+// PackSize returns the number of tasks in req when it is a packed request
+// (its output schema is named pack.SchemaName): the ids its schema
+// requires. It returns 0 for any other request.
+func PackSize(req *llm.Request) int {
+	if req.Output == nil || req.Output.Name != pack.SchemaName {
+		return 0
+	}
+	var ps struct {
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(req.Output.Schema, &ps) != nil {
+		return 0
+	}
+	return len(ps.Required)
+}
+
 // packSchema is what a packed answer reads from its output schema.
 type packSchema struct {
 	Properties map[string]json.RawMessage `json:"properties"`
@@ -77,7 +102,9 @@ var textEntrySchema = json.RawMessage(`{"type":"string"}`)
 // "required", in order, each generated from the id's property schema and
 // seeded by the id's task (from tasksMsg, the first user message), so
 // that it equals the answer the task gets alone. Entries are then
-// corrupted at Config.CorruptRate.
+// corrupted at Config.CorruptRate, and the others made wrong (valid, but
+// not the task's answer alone) at Config.PositionBias·i/(k-1) by their
+// position i in the pack of k.
 func (m *Model) packAnswer(req *llm.Request, tasksMsg string) (string, error) {
 	var ps packSchema
 	if err := json.Unmarshal(req.Output.Schema, &ps); err != nil {
@@ -123,13 +150,14 @@ func (m *Model) packAnswer(req *llm.Request, tasksMsg string) (string, error) {
 
 	// entry appends the i-th entry's value, seeded as its task would be
 	// alone: by its text and the conversation's length.
+	// A non-zero salt draws another value: a wrong answer.
 	var scratch []byte
-	entry := func(buf []byte, i int, invalid bool) []byte {
+	entry := func(buf []byte, i int, invalid bool, salt uint64) []byte {
 		seed := hashString(ids[i])
 		if t, ok := tasks[ids[i]]; ok {
 			seed = hashString(t)
 		}
-		r := gen.NewRNG(m.cfg.Seed, seed^turn)
+		r := gen.NewRNG(m.cfg.Seed, seed^turn^salt)
 		if text && !invalid {
 			scratch = m.appendAnswer(scratch[:0], nil, &r, false)
 			return gen.AppendJSONString(buf, string(scratch))
@@ -143,11 +171,26 @@ func (m *Model) packAnswer(req *llm.Request, tasksMsg string) (string, error) {
 		return append(gen.AppendJSONString(buf, id), ':')
 	}
 
+	// wrong appends a value of the i-th entry other than right (its
+	// answer alone), or right itself when wrongTries draws found none.
+	var other []byte
+	wrong := func(buf []byte, i int, right []byte) ([]byte, bool) {
+		for try := range uint64(wrongTries) {
+			other = entry(other[:0], i, false, biasSalt+try)
+			if string(other) != string(right) {
+				return append(buf, other...), true
+			}
+		}
+		return append(buf, right...), false
+	}
+
 	cr := gen.NewRNG(m.cfg.Seed^corruptSalt, hashString(tasksMsg)^turn)
-	buf := make([]byte, 0, 64*len(ids)+2)
+	br := gen.NewRNG(m.cfg.Seed^biasSalt, hashString(tasksMsg)^turn)
+	k := len(ids)
+	buf := make([]byte, 0, 64*k+2)
 	buf = append(buf, '{')
-	corrupted := 0
-	for i := 0; i < len(ids); i++ {
+	corrupted, biased := 0, 0
+	for i := 0; i < k; i++ {
 		id := ids[i]
 		kind := corruptNone
 		if m.cfg.CorruptRate > 0 && cr.Float64() < m.cfg.CorruptRate {
@@ -156,26 +199,38 @@ func (m *Model) packAnswer(req *llm.Request, tasksMsg string) (string, error) {
 		}
 		switch kind {
 		case corruptNone:
-			buf = entry(member(buf, id), i, false)
+			buf = member(buf, id)
+			if m.cfg.PositionBias > 0 && k > 1 && br.Float64() < m.cfg.PositionBias*float64(i)/float64(k-1) {
+				at := len(buf)
+				buf = entry(buf, i, false, 0)
+				right := string(buf[at:])
+				var ok bool
+				if buf, ok = wrong(buf[:at], i, []byte(right)); ok {
+					biased++
+				}
+				continue
+			}
+			buf = entry(buf, i, false, 0)
 		case corruptInvalid:
-			buf = entry(member(buf, id), i, true)
+			buf = entry(member(buf, id), i, true, 0)
 		case corruptMissing:
 		case corruptDuplicate:
-			buf = entry(member(buf, id), i, false)
-			if i+1 < len(ids) {
+			buf = entry(member(buf, id), i, false, 0)
+			if i+1 < k {
 				i++ // the next entry's value, under this id
 			}
-			buf = entry(member(buf, id), i, false)
+			buf = entry(member(buf, id), i, false, 0)
 		case corruptUnknown:
 			unknown := "zz" + id
 			for inPack[unknown] {
 				unknown = "z" + unknown
 			}
-			buf = entry(member(buf, unknown), i, false)
+			buf = entry(member(buf, unknown), i, false, 0)
 		}
 	}
 	buf = append(buf, '}')
 	m.packed.Add(1)
 	m.corrupted.Add(int64(corrupted))
+	m.biased.Add(int64(biased))
 	return string(buf), nil
 }

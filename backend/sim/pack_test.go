@@ -350,3 +350,72 @@ func TestPackedToolTurn(t *testing.T) {
 		t.Errorf("Stats = %+v, want no packed answer", st)
 	}
 }
+
+// TestPackedPositionBias checks that position bias makes entries wrong
+// but valid, more often the later they sit in the pack, never the first,
+// and that a wrong entry differs from the task's answer alone.
+func TestPackedPositionBias(t *testing.T) {
+	t.Parallel()
+	s, err := schema.Compile(json.RawMessage(entrySchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const k, packs, bias = 10, 60, 0.5
+	m := newModel(t, sim.Config{Seed: 11, PositionBias: bias})
+	alone := newModel(t, sim.Config{Seed: 11})
+	wrongAt := make([]int, k)
+	wrong := 0
+	for p := range packs {
+		tasks := tasksOf(fmt.Sprintf("Pack %d issue", p), k)
+		req := packRequest(entrySchema, tasks...)
+		if got := sim.PackSize(req); got != k {
+			t.Fatalf("PackSize = %d, want %d", got, k)
+		}
+		got := members(t, generate(t, t.Context(), m, req).Message.Content)
+		if len(got) != k {
+			t.Fatalf("pack %d: %d members, want %d (bias leaves every id in place)", p, len(got), k)
+		}
+		for i, task := range tasks {
+			if want := fmt.Sprintf("a%d", i+1); got[i].key != want {
+				t.Fatalf("pack %d: member %d is %q, want %q", p, i, got[i].key, want)
+			}
+			if err := s.Validate(got[i].value); err != nil {
+				t.Errorf("pack %d entry %d = %s: Validate = %v, want a valid (if wrong) answer", p, i, got[i].value, err)
+			}
+			if string(got[i].value) != generate(t, t.Context(), alone, aloneRequest(entrySchema, task)).Message.Content {
+				wrongAt[i]++
+				wrong++
+			}
+		}
+	}
+	if wrongAt[0] != 0 {
+		t.Errorf("first entries wrong %d times, want never (rate p·0/(k-1))", wrongAt[0])
+	}
+	// Expected: packs·bias·i/(k-1) at position i; the last third against
+	// the first third shows the growth.
+	early, late := wrongAt[1]+wrongAt[2]+wrongAt[3], wrongAt[7]+wrongAt[8]+wrongAt[9]
+	if late <= 2*early {
+		t.Errorf("wrong entries by position %v: last three %d, want well over twice the first three's %d", wrongAt, late, early)
+	}
+	mean := float64(wrong) / float64(packs*k)
+	if mean < bias/2-0.1 || mean > bias/2+0.1 {
+		t.Errorf("wrong share %.3f, want about %.2f (bias/2)", mean, bias/2)
+	}
+	if st := m.Stats(); st.Biased != int64(wrong) {
+		t.Errorf("Stats.Biased = %d, want %d wrong entries", st.Biased, wrong)
+	}
+	if got := sim.PackSize(aloneRequest(entrySchema, "x")); got != 0 {
+		t.Errorf("PackSize(unpacked) = %d, want 0", got)
+	}
+}
+
+// TestPositionBiasRange checks that a bias outside [0, 1] is refused by
+// name.
+func TestPositionBiasRange(t *testing.T) {
+	t.Parallel()
+	for _, p := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := sim.New(sim.Config{PositionBias: p}); err == nil || !strings.Contains(err.Error(), "position_bias") {
+			t.Errorf("New(PositionBias: %v) = %v, want an error naming position_bias", p, err)
+		}
+	}
+}

@@ -48,6 +48,16 @@ type Config struct {
 	// an id not in the pack, or given a value that violates its schema
 	// (see "Packed prompts" in the package doc). Zero means never.
 	CorruptRate float64
+	// PositionBias is the error rate, in [0, 1], of the last entry of a
+	// packed answer: the entry at position i (from 0) of a pack of k is
+	// wrong with probability PositionBias·i/(k-1), so the first is never
+	// wrong and the rate grows evenly along the pack (a pack's mean is
+	// PositionBias/2). A wrong entry is valid against its schema but
+	// differs from the answer its task gets alone (another enum label,
+	// another number), so only running the task alone tells it apart.
+	// Entries already corrupted (CorruptRate) are not drawn again. Zero
+	// means never.
+	PositionBias float64
 	// ToolTurns is how many turns call tools before the model answers.
 	// Defaults to DefaultToolTurns; negative means the model never calls
 	// tools.
@@ -77,7 +87,7 @@ func (c Config) validate() error {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"jitter", c.Jitter}, {"fail", c.FailRate}, {"invalid", c.InvalidRate}, {"corrupt", c.CorruptRate}} {
+	}{{"jitter", c.Jitter}, {"fail", c.FailRate}, {"invalid", c.InvalidRate}, {"corrupt", c.CorruptRate}, {"position_bias", c.PositionBias}} {
 		if !(p.v >= 0 && p.v <= 1) { // NaN too
 			return fmt.Errorf("sim: %s = %v, want a value in [0, 1]", p.name, p.v)
 		}
@@ -97,6 +107,7 @@ type Model struct {
 	fails     atomic.Int64 // injected failures
 	packed    atomic.Int64 // packed answers
 	corrupted atomic.Int64 // corrupted entries of packed answers
+	biased    atomic.Int64 // entries of packed answers made wrong by Config.PositionBias
 
 	mu   sync.Mutex                // protects gens
 	gens map[string]*gen.Generator // compiled generators by schema text; at most maxGenerators
@@ -223,11 +234,14 @@ type Stats struct {
 	// (Config.CorruptRate), one per corruption drawn: a "duplicate" also
 	// takes the next entry's place, which is not counted again.
 	Corrupted int64
+	// Biased counts the entries of packed answers made wrong by
+	// Config.PositionBias: valid, but not the task's answer alone.
+	Biased int64
 }
 
 // Stats returns the calls made so far.
 func (m *Model) Stats() Stats {
-	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load(), Packed: m.packed.Load(), Corrupted: m.corrupted.Load()}
+	return Stats{Calls: m.calls.Load(), Failures: m.fails.Load(), Packed: m.packed.Load(), Corrupted: m.corrupted.Load(), Biased: m.biased.Load()}
 }
 
 // Capabilities declares the simulator's features: it streams, takes tools

@@ -71,6 +71,11 @@ type Options struct {
 	// Corrupt is the share of packed entries the pack scenario's
 	// simulator corrupts. Defaults to 0; other scenarios refuse it.
 	Corrupt float64
+	// Profile names the pack scenario's server profile
+	// (simhttp.Profiles); PositionBias is its simulator's
+	// sim.Config.PositionBias. Other scenarios refuse them.
+	Profile      string
+	PositionBias float64
 
 	// KillAt is the provider-batch scenario's ProviderBatchOptions.KillAt;
 	// other scenarios refuse it.
@@ -121,6 +126,12 @@ type Report struct {
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 	MaxTokens        int   `json:"max_tokens,omitempty"`
+	// TokensPerS is the completion tokens the server reported over wall_s
+	// (live): the decode throughput the mode drew from the server.
+	TokensPerS *float64 `json:"tokens_per_s,omitempty"`
+	// SchemaValidShare is the share of agents whose final answer parsed
+	// and validated against the output schema (live).
+	SchemaValidShare *float64 `json:"schema_valid_share,omitempty"`
 
 	// StateShare is, for mode engine+state, its throughput over that of
 	// mode engine run just before it in the same round: the median of
@@ -142,6 +153,9 @@ var Scenarios = []string{"fair", "slots", "scale", "server", "dedup", "live", "s
 
 // Run runs scenario and writes its reports to w.
 func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Report, error) {
+	if scenario != "pack" && (opt.Profile != "" || opt.PositionBias != 0) {
+		return nil, fmt.Errorf("bench: --profile and --position-bias apply to the pack scenario only, not %s", scenario)
+	}
 	var (
 		wl    workload
 		known = []string{"engine", "naive"} // the scenario's modes, in order
@@ -188,9 +202,9 @@ func Run(ctx context.Context, scenario string, opt Options, w io.Writer) ([]Repo
 		return nil, err
 	case "pack":
 		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Dir != "" {
-			return nil, errors.New("bench: pack takes only -n, --corrupt, --seed and --json")
+			return nil, errors.New("bench: pack takes only -n, --corrupt, --profile, --position-bias, --seed and --json")
 		}
-		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Seed: opt.Seed, JSON: opt.JSON}, w)
+		_, err := RunPack(ctx, PackOptions{N: opt.N, Corrupt: opt.Corrupt, Profile: opt.Profile, PositionBias: opt.PositionBias, Seed: opt.Seed, JSON: opt.JSON}, w)
 		return nil, err
 	case "ratelimit":
 		if opt.Backend != "" || opt.Model != "" || opt.MaxTokens != 0 || opt.State || opt.Fail != 0 || opt.Count > 1 || len(opt.Modes) > 0 || opt.Rate != 0 || opt.Duration != 0 || opt.Corrupt != 0 || opt.TimeScale != 0 {

@@ -56,6 +56,7 @@ type liveRun struct {
 	ttfts               []time.Duration // of agents that received a token
 	prompt, cached      int64
 	completion          int64
+	valid               int // agents whose final answer parsed and validated
 	requests, status429 int64
 }
 
@@ -260,6 +261,8 @@ func measureLive(ctx context.Context, opt Options, lw liveWorkload, mode string,
 	}
 	r.requests, r.status429 = b.tr.requests.Load(), b.tr.status429.Load()
 	p50, p95, share := cacheStats(r.ttfts, r.prompt, r.cached)
+	tokensPerS := round(float64(r.completion)/wall.Seconds(), 2)
+	validShare := round(float64(r.valid)/float64(lw.n), 4)
 	return Report{
 		Scenario:         "live",
 		Mode:             mode,
@@ -282,13 +285,15 @@ func measureLive(ctx context.Context, opt Options, lw liveWorkload, mode string,
 		PromptTokens:     r.prompt,
 		CompletionTokens: r.completion,
 		MaxTokens:        lw.maxTokens,
+		TokensPerS:       &tokensPerS,
+		SchemaValidShare: &validShare,
 	}, nil
 }
 
 // liveColumns are the table's extra columns for the live scenario.
 func liveColumns(r Report) string {
-	return fmt.Sprintf("  ttft_p50 %.3f  ttft_p95 %.3f  cached %.2f  http_429 %d",
-		*r.TTFTP50S, *r.TTFTP95S, *r.CachedShare, *r.HTTP429)
+	return fmt.Sprintf("  ttft_p50 %.3f  ttft_p95 %.3f  cached %.2f  http_429 %d  tokens/s %.1f  valid %.2f",
+		*r.TTFTP50S, *r.TTFTP95S, *r.CachedShare, *r.HTTP429, *r.TokensPerS, *r.SchemaValidShare)
 }
 
 // liveEngine runs the workload through the engine with its defaults for
@@ -318,6 +323,9 @@ func liveEngine(ctx context.Context, m *openai.Model, lw liveWorkload) (liveRun,
 
 func (r *liveRun) add(res batchagent.Result, ttft time.Duration) {
 	r.count(res)
+	if res.Err == nil && res.Output != nil {
+		r.valid++
+	}
 	if ttft > 0 {
 		r.ttfts = append(r.ttfts, ttft)
 	}

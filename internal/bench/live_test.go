@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -51,7 +52,7 @@ func fastSim(seqs, queue int) simhttp.Config {
 // liveFields are the keys every live line carries (BENCHMARKS.md).
 var liveFields = []string{"scenario", "mode", "n", "wall_s", "ideal_s", "ratio", "agents_per_s", "ok", "failed",
 	"tool_requested", "tool_executed", "llm_calls", "peak_rss_mb", "cpu_s",
-	"ttft_p50_s", "ttft_p95_s", "cached_share", "http_429"}
+	"ttft_p50_s", "ttft_p95_s", "cached_share", "http_429", "tokens_per_s", "schema_valid_share"}
 
 // runLive runs the live scenario with JSON output and returns its lines,
 // decoded both as reports and as raw objects (to check key names).
@@ -114,6 +115,14 @@ func TestLiveAgainstHTTPSimulator(t *testing.T) {
 		}
 		if r.PromptTokens <= 0 || r.CompletionTokens <= 0 || r.MaxTokens != bench.DefaultLiveMaxTokens {
 			t.Errorf("%s: prompt %d completion %d max_tokens %d", r.Mode, r.PromptTokens, r.CompletionTokens, r.MaxTokens)
+		}
+		// Every agent ended with a valid answer; the decode throughput is
+		// the completion tokens over the wall time, as reported.
+		if *r.SchemaValidShare != 1 {
+			t.Errorf("%s: schema_valid_share = %v with %d of %d ok, want 1", r.Mode, *r.SchemaValidShare, r.OK, n)
+		}
+		if want := float64(r.CompletionTokens) / r.WallS; *r.TokensPerS <= 0 || math.Abs(*r.TokensPerS-want) > 0.01*want+0.01 {
+			t.Errorf("%s: tokens_per_s = %v, want completion %d / wall %v = %.2f", r.Mode, *r.TokensPerS, r.CompletionTokens, r.WallS, want)
 		}
 		requests += r.ServerRequests
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +19,23 @@ import (
 
 // Defaults of the pack scenario.
 const (
-	// DefaultPackN is the pack scenario's number of tasks.
+	// DefaultPackN is the pack scenario's number of tasks, and the
+	// cached-slots profile's.
 	DefaultPackN = 2000
-	// PackMaxAgents is the packed mode's Pack.MaxAgents.
+	// PackMaxAgents is the packed mode's Pack.MaxAgents, and the auto
+	// mode's.
 	PackMaxAgents = 20
+	// DefaultOneSlotN is the one-slot profile's number of tasks: one at a
+	// time at about 0.3 s each, 200 unpacked tasks take a minute.
+	DefaultOneSlotN = 200
+	// DefaultRPMLimitedN is the rpm-limited profile's number of tasks:
+	// paced at 600 requests a minute, 300 unpacked tasks take about 30 s.
+	DefaultRPMLimitedN = 300
 )
+
+// PackSizes are the fixed pack sizes a profile's run compares: modes
+// "fixed-5", "fixed-10" and "fixed-20".
+var PackSizes = []int{5, 10, 20}
 
 // packSchema is the answer of a classification task.
 const packSchema = `{"type":"object","properties":{"label":{"type":"string","enum":["positive","negative","neutral"]}},"required":["label"],"additionalProperties":false}`
@@ -52,17 +66,66 @@ type PackOptions struct {
 	// (missing, invalid, duplicated or under an unknown id), in [0, 1].
 	// Defaults to 0.
 	Corrupt float64
+	// Profile names the server (simhttp.Profiles). Empty means the
+	// scenario of modes "unpacked" and "packed" on the cached-slots
+	// server; a profile runs modes "unpacked", "auto" (Pack.Auto, up to
+	// PackMaxAgents) and "fixed-K" for each of PackSizes. The server's
+	// queue is unbounded whatever the profile's, so that only its
+	// slots, cache, overhead and rate limits shape the run.
+	Profile string
+	// Modes picks modes of a profile's run, in their order. Empty means
+	// all.
+	Modes []string
+	// PositionBias is the simulator's sim.Config.PositionBias for packed
+	// answers, in [0, 1]. Defaults to 0.
+	PositionBias float64
 	// Seed seeds the simulator. Defaults to 1.
 	Seed uint64
 	// JSON prints one JSON object per mode instead of a line.
 	JSON bool
 }
 
+// packDefaultN is the number of tasks of a profile when -n is not given.
+func packDefaultN(profile string) int {
+	switch profile {
+	case simhttp.ProfileOneSlot:
+		return DefaultOneSlotN
+	case simhttp.ProfileRPMLimited:
+		return DefaultRPMLimitedN
+	}
+	return DefaultPackN
+}
+
+// packModes are the modes of a profile's run, in order.
+func packModes() []string {
+	modes := []string{"unpacked", "auto"}
+	for _, k := range PackSizes {
+		modes = append(modes, fmt.Sprintf("fixed-%d", k))
+	}
+	return modes
+}
+
+// packSize is the Pack.MaxAgents of a mode: 0 unpacked.
+func packSize(mode string) int {
+	switch mode {
+	case "unpacked":
+		return 0
+	case "packed", "auto":
+		return PackMaxAgents
+	}
+	var k int
+	fmt.Sscanf(mode, "fixed-%d", &k)
+	return k
+}
+
 // PackReport is one mode of the pack scenario.
 type PackReport struct {
 	Scenario string `json:"scenario"`
-	// Mode is "unpacked" (a model call per task) or "packed" (up to
-	// PackMaxAgents tasks a call).
+	// Profile is the server profile; empty without one.
+	Profile string `json:"profile,omitempty"`
+	// Mode is "unpacked" (a model call per task), "packed" (up to
+	// PackMaxAgents tasks a call), and with a profile "auto" (Pack.Auto up
+	// to PackMaxAgents) or "fixed-K" (up to K tasks a call).
 	Mode  string  `json:"mode"`
 	N     int     `json:"n"`
 	WallS float64 `json:"wall_s"`
@@ -90,32 +153,73 @@ type PackReport struct {
 	CallsRatio        *float64 `json:"calls_ratio,omitempty"`
 	PromptTokensRatio *float64 `json:"prompt_tokens_ratio,omitempty"`
 	WallRatio         *float64 `json:"wall_ratio,omitempty"`
+	// Speedup, on a profile's auto line, is the unpacked wall time ÷
+	// auto's.
+	Speedup *float64 `json:"speedup,omitempty"`
+	// PackSizes counts the requests the server queued by the tasks each
+	// carried ("1": a task alone, "10": a pack of ten), as the simulator
+	// read them from the requests: the sizes the mode chose.
+	PackSizes map[string]int64 `json:"pack_sizes,omitempty"`
+	// PositionBias is the simulator's position bias; Biased counts the
+	// packed entries it made wrong (valid, but not the task's answer
+	// alone).
+	PositionBias float64 `json:"position_bias,omitempty"`
+	Biased       int64   `json:"biased,omitempty"`
+	// HTTP429 counts the requests the server answered 429 for its rate
+	// limits.
+	HTTP429 int64 `json:"http_429,omitempty"`
 }
 
 // RunPack runs the pack scenario: N tiny classification tasks against
-// the HTTP simulator (continuous batching, prefix cache) through the
-// OpenAI backend, first unpacked, then packed, each on a fresh server.
+// the HTTP simulator through the OpenAI backend, each mode on a fresh
+// server. Without a profile: unpacked, then packed, on the cached-slots
+// server (continuous batching, prefix cache). With one: unpacked, auto
+// and the fixed sizes on the profile's server; N defaults to the
+// profile's (DefaultPackN, DefaultOneSlotN, DefaultRPMLimitedN).
 func RunPack(ctx context.Context, opt PackOptions, w io.Writer) ([]PackReport, error) {
-	if opt.N < 0 || !(opt.Corrupt >= 0 && opt.Corrupt <= 1) {
-		return nil, errors.New("bench: pack wants -n ≥ 0 and --corrupt in [0, 1]")
+	if opt.N < 0 || !(opt.Corrupt >= 0 && opt.Corrupt <= 1) || !(opt.PositionBias >= 0 && opt.PositionBias <= 1) {
+		return nil, errors.New("bench: pack wants -n ≥ 0, and --corrupt and --position-bias in [0, 1]")
+	}
+	modes := []string{"unpacked", "packed"}
+	if opt.Profile != "" {
+		if _, err := simhttp.Profile(opt.Profile); err != nil {
+			return nil, fmt.Errorf("bench: pack --profile: %w", err)
+		}
+		all := packModes()
+		modes = all
+		if len(opt.Modes) > 0 {
+			modes = opt.Modes
+			for _, m := range modes {
+				if !slices.Contains(all, m) {
+					return nil, fmt.Errorf("bench: pack: unknown mode %q (known: %s)", m, strings.Join(all, ", "))
+				}
+			}
+		}
+	} else if len(opt.Modes) > 0 {
+		return nil, errors.New("bench: pack: modes are chosen with a --profile only")
 	}
 	if opt.N == 0 {
-		opt.N = DefaultPackN
+		opt.N = packDefaultN(opt.Profile)
 	}
 	if opt.Seed == 0 {
 		opt.Seed = 1
 	}
 	var reports []PackReport
-	for _, mode := range []string{"unpacked", "packed"} {
+	var unpacked *PackReport
+	for _, mode := range modes {
 		r, err := packRun(ctx, opt, mode)
 		if err != nil {
 			return reports, err
 		}
-		if mode == "packed" {
-			u := reports[0]
+		if mode == "unpacked" {
+			unpacked = &r
+		} else if u := unpacked; u != nil {
 			r.CallsRatio = ptr(float64(u.LLMCalls) / float64(max(r.LLMCalls, 1)))
 			r.PromptTokensRatio = ptr(float64(u.PromptTokens) / float64(max(r.PromptTokens, 1)))
 			r.WallRatio = ptr(r.WallS / u.WallS)
+			if mode == "auto" {
+				r.Speedup = ptr(u.WallS / r.WallS)
+			}
 		}
 		reports = append(reports, r)
 		if opt.JSON {
@@ -123,25 +227,51 @@ func RunPack(ctx context.Context, opt PackOptions, w io.Writer) ([]PackReport, e
 			fmt.Fprintln(w, string(out))
 			continue
 		}
-		fmt.Fprintf(w, "pack %-9s n=%d  wall %.2fs  first result %.3fs  llm_calls %d  prompt_tokens %d  cached %.0f%%  ok %d  failed %d  packed %d  alone %d",
-			r.Mode, r.N, r.WallS, r.FirstResultS, r.LLMCalls, r.PromptTokens, 100*r.CachedShare, r.OK, r.Failed, r.Packed, r.PackAlone)
+		fmt.Fprintf(w, "pack %s%-9s n=%d  wall %.2fs  first result %.3fs  llm_calls %d  prompt_tokens %d  cached %.0f%%  ok %d  failed %d  packed %d  alone %d",
+			profilePrefix(r.Profile), r.Mode, r.N, r.WallS, r.FirstResultS, r.LLMCalls, r.PromptTokens, 100*r.CachedShare, r.OK, r.Failed, r.Packed, r.PackAlone)
 		if r.CallsRatio != nil {
 			fmt.Fprintf(w, "  calls ÷%.1f  prompt tokens ÷%.1f  wall ×%.2f", *r.CallsRatio, *r.PromptTokensRatio, *r.WallRatio)
+		}
+		if r.Speedup != nil {
+			fmt.Fprintf(w, "  speedup %.2f", *r.Speedup)
+		}
+		if r.Profile != "" {
+			fmt.Fprintf(w, "  sizes %v", r.PackSizes)
+		}
+		if r.Biased > 0 {
+			fmt.Fprintf(w, "  biased %d", r.Biased)
 		}
 		fmt.Fprintln(w)
 	}
 	return reports, nil
 }
 
+// profilePrefix is a profile's name and a space, for a text line.
+func profilePrefix(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return profile + " "
+}
+
 // packRun runs one mode against a fresh server.
 func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, error) {
-	r := PackReport{Scenario: "pack", Mode: mode, N: opt.N}
+	r := PackReport{Scenario: "pack", Profile: opt.Profile, Mode: mode, N: opt.N}
+	size := packSize(mode)
 	mcfg := sim.Config{ToolTurns: -1, Seed: opt.Seed}
-	if mode == "packed" {
-		mcfg.CorruptRate = opt.Corrupt
-		r.Corrupt = opt.Corrupt
+	if size > 0 {
+		mcfg.CorruptRate, mcfg.PositionBias = opt.Corrupt, opt.PositionBias
+		r.Corrupt, r.PositionBias = opt.Corrupt, opt.PositionBias
 	}
-	srv, m, stop, err := serveSim(ctx, simhttp.Config{Model: mcfg, MaxQueue: -1})
+	var scfg simhttp.Config
+	if opt.Profile != "" {
+		var err error
+		if scfg, err = simhttp.Profile(opt.Profile); err != nil {
+			return r, err
+		}
+	}
+	scfg.Model, scfg.MaxQueue = mcfg, -1
+	srv, m, stop, err := serveSim(ctx, scfg)
 	if err != nil {
 		return r, err
 	}
@@ -159,8 +289,8 @@ func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, err
 		MaxTokens:    1024,
 		MaxRetries:   5,
 	}
-	if mode == "packed" {
-		d.Pack = batchagent.Pack{MaxAgents: PackMaxAgents}
+	if size > 0 {
+		d.Pack = batchagent.Pack{MaxAgents: size, Auto: mode == "auto"}
 	}
 	in := make([]batchagent.Input, opt.N)
 	for i := range in {
@@ -196,6 +326,14 @@ func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, err
 	}
 	ss := srv.Stats()
 	r.LLMCalls = ss.Requests
+	r.HTTP429 = ss.RateLimited
+	r.Biased = srv.ModelStats().Biased
+	if opt.Profile != "" {
+		r.PackSizes = map[string]int64{}
+		for k, n := range srv.PackSizes() {
+			r.PackSizes[strconv.Itoa(k)] = n
+		}
+	}
 	r.PromptTokens, r.CompletionTokens = st.Usage.PromptTokens, st.Usage.CompletionTokens
 	if r.PromptTokens > 0 {
 		r.CachedShare = float64(st.Usage.CachedTokens) / float64(r.PromptTokens)

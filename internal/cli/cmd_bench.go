@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/batchagent/batchagent/backend/sim/simhttp"
 	"github.com/batchagent/batchagent/internal/bench"
 	"github.com/batchagent/batchagent/llm"
 )
@@ -58,6 +59,8 @@ Scenarios: %s.`, strings.Join(bench.Scenarios, ", ")),
 	fl.IntVar(&f.opt.Rate, "rate", 0, fmt.Sprintf("gateway: requests per second (0: %d)", bench.DefaultGatewayRate))
 	fl.DurationVar(&f.opt.Duration, "duration", 0, fmt.Sprintf("gateway: how long each phase lasts (0: %v)", bench.DefaultGatewayDuration))
 	fl.Float64Var(&f.opt.Corrupt, "corrupt", 0, "pack: share of packed entries the simulator corrupts, in [0, 1]")
+	fl.StringVar(&f.opt.Profile, "profile", "", "pack: server profile ("+strings.Join(simhttp.Profiles, ", ")+"); runs unpacked, auto and fixed packs of 5, 10 and 20")
+	fl.Float64Var(&f.opt.PositionBias, "position-bias", 0, "pack: error rate of a packed answer's last entry (position i of k wrong, but valid, with probability p·i/(k-1)), in [0, 1]")
 	fl.IntVar(&f.opt.KillAt, "kill-at", 0, "provider-batch: SIGKILL the run once the endpoint has that many batches, then resume it")
 	fl.Float64Var(&f.opt.TimeScale, "time-scale", 0, fmt.Sprintf("agentic: scale of every duration (tool latencies, the simulator's steps; 0: %g)", bench.DefaultAgenticTimeScale))
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")

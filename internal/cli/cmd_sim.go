@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,9 +56,16 @@ answered as a chat completion outside --rpm and --tpm, and a batch
 completes no sooner than --batch-delay after its creation; GET
 /sim/batch/stats counts batches, lines and duplicate_submissions
 (custom_ids submitted in more than one batch). It runs
-until SIGINT or SIGTERM, then lets requests in flight finish.`,
+until SIGINT or SIGTERM, then lets requests in flight finish.
+
+--profile names a kind of server whose settings the other flags then
+adjust: cached-slots (16 sequences and a prefix cache, the defaults),
+one-slot (one sequence, no prefix cache, 150ms a call before the prefill,
+like a local server) or rpm-limited (a hosted API: 256 sequences, 600
+requests and 2,000,000 tokens a minute).`,
 		Example: `  batchagent sim serve --addr 127.0.0.1:0 --seed 7 --tool-turns 0
-  batchagent sim serve --fault rate_limited --log-level debug`,
+  batchagent sim serve --fault rate_limited --log-level debug
+  batchagent sim serve --profile one-slot --position-bias 0.1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := a.logger
@@ -67,6 +75,11 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 					return &usageError{cmd: cmd.CommandPath(), err: err}
 				}
 				logger = l
+			}
+			if f.profile != "" {
+				if err := f.applyProfile(cmd.Flags().Changed); err != nil {
+					return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--profile: %w", err)}
+				}
 			}
 			return withSignals(cmd.Context(), func(ctx context.Context) int {
 				return simServe(ctx, f, logger, a.stderr)
@@ -81,6 +94,9 @@ until SIGINT or SIGTERM, then lets requests in flight finish.`,
 	fl.DurationVar(&f.cfg.DecodeStep, "decode-step", simhttp.DefaultDecodeStep, "time of a decode step with a batch of one")
 	fl.DurationVar(&f.cfg.DecodeStepPerSeq, "decode-step-per-seq", simhttp.DefaultDecodeStepPerSeq, "extra step time per sequence in the batch")
 	fl.BoolVar(&f.cfg.NoPrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
+	fl.DurationVar(&f.cfg.CallOverhead, "call-overhead", 0, "time each request costs the server before its prefill (a local server's per-call setup); the running batch waits for it")
+	fl.StringVar(&f.profile, "profile", "", "server profile the other flags adjust: "+strings.Join(simhttp.Profiles, ", ")+" (default: the flags' defaults, as cached-slots)")
+	fl.Float64Var(&f.cfg.Model.PositionBias, "position-bias", 0, "error rate of a packed answer's last entry: the entry at position i of k is a valid but wrong answer with probability p·i/(k-1)")
 	fl.IntVar(&f.cfg.KVCacheTokens, "kv-cache-tokens", 0, "KV cache size in tokens: prefix blocks are evicted least recently used when a new sequence needs room (0: 1,048,576)")
 	fl.IntVar(&f.cfg.ContextWindow, "context-window", simhttp.DefaultContextWindow, "context window in tokens")
 	fl.StringVar(&f.cfg.ModelName, "model", simhttp.DefaultModelName, "model name to list and answer as")
@@ -109,6 +125,32 @@ type simFlags struct {
 	apiKeyEnv string
 	fault     string
 	verbose   bool
+	profile   string
+}
+
+// applyProfile sets the settings of f.profile that no flag set
+// (changed reports whether a flag was given).
+func (f *simFlags) applyProfile(changed func(string) bool) error {
+	p, err := simhttp.Profile(f.profile)
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		flag string
+		set  func()
+	}{
+		{"max-seqs", func() { f.cfg.MaxSeqs = p.MaxSeqs }},
+		{"max-queue", func() { f.cfg.MaxQueue = p.MaxQueue }},
+		{"no-prefix-cache", func() { f.cfg.NoPrefixCache = p.NoPrefixCache }},
+		{"call-overhead", func() { f.cfg.CallOverhead = p.CallOverhead }},
+		{"rpm", func() { f.cfg.RPM = p.RPM }},
+		{"tpm", func() { f.cfg.TPM = p.TPM }},
+	} {
+		if !changed(s.flag) {
+			s.set()
+		}
+	}
+	return nil
 }
 
 // simServe serves the HTTP simulator until ctx is done: `batchagent sim

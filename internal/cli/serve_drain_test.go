@@ -26,7 +26,10 @@ import (
 // answered 503 with Retry-After, the stream completes whole, and the
 // process exits 0.
 func TestServeDrain(t *testing.T) {
-	up, err := simhttp.New(simhttp.Config{Model: sim.Config{Seed: 1, ToolTurns: -1}, DecodeStep: 40 * time.Millisecond})
+	// 200 ms a token: A (a short answer of the simulator's, about 15 tokens)
+	// holds the slot for seconds, so that B is seen waiting on a loaded
+	// machine too (at 40 ms A ended first in CI, at load 30).
+	up, err := simhttp.New(simhttp.Config{Model: sim.Config{Seed: 1, ToolTurns: -1}, DecodeStep: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

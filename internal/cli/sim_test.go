@@ -193,3 +193,43 @@ func TestSimServeBatchAPI(t *testing.T) {
 		t.Errorf("exit status %d, want 0", code)
 	}
 }
+
+// TestSimServeProfile checks that --profile sets a server's limits (the
+// rpm-limited profile's show in its rate-limit headers), that a flag
+// given overrides the profile's value, and that an unknown profile is a
+// usage error listing the known ones.
+func TestSimServeProfile(t *testing.T) {
+	limit := func(args ...string) string {
+		t.Helper()
+		url, stop := startSim(t, args...)
+		defer stop()
+		body := `{"model":"m","messages":[{"role":"user","content":"Say hello."}]}`
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST = %d, want 200", resp.StatusCode)
+		}
+		return resp.Header.Get("x-ratelimit-limit-requests")
+	}
+	if got := limit("--profile", "rpm-limited", "--tool-turns", "0"); got != "600" {
+		t.Errorf("rpm-limited: x-ratelimit-limit-requests = %q, want 600", got)
+	}
+	if got := limit("--profile", "rpm-limited", "--rpm", "90", "--tool-turns", "0"); got != "90" {
+		t.Errorf("rpm-limited --rpm 90: x-ratelimit-limit-requests = %q, want 90 (the flag wins)", got)
+	}
+	var stdout, stderr strings.Builder
+	code := cli.Main(t.Context(), []string{"sim", "serve", "--addr", "127.0.0.1:0", "--profile", "vllm"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `"vllm"`) || !strings.Contains(stderr.String(), "one-slot") {
+		t.Errorf("--profile vllm: exit %d, stderr %q, want 2 and an error naming it and the known profiles", code, stderr.String())
+	}
+}

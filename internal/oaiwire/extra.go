@@ -95,7 +95,8 @@ var (
 
 // ReadAnswerExtra returns the members of data, a chat completion or a
 // stream chunk, that no llm type holds: its own and its first choice's
-// (index 0), null members left out; nil when there are none. data must
+// (index 0), null members left out, and its other choices (index 1 and
+// up, of a request for n > 1) whole in Choices; nil when there are none. data must
 // be valid JSON, as the caller's decode of it checked; one that is not
 // an object has none.
 func ReadAnswerExtra(data []byte) (*llm.Extra, error) {
@@ -114,13 +115,14 @@ func ReadAnswerExtra(data []byte) (*llm.Extra, error) {
 					return idx == nil
 				})
 				if idx != nil && string(idx) != "0" {
+					x.Choices = append(x.Choices, bytes.Clone(c))
 					return true
 				}
 				eachMember(c, func(k, v []byte) bool {
 					x.Choice = addMember(x.Choice, k, v, choiceFields)
 					return true
 				})
-				return false
+				return true
 			})
 			return true
 		}
@@ -157,15 +159,18 @@ func addMember(m map[string]json.RawMessage, k, v []byte, known []string) map[st
 // HasAnswerExtra reports, without allocating, whether data, a valid
 // chat completion or stream chunk, may hold members [ReadAnswerExtra]
 // returns: a non-null member of its own or of a choice that no llm type
-// holds. Streams check it on each chunk before the full decode, which
-// most chunks do not need.
+// holds, or a choice other than the first (index 1 and up). Streams
+// check it on each chunk before the full decode, which most chunks do
+// not need.
 func HasAnswerExtra(data []byte) bool {
 	found := false
 	eachMember(data, func(k, v []byte) bool {
 		if string(k) == "choices" {
 			eachElement(v, func(c []byte) bool {
 				eachMember(c, func(k, v []byte) bool {
-					if !slices.Contains(choiceFields, string(k)) && string(v) != "null" {
+					if string(k) == "index" {
+						found = string(v) != "0"
+					} else if !slices.Contains(choiceFields, string(k)) && string(v) != "null" {
 						found = true
 					}
 					return !found
@@ -178,6 +183,57 @@ func HasAnswerExtra(data []byte) bool {
 		return !found
 	})
 	return found
+}
+
+// SameAnswerExtra reports, without allocating, whether the members
+// [ReadAnswerExtra] would return for data, a valid chat completion or
+// stream chunk, are exactly those of x, by name and raw value. Servers
+// repeat the same extras in every chunk of a stream (llama.cpp's and
+// OpenAI's system_fingerprint): a stream checks each chunk against the
+// previous chunk's Extra and sends that one again, unchanged, instead of
+// decoding a new one. A name with an escape in it never matches.
+func SameAnswerExtra(data []byte, x *llm.Extra) bool {
+	if x == nil {
+		return false
+	}
+	same := true
+	var top, choice int // the members of x seen
+	match := func(k, v []byte, known []string, m map[string]json.RawMessage, n *int) bool {
+		if slices.Contains(known, string(k)) || string(v) == "null" {
+			return true
+		}
+		if bytes.IndexByte(k, '\\') >= 0 {
+			same = false
+			return false
+		}
+		if w, ok := m[string(k)]; !ok || !bytes.Equal(w, v) {
+			same = false
+			return false
+		}
+		*n++
+		return true
+	}
+	eachMember(data, func(k, v []byte) bool {
+		if string(k) == "choices" {
+			eachElement(v, func(c []byte) bool {
+				var idx []byte
+				eachMember(c, func(k, v []byte) bool {
+					if string(k) == "index" {
+						idx = v
+					}
+					return idx == nil
+				})
+				if idx != nil && string(idx) != "0" {
+					return true
+				}
+				eachMember(c, func(k, v []byte) bool { return match(k, v, choiceFields, x.Choice, &choice) })
+				return false
+			})
+			return same
+		}
+		return match(k, v, answerFields, x.Top, &top)
+	})
+	return same && top == len(x.Top) && choice == len(x.Choice)
 }
 
 // eachMember calls fn with the raw key (between its quotes) and value of

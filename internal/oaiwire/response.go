@@ -2,7 +2,9 @@ package oaiwire
 
 import (
 	"encoding/json"
+	"strconv"
 
+	"github.com/batchagent/batchagent/jsonenc"
 	"github.com/batchagent/batchagent/llm"
 )
 
@@ -166,4 +168,88 @@ type ClientChunk struct {
 // chunk.
 func (c *ClientChunk) IsError() bool {
 	return (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error"
+}
+
+// AppendJSON appends c as json.Marshal writes it, byte for byte. The
+// chunks of a streamed text answer (a delta of role and content, a finish
+// reason, usage null or absent) are written without reflection: the
+// gateway writes one per token. Any other chunk goes through
+// json.Marshal.
+func (c *Chunk) AppendJSON(b []byte) ([]byte, error) {
+	if !c.plain() {
+		out, err := json.Marshal(c)
+		if err != nil {
+			return b, err
+		}
+		return append(b, out...), nil
+	}
+	b = append(b, `{"id":`...)
+	b = jsonenc.AppendString(b, c.ID, true)
+	b = append(b, `,"object":`...)
+	b = jsonenc.AppendString(b, c.Object, true)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = jsonenc.AppendString(b, c.Model, true)
+	b = append(b, `,"choices":[`...)
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(ch.Index), 10)
+		b = append(b, `,"delta":{`...)
+		sep := false
+		if ch.Delta.Role != "" {
+			b = append(b, `"role":`...)
+			b = jsonenc.AppendString(b, ch.Delta.Role, true)
+			sep = true
+		}
+		if ch.Delta.Content != nil {
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, `"content":`...)
+			b = jsonenc.AppendString(b, *ch.Delta.Content, true)
+		}
+		b = append(b, `},"logprobs":null,"finish_reason":`...)
+		if ch.FinishReason != nil {
+			b = jsonenc.AppendString(b, *ch.FinishReason, true)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if c.Usage != nil {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, '}'), nil
+}
+
+// plain reports whether AppendJSON writes c without reflection: choices
+// whose delta has no tool call, reasoning or event and no logprobs, a nil
+// Choices slice (JSON null) excepted, and usage absent or [Null].
+func (c *Chunk) plain() bool {
+	if c.Choices == nil {
+		return false
+	}
+	switch u := c.Usage.(type) {
+	case nil:
+	case json.RawMessage:
+		if string(u) != "null" {
+			return false
+		}
+	default:
+		return false
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		d := &ch.Delta
+		if ch.Logprobs != nil || len(d.ToolCalls) > 0 || d.ReasoningContent != "" || d.Event != nil {
+			return false
+		}
+	}
+	return true
 }

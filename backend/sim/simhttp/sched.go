@@ -266,6 +266,7 @@ func (s *Server) admit(running []*seq) []*seq {
 // the step's time and the number of sequences that take part in it.
 func (s *Server) plan(running []*seq) (step time.Duration, members int) {
 	budget, prefill, decoding, batch := chunkTokens, 0, 0, 0
+	var overhead time.Duration
 	for _, q := range running {
 		if q.decoding {
 			decoding++
@@ -277,6 +278,7 @@ func (s *Server) plan(running []*seq) (step time.Duration, members int) {
 		}
 		if q.left < 0 {
 			s.startPrefill(q)
+			overhead += s.cfg.CallOverhead
 		}
 		n := min(budget, q.left)
 		q.left -= n
@@ -293,7 +295,7 @@ func (s *Server) plan(running []*seq) (step time.Duration, members int) {
 	}
 	memory := s.cfg.DecodeStep + time.Duration(batch)*s.cfg.DecodeStepPerSeq
 	compute := time.Duration(prefill+decoding) * s.cfg.PrefillPerToken
-	return max(memory, compute), batch
+	return max(memory, compute) + overhead, batch
 }
 
 // startPrefill looks q's prompt up in the prefix cache as its prefill

@@ -664,3 +664,31 @@ func TestServerKVCache(t *testing.T) {
 		}
 	})
 }
+
+// TestServerCallOverhead checks that CallOverhead is paid once per
+// request, in the step its prefill starts, and that on one sequence the
+// requests pay it one after the other.
+func TestServerCallOverhead(t *testing.T) {
+	t.Parallel()
+	const pp, step, overhead = 100 * time.Microsecond, 10 * time.Millisecond, 150 * time.Millisecond
+	cfg := Config{Model: sim.Config{ToolTurns: -1}, MaxSeqs: 1, NoPrefixCache: true,
+		PrefillPerToken: pp, DecodeStep: step, DecodeStepPerSeq: 1, CallOverhead: overhead}
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := runServer(t, cfg)
+		defer stop()
+		jobs := prepareAll(t, s, sizedChat(t, "Step. ", "A.", 40, 2), sizedChat(t, "Step. ", "B.", 40, 2))
+		tm := burst(t, s, jobs)
+		// Each: overhead + one prefill step (decode-bound) for the first
+		// token, then one decode step for the second.
+		one := overhead + (step + 1) + (step + 1)
+		if want := overhead + step + 1; tm.ttft[0] != want {
+			t.Errorf("first TTFT = %v, want %v (overhead and one step)", tm.ttft[0], want)
+		}
+		if tm.end[0] != one {
+			t.Errorf("first done at %v, want %v", tm.end[0], one)
+		}
+		if want := 2 * one; tm.end[1] != want {
+			t.Errorf("second done at %v, want %v: one slot, so it pays its overhead after the first", tm.end[1], want)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -106,6 +107,12 @@ type Config struct {
 	// DecodeStepPerSeq is the extra time of a step per sequence in the
 	// batch. Defaults to DefaultDecodeStepPerSeq.
 	DecodeStepPerSeq time.Duration
+	// CallOverhead is the time a request costs the server before its
+	// prefill, as a local server spends per call on templating, sampler
+	// and slot setup: it is added to the step in which the request's
+	// prefill starts, so the whole batch waits for it (on a server of one
+	// sequence, calls pay it one after the other). Zero means none.
+	CallOverhead time.Duration
 	// NoPrefixCache turns the prefix cache off: every prompt token is
 	// prefilled, and the KV cache is not modelled. The zero value caches.
 	NoPrefixCache bool
@@ -203,7 +210,7 @@ func (c Config) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"prefill_per_token", c.PrefillPerToken}, {"decode_step", c.DecodeStep}, {"decode_step_per_seq", c.DecodeStepPerSeq}} {
+	}{{"prefill_per_token", c.PrefillPerToken}, {"decode_step", c.DecodeStep}, {"decode_step_per_seq", c.DecodeStepPerSeq}, {"call_overhead", c.CallOverhead}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("simhttp: %s = %v, want a duration >= 0", d.name, d.v))
 		}
@@ -261,7 +268,8 @@ func (c Config) validate() error {
 // chunks: each step prefills up to 512 tokens, finishing one prompt and
 // starting the next within the budget, so running sequences keep decoding
 // during a long prefill (vLLM's chunked prefill). A prompt's cost is its
-// uncached tokens × PrefillPerToken.
+// uncached tokens × PrefillPerToken, plus CallOverhead once, added to
+// the step in which its prefill starts.
 //
 // Prefix cache: a prompt is rendered (system messages, the tools' JSON,
 // then the other messages, in order) and counted as one token per 4 bytes,
@@ -359,6 +367,9 @@ type Server struct {
 	lost       atomic.Int64 // sequences that recomputed evicted blocks
 	busy       atomic.Int64 // ns of steps run
 	service    atomic.Int64 // ns of steps × sequences taking part
+
+	sizesMu sync.Mutex    // protects sizes
+	sizes   map[int]int64 // requests admitted to the queue, by tasks a request (1: not packed)
 }
 
 // phase is where a Server is in its life.
@@ -382,7 +393,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, model: m, start: time.Now(), wake: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, model: m, start: time.Now(), wake: make(chan struct{}, 1), sizes: map[int]int64{}}
 	s.acct = newAccount(cfg.RPM, cfg.TPM, s.start)
 	if !cfg.NoPrefixCache {
 		s.cache = newKVCache(cfg.KVCacheTokens / blockTokens)
@@ -452,6 +463,21 @@ func (s *Server) BatchStats() BatchStats {
 	}
 	return s.batch.stats()
 }
+
+// PackSizes counts the chat-completion requests the server queued (past
+// rate limits and faults) by the number of tasks each carried: a packed
+// request (see package internal/pack) counts under its tasks
+// ([sim.PackSize]), any other under 1. It returns a fresh map; it is
+// safe to call at any time.
+func (s *Server) PackSizes() map[int]int64 {
+	s.sizesMu.Lock()
+	defer s.sizesMu.Unlock()
+	return maps.Clone(s.sizes)
+}
+
+// ModelStats returns the simulated model's counts: its answers, packed
+// ones, and their corrupted and biased entries.
+func (s *Server) ModelStats() sim.Stats { return s.model.Stats() }
 
 // Stats returns the server's counters and gauges. It is safe to call at
 // any time.

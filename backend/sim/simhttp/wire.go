@@ -399,6 +399,7 @@ type job struct {
 	q            *seq
 	fault        Fault // injected into the answer: stream_cut, malformed or none
 	media        int   // the part of q.prompt that is media
+	tasks        int   // tasks the request carries: a pack's, else 1
 }
 
 // prepare decodes a chat request, generates its answer with the
@@ -455,6 +456,7 @@ func (s *Server) prepare(ctx context.Context, cr *oaiwire.Request) (*job, *apiEr
 		ans:     a,
 		q:       newSeq(promptTokens, blockHashes(prompt), total),
 		media:   media,
+		tasks:   max(1, sim.PackSize(req)),
 	}
 	j.includeUsage = cr.IncludeUsage()
 	return j, nil, nil
@@ -516,6 +518,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, acct *account
 		return
 	}
 	defer s.leave(j.q)
+	s.sizesMu.Lock()
+	s.sizes[j.tasks]++
+	s.sizesMu.Unlock()
 	if j.stream {
 		s.stream(w, r, j)
 	} else {

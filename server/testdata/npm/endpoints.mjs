@@ -2,7 +2,8 @@
 // models.retrieve (MODEL and a missing one), embeddings.create (the
 // client's default base64 encoding, and floats with dimensions 8),
 // completions.create (plain and streamed), responses.create (plain, and
-// streamed with the function tool get_weather). Prints what each gave.
+// streamed with the function tool get_weather), chat.completions.create
+// with n: 2 (plain and streamed). Prints what each gave.
 import { client, need, print, run } from './lib.mjs';
 
 run(async () => {
@@ -53,5 +54,13 @@ run(async () => {
     { type: 'function_call_output', call_id: call.call_id, output: '{"temp_c":21}' },
   ], tools });
   out.afterTool = { status: rt.status, types: rt.output.map((o) => o.type), text: rt.output_text };
+
+  // n: 2 choices, plain and streamed (each chunk with its choice's index).
+  const cn = await c.chat.completions.create({ model, n: 2, messages: [{ role: 'user', content: 'Say hi.' }] });
+  out.chatN = { indexes: cn.choices.map((ch) => ch.index), texts: cn.choices.map((ch) => ch.message.content ?? ''), finish: cn.choices.map((ch) => ch.finish_reason) };
+  const sn = await c.chat.completions.create({ model, n: 2, stream: true, messages: [{ role: 'user', content: 'Say hi.' }] });
+  const texts = [];
+  for await (const ch of sn) for (const choice of ch.choices) texts[choice.index] = (texts[choice.index] ?? '') + (choice.delta.content ?? '');
+  out.chatNStream = { texts };
   print(out);
 });
