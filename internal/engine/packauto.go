@@ -116,10 +116,10 @@ func (p *packer) unpacked() (alone, probe []*packItem) {
 			probe = nil
 		}
 	}
-	n := min(len(p.pending), max(p.aloneLimit()-a.aloneOut, 0))
-	alone, p.pending = plan(p.pending, n, 1<<62)
-	if n == 0 {
-		alone = nil
+	// plan takes at least one agent: with no room to hand one on, take
+	// none, or the agent would be taken from pending and never answered.
+	if n := min(len(p.pending), p.aloneLimit()-a.aloneOut); n > 0 {
+		alone, p.pending = plan(p.pending, n, 1<<62)
 	}
 	a.aloneOut += len(alone)
 	return alone, probe
