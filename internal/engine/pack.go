@@ -207,7 +207,7 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (packed int
 		select {
 		case a := <-it.done:
 			if a.measured {
-				p.aloneDone(0) // handed alone as it left: it no longer counts
+				p.aloneDone(0, 0) // handed alone as it left: it no longer counts
 			}
 		default:
 		}
@@ -633,7 +633,11 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 	p.adapt(n, truncated, bad+missing, err)
 	if p.autoOn {
 		p.mu.Lock()
-		p.packDone(n, time.Since(start), err != nil || truncated || 2*(bad+missing) > n)
+		ttft := time.Duration(0)
+		if !first.IsZero() {
+			ttft = first.Sub(start)
+		}
+		p.packDone(n, time.Since(start), ttft, err != nil || truncated || 2*(bad+missing) > n)
 		p.mu.Unlock()
 	}
 	// The slot goes back only now that the size is set: a pack formed the

@@ -46,7 +46,8 @@ const (
 type autoState struct {
 	budget     time.Duration   // the latency budget of one pack
 	cap        int             // the largest pack allowed: latency and agreement lower it
-	alone      float64         // EWMA of an alone task's call seconds
+	alone      float64         // EWMA of an alone task's call seconds, its queue wait taken out
+	ttft0      time.Duration   // the shortest time to first token of an alone call: one without a wait in the server's queue
 	aloneN     int             // alone answers measured
 	aloneOut   int             // agents handed to run alone, not yet answered
 	cost       map[int]float64 // EWMA of a packed task's call seconds, by pack size
@@ -56,6 +57,7 @@ type autoState struct {
 	probeEvery int
 	started    time.Time // of the first alone answer measured, for the request rate
 	throttles  int64     // the gate's throttles when the packer started
+	bound      bool      // requests were seen to bind (rateBound)
 	sizes      []int     // the sizes chosen, in order, for the log and tests
 	// verify: the latest checks (true: agreed), a ring of
 	// job.PackAgreementWindow.
@@ -125,18 +127,40 @@ func (p *packer) unpacked() (alone, probe []*packItem) {
 	return alone, probe
 }
 
+// serviceTime is what a call that took took, its first token after
+// ttft, cost the server: the time less its wait in the server's queue,
+// taken as ttft beyond the shortest time to first token of an alone call
+// (a.ttft0). The queue is left out because it says how many calls wait,
+// not what one costs: a continuous-batching server that the engine's
+// admission fills beyond its slots makes every call wait longer, alone or
+// packed, and a pack's wait is shared by its tasks, which would make
+// packing look cheaper than it is. Zero ttft (not measured) leaves took.
+// A pack's prefill of its extra tasks is taken as part of its wait, a
+// small error for the short tasks packing suits; p.mu held.
+func (a *autoState) serviceTime(took, ttft time.Duration) time.Duration {
+	if ttft <= 0 || a.ttft0 <= 0 || ttft <= a.ttft0 {
+		return took
+	}
+	return max(took-(ttft-a.ttft0), time.Millisecond)
+}
+
 // aloneDone measures an agent handed to run alone by an automatic packer,
-// whose call time was spent (zero: it failed, nothing learnt).
-func (p *packer) aloneDone(spent time.Duration) {
+// whose call time was spent (zero: it failed, nothing learnt), its first
+// token after ttft.
+func (p *packer) aloneDone(spent, ttft time.Duration) {
 	p.mu.Lock()
 	a := p.auto
 	a.aloneOut--
 	if spent > 0 {
+		if ttft > 0 && (a.ttft0 == 0 || ttft < a.ttft0) {
+			a.ttft0 = ttft
+		}
+		c := a.serviceTime(spent, ttft).Seconds()
 		if a.aloneN == 0 {
 			a.started = time.Now()
-			a.alone = spent.Seconds()
+			a.alone = c
 		} else {
-			a.alone += autoEWMA * (spent.Seconds() - a.alone)
+			a.alone += autoEWMA * (c - a.alone)
 		}
 		a.aloneN++
 	}
@@ -155,26 +179,30 @@ func (p *packer) aloneDone(spent time.Duration) {
 
 // rateBound reports whether requests bind: the admission's RPM budget
 // is near what the alone calls make, or the backend throttled since the
-// packer started; p.mu held.
+// packer started. Once seen it stays so: packing lowers the request rate
+// it is seen by, and an account's limit does not go away; p.mu held.
 func (p *packer) rateBound() bool {
-	if !p.g.gated {
-		return false
+	a := p.auto
+	if a.bound || !p.g.gated {
+		return a.bound
 	}
 	st := p.g.g.Stats()
-	if st.Throttles > p.auto.throttles {
+	if st.Throttles > a.throttles {
+		a.bound = true
 		return true
 	}
-	a := p.auto
 	if st.RPM <= 0 || a.aloneN < autoMinAlone {
 		return false
 	}
 	mins := time.Since(a.started).Minutes()
-	return mins > 0 && float64(a.aloneN)/mins >= autoRateNear*float64(st.RPM)
+	a.bound = mins > 0 && float64(a.aloneN)/mins >= autoRateNear*float64(st.RPM)
+	return a.bound
 }
 
-// packDone measures a pack of n agents whose call took took, cut says
-// whether its answer was cut at the token cap or mostly unusable.
-func (p *packer) packDone(n int, took time.Duration, failed bool) {
+// packDone measures a pack of n agents whose call took took, its first
+// token after ttft (zero: none came); failed says whether the call failed
+// or its answer was cut at the token cap or mostly unusable; p.mu held.
+func (p *packer) packDone(n int, took, ttft time.Duration, failed bool) {
 	a := p.auto
 	if p.size == 1 {
 		a.probing = false
@@ -182,7 +210,7 @@ func (p *packer) packDone(n int, took time.Duration, failed bool) {
 	if failed || n < 2 {
 		return
 	}
-	c := took.Seconds() / float64(n)
+	c := a.serviceTime(took, ttft).Seconds() / float64(n)
 	if a.costN[n] == 0 {
 		a.cost[n] = c
 	} else {
@@ -315,14 +343,17 @@ func (p *packer) afterAlone(st *agent.State, measured bool, packed json.RawMessa
 	if !measured && packed == nil {
 		return nil
 	}
-	inf := st.Timings.Inference
+	inf, hadTTFT := st.Timings.Inference, st.Timings.TTFT > 0
 	return func(st *agent.State, err error) {
 		if measured {
-			spent := time.Duration(0)
+			var spent, ttft time.Duration
 			if err == nil {
 				spent = st.Timings.Inference - inf
+				if !hadTTFT {
+					ttft = st.Timings.TTFT
+				}
 			}
-			p.aloneDone(spent)
+			p.aloneDone(spent, ttft)
 		}
 		if packed != nil && err == nil && st.Output != nil {
 			p.checked(agree(packed, st.Output))
