@@ -109,7 +109,9 @@ func (p *packer) aloneLimit() int {
 // p.mu held.
 func (p *packer) unpacked() (alone, probe []*packItem) {
 	a := p.auto
-	if p.autoOn && !a.probing && a.aloneN >= a.nextProbe && len(p.pending) >= 2 && a.cap >= 2 {
+	// A probe is a full one: a pack of 2 pays its call's fixed cost over
+	// too few tasks to show what packing gains.
+	if p.autoOn && !a.probing && a.aloneN >= a.nextProbe && len(p.pending) >= min(autoProbe, a.cap) && a.cap >= 2 {
 		probe, p.pending = plan(p.pending, min(autoProbe, a.cap), p.maxTokens-p.sysTokens)
 		if len(probe) >= 2 {
 			a.probing = true
@@ -262,9 +264,7 @@ func (p *packer) decide() {
 	prev := s / 2
 	switch {
 	case next > s && (a.costN[next] == 0 || a.cost[next] < autoGrowGain*a.cost[s] || bound):
-		if a.costN[s] >= 2 {
-			p.setSize(next, "the time per task fell")
-		}
+		p.setSize(next, "the time per task fell")
 	case prev >= 2 && a.costN[prev] > 0 && a.cost[prev] < autoGrowGain*a.cost[s] && !bound:
 		p.setSize(prev, "a smaller pack costs less per task")
 	}
