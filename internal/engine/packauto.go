@@ -63,7 +63,6 @@ type autoState struct {
 	// job.PackAgreementWindow.
 	checks  []bool
 	checkAt int
-	sampled float64 // packed answers due for a check (Verify's share accrues here)
 }
 
 // newAuto sets up the state of a packer of a job whose timeout is
