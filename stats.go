@@ -36,6 +36,11 @@ type Stats struct {
 	// instead (their packed answer was missing or invalid, their task too
 	// large, or packing failed).
 	PackCalls, Packed, PackAlone int64
+	// PackVerified counts the packed answers checked against the answer
+	// their task got alone (Pack.Verify; those agents count in PackAlone,
+	// and their results are the alone answers), and PackAgreed those
+	// that agreed: PackAgreed / PackVerified is the agreement rate.
+	PackVerified, PackAgreed int64
 	// Turns counts completed model turns.
 	Turns int64
 	// ToolCalls counts tool calls requested by models.
@@ -104,7 +109,8 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		Started: c.Started, Done: c.Done, OK: c.OK, Failed: c.Failed, Restored: c.Restored,
 		ByKind: c.ByKind, ModelCalls: c.ModelCalls, Unanswered: c.Unanswered, Turns: c.Turns, ToolCalls: c.ToolCalls,
-		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone, Backends: e.core.Gates(),
+		PackCalls: c.PackCalls, Packed: c.Packed, PackAlone: c.PackAlone,
+		PackVerified: c.PackVerified, PackAgreed: c.PackAgreed, Backends: e.core.Gates(),
 		Usage: c.Usage, CheckpointErrors: c.CheckpointErrors, Tools: e.core.Tools(),
 		AgentsCalling: c.AgentsCalling, AgentsInTools: c.AgentsInTools, AgentsWaiting: c.AgentsWaiting,
 	}

@@ -264,7 +264,16 @@ func NewSpec(d Def) (*Spec, error) {
 	if d.Pack.MaxPromptTokens > 0 && !d.Pack.On() {
 		return nil, badSpec("pack max prompt tokens %d without max agents of 2 or more", d.Pack.MaxPromptTokens)
 	}
+	if d.Pack.Verify < 0 || d.Pack.Verify > 1 || d.Pack.MinAgreement < 0 || d.Pack.MinAgreement > 1 {
+		return nil, badSpec("pack verify %g and min agreement %g must be between 0 and 1", d.Pack.Verify, d.Pack.MinAgreement)
+	}
+	if (d.Pack.Auto || d.Pack.Verify > 0) && !d.Pack.On() {
+		return nil, badSpec("pack auto or verify without max agents of 2 or more")
+	}
 	if d.Pack.On() {
+		if d.Pack.Verify > 0 && d.Pack.MinAgreement == 0 {
+			d.Pack.MinAgreement = DefaultPackMinAgreement
+		}
 		if len(d.Tools) > 0 {
 			return nil, badSpec("pack: agents with tools cannot be packed (a packed agent gets one answer, no tool turns)")
 		}

@@ -33,6 +33,10 @@ const (
 	DefaultRPMLimitedN = 300
 )
 
+// DefaultPackVerify is PackOptions.Verify when a position bias is set:
+// the auto mode checks this share of its packed answers.
+const DefaultPackVerify = 0.05
+
 // PackSizes are the fixed pack sizes a profile's run compares: modes
 // "fixed-5", "fixed-10" and "fixed-20".
 var PackSizes = []int{5, 10, 20}
@@ -79,6 +83,10 @@ type PackOptions struct {
 	// PositionBias is the simulator's sim.Config.PositionBias for packed
 	// answers, in [0, 1]. Defaults to 0.
 	PositionBias float64
+	// Verify is the auto mode's Pack.Verify: the share of packed answers
+	// checked against their tasks run alone. Defaults to
+	// DefaultPackVerify when PositionBias is set, else 0.
+	Verify float64
 	// Seed seeds the simulator. Defaults to 1.
 	Seed uint64
 	// JSON prints one JSON object per mode instead of a line.
@@ -165,6 +173,11 @@ type PackReport struct {
 	// alone).
 	PositionBias float64 `json:"position_bias,omitempty"`
 	Biased       int64   `json:"biased,omitempty"`
+	// Verified and Agreement, on an auto line with Verify set: the packed
+	// answers checked against their tasks run alone, and the share of
+	// them that agreed.
+	Verified  int64    `json:"verified,omitempty"`
+	Agreement *float64 `json:"agreement,omitempty"`
 	// HTTP429 counts the requests the server answered 429 for its rate
 	// limits.
 	HTTP429 int64 `json:"http_429,omitempty"`
@@ -204,6 +217,12 @@ func RunPack(ctx context.Context, opt PackOptions, w io.Writer) ([]PackReport, e
 	if opt.Seed == 0 {
 		opt.Seed = 1
 	}
+	if !(opt.Verify >= 0 && opt.Verify <= 1) {
+		return nil, errors.New("bench: pack wants a verify share in [0, 1]")
+	}
+	if opt.Verify == 0 && opt.PositionBias > 0 {
+		opt.Verify = DefaultPackVerify
+	}
 	var reports []PackReport
 	var unpacked *PackReport
 	for _, mode := range modes {
@@ -240,6 +259,9 @@ func RunPack(ctx context.Context, opt PackOptions, w io.Writer) ([]PackReport, e
 		}
 		if r.Biased > 0 {
 			fmt.Fprintf(w, "  biased %d", r.Biased)
+		}
+		if r.Agreement != nil {
+			fmt.Fprintf(w, "  agreement %.3f of %d checked", *r.Agreement, r.Verified)
 		}
 		fmt.Fprintln(w)
 	}
@@ -291,6 +313,9 @@ func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, err
 	}
 	if size > 0 {
 		d.Pack = batchagent.Pack{MaxAgents: size, Auto: mode == "auto"}
+		if mode == "auto" {
+			d.Pack.Verify = opt.Verify
+		}
 	}
 	in := make([]batchagent.Input, opt.N)
 	for i := range in {
@@ -339,5 +364,11 @@ func packRun(ctx context.Context, opt PackOptions, mode string) (PackReport, err
 		r.CachedShare = float64(st.Usage.CachedTokens) / float64(r.PromptTokens)
 	}
 	r.Packed, r.PackAlone = st.Packed, st.PackAlone
+	if d.Pack.Verify > 0 {
+		r.Verified = st.PackVerified
+		if st.PackVerified > 0 {
+			r.Agreement = ptr(float64(st.PackAgreed) / float64(st.PackVerified))
+		}
+	}
 	return r, ctx.Err()
 }

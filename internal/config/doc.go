@@ -60,9 +60,13 @@
 //	cache:                        # Job.Cache: the response cache; off: none
 //	  path: answers.db            # default: the user cache directory's batchagent/responses.db
 //	  ttl: 720h
-//	pack:                         # Def.Pack: agents share model calls (no tools or mcp)
-//	  max_agents: 20              # per call, 2 or more; required in pack
+//	pack:                         # Def.Pack: agents share model calls (no tools or mcp);
+//	                              # or auto (also true): the engine chooses, up to 20 a call
+//	  max_agents: 20              # per call, 2 or more; left out: auto, up to 20
 //	  max_prompt_tokens: 4000     # per call; defaults to job.DefaultPackPromptTokens
+//	  auto: true                  # the engine chooses whether and how much to pack
+//	  verify: 0.02                # share of packed answers checked against one alone
+//	  min_agreement: 0.9          # below it (checked answers), packs shrink
 //	fallbacks:                    # Job.Fallbacks: tiers tried in order, opened into Def.Fallbacks
 //	  - backend: sim://           # required, as the job's backend
 //	    model: small              # optional, as the job's model

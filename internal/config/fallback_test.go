@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/batchagent/batchagent"
 	"github.com/batchagent/batchagent/internal/config"
@@ -86,6 +87,42 @@ func TestParsePackDefaults(t *testing.T) {
 	}
 }
 
+// TestParsePackAuto checks the ways a job file asks for automatic
+// packing: the word auto, true, a mapping without max_agents (a job that
+// asks for packing without a size), or auto with a size and checks; and
+// that each reads back the same once marshalled.
+func TestParsePackAuto(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want job.Pack
+	}{
+		{"pack: auto", job.Pack{MaxAgents: job.DefaultPackAutoAgents, Auto: true}},
+		{"pack: true", job.Pack{MaxAgents: job.DefaultPackAutoAgents, Auto: true}},
+		{"pack: false", job.Pack{}},
+		{"pack: {verify: 0.02}", job.Pack{MaxAgents: job.DefaultPackAutoAgents, Auto: true, Verify: 0.02}},
+		{"pack: {max_agents: 12, auto: true, verify: 0.02, min_agreement: 0.8}", job.Pack{MaxAgents: 12, Auto: true, Verify: 0.02, MinAgreement: 0.8}},
+		{"pack: {max_agents: 12}", job.Pack{MaxAgents: 12}},
+	} {
+		got, err := config.Parse([]byte("task: x\n"+tt.in+"\n"), "job.yaml", "/jobs")
+		if err != nil {
+			t.Errorf("Parse(%q) error = %v", tt.in, err)
+			continue
+		}
+		if got.Def.Pack != tt.want {
+			t.Errorf("Parse(%q) pack = %+v, want %+v", tt.in, got.Def.Pack, tt.want)
+		}
+		b, err := yaml.Marshal(got)
+		if err != nil {
+			t.Fatalf("Marshal(%q) error = %v", tt.in, err)
+		}
+		again, err := config.Parse(b, "job.yaml", "/jobs")
+		if err != nil || again.Def.Pack != tt.want {
+			t.Errorf("Parse(Marshal(%q)) = %+v, %v; want %+v (marshalled: %s)", tt.in, again.Def.Pack, err, tt.want, b)
+		}
+	}
+}
+
 func TestParseTiersAndPackProblems(t *testing.T) {
 	t.Parallel()
 	runProblemCases(t, t.TempDir(), []problemCase{
@@ -101,9 +138,19 @@ func TestParseTiersAndPackProblems(t *testing.T) {
 			want: []config.Problem{{Line: 3, Col: 15, Path: "pack.max_agents", Msg: "must be at least 2, got 0"}},
 		},
 		{
-			name: "pack without max_agents",
-			in:   "task: x\npack:\n  max_prompt_tokens: 4000\n",
-			want: []config.Problem{{Line: 3, Col: 3, Path: "pack.max_agents", Msg: "required key is missing (the most agents one model call answers, 2 or more)"}},
+			name: "pack verifying more than all",
+			in:   "task: x\npack: {verify: 1.5}\n",
+			want: []config.Problem{{Line: 2, Col: 16, Path: "pack.verify", Msg: "must be between 0 and 1 (a share), got 1.5"}},
+		},
+		{
+			name: "pack agreeing less than none",
+			in:   "task: x\npack:\n  max_agents: 8\n  min_agreement: -0.5\n",
+			want: []config.Problem{{Line: 4, Col: 18, Path: "pack.min_agreement", Msg: "must be between 0 and 1 (a share), got -0.5"}},
+		},
+		{
+			name: "pack of an unknown word",
+			in:   "task: x\npack: always\n",
+			want: []config.Problem{{Line: 2, Col: 7, Path: "pack", Msg: "expected auto, true, false or a mapping of max_agents, max_prompt_tokens, auto, verify and min_agreement, got \"always\""}},
 		},
 		{
 			name: "pack with no prompt tokens",
@@ -123,13 +170,12 @@ func TestParseTiersAndPackProblems(t *testing.T) {
 		{
 			name: "pack of the wrong type",
 			in:   "task: x\npack: 20\n",
-			want: []config.Problem{{Line: 2, Col: 7, Path: "pack", Msg: "expected a mapping, got 20"}},
+			want: []config.Problem{{Line: 2, Col: 7, Path: "pack", Msg: "expected auto, true, false or a mapping of max_agents, max_prompt_tokens, auto, verify and min_agreement, got 20"}},
 		},
 		{
 			name: "pack with an unknown key",
 			in:   "task: x\npack: {max_agent: 4}\n",
 			want: []config.Problem{
-				{Line: 2, Col: 7, Path: "pack.max_agents", Msg: "required key is missing (the most agents one model call answers, 2 or more)"},
 				{Line: 2, Col: 8, Path: "pack.max_agent", Msg: `unknown key "max_agent" (did you mean "max_agents"?)`},
 			},
 		},

@@ -168,7 +168,7 @@ func (j *Job) keys() keys {
 			{"timeout", &d.ToolPool.Timeout},
 		}},
 		{"warm_prefix", &a.WarmPrefix},
-		{"pack", keys{{"max_agents", &d.Pack.MaxAgents}, {"max_prompt_tokens", &d.Pack.MaxPromptTokens}}},
+		{"pack", packField{&d.Pack}},
 		{"reduce", &j.Reduce},
 		{"pricing", pricingField{&j.Pricing}},
 		{"cache", cacheField{&j.Cache}},

@@ -17,6 +17,7 @@ type Counts struct {
 	ModelCalls, Turns, ToolCalls        int64
 	Unanswered                          int64
 	PackCalls, Packed, PackAlone        int64
+	PackVerified, PackAgreed            int64
 	Usage                               llm.Usage
 	ByKind                              map[job.Kind]int64
 	// AgentsWaiting, AgentsCalling and AgentsInTools are the engine's
@@ -41,6 +42,8 @@ type counters struct {
 	packCalls         atomic.Int64               // packed model calls
 	packed            atomic.Int64               // results answered by a packed call
 	packAlone         atomic.Int64               // agents of packing jobs that ran alone
+	packVerified      atomic.Int64               // packed answers checked against one alone
+	packAgreed        atomic.Int64               // of those, the ones that agreed
 }
 
 // addUsage counts the tokens of a call no result carries: a packed call's.
@@ -100,6 +103,8 @@ func (e *Engine) Counts() Counts {
 		PackCalls:        c.packCalls.Load(),
 		Packed:           c.packed.Load(),
 		PackAlone:        c.packAlone.Load(),
+		PackVerified:     c.packVerified.Load(),
+		PackAgreed:       c.packAgreed.Load(),
 		Usage:            llm.Usage{PromptTokens: c.prompt.Load(), CompletionTokens: c.compl.Load(), CachedTokens: c.cached.Load(), MediaTokens: c.media.Load()},
 		ByKind:           map[job.Kind]int64{},
 		AgentsWaiting:    max(e.gauges.Waiting.Load(), 0),

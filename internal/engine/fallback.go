@@ -369,9 +369,12 @@ func (e *Engine) runTiered(ctx, actx context.Context, a *agentRun) {
 	f := a.rn.fb
 	bctx, cancel := context.WithTimeoutCause(actx, f.budget, ErrBudget)
 	defer cancel()
-	packed, err := a.packed(bctx)
+	packed, after, err := a.packed(bctx)
 	if packed == 0 && err == nil {
 		err = runModel(bctx, a.rn.agent, f.primary, a.st)
+		if after != nil {
+			after(a.st, err)
+		}
 	}
 	e.ranTiered(ctx, actx, context.Cause(bctx), a, packed, err)
 }

@@ -59,6 +59,12 @@ type packer struct {
 	seq     uint64        // arrival order, to sort agents of equal index
 
 	cancelAdmit context.CancelFunc // ends dispatch's wait for a slot; nil when none
+
+	autoOn    bool       // job.Pack.Auto: the packer chooses its size (packauto.go)
+	auto      *autoState // what it measured; under mu
+	verify    float64    // job.Pack.Verify
+	minAgree  float64    // job.Pack.MinAgreement
+	verifyAcc float64    // the share of a check accrued; under mu
 }
 
 // A packItem is one agent waiting for a packed answer.
@@ -116,6 +122,12 @@ type packAnswer struct {
 	alone   string          // why it runs alone, for the log
 	packed  int             // the agents of the call
 	timings job.Timings
+	// check is the packed answer of an agent sampled for a check
+	// (job.Pack.Verify): it runs alone and the two answers are compared.
+	check json.RawMessage
+	// measured: the agent runs alone because an automatic packer is
+	// unpacked, which measures its call.
+	measured bool
 }
 
 // estimateTokens is the packer's token estimate of text: 4 bytes a token.
@@ -133,6 +145,7 @@ func (e *Engine) newPacker(spec *job.Spec, cfg agent.Config, g *gate, flow uint6
 		e: e, g: g, class: sched.Class(d.Priority), flow: flow, model: d.Model, br: br,
 		schema: spec.Schema(), check: d.Check, maxAgents: pk.MaxAgents, maxTokens: pk.MaxPromptTokens,
 		size: pk.MaxAgents, wake: make(chan struct{}, 1),
+		autoOn: pk.Auto, verify: pk.Verify, minAgree: pk.MinAgreement,
 		base: llm.Request{Model: d.ModelName, MaxTokens: d.MaxTokens, Temperature: d.Temperature, TopP: d.TopP, Seed: d.Seed, Stop: d.Stop},
 	}
 	p.stream, _ = d.Model.(llm.Streamer)
@@ -149,20 +162,23 @@ func (e *Engine) newPacker(spec *job.Spec, cfg agent.Config, g *gate, flow uint6
 		p.system = d.System + "\n\n" + p.system
 	}
 	p.sysTokens = estimateTokens(p.system)
+	p.newAuto(d.Timeout)
 	return p
 }
 
 // answer waits for the packed answer of agent i, whose rendered task is in
 // st, and returns the number of agents of the call that answered it, with
 // st holding the answer; 0 when the agent must run alone (its answer was
-// missing or invalid, or packing failed), with st unchanged. It returns
-// ctx's cause when ctx ends first.
-func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error) {
+// missing or invalid, packing failed, an automatic packer found packing
+// does not pay, or its packed answer is to be checked), with st
+// unchanged, and then after, when not nil, to call with the agent's state
+// and error once it ran alone. It returns ctx's cause when ctx ends first.
+func (p *packer) answer(ctx context.Context, i int, st *agent.State) (packed int, after func(*agent.State, error), err error) {
 	task := st.Messages[0].Content
 	it := &packItem{ctx: ctx, index: i, task: task, tokens: estimateTokens(task), enqueued: time.Now(), done: make(chan packAnswer, 1)}
 	if p.sysTokens+it.tokens > p.maxTokens {
 		p.e.stats.packAlone.Add(1)
-		return 0, nil // too large to share a call
+		return 0, nil, nil // too large to share a call
 	}
 	p.gauge(phaseWaiting, 1)
 	p.add(it)
@@ -172,7 +188,7 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error
 		if a.out == nil {
 			p.e.stats.packAlone.Add(1)
 			p.e.log.Debug("packed answer unusable: the agent runs alone", "agent", i, "why", a.alone)
-			return 0, nil
+			return 0, p.afterAlone(st, a.measured, a.check), nil
 		}
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: string(a.out)})
 		st.Output, st.Raw = a.out, string(a.out)
@@ -186,9 +202,16 @@ func (p *packer) answer(ctx context.Context, i int, st *agent.State) (int, error
 		if st.Timings.TTFT == 0 {
 			st.Timings.TTFT = a.timings.TTFT
 		}
-		return a.packed, nil
+		return a.packed, nil, nil
 	case <-ctx.Done():
-		return 0, context.Cause(ctx)
+		select {
+		case a := <-it.done:
+			if a.measured {
+				p.aloneDone(0, 0) // handed alone as it left: it no longer counts
+			}
+		default:
+		}
+		return 0, nil, context.Cause(ctx)
 	}
 }
 
@@ -248,6 +271,12 @@ func (p *packer) reap() {
 // while the backend was busy, at the size the answers before it set.
 func (p *packer) dispatch() {
 	for p.due() {
+		if p.unpackedNow() {
+			if !p.release() {
+				p.await()
+			}
+			continue
+		}
 		pm, brDone, why := p.admit()
 		items := p.take()
 		switch {
@@ -265,6 +294,57 @@ func (p *packer) dispatch() {
 		default:
 			p.start(items, pm, brDone)
 		}
+	}
+}
+
+// unpackedNow reports whether an automatic packer hands its agents to
+// run alone: its size came down to 1. A packer of a fixed size sends
+// packs of one instead, as before.
+func (p *packer) unpackedNow() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.autoOn && p.size <= 1
+}
+
+// release hands waiting agents to run alone and sends a probe pack when
+// one is due (packauto.go); it reports whether it did either.
+func (p *packer) release() bool {
+	p.mu.Lock()
+	alone, probe := p.unpacked()
+	p.mu.Unlock()
+	for _, it := range append(slices.Clone(alone), probe...) {
+		it.stop()
+		it.resume()
+		p.move(it, phaseWaiting, phaseCalling)
+	}
+	for _, it := range alone {
+		it.done <- packAnswer{alone: "packing does not pay on this backend now", measured: true}
+	}
+	if len(probe) > 0 {
+		pm, brDone, why := p.admit()
+		if why != "" {
+			p.mu.Lock()
+			p.auto.probing = false
+			p.mu.Unlock()
+			for _, it := range probe {
+				it.done <- packAnswer{alone: why}
+			}
+		} else {
+			p.start(probe, pm, brDone)
+		}
+	}
+	return len(alone)+len(probe) > 0
+}
+
+// await waits, while unpacked agents wait and none may be handed on, for
+// one to be answered (aloneDone wakes it), an agent to arrive, or a
+// short while, to see agents that stopped waiting.
+func (p *packer) await() {
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.wake:
 	}
 }
 
@@ -474,6 +554,13 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 			items[i].done <- packAnswer{alone: fmt.Sprintf("entry %s: %v", en.ID, verr)}
 			return
 		}
+		p.mu.Lock()
+		check := p.sample()
+		p.mu.Unlock()
+		if check {
+			items[i].done <- packAnswer{alone: "its packed answer is checked against one alone", check: out}
+			return
+		}
 		enq := items[i].enqueued
 		t := job.Timings{Queue: start.Sub(enq), Inference: time.Since(start), TTFT: first.Sub(start)}
 		items[i].done <- packAnswer{out: out, packed: n, timings: t}
@@ -544,6 +631,15 @@ func (p *packer) call(ctx context.Context, req *llm.Request, items []*packItem, 
 		}
 	}
 	p.adapt(n, truncated, bad+missing, err)
+	if p.autoOn {
+		p.mu.Lock()
+		ttft := time.Duration(0)
+		if !first.IsZero() {
+			ttft = first.Sub(start)
+		}
+		p.packDone(n, time.Since(start), ttft, err != nil || truncated || 2*(bad+missing) > n)
+		p.mu.Unlock()
+	}
 	// The slot goes back only now that the size is set: a pack formed the
 	// moment it is free must be of the size this answer calls for.
 	if pm != nil {
@@ -591,8 +687,8 @@ func (p *packer) adapt(n int, truncated bool, bad int, err error) {
 	case err != nil:
 		// The backend's failure, not the pack's size: admission adapts.
 	case truncated || 2*bad > n:
-		p.size = max(1, min(p.size, n)/2)
-	case bad == 0 && n >= p.size:
+		p.setSize(max(1, min(p.size, n)/2), "packed answers came back cut or mostly unusable")
+	case bad == 0 && n >= p.size && !p.autoOn:
 		p.size = min(p.maxAgents, p.size+1)
 	}
 }

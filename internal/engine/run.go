@@ -390,9 +390,12 @@ func (e *Engine) runAgent(ctx context.Context, a *agentRun) {
 		e.runTiered(ctx, actx, a)
 		return
 	}
-	packed, err := a.packed(actx)
+	packed, after, err := a.packed(actx)
 	if packed == 0 && err == nil {
 		err = a.rn.agent.Run(actx, a.st)
+		if after != nil {
+			after(a.st, err)
+		}
 	}
 	e.ran(ctx, actx, a, packed, err)
 }
@@ -562,10 +565,11 @@ func (e *Engine) ran(ctx, actx context.Context, a *agentRun, packed int, err err
 
 // packed runs the agent a in a packed call when its job packs and it
 // starts afresh. It returns the agents of the packed call that answered
-// it, or its error; (0, nil) when the agent must run alone.
-func (a *agentRun) packed(ctx context.Context) (int, error) {
+// it, or its error; 0 and no error when the agent must run alone, with
+// what to call once it ran (packer.answer; nil: nothing).
+func (a *agentRun) packed(ctx context.Context) (int, func(*agent.State, error), error) {
 	if a.rn.pk == nil || !a.fresh || len(a.media) > 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	return a.rn.pk.answer(ctx, a.i, a.st)
 }

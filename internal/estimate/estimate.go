@@ -327,6 +327,7 @@ func (j *Job) Report(st *Stats) *Report {
 		Job: j.cfg.Name, Inputs: j.cfg.Inputs, InputsOK: st.OK, InputsBad: st.Bad, Method: "schema", Tokenizer: j.counter.name,
 		Delivery: deliveryName(price.Batch), SharedPrefixTokens: st.Prefix, TaskTokens: st.spread(), Model: def.ModelName,
 		MaxTurns: def.MaxTurns, Tools: spec.Pool() != nil, Pack: spec.Pack().On(), PackSize: spec.Pack().MaxAgents,
+		PackAuto: spec.Pack().Auto, PackVerify: spec.Pack().Verify,
 	}
 	if p := price.Price; price.Known {
 		cached := p.CachedInput

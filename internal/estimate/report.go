@@ -95,6 +95,11 @@ type Report struct {
 	MaxTurns      int   `json:"-"`
 	Tools, Pack   bool  `json:"-"`
 	PackSize      int   `json:"-"`
+	// PackAuto: the engine chooses whether and how much to pack as the
+	// run measures (job.Pack.Auto); PackVerify is the share of packed
+	// answers it checks against alone runs (job.Pack.Verify).
+	PackAuto   bool    `json:"-"`
+	PackVerify float64 `json:"-"`
 }
 
 // Rate is a price per million tokens, as a [Report] holds it.

@@ -23,8 +23,14 @@ func (rep *Report) WriteTable(w io.Writer) {
 			how = fmt.Sprintf("%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.MaxTurns)
 		case rep.Tools:
 			how = fmt.Sprintf("%d-%d calls per agent (tools; max_turns %d)", rep.CallsPerAgent.Low, rep.CallsPerAgent.High, rep.MaxTurns)
+		case rep.Pack && rep.PackAuto:
+			// The counts below are those of full packs: the fewest calls.
+			how = fmt.Sprintf("packing: auto, up to %d a call; chosen as the run measures (counted below at %d a call)", rep.PackSize, rep.PackSize)
 		case rep.Pack:
 			how = fmt.Sprintf("packed calls of up to %d agents, each sending the shared prefix once", rep.PackSize)
+		}
+		if rep.Pack && rep.PackVerify > 0 {
+			how += fmt.Sprintf("; %g%% of packed answers checked by running their tasks alone", 100*rep.PackVerify)
 		}
 		fmt.Fprintf(w, "method: output schema, no model call: answers of %s-%s tokens, %s\n", thousands(rep.AnswerTokens.Low), thousands(rep.AnswerTokens.High), how)
 	}

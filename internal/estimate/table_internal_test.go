@@ -40,3 +40,20 @@ func TestReportWriteBad(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// TestReportPackAutoLine: the dry run of an automatic packing job says
+// that the engine chooses the size as the run measures, up to what, and
+// the share of answers it checks.
+func TestReportPackAutoLine(t *testing.T) {
+	var b strings.Builder
+	(&Report{Pack: true, PackAuto: true, PackSize: 20, PackVerify: 0.02, AnswerTokens: &Span{}}).WriteTable(&b)
+	want := "packing: auto, up to 20 a call; chosen as the run measures (counted below at 20 a call); 2% of packed answers checked by running their tasks alone\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table:\n%s\nwant a line ending %q", b.String(), want)
+	}
+	b.Reset()
+	(&Report{Pack: true, PackSize: 10, AnswerTokens: &Span{}}).WriteTable(&b)
+	if !strings.Contains(b.String(), "packed calls of up to 10 agents, each sending the shared prefix once\n") || strings.Contains(b.String(), "auto") {
+		t.Errorf("fixed packing's table:\n%s", b.String())
+	}
+}

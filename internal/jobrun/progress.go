@@ -141,6 +141,10 @@ func writeSummary(w io.Writer, s summary) {
 	if st.PackCalls > 0 || st.PackAlone > 0 {
 		t.Add("packed", "%d results from %d calls · %d ran alone", st.Packed, st.PackCalls, st.PackAlone)
 	}
+	if st.PackVerified > 0 {
+		t.Add("pack checks", "%d of %d packed answers agreed with their task alone (%.0f%%)",
+			st.PackAgreed, st.PackVerified, 100*float64(st.PackAgreed)/float64(st.PackVerified))
+	}
 	t.Add("tokens", "prompt %s (cached %s, %s) · completion %s", count(st.Usage.PromptTokens), count(st.Usage.CachedTokens),
 		share(st.Usage.CachedTokens, st.Usage.PromptTokens), count(st.Usage.CompletionTokens))
 	if m := st.Usage.MediaTokens; m > 0 {

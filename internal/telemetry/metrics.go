@@ -69,6 +69,9 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 //     fallbacks), breaker_changes_total.
 //   - model_calls_total (attempts, retries included), turns_total,
 //     checkpoint_errors_total.
+//   - pack_verified_total, pack_agreed_total: packed answers checked
+//     against their task's answer alone (pack.verify), and those that
+//     agreed.
 //
 // And, once [Metrics.WatchCost] names a job's cost:
 //
@@ -251,6 +254,8 @@ var (
 	descBreaker       = desc("breaker_changes_total", "State changes of the backends' circuit breakers.")
 	descCachedCalls   = desc("cached_calls_total", "Model calls answered from the response cache instead of a backend.")
 	descSavedTokens   = desc("cache_saved_tokens_total", "Tokens the response cache's answers had cost when first paid.")
+	descPackVerified  = desc("pack_verified_total", "Packed answers checked against the answer their task got alone (pack.verify).")
+	descPackAgreed    = desc("pack_agreed_total", "Checked packed answers that agreed with their task's answer alone.")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -262,7 +267,7 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLimit, descInflight, descWaiting, descThrottles, descPauses,
 		descToolCalls, descToolExecuted, descToolCoalesced, descToolCacheHits, descToolErrors,
 		descStarted, descDone, descRestored, descRunning, descFailures, descModelCalls, descTurns, descCheckpointErr,
-		descTier, descBreaker, descCachedCalls, descSavedTokens} {
+		descTier, descBreaker, descCachedCalls, descSavedTokens, descPackVerified, descPackAgreed} {
 		ch <- d
 	}
 }
@@ -326,6 +331,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCheckpointErr, s.CheckpointErrors)
 	counter(descCachedCalls, s.CachedCalls)
 	counter(descSavedTokens, s.SavedUsage.Total())
+	counter(descPackVerified, s.PackVerified)
+	counter(descPackAgreed, s.PackAgreed)
 	tiers := slices.Sorted(maps.Keys(s.ByTier))
 	for _, tier := range tiers {
 		counter(descTier, s.ByTier[tier], strconv.Itoa(tier))
