@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -157,50 +156,25 @@ func forwardUsage(b []byte) (llm.Usage, bool) {
 // limits and spend cap, and the server's drain, metrics and log.
 func (s *Server) forwardHandler(path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		status, model, keyName := http.StatusOK, "", ""
-		reqID := requestIDFrom(r.Context())
-		defer func() {
-			s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, path,
-				slog.String("request_id", reqID), slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
-				slog.Duration("took", time.Since(start)))
-		}()
-		refuse := func(e *apiError) {
-			status = e.status
-			writeError(w, e)
-		}
-		if !s.enter() {
-			refuse(errShutdown)
-			return
-		}
-		defer s.leave()
-		c, ok := s.authenticate(r)
+		call, ok := s.begin(w, r, path)
+		defer call.end()
 		if !ok {
-			refuse(errAuth)
 			return
 		}
-		if c != nil {
-			keyName = c.name
-		}
-		release, e := c.admit(time.Now())
-		if e != nil {
-			refuse(e)
-			return
-		}
-		defer release()
+		start, c := call.start, call.client
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 		if err != nil {
-			refuse(s.bodyError(err))
+			call.refuse(s.bodyError(err))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		x, e := s.prepareForward(ctx, c, path, body, false)
 		if e != nil {
-			refuse(e)
+			call.refuse(e)
 			return
 		}
-		model = x.model
+		call.model = x.model
 		var (
 			usage    llm.Usage
 			answered bool
@@ -219,10 +193,7 @@ func (s *Server) forwardHandler(path string) http.HandlerFunc {
 			s.cfg.Recorder.Call(x.model, ttft, time.Since(start), usage, err)
 		}
 		if err != nil {
-			status = errorOf(err).status
-			s.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, path+" failed",
-				slog.String("request_id", reqID), slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
-				slog.String("code", errorOf(err).code), slog.String("err", err.Error()))
+			call.failed(err, errorOf(err).status)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,55 +22,30 @@ import (
 // runs through the same modes (passthrough or agent), and its answer is
 // written as a Responses object, or as its stream of events.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	status, model, keyName := http.StatusOK, "", ""
-	reqID := requestIDFrom(r.Context())
-	defer func() {
-		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "response",
-			slog.String("request_id", reqID), slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
-			slog.Duration("took", time.Since(start)))
-	}()
-	refuse := func(e *apiError) {
-		status = e.status
-		writeError(w, e)
-	}
-	if !s.enter() {
-		refuse(errShutdown)
-		return
-	}
-	defer s.leave()
-	c, ok := s.authenticate(r)
+	call, ok := s.begin(w, r, "response")
+	defer call.end()
 	if !ok {
-		refuse(errAuth)
 		return
 	}
-	if c != nil {
-		keyName = c.name
-	}
-	release, e := c.admit(time.Now())
-	if e != nil {
-		refuse(e)
-		return
-	}
-	defer release()
+	start, c := call.start, call.client
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
-		refuse(s.bodyError(err))
+		call.refuse(s.bodyError(err))
 		return
 	}
 	rr, cr, e := chatOfResponses(body)
 	if e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
-	model = cr.Model
+	call.model = cr.Model
 	m, input, e := s.modeFor(cr, batchagent.Interactive)
 	if e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
 	if m, e = s.withCap(c, m, cr.Model); e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
@@ -92,10 +66,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Recorder.Call(cr.Model, ttft, time.Since(start), rw.usage, err)
 	}
 	if err != nil {
-		status = errorOf(err).status
-		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "response failed",
-			slog.String("request_id", reqID), slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
-			slog.String("code", errorOf(err).code), slog.String("err", err.Error()))
+		call.failed(err, errorOf(err).status)
 	}
 }
 

@@ -416,51 +416,26 @@ func requestID() string {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	status, model, keyName := http.StatusOK, "", ""
-	reqID := requestIDFrom(r.Context())
-	defer func() {
-		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelDebug, "chat completion",
-			slog.String("request_id", reqID), slog.String("model", model), slog.Int("status", status), slog.String("key", keyName),
-			slog.Duration("took", time.Since(start)))
-	}()
-	refuse := func(e *apiError) {
-		status = e.status
-		writeError(w, e)
-	}
-	if !s.enter() {
-		refuse(errShutdown)
-		return
-	}
-	defer s.leave()
-	c, ok := s.authenticate(r)
+	call, ok := s.begin(w, r, "chat completion")
+	defer call.end()
 	if !ok {
-		refuse(errAuth)
 		return
 	}
-	if c != nil {
-		keyName = c.name
-	}
-	release, e := c.admit(time.Now())
-	if e != nil {
-		refuse(e)
-		return
-	}
-	defer release()
+	start, c := call.start, call.client
 
 	var cr oaiwire.Request
 	if e := s.readChat(w, r, &cr); e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
-	model = cr.Model
+	call.model = cr.Model
 	m, input, e := s.modeFor(&cr, batchagent.Interactive)
 	if e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
 	if m, e = s.withCap(c, m, cr.Model); e != nil {
-		refuse(e)
+		call.refuse(e)
 		return
 	}
 
@@ -478,19 +453,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		x.price = &p
 	}
 	if !s.track(x) {
-		refuse(errShutdown)
+		call.refuse(errShutdown)
 		return
 	}
 	defer s.untrack(x)
 	if err := x.execute(ctx, m); err != nil {
-		status = errorOf(err).status
+		status := errorOf(err).status
 		if errors.Is(err, errClientGone) {
 			status = 499 // client closed request, as nginx logs it
 		}
-		// The whole cause, which the client's message leaves out.
-		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelWarn, "chat completion failed",
-			slog.String("request_id", reqID), slog.String("model", model), slog.String("key", keyName), slog.Int("status", status),
-			slog.String("code", errorOf(err).code), slog.String("err", err.Error()))
+		call.failed(err, status)
 	}
 }
 
