@@ -91,7 +91,7 @@ func TestImportRules(t *testing.T) {
 		// open the job, inputs, output and state; stream, summarise.
 		"internal/jobrun": {"", "agent", "backend/batchmode", "checkpoint", "input", "internal/config", "internal/estimate", "internal/media", "internal/outfile",
 			"internal/progress", "internal/report", "internal/telemetry", "internal/tokens", "job", "llm", "reduce", "respcache", "tool",
-			"internal/prices", "internal/spend"},
+			"internal/prices", "internal/spend", "router"}, // router: a job's deployments, their stats in the summary
 		// The spend cap (limits.max_cost): a wrapper of llm.Model.
 		"internal/spend": {"job", "llm"},
 		// Commands and flags: each reads its flags, calls one package and
