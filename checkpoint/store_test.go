@@ -266,15 +266,19 @@ func TestSaveAfterClose(t *testing.T) {
 
 func TestCloseFlushesPending(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.db")
-	// The writer would wait an hour for a batch to fill: Close must not.
+	// The writer may wait an hour for a batch to fill: Close must not.
 	s, err := checkpoint.Open(path, checkpoint.Config{FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := s.Save(done, fullState("j", 3)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Save(cancelled ctx) = %v, want %v", err, context.Canceled)
+	// A saver that stops waiting gets its context's error, unless the
+	// commit was already done when it looked (a lone save is committed
+	// at once: it won the race once in CI); either way the state is
+	// queued, and Close must write it.
+	if err := s.Save(done, fullState("j", 3)); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Save(cancelled ctx) = %v, want nil or %v", err, context.Canceled)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
