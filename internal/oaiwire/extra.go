@@ -107,13 +107,7 @@ func ReadAnswerExtra(data []byte) (*llm.Extra, error) {
 	eachMember(data, func(k, v []byte) bool {
 		if string(k) == "choices" {
 			eachElement(v, func(c []byte) bool {
-				var idx []byte
-				eachMember(c, func(k, v []byte) bool {
-					if string(k) == "index" {
-						idx = v
-					}
-					return idx == nil
-				})
+				idx := choiceIndex(c)
 				if idx != nil && string(idx) != "0" {
 					x.Choices = append(x.Choices, bytes.Clone(c))
 					return true
@@ -217,13 +211,7 @@ func SameAnswerExtra(data []byte, x *llm.Extra) bool {
 	eachMember(data, func(k, v []byte) bool {
 		if string(k) == "choices" {
 			eachElement(v, func(c []byte) bool {
-				var idx []byte
-				eachMember(c, func(k, v []byte) bool {
-					if string(k) == "index" {
-						idx = v
-					}
-					return idx == nil
-				})
+				idx := choiceIndex(c)
 				if idx != nil && string(idx) != "0" {
 					same = false // a choice but the first: read it (n > 1)
 					return false
@@ -339,4 +327,16 @@ func skipValue(b []byte, i int) int {
 		j++
 	}
 	return j
+}
+
+// choiceIndex returns the raw "index" member of c, a choice object; nil
+// when it has none.
+func choiceIndex(c []byte) (idx []byte) {
+	eachMember(c, func(k, v []byte) bool {
+		if string(k) == "index" {
+			idx = v
+		}
+		return idx == nil
+	})
+	return idx
 }
